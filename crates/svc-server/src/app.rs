@@ -1,0 +1,314 @@
+//! The application object and its life cycle: start-up (store, encryption key, key ring, state,
+//! first-start bootstrap), background jobs, the HTTP server and graceful shutdown.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use tokio::net::TcpListener;
+
+use crate::config::{Config, DatabaseUrl};
+use crate::crypto::aead::Cipher;
+use crate::crypto::{b64std, b64std_decode, random_bytes};
+use crate::events::EventSink;
+use crate::issuer::{KeyRing, keys};
+use crate::state::State;
+use crate::store::Store;
+
+/// Shared application state; cheap to clone.
+#[derive(Clone)]
+pub struct App(Arc<Inner>);
+
+pub struct Inner {
+    pub cfg: Config,
+    pub store: Store,
+    pub cipher: Cipher,
+    state: ArcSwap<State>,
+    keys: ArcSwap<KeyRing>,
+    /// Serialises management writes on this node.
+    pub write_lock: tokio::sync::Mutex<()>,
+    pub events: EventSink,
+    pub healthy: AtomicBool,
+    /// Newest row of `changes` this node has applied.
+    pub last_change: AtomicI64,
+    /// Random id of this process (rotation lock owner).
+    pub node_id: String,
+    pub upstream: crate::upstream::Upstream,
+    pub limits: crate::edge::ratelimit::Limiters,
+}
+
+impl std::ops::Deref for App {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+/// Why the service could not start (printed, then exit code 1).
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<String> for StartError {
+    fn from(e: String) -> Self {
+        StartError(e)
+    }
+}
+
+impl From<crate::store::StoreError> for StartError {
+    fn from(e: crate::store::StoreError) -> Self {
+        StartError(e.0)
+    }
+}
+
+impl From<std::io::Error> for StartError {
+    fn from(e: std::io::Error) -> Self {
+        StartError(e.to_string())
+    }
+}
+
+const KEY_CHECK: &str = "svc-encryption-key-check";
+
+/// The encryption key: `SVC_ENCRYPTION_KEY`, or (SQLite only) a key file beside the database,
+/// generated with mode 0600 on first start.
+fn resolve_encryption_key(cfg: &Config) -> Result<[u8; 32], StartError> {
+    if let Some(k) = cfg.encryption_key {
+        return Ok(k);
+    }
+    let DatabaseUrl::Sqlite(db) = &cfg.database_url else {
+        return Err(StartError(
+            "SVC_ENCRYPTION_KEY is required with PostgreSQL".into(),
+        ));
+    };
+    let path = key_file_path(db);
+    if path.exists() {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| StartError(format!("cannot read key file {}: {e}", path.display())))?;
+        let bytes = b64std_decode(text.trim())
+            .filter(|b| b.len() == 32)
+            .ok_or_else(|| {
+                StartError(format!(
+                    "key file {} does not hold base64 of 32 bytes",
+                    path.display()
+                ))
+            })?;
+        let mut k = [0u8; 32];
+        k.copy_from_slice(&bytes);
+        return Ok(k);
+    }
+    let key = random_bytes::<32>();
+    write_private_file(&path, &b64std(&key))?;
+    tracing::info!(path = %path.display(), "generated a new encryption key file");
+    Ok(key)
+}
+
+pub fn key_file_path(db: &std::path::Path) -> PathBuf {
+    db.parent()
+        .unwrap_or(std::path::Path::new("."))
+        .join("svc-encryption.key")
+}
+
+fn write_private_file(path: &std::path::Path, text: &str) -> Result<(), StartError> {
+    use std::io::Write;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(0o600);
+    }
+    let mut f = opts
+        .open(path)
+        .map_err(|e| StartError(format!("cannot create key file {}: {e}", path.display())))?;
+    f.write_all(text.as_bytes())?;
+    f.write_all(b"\n")?;
+    f.sync_all()?;
+    Ok(())
+}
+
+impl App {
+    /// Opens storage and loads everything; does not start background jobs or listen.
+    pub async fn open(cfg: Config) -> Result<App, StartError> {
+        let store = Store::open(&cfg.database_url)
+            .await
+            .map_err(|e| StartError(format!("database: {e}")))?;
+        let key = resolve_encryption_key(&cfg)?;
+        let cipher = Cipher::new(&key);
+        // The first start records a check value; later starts prove they hold the same key.
+        let check = store
+            .meta_init(
+                "encryption_check",
+                &cipher.seal(KEY_CHECK.as_bytes(), "meta:check"),
+            )
+            .await?;
+        match cipher.open(&check, "meta:check") {
+            Ok(v) if v == KEY_CHECK.as_bytes() => {}
+            Ok(_) | Err(_) => {
+                return Err(StartError(format!(
+                    "the encryption key (id {}) is not the key this database was encrypted with; set SVC_ENCRYPTION_KEY to the original key",
+                    cipher.kid()
+                )));
+            }
+        }
+        let now = crate::clock::now_millis();
+        keys::ensure(&store, &cipher, now).await?;
+        let ring = KeyRing::from_rows(&store.load_keys().await?, &cipher)?;
+        let last_change = store.last_change().await?;
+        let state = crate::service::load::load_state(&store, &cipher).await?;
+        let events = EventSink::new(store.clone());
+        let upstream = crate::upstream::Upstream::new(&cfg)?;
+        let limits = crate::edge::ratelimit::Limiters::new(&cfg);
+        let app = App(Arc::new(Inner {
+            cfg,
+            store,
+            cipher,
+            state: ArcSwap::from_pointee(state),
+            keys: ArcSwap::from_pointee(ring),
+            write_lock: tokio::sync::Mutex::new(()),
+            events,
+            healthy: AtomicBool::new(true),
+            last_change: AtomicI64::new(last_change),
+            node_id: crate::crypto::hex(&random_bytes::<8>()),
+            upstream,
+            limits,
+        }));
+        crate::service::bootstrap::first_start(&app)
+            .await
+            .map_err(|e| StartError(format!("first start: {e}")))?;
+        Ok(app)
+    }
+
+    /// The current configuration snapshot (lock-free).
+    pub fn state(&self) -> arc_swap::Guard<Arc<State>> {
+        self.state.load()
+    }
+
+    pub fn state_full(&self) -> Arc<State> {
+        self.state.load_full()
+    }
+
+    pub(crate) fn swap_state(&self, st: State) -> Arc<State> {
+        let st = Arc::new(st);
+        self.state.store(st.clone());
+        st
+    }
+
+    pub fn keys(&self) -> arc_swap::Guard<Arc<KeyRing>> {
+        self.keys.load()
+    }
+
+    pub async fn reload_keys(&self) -> Result<(), String> {
+        let rows = self.store.load_keys().await.map_err(|e| e.to_string())?;
+        let ring = KeyRing::from_rows(&rows, &self.cipher)?;
+        self.keys.store(Arc::new(ring));
+        Ok(())
+    }
+
+    /// Starts the background jobs: event writer, health probe, cross-node refresh, key rotation,
+    /// retention.
+    pub fn spawn_background(&self) {
+        self.events.start();
+        let app = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let ok = app.store.ping().await;
+                if ok != app.healthy.swap(ok, Ordering::Relaxed) {
+                    if ok {
+                        tracing::info!("database reachable again");
+                    } else {
+                        tracing::error!("database unreachable");
+                    }
+                }
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        });
+        if self.store.dialect() == crate::store::Dialect::Postgres {
+            let app = self.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let _g = app.write_lock.lock().await;
+                    if let Err(e) = crate::service::load::sync_changes(&app).await {
+                        tracing::warn!(error = %e, "refresh from the database failed");
+                    }
+                }
+            });
+        }
+        let app = self.clone();
+        tokio::spawn(async move {
+            loop {
+                let now = crate::clock::now_millis();
+                let ring = app.keys.load_full();
+                match keys::rotate_if_due(
+                    &app.store,
+                    &app.cipher,
+                    &ring,
+                    app.cfg.signing_key_rotation_days,
+                    now,
+                    &app.node_id,
+                )
+                .await
+                {
+                    Ok(true) => tracing::info!("rotated signing keys"),
+                    Ok(false) => {}
+                    Err(e) => tracing::warn!(error = %e, "key rotation failed"),
+                }
+                if let Err(e) = app.reload_keys().await {
+                    tracing::warn!(error = %e, "key reload failed");
+                }
+                let cutoff = now - 90 * 86_400_000;
+                if let Err(e) = app.store.purge_events(cutoff).await {
+                    tracing::warn!(error = %e, "event retention purge failed");
+                }
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+        });
+    }
+
+    /// Serves HTTP on `listener` until `shutdown` resolves, then drains and flushes events.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let router = crate::http::router(self.clone());
+        let svc = router.into_make_service_with_connect_info::<SocketAddr>();
+        let result = axum::serve(listener, svc)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        self.events.flush().await;
+        result
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        {
+            s.recv().await;
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown requested; draining connections");
+}

@@ -1,0 +1,3 @@
+//! Credential provider types: one module per type behind the credential-backend trait.
+
+pub mod access_token;

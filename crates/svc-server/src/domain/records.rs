@@ -1,0 +1,178 @@
+//! Records of the global entities: settings, resource sets, roles, users. The configuration
+//! entities of the Edge API (trust providers, workloads, credential providers, policies) have
+//! their own modules next to this one.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{Meta, Perm, Secret, Tag, Timestamp, secret};
+
+/// Sign-in policy and compliance settings: one record, id = nil UUID.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Settings {
+    pub sso_required: bool,
+    pub mfa_required: bool,
+    /// When `mfaRequired` last became true (start of the MFA grace period).
+    pub mfa_enabled_at: Option<Timestamp>,
+    pub compliance: Vec<(String, ComplianceLevel)>,
+    pub modified_at: Timestamp,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub enum ComplianceLevel {
+    Required,
+    Recommended,
+    Optional,
+}
+
+impl ComplianceLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ComplianceLevel::Required => "Required",
+            ComplianceLevel::Recommended => "Recommended",
+            ComplianceLevel::Optional => "Optional",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "Required" => Some(ComplianceLevel::Required),
+            "Recommended" => Some(ComplianceLevel::Recommended),
+            "Optional" => Some(ComplianceLevel::Optional),
+            _ => None,
+        }
+    }
+}
+
+/// The four compliance settings of §3.22, in their GET order.
+pub const COMPLIANCE_SETTINGS: [&str; 4] = [
+    "ap_trust_prov_governance",
+    "ap_access_cond_governance",
+    "edge_trust_prov_governance",
+    "edge_tls_hostname_governance",
+];
+
+impl Settings {
+    pub fn initial(now: Timestamp) -> Settings {
+        Settings {
+            sso_required: false,
+            mfa_required: false,
+            mfa_enabled_at: None,
+            compliance: COMPLIANCE_SETTINGS
+                .iter()
+                .map(|n| (n.to_string(), ComplianceLevel::Recommended))
+                .collect(),
+            modified_at: now,
+        }
+    }
+
+    pub fn compliance(&self, name: &str) -> ComplianceLevel {
+        self.compliance
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, l)| *l)
+            .unwrap_or(ComplianceLevel::Recommended)
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ResourceSet {
+    pub meta: Meta,
+}
+
+/// One permission a role grants.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Grant {
+    pub perm: Perm,
+    pub read: bool,
+    pub write: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Role {
+    pub meta: Meta,
+    pub system: bool,
+    pub grants: Vec<Grant>,
+    /// System roles: every resource set, including future ones.
+    pub all_resource_sets: bool,
+    pub resource_sets: Vec<Uuid>,
+}
+
+impl Role {
+    /// The access this role gives to `perm` in resource set `rs`: (read, write).
+    pub fn access(&self, perm: Perm, rs: Uuid) -> (bool, bool) {
+        if !self.meta.active || !(self.all_resource_sets || self.resource_sets.contains(&rs)) {
+            return (false, false);
+        }
+        self.grants
+            .iter()
+            .find(|g| g.perm == perm)
+            .map(|g| (g.read || g.write, g.write && !perm.read_only()))
+            .unwrap_or((false, false))
+    }
+
+    pub fn covers(&self, rs: Uuid) -> bool {
+        self.all_resource_sets || self.resource_sets.contains(&rs)
+    }
+}
+
+/// Well-known ids of the system roles (the same on every node and every installation).
+pub const SUPER_ADMIN_ROLE: Uuid = Uuid::from_u128(0x5ac0_0000_0000_4000_8000_0000_0000_0001);
+pub const AUDITOR_ROLE: Uuid = Uuid::from_u128(0x5ac0_0000_0000_4000_8000_0000_0000_0002);
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct UserToken {
+    pub id: Uuid,
+    pub name: String,
+    pub verified: bool,
+    pub created_at: Timestamp,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct User {
+    pub id: Uuid,
+    pub seq: i32,
+    pub email: String,
+    pub first_name: String,
+    pub last_name: String,
+    pub phone_number: Option<String>,
+    pub roles: Vec<Uuid>,
+    pub active: bool,
+    pub locked: bool,
+    pub failed_logins: u32,
+    pub tags: Vec<Tag>,
+    pub tokens: Vec<UserToken>,
+    pub created_at: Timestamp,
+    pub modified_at: Timestamp,
+    pub created_by: Option<String>,
+    pub modified_by: Option<String>,
+    /// Start of the user's own MFA grace period (creation or last unlock).
+    pub mfa_grace_from: Timestamp,
+    #[serde(skip)]
+    pub secrets: UserSecrets,
+}
+
+/// The sealed part of a user: password hash and TOTP seeds.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct UserSecrets {
+    #[serde(with = "secret::storage::option", default)]
+    pub password_hash: Option<Secret<String>>,
+    /// TOTP seeds (base32) by token id.
+    #[serde(default)]
+    pub totp: Vec<TotpSeed>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TotpSeed {
+    pub id: Uuid,
+    #[serde(with = "secret::storage")]
+    pub secret: Secret<String>,
+}
+
+impl User {
+    pub fn display_name(&self) -> String {
+        format!("{} {}", self.first_name, self.last_name)
+    }
+    pub fn has_verified_totp(&self) -> bool {
+        self.tokens.iter().any(|t| t.verified)
+    }
+}

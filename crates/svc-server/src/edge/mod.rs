@@ -1,0 +1,2 @@
+//! Edge API.
+pub mod ratelimit;

@@ -1,0 +1,120 @@
+//! Authorization and workload events leave the request path through [`EventSink`]: a bounded
+//! channel drained by one writer task that inserts in batches. A request never waits for the
+//! database; when the channel is full the event is dropped, counted, and a log line says so
+//! (architecture invariant 2). Audit entries of management writes do not pass here: they commit
+//! in the same transaction as the change they describe.
+
+pub mod audit;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store::{EventRow, Store};
+
+const CAPACITY: usize = 65_536;
+const BATCH: usize = 512;
+
+enum Msg {
+    Event(EventRow),
+    Flush(oneshot::Sender<()>),
+}
+
+pub struct EventSink {
+    tx: mpsc::Sender<Msg>,
+    rx: Mutex<Option<mpsc::Receiver<Msg>>>,
+    store: Store,
+    dropped: Arc<AtomicU64>,
+    written: Arc<AtomicU64>,
+}
+
+impl EventSink {
+    pub fn new(store: Store) -> EventSink {
+        let (tx, rx) = mpsc::channel(CAPACITY);
+        EventSink {
+            tx,
+            rx: Mutex::new(Some(rx)),
+            store,
+            dropped: Arc::new(AtomicU64::new(0)),
+            written: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    /// Queues an event without waiting.
+    pub fn record(&self, e: EventRow) {
+        if self.tx.try_send(Msg::Event(e)).is_err() {
+            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if n.is_power_of_two() {
+                tracing::warn!(dropped_total = n, "event queue full: events dropped");
+            }
+        }
+    }
+
+    /// Events dropped because the queue was full, and events written, since start.
+    pub fn counters(&self) -> (u64, u64) {
+        (
+            self.dropped.load(Ordering::Relaxed),
+            self.written.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Waits until everything queued so far is written.
+    pub async fn flush(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Msg::Flush(tx)).await.is_ok() {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), rx).await;
+        }
+    }
+
+    /// Spawns the writer task (once).
+    pub fn start(&self) {
+        let Some(mut rx) = self.rx.lock().ok().and_then(|mut g| g.take()) else {
+            return;
+        };
+        let store = self.store.clone();
+        let written = self.written.clone();
+        tokio::spawn(async move {
+            let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
+            let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
+            while let Some(first) = rx.recv().await {
+                let mut next = Some(first);
+                while let Some(m) = next.take() {
+                    match m {
+                        Msg::Event(e) => batch.push(e),
+                        Msg::Flush(w) => waiters.push(w),
+                    }
+                    if batch.len() >= BATCH {
+                        break;
+                    }
+                    next = rx.try_recv().ok();
+                }
+                if !batch.is_empty() {
+                    write_batch(&store, &batch, &written).await;
+                    batch.clear();
+                }
+                for w in waiters.drain(..) {
+                    let _ = w.send(());
+                }
+            }
+        });
+    }
+}
+
+async fn write_batch(store: &Store, batch: &[EventRow], written: &AtomicU64) {
+    for attempt in 1..=4u64 {
+        match store.insert_events(batch).await {
+            Ok(()) => {
+                written.fetch_add(batch.len() as u64, Ordering::Relaxed);
+                return;
+            }
+            Err(e) if attempt < 4 => {
+                tracing::warn!(error = %e, attempt, "event batch write failed; retrying");
+                tokio::time::sleep(std::time::Duration::from_millis(200 * attempt)).await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, lost = batch.len(), "event batch could not be written")
+            }
+        }
+    }
+}

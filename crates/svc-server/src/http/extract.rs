@@ -1,0 +1,173 @@
+//! Extractors whose every rejection is our error body: JSON bodies (size limit, content type,
+//! syntax), UUID path parameters, query pairs, the caller context set by the guard, client info.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, RawPathParams, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, header};
+use serde_json::Value;
+use uuid::Uuid;
+
+use crate::app::App;
+use crate::error::Error;
+use crate::events::audit::ClientInfo;
+
+pub const MANAGEMENT_BODY_LIMIT: usize = 1024 * 1024;
+pub const EDGE_BODY_LIMIT: usize = 256 * 1024;
+
+/// Reads a request body of at most `limit` bytes, requiring a JSON content type when one is set.
+pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, Error> {
+    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
+        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+        let mime = ct.split(';').next().unwrap_or("").trim();
+        if !(mime == "application/json" || mime.ends_with("+json")) {
+            return Err(Error::bad("body: Content-Type must be application/json"));
+        }
+    }
+    axum::body::to_bytes(req.into_body(), limit)
+        .await
+        .map_err(|_| Error::bad(format!("body: larger than the {} KiB limit", limit / 1024)))
+}
+
+/// A management JSON body (≤ 1 MiB) parsed into a `Value`.
+pub struct JsonBody(pub Value);
+
+impl<S: Send + Sync> FromRequest<S> for JsonBody {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, _state: &S) -> Result<Self, Error> {
+        let bytes = read_body(req, MANAGEMENT_BODY_LIMIT).await?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+pub fn parse_json(bytes: &[u8]) -> Result<Value, Error> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(Error::bad("body: is required"));
+    }
+    serde_json::from_slice(bytes).map_err(|e| Error::bad(format!("body: malformed JSON ({e})")))
+}
+
+/// The path's UUID parameters, in order; a malformed one is a 400 naming it.
+pub struct Ids(pub Vec<Uuid>);
+
+impl<S: Send + Sync> FromRequestParts<S> for Ids {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
+        let raw = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| Error::bad("path: invalid parameter"))?;
+        let mut out = Vec::new();
+        for (name, value) in raw.iter() {
+            match svc_api::reader::parse_uuid(value) {
+                Some(u) => out.push(u),
+                None => return Err(Error::field(name, "must be a UUID")),
+            }
+        }
+        Ok(Ids(out))
+    }
+}
+
+impl Ids {
+    pub fn one(&self) -> Uuid {
+        self.0[0]
+    }
+}
+
+/// The raw path parameters as text (for the users route, whose id is a plain string).
+pub struct RawIds(pub Vec<String>);
+
+impl<S: Send + Sync> FromRequestParts<S> for RawIds {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
+        let raw = RawPathParams::from_request_parts(parts, state)
+            .await
+            .map_err(|_| Error::bad("path: invalid parameter"))?;
+        Ok(RawIds(raw.iter().map(|(_, v)| v.to_string()).collect()))
+    }
+}
+
+/// Query parameters as ordered pairs (repeatable keys kept).
+pub struct QueryPairs(pub Vec<(String, String)>);
+
+impl<S: Send + Sync> FromRequestParts<S> for QueryPairs {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Error> {
+        let q = parts.uri.query().unwrap_or("");
+        let pairs = url::form_urlencoded::parse(q.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+        Ok(QueryPairs(pairs))
+    }
+}
+
+impl QueryPairs {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+    pub fn all(&self, key: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+}
+
+/// The TCP peer address.
+pub fn peer_ip(parts_ext: &axum::http::Extensions) -> Option<IpAddr> {
+    parts_ext
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|c| crate::net::canonical(c.0.ip()))
+}
+
+/// The effective source IP (§4.3) for management calls: the peer, or the left-most
+/// `X-Forwarded-For` entry when the peer is a trusted proxy.
+pub fn effective_ip(
+    app: &App,
+    ext: &axum::http::Extensions,
+    headers: &HeaderMap,
+) -> Option<IpAddr> {
+    let peer = peer_ip(ext)?;
+    if app.cfg.is_trusted_proxy(peer) {
+        if let Some(fwd) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+            if let Some(ip) = fwd
+                .split(',')
+                .next()
+                .and_then(|s| s.trim().parse::<IpAddr>().ok())
+            {
+                return Some(crate::net::canonical(ip));
+            }
+        }
+    }
+    Some(peer)
+}
+
+pub fn client_info(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap) -> ClientInfo {
+    ClientInfo {
+        ip: effective_ip(app, ext, headers).map(|i| i.to_string()),
+        user_agent: headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|s| s.chars().take(512).collect()),
+    }
+}
+
+/// Client info as an extractor (public endpoints without the guard).
+pub struct Client(pub ClientInfo);
+
+impl FromRequestParts<App> for Client {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, app: &App) -> Result<Self, Error> {
+        Ok(Client(client_info(app, &parts.extensions, &parts.headers)))
+    }
+}

@@ -1,0 +1,351 @@
+//! The shared list machinery of contract §1.6: `page`, `per-page`, `filter` (`key:value` equality
+//! or text search), `order` (any scalar field, ties on `externalId`), `group-by`, and the wrapper.
+//! Every configuration list builds its items' JSON and hands them here with a [`ListSpec`].
+
+use std::cmp::Ordering;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::http::extract::QueryPairs;
+
+#[derive(Clone, Debug)]
+pub struct ListParams {
+    pub page: i32,
+    pub per_page: i32,
+    pub filter: Option<String>,
+    pub order: Option<String>,
+    pub group_by: Option<String>,
+}
+
+pub fn parse_int(q: &QueryPairs, key: &str, default: i32, min: i32, max: i32) -> Result<i32> {
+    match q.get(key) {
+        None => Ok(default),
+        Some(s) => match s.trim().parse::<i64>() {
+            Ok(v) if v >= min as i64 && v <= max as i64 => Ok(v as i32),
+            _ if max == i32::MAX => Err(Error::field(key, format!("must be an integer ≥ {min}"))),
+            _ => Err(Error::field(
+                key,
+                format!("must be an integer in {min}..{max}"),
+            )),
+        },
+    }
+}
+
+impl ListParams {
+    pub fn parse(q: &QueryPairs) -> Result<ListParams> {
+        Ok(ListParams {
+            page: parse_int(q, "page", 1, 1, i32::MAX)?,
+            per_page: parse_int(q, "per-page", 100, 1, 1000)?,
+            filter: q.get("filter").map(str::to_string),
+            order: q.get("order").map(str::to_string),
+            group_by: q.get("group-by").map(str::to_string),
+        })
+    }
+}
+
+/// How a filter key compares.
+#[derive(Clone, Copy)]
+pub enum Filter {
+    /// Equality on a (dotted) field; arrays match when any element is equal.
+    Field(&'static str),
+    /// A custom predicate on the item and the filter value.
+    Func(fn(&Value, &str) -> bool),
+}
+
+pub struct ListSpec {
+    /// Name of the items array in the wrapper.
+    pub items_key: &'static str,
+    /// Scalar fields accepted by `order` and `group-by` (canonical spelling; dotted for nested).
+    pub fields: &'static [&'static str],
+    /// Default ordering: field and descending flag.
+    pub default_order: (&'static str, bool),
+    /// Resource-specific filter keys (the common ones are always available).
+    pub filters: &'static [(&'static str, Filter)],
+}
+
+/// Filter keys every list understands (§1.6).
+const COMMON_FILTERS: &[(&str, Filter)] = &[
+    ("name", Filter::Field("name")),
+    ("description", Filter::Field("description")),
+    ("isActive", Filter::Field("isActive")),
+    ("externalId", Filter::Field("externalId")),
+    ("resourceSet", Filter::Field("resourceSet")),
+    ("tag", Filter::Func(tag_filter)),
+];
+
+pub const BASE_FIELDS: &[&str] = &[
+    "externalId",
+    "name",
+    "description",
+    "isActive",
+    "createdAt",
+    "modifiedAt",
+    "createdBy",
+    "modifiedBy",
+    "resourceSet",
+];
+
+fn tag_filter(item: &Value, v: &str) -> bool {
+    let Some(tags) = item.get("tags").and_then(Value::as_array) else {
+        return false;
+    };
+    let (k, val) = match v.split_once('=') {
+        Some((k, val)) => (k, Some(val)),
+        None => (v, None),
+    };
+    tags.iter().any(|t| {
+        t.get("key")
+            .and_then(Value::as_str)
+            .is_some_and(|tk| tk.eq_ignore_ascii_case(k))
+            && val.is_none_or(|val| {
+                t.get("value")
+                    .and_then(Value::as_str)
+                    .is_some_and(|tv| tv.eq_ignore_ascii_case(val))
+            })
+    })
+}
+
+/// Looks up a dotted path.
+pub fn get_path<'v>(item: &'v Value, path: &str) -> Option<&'v Value> {
+    path.split('.').try_fold(item, |v, seg| v.get(seg))
+}
+
+/// Case-insensitive equality of a JSON scalar (or any element of an array) with filter text.
+pub fn value_matches(v: &Value, want: &str) -> bool {
+    match v {
+        Value::String(s) => s.to_lowercase() == want.to_lowercase(),
+        Value::Bool(b) => want.eq_ignore_ascii_case(if *b { "true" } else { "false" }),
+        Value::Number(n) => n.to_string() == want.trim(),
+        Value::Array(a) => a.iter().any(|e| value_matches(e, want)),
+        Value::Null | Value::Object(_) => false,
+    }
+}
+
+fn text_match(item: &Value, text: &str) -> bool {
+    let t = text.to_lowercase();
+    ["name", "description"].iter().any(|f| {
+        item.get(*f)
+            .and_then(Value::as_str)
+            .is_some_and(|s| s.to_lowercase().contains(&t))
+    })
+}
+
+/// Applies `filter` per §1.6 (one expression; unknown keys degrade to text search).
+pub fn filter_items(items: Vec<Value>, filter: Option<&str>, spec: &ListSpec) -> Vec<Value> {
+    let Some(f) = filter.map(str::trim).filter(|f| !f.is_empty()) else {
+        return items;
+    };
+    if let Some((k, v)) = f.split_once(':') {
+        let known = spec
+            .filters
+            .iter()
+            .chain(COMMON_FILTERS.iter())
+            .find(|(name, _)| name.eq_ignore_ascii_case(k.trim()));
+        if let Some((_, how)) = known {
+            let v = v.trim();
+            return items
+                .into_iter()
+                .filter(|item| match how {
+                    Filter::Field(path) => {
+                        get_path(item, path).is_some_and(|x| value_matches(x, v))
+                    }
+                    Filter::Func(pred) => pred(item, v),
+                })
+                .collect();
+        }
+    }
+    items
+        .into_iter()
+        .filter(|item| text_match(item, f))
+        .collect()
+}
+
+fn rank(v: Option<&Value>) -> u8 {
+    match v {
+        None | Some(Value::Null) => 0,
+        Some(Value::Bool(_)) => 1,
+        Some(Value::Number(_)) => 2,
+        Some(Value::String(_)) => 3,
+        Some(_) => 4,
+    }
+}
+
+/// Total order on JSON scalars: null < bool < number < string (case-insensitive, then exact).
+pub fn compare(a: Option<&Value>, b: Option<&Value>) -> Ordering {
+    match (a, b) {
+        (Some(Value::Bool(x)), Some(Value::Bool(y))) => x.cmp(y),
+        (Some(Value::Number(x)), Some(Value::Number(y))) => x
+            .as_f64()
+            .unwrap_or(0.0)
+            .partial_cmp(&y.as_f64().unwrap_or(0.0))
+            .unwrap_or(Ordering::Equal),
+        (Some(Value::String(x)), Some(Value::String(y))) => x
+            .to_lowercase()
+            .cmp(&y.to_lowercase())
+            .then_with(|| x.cmp(y)),
+        _ => rank(a).cmp(&rank(b)),
+    }
+}
+
+/// Resolves an `order` / `group-by` field name case-insensitively.
+pub fn resolve_field(
+    spec_fields: &[&'static str],
+    name: &str,
+    param: &str,
+) -> Result<&'static str> {
+    spec_fields
+        .iter()
+        .find(|f| f.eq_ignore_ascii_case(name))
+        .copied()
+        .ok_or_else(|| Error::field(param, format!("unknown field '{name}'")))
+}
+
+/// Parses `<field>`, `<field> asc`, `<field> desc`.
+pub fn parse_order(spec_fields: &[&'static str], s: &str) -> Result<(&'static str, bool)> {
+    let mut parts = s.split_whitespace();
+    let field = parts
+        .next()
+        .ok_or_else(|| Error::field("order", "must be '<field> [asc|desc]'"))?;
+    let desc = match parts.next().map(|d| d.to_ascii_lowercase()) {
+        None => false,
+        Some(d) if d == "asc" => false,
+        Some(d) if d == "desc" => true,
+        Some(d) => {
+            return Err(Error::field(
+                "order",
+                format!("unknown direction '{d}' (asc or desc)"),
+            ));
+        }
+    };
+    if parts.next().is_some() {
+        return Err(Error::field("order", "must be '<field> [asc|desc]'"));
+    }
+    Ok((resolve_field(spec_fields, field, "order")?, desc))
+}
+
+/// Filters, orders, groups and pages `items`, returning the list wrapper.
+pub fn respond(items: Vec<Value>, p: &ListParams, spec: &ListSpec) -> Result<Value> {
+    let (order_field, desc) = match p.order.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
+        Some(o) => parse_order(spec.fields, o)?,
+        None => spec.default_order,
+    };
+    let group = match p
+        .group_by
+        .as_deref()
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
+        Some(g) => Some(resolve_field(spec.fields, g, "group-by")?),
+        None => None,
+    };
+    let mut items = filter_items(items, p.filter.as_deref(), spec);
+    items.sort_by(|a, b| {
+        let g = group
+            .map(|g| compare(get_path(a, g), get_path(b, g)))
+            .unwrap_or(Ordering::Equal);
+        let o = compare(get_path(a, order_field), get_path(b, order_field));
+        let o = if desc { o.reverse() } else { o };
+        g.then(o)
+            .then_with(|| compare(a.get("externalId"), b.get("externalId")))
+    });
+    let total = items.len();
+    let start = (p.page as usize - 1).saturating_mul(p.per_page as usize);
+    let page: Vec<Value> = items
+        .into_iter()
+        .skip(start)
+        .take(p.per_page as usize)
+        .collect();
+    let order = format!("{order_field} {}", if desc { "desc" } else { "asc" });
+    Ok(svc_api::common::list_wrapper(
+        spec.items_key,
+        page,
+        p.page,
+        p.per_page,
+        Some(order),
+        total,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const SPEC: ListSpec = ListSpec {
+        items_key: "entities",
+        fields: &["externalId", "name", "isActive", "port"],
+        default_order: ("name", false),
+        filters: &[("port", Filter::Field("port"))],
+    };
+
+    fn items() -> Vec<Value> {
+        vec![
+            json!({"externalId": "3", "name": "beta", "description": "x", "isActive": true, "port": 80, "tags": [{"key": "env", "value": "prod"}]}),
+            json!({"externalId": "1", "name": "Alpha", "description": "key:thing", "isActive": false, "port": 443, "tags": []}),
+            json!({"externalId": "2", "name": "alpha", "description": null, "isActive": true, "port": 443, "tags": []}),
+        ]
+    }
+
+    fn params(filter: Option<&str>, order: Option<&str>) -> ListParams {
+        ListParams {
+            page: 1,
+            per_page: 100,
+            filter: filter.map(Into::into),
+            order: order.map(Into::into),
+            group_by: None,
+        }
+    }
+
+    fn names(v: &Value) -> Vec<String> {
+        v["entities"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    #[test]
+    fn order_default_desc_and_ties() {
+        let r = respond(items(), &params(None, None), &SPEC).unwrap();
+        assert_eq!(names(&r), ["Alpha", "alpha", "beta"]);
+        assert_eq!(r["order"], "name asc");
+        let r = respond(items(), &params(None, Some("PORT desc")), &SPEC).unwrap();
+        assert_eq!(names(&r), ["Alpha", "alpha", "beta"]);
+        assert_eq!(r["order"], "port desc");
+        assert!(respond(items(), &params(None, Some("nope")), &SPEC).is_err());
+        assert!(respond(items(), &params(None, Some("name sideways")), &SPEC).is_err());
+    }
+
+    #[test]
+    fn filters() {
+        let count = |f: &str| {
+            respond(items(), &params(Some(f), None), &SPEC).unwrap()["recordsTotal"]
+                .as_i64()
+                .unwrap()
+        };
+        assert_eq!(count("isActive:TRUE"), 2);
+        assert_eq!(count("port:443"), 2);
+        assert_eq!(count("tag:env=prod"), 1);
+        assert_eq!(count("tag:env"), 1);
+        assert_eq!(count("ALPHA"), 2);
+        assert_eq!(count("key:thing"), 1, "unknown key degrades to text search");
+    }
+
+    #[test]
+    fn paging() {
+        let p = ListParams {
+            page: 2,
+            per_page: 2,
+            filter: None,
+            order: None,
+            group_by: None,
+        };
+        let r = respond(items(), &p, &SPEC).unwrap();
+        assert_eq!(names(&r), ["beta"]);
+        assert_eq!(r["recordsTotal"], 3);
+        let p = ListParams { page: 9, ..p };
+        assert_eq!(respond(items(), &p, &SPEC).unwrap()["entities"], json!([]));
+    }
+}

@@ -1,0 +1,88 @@
+//! HTTP: the router, the middleware every request passes (request id, access log, panic catcher),
+//! the fallbacks, and one module per API resource. Only this module knows axum and status codes.
+
+pub mod error;
+pub mod extract;
+pub mod guard;
+pub mod list;
+pub mod resources;
+
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
+use uuid::Uuid;
+
+use crate::app::App;
+use crate::error::Error;
+
+pub const REQUEST_ID: &str = "x-request-id";
+
+/// The request id of the current request (caller's UUID or a new one).
+#[derive(Clone, Copy, Debug)]
+pub struct RequestId(pub Uuid);
+
+pub fn router(app: App) -> Router {
+    Router::new()
+        .merge(resources::routes(&app))
+        .fallback(|| async { Error::NotFound })
+        .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
+        .layer(CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                tracing::error!("request handler panicked");
+                error::generic(StatusCode::INTERNAL_SERVER_ERROR, error::INTERNAL)
+            },
+        ))
+        .layer(middleware::from_fn(request_id))
+        .with_state(app)
+}
+
+/// Assigns `X-Request-Id` (the caller's value when it is a UUID) and logs one line per request.
+/// The query string is never logged: OAuth callbacks carry codes there.
+async fn request_id(mut req: Request, next: Next) -> Response {
+    let id = req
+        .headers()
+        .get(REQUEST_ID)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|s| svc_api::reader::parse_uuid(s.trim()))
+        .unwrap_or_else(Uuid::new_v4);
+    req.extensions_mut().insert(RequestId(id));
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let started = Instant::now();
+    let mut resp = next.run(req).await;
+    if let Ok(v) = HeaderValue::from_str(&id.to_string()) {
+        resp.headers_mut().insert(REQUEST_ID, v);
+    }
+    let status = resp.status().as_u16();
+    let micros = started.elapsed().as_micros() as u64;
+    if status >= 500 {
+        tracing::warn!(request_id = %id, %method, path, status, micros, "request");
+    } else {
+        tracing::debug!(request_id = %id, %method, path, status, micros, "request");
+    }
+    resp
+}
+
+/// `201`/`200` with a JSON body and a `Location` header (§1.5).
+pub fn created(status: StatusCode, location: String, body: serde_json::Value) -> Response {
+    let mut r = (status, axum::Json(body)).into_response();
+    if let Ok(v) = HeaderValue::from_str(&location) {
+        r.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    r
+}
+
+/// `204` with no body.
+pub fn no_content() -> Response {
+    StatusCode::NO_CONTENT.into_response()
+}
+
+/// `200` with a JSON body.
+pub fn ok(body: serde_json::Value) -> Response {
+    (StatusCode::OK, axum::Json(body)).into_response()
+}

@@ -1,0 +1,85 @@
+//! Audit logs (contract §3.23, §3.26): read-only, queried in SQL.
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+
+use super::event_query::{EventParams, Span, page_response};
+use crate::app::App;
+use crate::domain::Perm;
+use crate::error::{Error, Result};
+use crate::http::extract::{Ids, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::{no_content, ok};
+use crate::store::{EventQuery, EventTable};
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::AuditLogs;
+    Router::new()
+        .route("/api/v1/audit-logs", guarded(app, p, Scope::Rs, get(list)))
+        .route(
+            "/api/v1/audit-logs/{id}",
+            guarded(app, p, Scope::Rs, get(read)),
+        )
+}
+
+/// Sortable fields → columns.
+const ORDER: &[(&str, &str)] = &[
+    ("createdAt", "created_at"),
+    ("externalId", "id"),
+    ("resourceSetId", "rs"),
+    ("category", "category"),
+    ("activity", "activity"),
+    ("target", "target"),
+    ("severity", "severity"),
+    ("actor.type", "actor_type"),
+    ("actor.email", "actor_email"),
+    ("actor.userName", "actor_email"),
+    ("actor.displayName", "actor_name"),
+    ("outcome.result", "result"),
+    ("client.ipAddress", "ip"),
+];
+
+async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = EventParams::parse(
+        &q,
+        ORDER,
+        "createdAt",
+        Span {
+            minutes_key: "span-last-minutes",
+            unit_key: "span-last-days",
+            unit_ms: 86_400_000,
+            default_units: 30,
+        },
+    )?;
+    let mut eq = vec![];
+    if let Some(c) = q.get("category") {
+        eq.push(("category", c.to_string()));
+    }
+    if let Some(s) = q.get("severity") {
+        eq.push(("severity", s.to_string()));
+    }
+    let query = EventQuery {
+        rs: vec![ctx.rs.to_string()],
+        eq,
+        ..p.query()
+    };
+    let page = app.store.query_events(EventTable::Audit, &query).await?;
+    page_response("auditLogs", page, &p)
+}
+
+async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    match app
+        .store
+        .get_event(
+            EventTable::Audit,
+            &ids.one().to_string(),
+            &[ctx.rs.to_string()],
+        )
+        .await?
+    {
+        Some(body) => Ok(ok(serde_json::from_str(&body).map_err(Error::internal)?)),
+        None => Ok(no_content()),
+    }
+}

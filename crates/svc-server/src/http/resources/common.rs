@@ -1,0 +1,163 @@
+//! Base-block parsing and presentation (contract §1.3, §1.5), shared by every resource.
+
+use serde_json::{Map, Value, json};
+use svc_api::reader::check_len;
+use svc_api::{Obj, Tag};
+use uuid::Uuid;
+
+use crate::domain::Meta;
+use crate::error::{Error, Result};
+
+/// Read-only base fields accepted and ignored on input.
+pub const BASE_RO: &[&str] = &["createdAt", "modifiedAt", "createdBy", "modifiedBy", "id"];
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    Create,
+    Replace,
+    Patch,
+}
+
+/// The writable base fields of a request.
+#[derive(Clone, Debug, Default)]
+pub struct BaseInput {
+    pub external_id: Option<Uuid>,
+    pub name: Option<String>,
+    pub description: Option<String>,
+    pub is_active: Option<bool>,
+    pub tags: Option<Vec<Tag>>,
+    pub resource_set: Option<Uuid>,
+}
+
+pub fn parse_tags(o: &mut Obj) -> Result<Option<Vec<Tag>>> {
+    let tags = o.opt_obj_list("tags", |t| {
+        let key = t.req_str_len("key", 1, 128)?;
+        let value = t.req_str_len("value", 1, 256)?;
+        Ok(Tag { key, value })
+    })?;
+    if let Some(tags) = &tags {
+        if tags.len() > 50 {
+            return Err(Error::field("tags", "at most 50 tags"));
+        }
+        for (i, t) in tags.iter().enumerate() {
+            if tags[..i].iter().any(|u| u.key == t.key) {
+                return Err(Error::field(format!("tags[{i}].key"), "duplicate tag key"));
+            }
+        }
+    }
+    Ok(tags)
+}
+
+/// Reads the base block. `with_rs`: the entity carries `resourceSet`.
+pub fn parse_base(o: &mut Obj, mode: Mode, with_rs: bool) -> Result<BaseInput> {
+    let external_id = o.opt_uuid("externalId")?;
+    if mode == Mode::Replace && external_id.is_none() {
+        return Err(Error::field("externalId", "is required"));
+    }
+    let name = o.opt_str_len("name", 1, 128)?;
+    let description = o.opt_str("description")?;
+    if let Some(d) = &description {
+        check_len("description", d, 0, 1024)?;
+    }
+    let is_active = o.opt_bool("isActive")?;
+    if mode != Mode::Patch {
+        if name.is_none() {
+            return Err(Error::field("name", "is required"));
+        }
+        if is_active.is_none() {
+            return Err(Error::field("isActive", "is required"));
+        }
+    }
+    let tags = parse_tags(o)?;
+    let resource_set = if with_rs {
+        o.opt_uuid("resourceSet")?
+    } else {
+        None
+    };
+    o.ignore(BASE_RO);
+    Ok(BaseInput {
+        external_id,
+        name,
+        description,
+        is_active,
+        tags,
+        resource_set,
+    })
+}
+
+/// Rule 7 of §1.4: a body `resourceSet` on update must be the entity's own.
+pub fn check_rs_unchanged(body_rs: Option<Uuid>, current: Uuid) -> Result<()> {
+    match body_rs {
+        Some(b) if b != current => Err(Error::field("resourceSet", "cannot be changed")),
+        _ => Ok(()),
+    }
+}
+
+impl BaseInput {
+    /// Applies to a meta for create/replace (absent optional fields return to defaults).
+    pub fn apply_full(&self, m: &mut Meta) {
+        m.name = self.name.clone().unwrap_or_default();
+        m.description = self.description.clone();
+        m.active = self.is_active.unwrap_or(false);
+        m.tags = self.tags.clone().unwrap_or_default();
+    }
+
+    /// Applies only present fields (PATCH).
+    pub fn apply_patch(&self, m: &mut Meta) {
+        if let Some(n) = &self.name {
+            m.name = n.clone();
+        }
+        if let Some(d) = &self.description {
+            m.description = Some(d.clone());
+        }
+        if let Some(a) = self.is_active {
+            m.active = a;
+        }
+        if let Some(t) = &self.tags {
+            m.tags = t.clone();
+        }
+    }
+}
+
+/// The base block as JSON (`resourceSet` when the entity has one and `with_rs`).
+pub fn base_json(m: &Meta, with_rs: bool) -> Map<String, Value> {
+    let mut o = Map::new();
+    o.insert("externalId".into(), json!(m.id));
+    o.insert("name".into(), json!(m.name));
+    o.insert("description".into(), json!(m.description));
+    o.insert("isActive".into(), json!(m.active));
+    o.insert("tags".into(), json!(m.tags));
+    o.insert("createdAt".into(), json!(m.created_at));
+    o.insert("modifiedAt".into(), json!(m.modified_at));
+    o.insert("createdBy".into(), json!(m.created_by));
+    o.insert("modifiedBy".into(), json!(m.modified_by));
+    if with_rs {
+        o.insert("resourceSet".into(), json!(m.scope()));
+    }
+    o
+}
+
+/// `EntityMetaDTO`
+pub fn entity_meta(m: &Meta) -> Value {
+    json!({"externalId": m.id, "name": m.name, "isActive": m.active, "tags": m.tags})
+}
+
+/// The resource set of a new or replaced scoped entity (§1.4 rule 3).
+pub fn resolve_rs(body_rs: Option<Uuid>, request_rs: Uuid) -> Result<Uuid> {
+    match body_rs {
+        Some(b) if b != request_rs => Err(Error::field(
+            "resourceSet",
+            "does not match X-Svc-ResourceSet",
+        )),
+        _ => Ok(request_rs),
+    }
+}
+
+/// `externalId` of a POST: client-chosen ones must be unused across resource sets (§1.2).
+pub fn new_external_id(requested: Option<Uuid>, taken: impl Fn(&Uuid) -> bool) -> Result<Uuid> {
+    match requested {
+        Some(id) if taken(&id) => Err(Error::field("externalId", "already exists")),
+        Some(id) => Ok(id),
+        None => Ok(Uuid::new_v4()),
+    }
+}

@@ -1,0 +1,149 @@
+//! Query parameters shared by the three event lists (contract §3.26): paging, ordering, `search`
+//! and the time window (absolute dates win over spans; `span-last-minutes` over the unit span).
+
+use axum::response::Response;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::http::extract::QueryPairs;
+use crate::http::list::parse_int;
+use crate::store::{EventQuery, QueryPage};
+
+pub struct Span {
+    pub minutes_key: &'static str,
+    pub unit_key: &'static str,
+    pub unit_ms: i64,
+    pub default_units: i64,
+}
+
+pub struct EventParams {
+    pub page: i32,
+    pub per_page: i32,
+    pub order_field: &'static str,
+    pub order_col: &'static str,
+    pub desc: bool,
+    pub search: Option<String>,
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+}
+
+fn parse_date(q: &QueryPairs, key: &str) -> Result<Option<i64>> {
+    match q.get(key) {
+        None => Ok(None),
+        Some(s) => svc_api::Timestamp::parse(s)
+            .map(|t| Some(t.millis()))
+            .ok_or_else(|| Error::field(key, "must be an RFC 3339 date-time")),
+    }
+}
+
+fn parse_i64(q: &QueryPairs, key: &str, default: i64) -> Result<i64> {
+    match q.get(key) {
+        None => Ok(default),
+        Some(s) => s
+            .trim()
+            .parse::<i64>()
+            .ok()
+            .filter(|v| *v >= 0)
+            .ok_or_else(|| Error::field(key, "must be a non-negative integer")),
+    }
+}
+
+impl EventParams {
+    pub fn parse(
+        q: &QueryPairs,
+        order_map: &[(&'static str, &'static str)],
+        default_order: &'static str,
+        span: Span,
+    ) -> Result<EventParams> {
+        let page = parse_int(q, "page", 1, 1, i32::MAX)?;
+        let per_page = parse_int(q, "per-page", 100, 1, 1000)?;
+        let (mut order_field, mut desc) = (default_order, true);
+        if let Some(o) = q.get("order") {
+            let mut parts = o.split_whitespace();
+            let f = parts.next().unwrap_or("");
+            // Nested fields may be written with or without their `meta.` prefix.
+            let bare = f.strip_prefix("meta.").unwrap_or(f);
+            order_field = order_map
+                .iter()
+                .find(|(name, _)| name.eq_ignore_ascii_case(f) || name.eq_ignore_ascii_case(bare))
+                .map(|(name, _)| *name)
+                .ok_or_else(|| Error::field("order", format!("unknown field '{f}'")))?;
+            desc = match parts.next().map(|d| d.to_ascii_lowercase()) {
+                None => false,
+                Some(d) if d == "asc" => false,
+                Some(d) if d == "desc" => true,
+                Some(d) => {
+                    return Err(Error::field(
+                        "order",
+                        format!("unknown direction '{d}' (asc or desc)"),
+                    ));
+                }
+            };
+        }
+        let order_col = order_map
+            .iter()
+            .find(|(n, _)| *n == order_field)
+            .map(|(_, c)| *c)
+            .unwrap_or("ts");
+        let start = parse_date(q, "start-date")?;
+        let end = parse_date(q, "end-date")?;
+        let now = crate::clock::now_millis();
+        let (from, to) = if start.is_some() || end.is_some() {
+            if let (Some(s), Some(e)) = (start, end) {
+                if s > e {
+                    return Err(Error::field("start-date", "must not be after end-date"));
+                }
+            }
+            (start, end)
+        } else {
+            let minutes = parse_i64(q, span.minutes_key, 0)?;
+            if minutes > 0 {
+                (Some(now - minutes.saturating_mul(60_000)), None)
+            } else {
+                let units = parse_i64(q, span.unit_key, span.default_units)?;
+                (Some(now - units.saturating_mul(span.unit_ms)), None)
+            }
+        };
+        Ok(EventParams {
+            page,
+            per_page,
+            order_field,
+            order_col,
+            desc,
+            search: q.get("search").map(str::to_string),
+            from,
+            to,
+        })
+    }
+
+    pub fn query(&self) -> EventQuery {
+        EventQuery {
+            from: self.from,
+            to: self.to,
+            search: self.search.clone(),
+            order_col: self.order_col,
+            desc: self.desc,
+            limit: self.per_page as i64,
+            offset: (self.page as i64 - 1) * self.per_page as i64,
+            ..Default::default()
+        }
+    }
+}
+
+pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams) -> Result<Response> {
+    let items: Vec<Value> = page
+        .bodies
+        .iter()
+        .map(|b| serde_json::from_str(b))
+        .collect::<Result<_, _>>()
+        .map_err(Error::internal)?;
+    let order = format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" });
+    Ok(crate::http::ok(svc_api::common::list_wrapper(
+        items_key,
+        items,
+        p.page,
+        p.per_page,
+        Some(order),
+        page.total as usize,
+    )))
+}

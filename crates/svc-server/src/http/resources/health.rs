@@ -1,0 +1,51 @@
+//! `GET /api/v1/health` (contract §3.27): public; reports the user of a valid bearer token.
+
+use std::sync::atomic::Ordering;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderMap;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::json;
+
+use crate::app::App;
+use crate::service::auth::{Principal, authenticate, bearer};
+
+pub fn routes() -> Router<App> {
+    Router::new().route("/api/v1/health", get(health))
+}
+
+async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
+    let status = if app.healthy.load(Ordering::Relaxed) {
+        "Healthy"
+    } else {
+        "Unhealthy"
+    };
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|v| v.to_str().ok());
+    let caller = bearer(
+        headers
+            .get(axum::http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok()),
+    )
+    .and_then(|t| authenticate(&app, &app.state(), t).ok());
+    let (user, full_name, exp) = match &caller {
+        Some(c) => match &c.principal {
+            Principal::User(u) => (Some(u.email.clone()), Some(u.display_name()), Some(c.exp)),
+            _ => (None, None, Some(c.exp)),
+        },
+        None => (None, None, None),
+    };
+    super::super::ok(json!({
+        "status": status,
+        "version": env!("CARGO_PKG_VERSION"),
+        "gitSHA": option_env!("SVC_GIT_SHA").unwrap_or("unknown"),
+        "host": host,
+        "user": user,
+        "userFullName": full_name,
+        "tenant": app.cfg.tenant,
+        "sessionExpiresAt": exp.map(svc_api::Timestamp::from_secs),
+    }))
+}

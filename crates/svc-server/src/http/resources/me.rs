@@ -1,0 +1,115 @@
+//! TOTP enrolment for the signed-in user (contract §2.4): `POST /api/v1/me/totp` and
+//! `POST /api/v1/me/totp/{id}/verify`. Workload and CLI tokens are refused (403).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::json;
+use svc_api::Obj;
+
+use crate::app::App;
+use crate::crypto::totp;
+use crate::domain::records::{TotpSeed, UserToken};
+use crate::domain::{DEFAULT_RESOURCE_SET, Perm, Secret};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::service::write::Write;
+
+pub fn routes(app: &App) -> Router<App> {
+    // The permission is not consulted for Scope::Me; any signed-in user may enrol.
+    Router::new()
+        .route(
+            "/api/v1/me/totp",
+            guarded(app, Perm::Users, Scope::Me, post(enrol)),
+        )
+        .route(
+            "/api/v1/me/totp/{id}/verify",
+            guarded(app, Perm::Users, Scope::Me, post(verify)),
+        )
+}
+
+async fn enrol(State(app): State<App>, ctx: Ctx) -> Result<Response> {
+    let user = ctx.caller.user().cloned().ok_or(Error::Forbidden)?;
+    let seed = crate::crypto::random_bytes::<20>();
+    let secret = totp::base32_encode(&seed);
+    let id = uuid::Uuid::new_v4();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut u = (**w.st.users.get(&user.id).ok_or(Error::Unauthenticated)?).clone();
+    u.tokens.push(UserToken {
+        id,
+        name: "TOTP".into(),
+        verified: false,
+        created_at: w.now,
+    });
+    u.secrets.totp.push(TotpSeed {
+        id,
+        secret: Secret::new(secret.clone()),
+    });
+    w.put(u.clone());
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        "Users",
+        Activity::Updated,
+        u.id,
+    );
+    w.commit().await?;
+    let label: String =
+        url::form_urlencoded::byte_serialize(format!("Svc:{}", u.email).as_bytes()).collect();
+    let uri = format!(
+        "otpauth://totp/{label}?secret={secret}&issuer=Svc&algorithm=SHA1&digits=6&period=30"
+    );
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(json!({"id": id, "secret": secret, "otpauthUri": uri})),
+    )
+        .into_response())
+}
+
+async fn verify(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let user = ctx.caller.user().cloned().ok_or(Error::Forbidden)?;
+    let mut o = Obj::root(body)?;
+    let code = o.req_str("code")?;
+    o.finish()?;
+    let token_id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut u = (**w.st.users.get(&user.id).ok_or(Error::Unauthenticated)?).clone();
+    let seed = u
+        .secrets
+        .totp
+        .iter()
+        .find(|s| s.id == token_id)
+        .ok_or(Error::NotFound)?;
+    let seed = totp::base32_decode(seed.secret.expose())
+        .ok_or_else(|| Error::internal("stored TOTP seed unreadable"))?;
+    if !totp::verify(&seed, code.trim(), crate::clock::now_secs()) {
+        return Err(Error::field("code", "is not a valid TOTP code"));
+    }
+    if let Some(t) = u.tokens.iter_mut().find(|t| t.id == token_id) {
+        t.verified = true;
+    }
+    u.modified_at = w.now;
+    w.put(u.clone());
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        "Users",
+        Activity::Updated,
+        u.id,
+    );
+    w.commit().await?;
+    Ok(crate::http::ok(
+        json!({"success": true, "message": "TOTP authenticator verified.", "id": 0}),
+    ))
+}

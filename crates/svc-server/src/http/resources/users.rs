@@ -1,0 +1,458 @@
+//! Users (contract §3.18): management of sign-in accounts, unlock, and the rules that keep at least
+//! one active SuperAdmin and stop callers from deleting or deactivating themselves.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use svc_api::Obj;
+use svc_api::reader::check_len;
+use uuid::Uuid;
+
+use super::common::{new_external_id, parse_tags};
+use crate::app::App;
+use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
+use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::{created, no_content, ok};
+use crate::service::write::Write;
+use crate::state::State as Snapshot;
+
+const CATEGORY: &str = "Users";
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::Users;
+    Router::new()
+        .route(
+            "/api/v1/users",
+            guarded(app, p, Scope::Global, get(list).post(create)),
+        )
+        .route(
+            "/api/v1/users/{id}",
+            guarded(
+                app,
+                p,
+                Scope::Global,
+                get(read).put(replace).patch(patch).delete(remove),
+            ),
+        )
+        .route(
+            "/api/v1/users/{id}/unlock",
+            guarded(app, p, Scope::Global, post(unlock)),
+        )
+}
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "users",
+    fields: &[
+        "externalId",
+        "email",
+        "firstName",
+        "lastName",
+        "phoneNumber",
+        "createdAt",
+        "isActive",
+        "twoFactorEnabled",
+        "isLocked",
+    ],
+    default_order: ("email", false),
+    filters: &[
+        ("email", Filter::Field("email")),
+        ("role", Filter::Field("roles")),
+        ("isLocked", Filter::Field("isLocked")),
+    ],
+};
+
+/// `UserDTO`; never any secret (`password` is always null).
+pub fn user_json(st: &Snapshot, u: &User) -> Value {
+    let roles: Vec<Value> = u
+        .roles
+        .iter()
+        .filter_map(|r| st.roles.get(r))
+        .map(|r| super::roles::role_json(st, r))
+        .collect();
+    let tokens: Vec<Value> =
+        u.tokens.iter().map(|t| json!({"id": t.id, "name": t.name, "verified": t.verified, "createdAt": t.created_at})).collect();
+    json!({
+        "externalId": u.id,
+        "email": u.email,
+        "firstName": u.first_name,
+        "lastName": u.last_name,
+        "phoneNumber": u.phone_number,
+        "roles": u.roles,
+        "rolesDetails": roles,
+        "createdAt": u.created_at,
+        "isActive": u.active,
+        "twoFactorEnabled": u.has_verified_totp(),
+        "isLocked": u.locked,
+        "tags": u.tags,
+        "userTokens": tokens,
+        "password": null,
+    })
+}
+
+#[derive(Default)]
+struct UserInput {
+    external_id: Option<Uuid>,
+    email: Option<String>,
+    first_name: Option<String>,
+    last_name: Option<String>,
+    phone_number: Option<String>,
+    roles: Option<Vec<Uuid>>,
+    is_active: Option<bool>,
+    two_factor: Option<bool>,
+    tags: Option<Vec<Tag>>,
+    password: Option<String>,
+}
+
+#[derive(PartialEq, Eq, Clone, Copy)]
+enum Mode {
+    Write,
+    Patch,
+}
+
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
+    let mut o = Obj::root(body)?;
+    let mut u = UserInput {
+        external_id: o.opt_uuid("externalId")?,
+        ..Default::default()
+    };
+    u.email = o.opt_str("email")?;
+    if let Some(e) = &u.email {
+        if !crate::util::is_email(e) {
+            return Err(Error::field("email", "must be an e-mail address"));
+        }
+    }
+    u.first_name = o.opt_str_len("firstName", 2, 64)?;
+    u.last_name = o.opt_str_len("lastName", 2, 64)?;
+    u.phone_number = o.opt_str("phoneNumber")?;
+    if let Some(p) = &u.phone_number {
+        check_len("phoneNumber", p, 0, 32)?;
+    }
+    u.is_active = o.opt_bool("isActive")?;
+    u.password = o.opt_str("password")?;
+    if let Some(p) = &u.password {
+        check_len("password", p, 12, 128)?;
+    }
+    if mode == Mode::Write {
+        u.roles = o.opt_uuid_list("roles")?;
+        if let Some(roles) = &u.roles {
+            for (i, r) in roles.iter().enumerate() {
+                if !st.roles.contains_key(r) {
+                    return Err(Error::field(format!("roles[{i}]"), "unknown role"));
+                }
+            }
+        }
+        u.two_factor = o.opt_bool("twoFactorEnabled")?;
+        u.tags = parse_tags(&mut o)?;
+        o.ignore(&[
+            "rolesDetails",
+            "createdAt",
+            "isLocked",
+            "userTokens",
+            "modifiedAt",
+        ]);
+        for f in ["email", "firstName", "lastName"] {
+            if !match f {
+                "email" => u.email.is_some(),
+                "firstName" => u.first_name.is_some(),
+                _ => u.last_name.is_some(),
+            } {
+                return Err(Error::field(f, "is required"));
+            }
+        }
+    }
+    o.finish()?;
+    Ok(u)
+}
+
+fn email_taken(st: &Snapshot, email: &str, except: Option<Uuid>) -> bool {
+    st.user_by_email(email)
+        .is_some_and(|u| Some(u.id) != except)
+}
+
+/// Whether removing `id` from the active SuperAdmins would leave none.
+fn last_super_admin(st: &Snapshot, id: Uuid) -> bool {
+    st.users
+        .values()
+        .filter(|u| u.active && u.roles.contains(&SUPER_ADMIN_ROLE))
+        .all(|u| u.id == id)
+        && st
+            .users
+            .get(&id)
+            .is_some_and(|u| u.active && u.roles.contains(&SUPER_ADMIN_ROLE))
+}
+
+async fn hash(password: Option<String>) -> Result<Option<Secret<String>>> {
+    match password {
+        None => Ok(None),
+        Some(p) => Ok(Some(Secret::new(
+            tokio::task::spawn_blocking(move || crate::crypto::password::hash(&p))
+                .await
+                .map_err(Error::internal)?,
+        ))),
+    }
+}
+
+async fn list(State(app): State<App>, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let items = st.users.values().map(|u| user_json(&st, u)).collect();
+    Ok(ok(respond(items, &p, &SPEC)?))
+}
+
+async fn read(State(app): State<App>, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(match st.users.get(&ids.one()) {
+        // 201 is what the spec lists for this GET.
+        Some(u) => (StatusCode::CREATED, axum::Json(user_json(&st, u))).into_response(),
+        None => no_content(),
+    })
+}
+
+async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse(&app.state(), body, Mode::Write)?;
+    if input.two_factor == Some(true) {
+        return Err(Error::field(
+            "twoFactorEnabled",
+            "can only be enabled by enrolling an authenticator",
+        ));
+    }
+    let password_hash = hash(input.password.clone()).await?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let email = input.email.clone().expect("required");
+    if email_taken(&w.st, &email, None) {
+        return Err(Error::field("email", "already exists"));
+    }
+    let id = new_external_id(input.external_id, |id| w.st.users.contains_key(id))?;
+    let seq = w.next_seq(Kind::User).await?;
+    let now = w.now;
+    let user = User {
+        id,
+        seq,
+        email,
+        first_name: input.first_name.expect("required"),
+        last_name: input.last_name.expect("required"),
+        phone_number: input.phone_number,
+        roles: dedup(input.roles.unwrap_or_default()),
+        active: input.is_active.unwrap_or(true),
+        locked: false,
+        failed_logins: 0,
+        tags: input.tags.unwrap_or_default(),
+        tokens: vec![],
+        created_at: now,
+        modified_at: now,
+        created_by: author.actor.label(),
+        modified_by: author.actor.label(),
+        mfa_grace_from: now,
+        secrets: UserSecrets {
+            password_hash,
+            totp: vec![],
+        },
+    };
+    w.put(user);
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        CATEGORY,
+        Activity::Created,
+        id,
+    );
+    let st = w.commit().await?;
+    Ok(created(
+        StatusCode::CREATED,
+        format!("/api/v1/users/{id}"),
+        user_json(&st, &st.users[&id]),
+    ))
+}
+
+fn dedup(mut v: Vec<Uuid>) -> Vec<Uuid> {
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|x| seen.insert(*x));
+    v
+}
+
+fn is_self(ctx: &Ctx, id: Uuid) -> bool {
+    ctx.caller.user().is_some_and(|u| u.id == id)
+}
+
+async fn replace(
+    State(app): State<App>,
+    ctx: Ctx,
+    raw: RawIds,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    // The path id is typed as a plain string: a non-UUID names no user (404).
+    let id = raw
+        .0
+        .first()
+        .and_then(|s| svc_api::reader::parse_uuid(s))
+        .ok_or(Error::NotFound)?;
+    let input = parse(&app.state(), body, Mode::Write)?;
+    if input.external_id.is_some_and(|e| e != id) {
+        return Err(Error::field("externalId", "must equal the id in the path"));
+    }
+    let password_hash = hash(input.password.clone()).await?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    let email = input.email.clone().expect("required");
+    if email_taken(&w.st, &email, Some(id)) {
+        return Err(Error::field("email", "already exists"));
+    }
+    let roles = dedup(input.roles.unwrap_or_default());
+    let active = input.is_active.unwrap_or(true);
+    if last_super_admin(&w.st, id) && (!active || !roles.contains(&SUPER_ADMIN_ROLE)) {
+        return Err(Error::bad(
+            "user: the last active SuperAdmin cannot be deactivated or lose SuperAdmin",
+        ));
+    }
+    if is_self(&ctx, id) && !active {
+        return Err(Error::field("isActive", "you cannot deactivate yourself"));
+    }
+    if input.two_factor == Some(true) && !u.has_verified_totp() {
+        return Err(Error::field(
+            "twoFactorEnabled",
+            "can only be enabled by enrolling an authenticator",
+        ));
+    }
+    if input.two_factor == Some(false) {
+        u.tokens.clear();
+        u.secrets.totp.clear();
+    }
+    u.email = email;
+    u.first_name = input.first_name.expect("required");
+    u.last_name = input.last_name.expect("required");
+    u.phone_number = input.phone_number;
+    u.roles = roles;
+    u.active = active;
+    u.tags = input.tags.unwrap_or_default();
+    if let Some(h) = password_hash {
+        u.secrets.password_hash = Some(h);
+    }
+    u.modified_at = w.now;
+    u.modified_by = author.actor.label();
+    w.put(u);
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        CATEGORY,
+        Activity::Updated,
+        id,
+    );
+    let st = w.commit().await?;
+    Ok(ok(user_json(&st, &st.users[&id])))
+}
+
+async fn patch(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let id = ids.one();
+    let input = parse(&app.state(), body, Mode::Patch)?;
+    let password_hash = hash(input.password.clone()).await?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    if let Some(e) = input.email {
+        if email_taken(&w.st, &e, Some(id)) {
+            return Err(Error::field("email", "already exists"));
+        }
+        u.email = e;
+    }
+    if input.is_active == Some(false) {
+        if is_self(&ctx, id) {
+            return Err(Error::field("isActive", "you cannot deactivate yourself"));
+        }
+        if last_super_admin(&w.st, id) {
+            return Err(Error::bad(
+                "user: the last active SuperAdmin cannot be deactivated or lose SuperAdmin",
+            ));
+        }
+    }
+    if let Some(v) = input.first_name {
+        u.first_name = v;
+    }
+    if let Some(v) = input.last_name {
+        u.last_name = v;
+    }
+    if let Some(v) = input.phone_number {
+        u.phone_number = Some(v);
+    }
+    if let Some(v) = input.is_active {
+        u.active = v;
+    }
+    if let Some(h) = password_hash {
+        u.secrets.password_hash = Some(h);
+    }
+    u.modified_at = w.now;
+    u.modified_by = author.actor.label();
+    w.put(u);
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        CATEGORY,
+        Activity::Patched,
+        id,
+    );
+    let st = w.commit().await?;
+    Ok(ok(user_json(&st, &st.users[&id])))
+}
+
+async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    if !w.st.users.contains_key(&id) {
+        return Ok(no_content());
+    }
+    if is_self(&ctx, id) {
+        return Err(Error::bad("user: you cannot delete yourself"));
+    }
+    if last_super_admin(&w.st, id) {
+        return Err(Error::bad(
+            "user: the last active SuperAdmin cannot be deleted",
+        ));
+    }
+    w.remove::<User>(&id);
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        CATEGORY,
+        Activity::Deleted,
+        id,
+    );
+    w.commit().await?;
+    Ok(no_content())
+}
+
+async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    u.locked = false;
+    u.failed_logins = 0;
+    u.mfa_grace_from = w.now;
+    w.put(u);
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        CATEGORY,
+        Activity::Unlocked,
+        id,
+    );
+    w.commit().await?;
+    Ok(ok(
+        json!({"success": true, "message": "User unlocked.", "id": 0}),
+    ))
+}

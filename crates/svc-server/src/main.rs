@@ -1,0 +1,220 @@
+//! The `svc` command: `serve`, `migrate`, `admin token`, `admin keys rotate`, `config check`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use svc_server::config::{Config, KEYS};
+use svc_server::{App, app};
+
+const HELP: &str = "\
+svc — workload credential service
+
+USAGE:
+    svc serve [--config FILE]                 run the service (management API, Edge API, OIDC issuer)
+    svc migrate [--config FILE]               create or upgrade the database schema, then exit
+    svc admin token --role ROLE [--ttl SECS]  print a management token (login response JSON) for a
+                                              role given by name or id; needs direct database access
+    svc admin keys rotate                     rotate the signing and token keys now (§5.1)
+    svc config check [--config FILE]          validate the configuration and print it (no secrets)
+    svc --version | --help
+
+Configuration comes from SVC_* environment variables and, optionally, a file of KEY=value lines
+(--config FILE or SVC_CONFIG_FILE); the environment wins. `svc config check` lists every key.
+";
+
+struct Args {
+    words: Vec<String>,
+    config: Option<PathBuf>,
+    role: Option<String>,
+    ttl: Option<i64>,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut it = std::env::args().skip(1);
+    let mut a = Args {
+        words: vec![],
+        config: None,
+        role: None,
+        ttl: None,
+    };
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--config" => a.config = Some(it.next().ok_or("--config needs a file")?.into()),
+            "--role" => a.role = Some(it.next().ok_or("--role needs a role name or id")?),
+            "--ttl" => {
+                let v = it.next().ok_or("--ttl needs a number of seconds")?;
+                let n: i64 = v.parse().map_err(|_| format!("--ttl: not a number: {v}"))?;
+                if !(60..=31_536_000).contains(&n) {
+                    return Err("--ttl must be 60..31536000 seconds".into());
+                }
+                a.ttl = Some(n);
+            }
+            s if s.starts_with("--config=") => a.config = Some(s["--config=".len()..].into()),
+            s if s.starts_with("--") && !matches!(s, "--help" | "--version") => {
+                return Err(format!("unknown option {s}"));
+            }
+            _ => a.words.push(arg),
+        }
+    }
+    Ok(a)
+}
+
+fn load_config(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
+    Config::load(path).map_err(|errors| {
+        eprintln!("svc: invalid configuration:");
+        for e in errors {
+            eprintln!("  - {e}");
+        }
+        ExitCode::from(2)
+    })
+}
+
+fn init_logging(cfg: &Config) {
+    use tracing_subscriber::prelude::*;
+    let filter: tracing_subscriber::filter::Targets = cfg.log.parse().unwrap_or_else(|_| {
+        eprintln!(
+            "svc: SVC_LOG {:?} is not a valid filter; using info",
+            cfg.log
+        );
+        "info".parse().expect("valid")
+    });
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_target(false)
+        .with_ansi(ansi);
+    if cfg.log_json {
+        tracing_subscriber::registry()
+            .with(fmt.json().with_filter(filter))
+            .init();
+    } else {
+        tracing_subscriber::registry()
+            .with(fmt.with_filter(filter))
+            .init();
+    }
+}
+
+fn main() -> ExitCode {
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("svc: {e}\n\n{HELP}");
+            return ExitCode::from(2);
+        }
+    };
+    let words: Vec<&str> = args.words.iter().map(String::as_str).collect();
+    match words.as_slice() {
+        ["--help"] | ["help"] | [] => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        ["--version"] => {
+            println!("svc {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        _ => {}
+    }
+    let cfg = match load_config(args.config.as_deref()) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    rt.block_on(async move {
+        match words.as_slice() {
+            ["serve"] => serve(cfg).await,
+            ["migrate"] => {
+                init_logging(&cfg);
+                match svc_server::store::Store::open(&cfg.database_url).await {
+                    Ok(_) => {
+                        println!("schema is up to date");
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => fail(e),
+                }
+            }
+            ["admin", "token"] => admin_token(cfg, args.role, args.ttl).await,
+            ["admin", "keys", "rotate"] => match App::open(cfg).await {
+                Ok(app) => match svc_server::issuer::keys::rotate(&app.store, &app.cipher, svc_server::clock::now_millis()).await {
+                    Ok(()) => {
+                        println!("new keys published; they sign from one hour from now, the previous keys verify for 48 hours after that");
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => fail(e),
+                },
+                Err(e) => fail(e),
+            },
+            ["config", "check"] => {
+                println!("configuration is valid:");
+                for (k, _) in KEYS {
+                    let shown = match std::env::var(k) {
+                        Ok(_) if k.contains("KEY") || k.contains("PASSWORD") => "(set, hidden)".to_string(),
+                        Ok(v) => v,
+                        Err(_) => "(default)".to_string(),
+                    };
+                    println!("  {k} = {shown}");
+                }
+                ExitCode::SUCCESS
+            }
+            _ => {
+                eprintln!("svc: unknown command {:?}\n\n{HELP}", words.join(" "));
+                ExitCode::from(2)
+            }
+        }
+    })
+}
+
+fn fail(e: impl std::fmt::Display) -> ExitCode {
+    eprintln!("svc: {e}");
+    ExitCode::from(1)
+}
+
+async fn serve(cfg: Config) -> ExitCode {
+    init_logging(&cfg);
+    for k in Config::unknown_env_keys() {
+        tracing::warn!(key = %k, "unknown SVC_ environment variable (typo?)");
+    }
+    let addr = cfg.listen_addr;
+    let public = cfg.public_url.clone();
+    let app = match App::open(cfg).await {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let listener = match tokio::net::TcpListener::bind(addr).await {
+        Ok(l) => l,
+        Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
+    };
+    app.spawn_background();
+    tracing::info!(%addr, %public, version = env!("CARGO_PKG_VERSION"), "svc is serving");
+    match app.serve(listener, app::shutdown_signal()).await {
+        Ok(()) => {
+            tracing::info!("stopped");
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(e),
+    }
+}
+
+async fn admin_token(cfg: Config, role: Option<String>, ttl: Option<i64>) -> ExitCode {
+    let Some(role) = role else {
+        eprintln!("svc: admin token needs --role (a role name such as SuperAdmin, or a role id)");
+        return ExitCode::from(2);
+    };
+    let app = match App::open(cfg).await {
+        Ok(a) => a,
+        Err(e) => return fail(e),
+    };
+    let st = app.state();
+    let found = st
+        .roles
+        .values()
+        .find(|r| r.meta.name == role || r.meta.id.to_string() == role.to_lowercase());
+    let Some(r) = found else {
+        return fail(format!("no role named {role:?}"));
+    };
+    let ttl = ttl.unwrap_or(app.cfg.session_ttl_seconds as i64);
+    let resp = svc_server::service::auth::mint_cli_token(&app, r.meta.id, ttl);
+    println!("{}", serde_json::to_string(&resp).expect("serialises"));
+    ExitCode::SUCCESS
+}

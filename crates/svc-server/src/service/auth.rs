@@ -1,0 +1,273 @@
+//! Management tokens (contract §2.5) and RBAC (§2.6): minting, validation on every request, the
+//! caller's effective rights. Rights always come from the *current* state (role edits apply at
+//! once; deactivated users, roles and providers grant nothing).
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::app::App;
+use crate::domain::records::{Role, User};
+use crate::domain::{Actor, DEFAULT_RESOURCE_SET, Perm};
+use crate::error::{Error, Result};
+use crate::state::State;
+
+pub const MGMT_AUDIENCE: &str = "svc-api";
+pub const LEEWAY_SECS: i64 = 30;
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct MgmtClaims {
+    pub iss: String,
+    pub aud: String,
+    pub sub: String,
+    pub iat: i64,
+    pub nbf: i64,
+    pub exp: i64,
+    pub jti: String,
+    pub svc_auth: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub roles: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cp: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ap: Option<String>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Principal {
+    User(Arc<User>),
+    /// A workload holding a `svc-access-token` credential.
+    Workload {
+        cp: Uuid,
+        ap: Option<Uuid>,
+    },
+    /// `svc admin token`.
+    Cli {
+        role: Uuid,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub principal: Principal,
+    pub actor: Actor,
+    pub exp: i64,
+}
+
+impl Caller {
+    /// The roles that currently apply.
+    pub fn roles(&self, st: &State) -> Vec<Arc<Role>> {
+        let ids: Vec<Uuid> = match &self.principal {
+            Principal::User(u) => u.roles.clone(),
+            Principal::Workload { cp, .. } => crate::credential::access_token::role_of(st, cp)
+                .into_iter()
+                .collect(),
+            Principal::Cli { role } => vec![*role],
+        };
+        ids.iter()
+            .filter_map(|id| st.roles.get(id).cloned())
+            .filter(|r| r.meta.active)
+            .collect()
+    }
+
+    /// Whether the caller may read (or write) `perm` in resource set `rs`.
+    pub fn can(&self, st: &State, perm: Perm, write: bool, rs: Uuid) -> bool {
+        self.roles(st).iter().any(|r| {
+            let (read, w) = r.access(perm, rs);
+            if write { w } else { read }
+        })
+    }
+
+    /// Resource sets where the caller can read `perm` (lists without RS, §1.4 rule 5).
+    pub fn readable_sets(&self, st: &State, perm: Perm) -> Vec<Uuid> {
+        let roles = self.roles(st);
+        st.resource_sets
+            .keys()
+            .filter(|rs| roles.iter().any(|r| r.access(perm, **rs).0))
+            .copied()
+            .collect()
+    }
+
+    /// Whether the caller holds any permission in `rs` (resource-set listing, §3.15).
+    pub fn holds_any_in(&self, st: &State, rs: Uuid) -> bool {
+        self.roles(st)
+            .iter()
+            .any(|r| r.covers(rs) && r.grants.iter().any(|g| g.read || g.write))
+    }
+
+    pub fn user(&self) -> Option<&Arc<User>> {
+        match &self.principal {
+            Principal::User(u) => Some(u),
+            _ => None,
+        }
+    }
+
+    pub fn is_super_admin(&self, st: &State) -> bool {
+        self.roles(st)
+            .iter()
+            .any(|r| r.meta.id == crate::domain::records::SUPER_ADMIN_ROLE)
+    }
+}
+
+/// The login response body (`LoginResponseDTO`).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResponse {
+    pub access_token: String,
+    pub token_type: &'static str,
+    pub expires_in: i32,
+}
+
+fn sign(app: &App, claims: &MgmtClaims) -> String {
+    let bytes = serde_json::to_vec(claims).expect("claims serialise");
+    app.keys().sign_internal(&bytes, crate::clock::now_millis())
+}
+
+fn base_claims(app: &App, sub: String, svc_auth: &str, ttl: i64) -> MgmtClaims {
+    let now = crate::clock::now_secs();
+    MgmtClaims {
+        iss: app.cfg.issuer().to_string(),
+        aud: MGMT_AUDIENCE.into(),
+        sub,
+        iat: now,
+        nbf: now,
+        exp: now + ttl,
+        jti: Uuid::new_v4().to_string(),
+        svc_auth: svc_auth.into(),
+        email: None,
+        name: None,
+        roles: vec![],
+        cp: None,
+        ap: None,
+    }
+}
+
+/// A session token for a user (`svc_auth` = `password` or `sso`).
+pub fn mint_user_token(app: &App, user: &User, svc_auth: &str) -> LoginResponse {
+    let ttl = app.cfg.session_ttl_seconds as i64;
+    let mut c = base_claims(app, user.id.to_string(), svc_auth, ttl);
+    c.email = Some(user.email.clone());
+    c.name = Some(user.display_name());
+    c.roles = user.roles.iter().map(Uuid::to_string).collect();
+    LoginResponse {
+        access_token: sign(app, &c),
+        token_type: "Bearer",
+        expires_in: ttl as i32,
+    }
+}
+
+/// A CLI token for a role (`svc admin token`).
+pub fn mint_cli_token(app: &App, role: Uuid, ttl: i64) -> LoginResponse {
+    let mut c = base_claims(app, "system".into(), "cli", ttl);
+    c.roles = vec![role.to_string()];
+    LoginResponse {
+        access_token: sign(app, &c),
+        token_type: "Bearer",
+        expires_in: ttl.min(i32::MAX as i64) as i32,
+    }
+}
+
+/// A workload token issued by a `svc-access-token` credential provider; returns (token, exp).
+pub fn mint_workload_token(
+    app: &App,
+    cp: Uuid,
+    ap: Option<Uuid>,
+    role: Uuid,
+    ttl: i64,
+) -> (String, i64) {
+    let mut c = base_claims(app, format!("credential-provider:{cp}"), "workload", ttl);
+    c.roles = vec![role.to_string()];
+    c.cp = Some(cp.to_string());
+    c.ap = ap.map(|a| a.to_string());
+    (sign(app, &c), c.exp)
+}
+
+/// Validates a bearer token; `Error::Unauthenticated` on any failure.
+pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
+    let now_ms = crate::clock::now_millis();
+    let payload = app
+        .keys()
+        .verify_internal(token, now_ms)
+        .ok_or(Error::Unauthenticated)?;
+    let c: MgmtClaims = serde_json::from_slice(&payload).map_err(|_| Error::Unauthenticated)?;
+    let now = now_ms.div_euclid(1000);
+    if c.iss != app.cfg.issuer()
+        || c.aud != MGMT_AUDIENCE
+        || c.exp + LEEWAY_SECS < now
+        || c.nbf - LEEWAY_SECS > now
+    {
+        return Err(Error::Unauthenticated);
+    }
+    match c.svc_auth.as_str() {
+        "password" | "sso" => {
+            let id = Uuid::parse_str(&c.sub).map_err(|_| Error::Unauthenticated)?;
+            let user = st.users.get(&id).cloned().ok_or(Error::Unauthenticated)?;
+            if !user.active || user.locked {
+                return Err(Error::Unauthenticated);
+            }
+            let actor = Actor::User {
+                id: user.id,
+                email: user.email.clone(),
+                display_name: user.display_name(),
+            };
+            Ok(Caller {
+                principal: Principal::User(user),
+                actor,
+                exp: c.exp,
+            })
+        }
+        "workload" => {
+            let cp =
+                c.cp.as_deref()
+                    .and_then(|s| Uuid::parse_str(s).ok())
+                    .ok_or(Error::Unauthenticated)?;
+            let ap = c.ap.as_deref().and_then(|s| Uuid::parse_str(s).ok());
+            let role =
+                crate::credential::access_token::role_of(st, &cp).ok_or(Error::Unauthenticated)?;
+            let role_name = st
+                .roles
+                .get(&role)
+                .map(|r| r.meta.name.clone())
+                .unwrap_or_default();
+            Ok(Caller {
+                principal: Principal::Workload { cp, ap },
+                actor: Actor::Role {
+                    credential_provider_id: cp,
+                    access_policy_id: ap,
+                    role_name,
+                },
+                exp: c.exp,
+            })
+        }
+        "cli" => {
+            let role = c
+                .roles
+                .first()
+                .and_then(|s| Uuid::parse_str(s).ok())
+                .ok_or(Error::Unauthenticated)?;
+            Ok(Caller {
+                principal: Principal::Cli { role },
+                actor: Actor::System,
+                exp: c.exp,
+            })
+        }
+        _ => Err(Error::Unauthenticated),
+    }
+}
+
+/// Parses `Authorization: Bearer <token>`.
+pub fn bearer(header: Option<&str>) -> Option<&str> {
+    let h = header?.trim();
+    let (scheme, token) = h.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim())
+}
+
+/// Whether `rs` is the default resource set (global entities count as its members, §1.4 rule 8).
+pub fn global_scope() -> Uuid {
+    DEFAULT_RESOURCE_SET
+}

@@ -1,0 +1,235 @@
+//! Password sign-in (contract §2.2): argon2id verification, lock-out after five consecutive
+//! failures, SSO-required and MFA rules, one audit entry per attempt.
+
+use serde_json::Value;
+use svc_api::Obj;
+
+use crate::app::App;
+use crate::domain::records::{SUPER_ADMIN_ROLE, User};
+use crate::domain::{Actor, DEFAULT_RESOURCE_SET};
+use crate::error::{Error, Result};
+use crate::events::audit::{Activity, AuditEntry, ClientInfo};
+use crate::service::auth::{LoginResponse, mint_user_token};
+use crate::service::write::{Author, Write};
+
+pub const INVALID: &str = "Invalid email or password.";
+pub const LOCKED: &str = "The account is locked.";
+pub const TOTP_REQUIRED: &str = "A valid TOTP code is required.";
+pub const SSO_REQUIRED: &str = "Sign-in with SSO is required.";
+pub const MAX_FAILURES: u32 = 5;
+pub const MFA_GRACE_MS: i64 = 24 * 3600 * 1000;
+const CATEGORY: &str = "Authentication";
+
+struct LoginRequest {
+    email: String,
+    password: String,
+    totp: Option<String>,
+}
+
+fn parse(body: Value) -> Result<LoginRequest> {
+    let mut o = Obj::root(body)?;
+    let email = o.req_str("email")?;
+    let password = o.req_str("password")?;
+    let totp = o.opt_str("totpCode")?;
+    o.finish()?;
+    Ok(LoginRequest {
+        email,
+        password,
+        totp,
+    })
+}
+
+fn user_author(u: &User, client: &ClientInfo) -> Author {
+    Author {
+        actor: Actor::User {
+            id: u.id,
+            email: u.email.clone(),
+            display_name: u.display_name(),
+        },
+        client: client.clone(),
+    }
+}
+
+enum Outcome {
+    Success,
+    /// Counts as a failed attempt (may lock the account).
+    Failure(&'static str, &'static str),
+    /// Locks the account immediately (MFA grace period over).
+    Lock(&'static str),
+    /// Refused without counting (locked account, SSO required).
+    Refused(Error, &'static str),
+}
+
+pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginResponse> {
+    let req = parse(body)?;
+    let st = app.state_full();
+    let user = st.user_by_email(&req.email).cloned();
+    let Some(user) = user.filter(|u| u.active && u.secrets.password_hash.is_some()) else {
+        // Spend the same time as a real verification, then record the attempt.
+        let pw = req.password.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            crate::crypto::password::verify(&pw, crate::crypto::password::dummy_hash())
+        })
+        .await;
+        let actor = Actor::Anonymous {
+            email: Some(req.email.clone()),
+        };
+        let target = st
+            .user_by_email(&req.email)
+            .map(|u| u.id.to_string())
+            .unwrap_or_else(|| req.email.clone());
+        let row = AuditEntry {
+            rs: DEFAULT_RESOURCE_SET,
+            category: CATEGORY,
+            activity: Activity::LoginFailed,
+            target: Some(target),
+            actor: &actor,
+            client,
+            failure: Some("unknown or inactive user".into()),
+        }
+        .to_row(crate::clock::now());
+        app.store.insert_audit_now(&[row]).await?;
+        return Err(Error::LoginRejected(INVALID));
+    };
+
+    let outcome = if user.locked {
+        Outcome::Refused(Error::LoginRejected(LOCKED), "account locked")
+    } else {
+        let hash = user
+            .secrets
+            .password_hash
+            .as_ref()
+            .map(|h| h.expose().clone())
+            .unwrap_or_default();
+        let pw = req.password.clone();
+        let ok = tokio::task::spawn_blocking(move || crate::crypto::password::verify(&pw, &hash))
+            .await
+            .map_err(Error::internal)?;
+        let settings = st.settings();
+        let now = crate::clock::now_millis();
+        if !ok {
+            Outcome::Failure(INVALID, "wrong password")
+        } else if settings.sso_required && !user.roles.contains(&SUPER_ADMIN_ROLE) {
+            Outcome::Refused(Error::ForbiddenMsg(SSO_REQUIRED.into()), "SSO required")
+        } else if settings.mfa_required && user.has_verified_totp() {
+            let valid = req.totp.as_deref().is_some_and(|code| {
+                user.tokens.iter().filter(|t| t.verified).any(|t| {
+                    user.secrets
+                        .totp
+                        .iter()
+                        .find(|s| s.id == t.id)
+                        .is_some_and(|s| {
+                            crate::crypto::totp::base32_decode(s.secret.expose()).is_some_and(
+                                |seed| {
+                                    crate::crypto::totp::verify(&seed, code, now.div_euclid(1000))
+                                },
+                            )
+                        })
+                })
+            });
+            if valid {
+                Outcome::Success
+            } else {
+                Outcome::Failure(TOTP_REQUIRED, "TOTP code missing or wrong")
+            }
+        } else if settings.mfa_required {
+            let from = [
+                settings.mfa_enabled_at.map(|t| t.millis()).unwrap_or(0),
+                user.created_at.millis(),
+                user.mfa_grace_from.millis(),
+            ]
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+            if now > from + MFA_GRACE_MS {
+                Outcome::Lock("MFA not enrolled after the grace period")
+            } else {
+                Outcome::Success
+            }
+        } else {
+            Outcome::Success
+        }
+    };
+    drop(st);
+
+    let author = user_author(&user, client);
+    let target = user.id.to_string();
+    let mut w = Write::begin(app).await?;
+    // Re-read the user inside the unit: another attempt may have changed the counter.
+    let Some(current) = w.st.users.get(&user.id).cloned() else {
+        return Err(Error::LoginRejected(INVALID));
+    };
+    let mut u = (*current).clone();
+    let result = match outcome {
+        Outcome::Success => {
+            if u.failed_logins != 0 {
+                u.failed_logins = 0;
+                w.put(u.clone());
+            }
+            w.audit(
+                &author,
+                DEFAULT_RESOURCE_SET,
+                CATEGORY,
+                Activity::LoginSucceeded,
+                &target,
+            );
+            Ok(mint_user_token(app, &u, "password"))
+        }
+        Outcome::Refused(err, reason) => {
+            w.audit_failure(
+                &author,
+                DEFAULT_RESOURCE_SET,
+                CATEGORY,
+                Activity::LoginFailed,
+                &target,
+                reason,
+            );
+            Err(err)
+        }
+        Outcome::Failure(msg, reason) => {
+            u.failed_logins += 1;
+            w.audit_failure(
+                &author,
+                DEFAULT_RESOURCE_SET,
+                CATEGORY,
+                Activity::LoginFailed,
+                &target,
+                reason,
+            );
+            if u.failed_logins >= MAX_FAILURES && !u.locked {
+                u.locked = true;
+                w.audit(
+                    &author,
+                    DEFAULT_RESOURCE_SET,
+                    "Users",
+                    Activity::Locked,
+                    &target,
+                );
+            }
+            w.put(u);
+            Err(Error::LoginRejected(msg))
+        }
+        Outcome::Lock(reason) => {
+            u.locked = true;
+            w.audit_failure(
+                &author,
+                DEFAULT_RESOURCE_SET,
+                CATEGORY,
+                Activity::LoginFailed,
+                &target,
+                reason,
+            );
+            w.audit(
+                &author,
+                DEFAULT_RESOURCE_SET,
+                "Users",
+                Activity::Locked,
+                &target,
+            );
+            w.put(u);
+            Err(Error::LoginRejected(LOCKED))
+        }
+    };
+    w.commit().await?;
+    result
+}

@@ -1,0 +1,189 @@
+//! The unit of work of every management write: take the node's write lock, catch up with changes
+//! from other nodes, work on a private copy of the state, then persist the touched entities and
+//! their audit entries in one database transaction and swap the new state in. A request that fails
+//! validation drops the unit: nothing is stored, nothing is audited, the live state is untouched.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use tokio::sync::MutexGuard;
+use uuid::Uuid;
+
+use crate::app::App;
+use crate::domain::{Actor, Kind, Meta, Timestamp};
+use crate::error::{Error, Result};
+use crate::events::audit::{Activity, AuditEntry, ClientInfo};
+use crate::for_kind;
+use crate::service::load::to_row;
+use crate::state::{Record, State};
+use crate::store::{AuditRow, StoreTx};
+
+pub struct Write<'a> {
+    app: &'a App,
+    _lock: MutexGuard<'a, ()>,
+    pub st: State,
+    tx: StoreTx,
+    touched: BTreeSet<(Kind, Uuid)>,
+    audits: Vec<AuditRow>,
+    pub now: Timestamp,
+}
+
+/// Who writes, from where: attached to every audit entry of the unit.
+#[derive(Clone, Debug)]
+pub struct Author {
+    pub actor: Actor,
+    pub client: ClientInfo,
+}
+
+impl Author {
+    pub fn system() -> Author {
+        Author {
+            actor: Actor::System,
+            client: ClientInfo::default(),
+        }
+    }
+}
+
+fn persist<T: Record>(
+    st: &State,
+    id: &Uuid,
+    app: &App,
+    now: i64,
+) -> Option<crate::store::EntityRow> {
+    st.get::<T>(id)
+        .map(|v| to_row(v.as_ref(), &app.cipher, now))
+}
+
+impl<'a> Write<'a> {
+    pub async fn begin(app: &'a App) -> Result<Write<'a>> {
+        let lock = app.write_lock.lock().await;
+        crate::service::load::sync_changes(app).await?;
+        let st = (*app.state_full()).clone();
+        let tx = app.store.begin().await?;
+        Ok(Write {
+            app,
+            _lock: lock,
+            st,
+            tx,
+            touched: BTreeSet::new(),
+            audits: Vec::new(),
+            now: crate::clock::now(),
+        })
+    }
+
+    pub fn app(&self) -> &App {
+        self.app
+    }
+
+    /// The next internal `id` number of a kind.
+    pub async fn next_seq(&mut self, kind: Kind) -> Result<i32> {
+        let n = self.tx.next_seq(kind.as_str()).await?;
+        i32::try_from(n).map_err(|_| Error::internal("sequence overflow"))
+    }
+
+    /// A new base block: fresh or client-chosen id, sequence number, timestamps, author.
+    pub async fn new_meta(
+        &mut self,
+        kind: Kind,
+        id: Uuid,
+        rs: Option<Uuid>,
+        author: &Author,
+    ) -> Result<Meta> {
+        let seq = self.next_seq(kind).await?;
+        Ok(Meta {
+            id,
+            seq,
+            rs,
+            name: String::new(),
+            description: None,
+            active: false,
+            tags: vec![],
+            created_at: self.now,
+            modified_at: self.now,
+            created_by: author.actor.label(),
+            modified_by: author.actor.label(),
+        })
+    }
+
+    /// Stamps a changed base block.
+    pub fn touch_meta(&self, meta: &mut Meta, author: &Author) {
+        meta.modified_at = self.now;
+        meta.modified_by = author.actor.label();
+    }
+
+    pub fn put<T: Record>(&mut self, v: T) -> Arc<T> {
+        self.touched.insert((T::KIND, v.id()));
+        self.st.put(v)
+    }
+
+    pub fn remove<T: Record>(&mut self, id: &Uuid) -> Option<Arc<T>> {
+        let old = self.st.remove::<T>(id);
+        if old.is_some() {
+            self.touched.insert((T::KIND, *id));
+        }
+        old
+    }
+
+    /// Adds one audit entry (success) to the unit.
+    pub fn audit(
+        &mut self,
+        author: &Author,
+        rs: Uuid,
+        category: &'static str,
+        activity: Activity,
+        target: impl ToString,
+    ) {
+        let e = AuditEntry {
+            rs,
+            category,
+            activity,
+            target: Some(target.to_string()),
+            actor: &author.actor,
+            client: &author.client,
+            failure: None,
+        };
+        self.audits.push(e.to_row(self.now));
+    }
+
+    /// Adds an audit entry with a failed outcome.
+    pub fn audit_failure(
+        &mut self,
+        author: &Author,
+        rs: Uuid,
+        category: &'static str,
+        activity: Activity,
+        target: impl ToString,
+        reason: &str,
+    ) {
+        let e = AuditEntry {
+            rs,
+            category,
+            activity,
+            target: Some(target.to_string()),
+            actor: &author.actor,
+            client: &author.client,
+            failure: Some(reason.to_string()),
+        };
+        self.audits.push(e.to_row(self.now));
+    }
+
+    /// Persists everything, then makes the new state live. Returns it.
+    pub async fn commit(mut self) -> Result<Arc<State>> {
+        let now = self.now.millis();
+        for (kind, id) in std::mem::take(&mut self.touched) {
+            match for_kind!(kind, persist(&self.st, &id, self.app, now)) {
+                Some(row) => self.tx.upsert_entity(&row).await?,
+                None => {
+                    self.tx
+                        .delete_entity(kind.as_str(), &id.to_string(), now)
+                        .await?
+                }
+            }
+        }
+        for a in &self.audits {
+            self.tx.insert_audit(a).await?;
+        }
+        self.tx.commit().await?;
+        Ok(self.app.swap_state(self.st))
+    }
+}

@@ -1,0 +1,298 @@
+//! The in-memory configuration: every entity, held in persistent (structurally shared) maps so a
+//! write clones the whole [`State`] in O(1) and patches it in O(log n), plus the secondary
+//! indexes the Edge API and the referential-integrity rules need. The current `State` sits in an
+//! `ArcSwap` (see [`crate::app::App`]); readers never lock, writers swap a new version in after
+//! the database commit (architecture invariant 2).
+
+pub mod index;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use crate::domain::credential::{CredentialIntegration, CredentialProvider};
+use crate::domain::policy::Policy;
+use crate::domain::records::{ResourceSet, Role, Settings, User};
+use crate::domain::trust::TrustProvider;
+use crate::domain::workload::{ClientWorkload, ServerWorkload};
+use crate::domain::{Kind, Meta};
+pub use index::Indexes;
+
+pub type Table<T> = imbl::HashMap<Uuid, Arc<T>>;
+
+/// A stored entity type.
+pub trait Record: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
+    const KIND: Kind;
+    fn id(&self) -> Uuid;
+    fn seq(&self) -> i32;
+    /// Resource set of scoped entities; `None` for global ones.
+    fn rs(&self) -> Option<Uuid>;
+    fn table(st: &State) -> &Table<Self>;
+    fn table_mut(st: &mut State) -> &mut Table<Self>;
+    /// The sealed part, as JSON, when the record has one.
+    fn secrets_json(&self) -> Option<serde_json::Value> {
+        None
+    }
+    fn restore_secrets(&mut self, _v: serde_json::Value) -> Result<(), String> {
+        Ok(())
+    }
+    /// Keeps secondary indexes in step with a change (`old` → `new`).
+    fn reindex(_idx: &mut Indexes, _old: Option<&Self>, _new: Option<&Self>) {}
+}
+
+/// Implements [`Record`] for a type whose base block is `self.meta`.
+macro_rules! meta_record {
+    ($t:ty, $kind:expr, $field:ident) => {
+        impl $crate::state::Record for $t {
+            const KIND: $crate::domain::Kind = $kind;
+            fn id(&self) -> uuid::Uuid {
+                self.meta.id
+            }
+            fn seq(&self) -> i32 {
+                self.meta.seq
+            }
+            fn rs(&self) -> Option<uuid::Uuid> {
+                self.meta.rs
+            }
+            fn table(st: &$crate::state::State) -> &$crate::state::Table<Self> {
+                &st.$field
+            }
+            fn table_mut(st: &mut $crate::state::State) -> &mut $crate::state::Table<Self> {
+                &mut st.$field
+            }
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use meta_record;
+
+#[derive(Clone, Default)]
+pub struct State {
+    pub settings: Table<Settings>,
+    pub resource_sets: Table<ResourceSet>,
+    pub roles: Table<Role>,
+    pub users: Table<User>,
+    pub trust_providers: Table<TrustProvider>,
+    pub client_workloads: Table<ClientWorkload>,
+    pub server_workloads: Table<ServerWorkload>,
+    pub credential_providers: Table<CredentialProvider>,
+    pub credential_integrations: Table<CredentialIntegration>,
+    pub policies: Table<Policy>,
+    pub idx: Indexes,
+}
+
+meta_record!(ResourceSet, Kind::ResourceSet, resource_sets);
+meta_record!(Role, Kind::Role, roles);
+
+/// Implements [`Record`] for a [`Meta`] type with a sealed `secrets` bundle and an index hook.
+macro_rules! sealed_record {
+    ($t:ty, $kind:expr, $field:ident, $reindex:ident) => {
+        impl Record for $t {
+            const KIND: Kind = $kind;
+            fn id(&self) -> Uuid {
+                self.meta.id
+            }
+            fn seq(&self) -> i32 {
+                self.meta.seq
+            }
+            fn rs(&self) -> Option<Uuid> {
+                self.meta.rs
+            }
+            fn table(st: &State) -> &Table<Self> {
+                &st.$field
+            }
+            fn table_mut(st: &mut State) -> &mut Table<Self> {
+                &mut st.$field
+            }
+            fn secrets_json(&self) -> Option<serde_json::Value> {
+                serde_json::to_value(&self.secrets).ok()
+            }
+            fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
+                self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
+                Ok(())
+            }
+            fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
+                idx.$reindex(old, new);
+            }
+        }
+    };
+}
+
+/// Implements [`Record`] for a [`Meta`] type without secrets, with an index hook.
+macro_rules! indexed_record {
+    ($t:ty, $kind:expr, $field:ident, $reindex:ident) => {
+        impl Record for $t {
+            const KIND: Kind = $kind;
+            fn id(&self) -> Uuid {
+                self.meta.id
+            }
+            fn seq(&self) -> i32 {
+                self.meta.seq
+            }
+            fn rs(&self) -> Option<Uuid> {
+                self.meta.rs
+            }
+            fn table(st: &State) -> &Table<Self> {
+                &st.$field
+            }
+            fn table_mut(st: &mut State) -> &mut Table<Self> {
+                &mut st.$field
+            }
+            fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
+                idx.$reindex(old, new);
+            }
+        }
+    };
+}
+
+sealed_record!(
+    TrustProvider,
+    Kind::TrustProvider,
+    trust_providers,
+    trust_provider_changed
+);
+sealed_record!(
+    CredentialProvider,
+    Kind::CredentialProvider,
+    credential_providers,
+    credential_provider_changed
+);
+sealed_record!(
+    CredentialIntegration,
+    Kind::CredentialIntegration,
+    credential_integrations,
+    credential_integration_changed
+);
+indexed_record!(
+    ClientWorkload,
+    Kind::ClientWorkload,
+    client_workloads,
+    client_workload_changed
+);
+indexed_record!(
+    ServerWorkload,
+    Kind::ServerWorkload,
+    server_workloads,
+    server_workload_changed
+);
+indexed_record!(Policy, Kind::AccessPolicy, policies, policy_changed);
+
+impl Record for Settings {
+    const KIND: Kind = Kind::Settings;
+    fn id(&self) -> Uuid {
+        Uuid::nil()
+    }
+    fn seq(&self) -> i32 {
+        0
+    }
+    fn rs(&self) -> Option<Uuid> {
+        None
+    }
+    fn table(st: &State) -> &Table<Self> {
+        &st.settings
+    }
+    fn table_mut(st: &mut State) -> &mut Table<Self> {
+        &mut st.settings
+    }
+}
+
+impl Record for User {
+    const KIND: Kind = Kind::User;
+    fn id(&self) -> Uuid {
+        self.id
+    }
+    fn seq(&self) -> i32 {
+        self.seq
+    }
+    fn rs(&self) -> Option<Uuid> {
+        None
+    }
+    fn table(st: &State) -> &Table<Self> {
+        &st.users
+    }
+    fn table_mut(st: &mut State) -> &mut Table<Self> {
+        &mut st.users
+    }
+    fn secrets_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(&self.secrets).ok()
+    }
+    fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
+        self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+    fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
+        idx.user_changed(old, new);
+    }
+}
+
+impl State {
+    pub fn get<T: Record>(&self, id: &Uuid) -> Option<&Arc<T>> {
+        T::table(self).get(id)
+    }
+
+    /// Inserts or replaces a record, keeping the indexes in step.
+    pub fn put<T: Record>(&mut self, v: T) -> Arc<T> {
+        let id = v.id();
+        let new = Arc::new(v);
+        let old = T::table_mut(self).insert(id, new.clone());
+        T::reindex(&mut self.idx, old.as_deref(), Some(&new));
+        new
+    }
+
+    pub fn remove<T: Record>(&mut self, id: &Uuid) -> Option<Arc<T>> {
+        let old = T::table_mut(self).remove(id);
+        if let Some(o) = &old {
+            T::reindex(&mut self.idx, Some(o), None);
+        }
+        old
+    }
+
+    pub fn settings(&self) -> Arc<Settings> {
+        self.settings
+            .get(&Uuid::nil())
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Settings::initial(crate::clock::now())))
+    }
+
+    pub fn resource_set_exists(&self, id: &Uuid) -> bool {
+        self.resource_sets.contains_key(id)
+    }
+
+    pub fn user_by_email(&self, email: &str) -> Option<&Arc<User>> {
+        self.idx
+            .users_by_email
+            .get(&email.to_lowercase())
+            .and_then(|id| self.users.get(id))
+    }
+
+    /// Entities of type `T` in resource set `rs` (or global ones when `rs` is `None`).
+    pub fn in_rs<T: Record>(&self, rs: Option<Uuid>) -> impl Iterator<Item = &Arc<T>> {
+        T::table(self).values().filter(move |v| v.rs() == rs)
+    }
+}
+
+/// Base-block helpers shared by records that carry a [`Meta`].
+pub trait HasMeta {
+    fn meta(&self) -> &Meta;
+    fn meta_mut(&mut self) -> &mut Meta;
+}
+
+impl HasMeta for ResourceSet {
+    fn meta(&self) -> &Meta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
+}
+
+impl HasMeta for Role {
+    fn meta(&self) -> &Meta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
+}

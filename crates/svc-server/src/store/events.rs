@@ -1,0 +1,316 @@
+//! Audit entries, authorization events and workload events: inserts (audit inside the entity
+//! transaction, events in batches from the background writer) and the one query builder behind
+//! the three event lists (contract §3.23–§3.26). Column names come from the callers' allow-lists.
+
+use sqlx::{Any, Row, Transaction};
+
+use super::{Result, Store};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct AuditRow {
+    pub id: String,
+    pub rs: String,
+    pub created_at: i64,
+    pub category: String,
+    pub activity: String,
+    pub target: Option<String>,
+    pub severity: String,
+    pub actor_type: String,
+    pub actor_email: Option<String>,
+    pub actor_name: Option<String>,
+    pub result: String,
+    pub ip: Option<String>,
+    pub search: String,
+    pub body: String,
+}
+
+/// One authorization or workload event.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EventRow {
+    pub table: EventTable,
+    pub id: String,
+    pub rs: String,
+    pub ts: i64,
+    pub event_type: String,
+    pub severity: String,
+    /// Authorization events: outcome result. Workload events: action.
+    pub result: Option<String>,
+    pub client_ip: Option<String>,
+    pub client_workload: Option<String>,
+    pub server_workload: Option<String>,
+    pub app_protocol: Option<String>,
+    pub user_id: Option<String>,
+    pub search: String,
+    pub body: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventTable {
+    Audit,
+    Authorization,
+    Workload,
+}
+
+impl EventTable {
+    fn name(self) -> &'static str {
+        match self {
+            EventTable::Audit => "audit_logs",
+            EventTable::Authorization => "authorization_events",
+            EventTable::Workload => "workload_events",
+        }
+    }
+    fn time_col(self) -> &'static str {
+        match self {
+            EventTable::Audit => "created_at",
+            _ => "ts",
+        }
+    }
+}
+
+pub(super) async fn insert_audit(tx: &mut Transaction<'static, Any>, a: &AuditRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO audit_logs (id, rs, created_at, category, activity, target, severity, actor_type, actor_email, actor_name, result, ip, search, body) \
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    )
+    .bind(&a.id)
+    .bind(&a.rs)
+    .bind(a.created_at)
+    .bind(&a.category)
+    .bind(&a.activity)
+    .bind(&a.target)
+    .bind(&a.severity)
+    .bind(&a.actor_type)
+    .bind(&a.actor_email)
+    .bind(&a.actor_name)
+    .bind(&a.result)
+    .bind(&a.ip)
+    .bind(&a.search)
+    .bind(&a.body)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A filtered, ordered page of one event table.
+#[derive(Clone, Debug, Default)]
+pub struct EventQuery {
+    pub rs: Vec<String>,
+    pub from: Option<i64>,
+    pub to: Option<i64>,
+    /// `LOWER(column) = LOWER(value)`
+    pub eq: Vec<(&'static str, String)>,
+    /// `column IN (values)` (exact)
+    pub any_of: Vec<(&'static str, Vec<String>)>,
+    /// Case-insensitive substring of the `search` column.
+    pub search: Option<String>,
+    pub order_col: &'static str,
+    pub desc: bool,
+    pub limit: i64,
+    pub offset: i64,
+}
+
+pub struct QueryPage {
+    pub bodies: Vec<String>,
+    pub total: i64,
+}
+
+fn escape_like(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('%');
+    for c in s.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+impl Store {
+    /// Inserts a batch of events in one transaction.
+    pub async fn insert_events(&self, batch: &[EventRow]) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        for e in batch {
+            match e.table {
+                EventTable::Authorization => {
+                    sqlx::query(
+                        "INSERT INTO authorization_events (id, rs, ts, event_type, severity, result, client_ip, search, body) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                    )
+                    .bind(&e.id)
+                    .bind(&e.rs)
+                    .bind(e.ts)
+                    .bind(&e.event_type)
+                    .bind(&e.severity)
+                    .bind(&e.result)
+                    .bind(&e.client_ip)
+                    .bind(&e.search)
+                    .bind(&e.body)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                EventTable::Workload => {
+                    sqlx::query(
+                        "INSERT INTO workload_events (id, rs, ts, event_type, action, severity, client_workload, server_workload, app_protocol, user_id, search, body) \
+                         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                    )
+                    .bind(&e.id)
+                    .bind(&e.rs)
+                    .bind(e.ts)
+                    .bind(&e.event_type)
+                    .bind(&e.result)
+                    .bind(&e.severity)
+                    .bind(&e.client_workload)
+                    .bind(&e.server_workload)
+                    .bind(&e.app_protocol)
+                    .bind(&e.user_id)
+                    .bind(&e.search)
+                    .bind(&e.body)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                EventTable::Audit => {
+                    return Err(super::StoreError(
+                        "audit rows are written with their entity".into(),
+                    ));
+                }
+            }
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Audit entries written outside an entity change (logins).
+    pub async fn insert_audit_now(&self, rows: &[AuditRow]) -> Result<()> {
+        let mut tx = self.pool().begin().await?;
+        for a in rows {
+            insert_audit(&mut tx, a).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn query_events(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
+        let mut conds: Vec<String> = Vec::new();
+        let mut binds: Vec<BindValue> = Vec::new();
+        let mut n = 0;
+        let mut next = |binds: &mut Vec<BindValue>, v: BindValue| {
+            binds.push(v);
+            n += 1;
+            format!("${n}")
+        };
+        if q.rs.is_empty() {
+            return Ok(QueryPage {
+                bodies: vec![],
+                total: 0,
+            });
+        }
+        let list: Vec<String> =
+            q.rs.iter()
+                .map(|r| next(&mut binds, BindValue::Text(r.clone())))
+                .collect();
+        conds.push(format!("rs IN ({})", list.join(", ")));
+        if let Some(from) = q.from {
+            let p = next(&mut binds, BindValue::Int(from));
+            conds.push(format!("{} >= {p}", table.time_col()));
+        }
+        if let Some(to) = q.to {
+            let p = next(&mut binds, BindValue::Int(to));
+            conds.push(format!("{} < {p}", table.time_col()));
+        }
+        for (col, v) in &q.eq {
+            let p = next(&mut binds, BindValue::Text(v.to_lowercase()));
+            conds.push(format!("LOWER({col}) = {p}"));
+        }
+        for (col, vs) in &q.any_of {
+            if vs.is_empty() {
+                conds.push("1 = 0".into());
+                continue;
+            }
+            let ps: Vec<String> = vs
+                .iter()
+                .map(|v| next(&mut binds, BindValue::Text(v.clone())))
+                .collect();
+            conds.push(format!("{col} IN ({})", ps.join(", ")));
+        }
+        if let Some(s) = q.search.as_ref().filter(|s| !s.is_empty()) {
+            let p = next(&mut binds, BindValue::Text(escape_like(s)));
+            conds.push(format!("search LIKE {p} ESCAPE '\\'"));
+        }
+        let where_ = conds.join(" AND ");
+        let name = table.name();
+        let count_sql = format!("SELECT COUNT(*) FROM {name} WHERE {where_}");
+        let dir = if q.desc { "DESC" } else { "ASC" };
+        let page_sql = format!(
+            "SELECT body FROM {name} WHERE {where_} ORDER BY {} {dir}, seq {dir} LIMIT {} OFFSET {}",
+            q.order_col, q.limit, q.offset
+        );
+        let mut count = sqlx::query(sqlx::AssertSqlSafe(count_sql));
+        let mut page = sqlx::query(sqlx::AssertSqlSafe(page_sql));
+        for b in &binds {
+            count = b.bind(count);
+            page = b.bind(page);
+        }
+        let total: i64 = count.fetch_one(self.pool()).await?.get(0);
+        let bodies = page
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(|r| r.get::<String, _>(0))
+            .collect();
+        Ok(QueryPage { bodies, total })
+    }
+
+    /// One record by id within the given resource sets.
+    pub async fn get_event(
+        &self,
+        table: EventTable,
+        id: &str,
+        rs: &[String],
+    ) -> Result<Option<String>> {
+        let sql = format!("SELECT body, rs FROM {} WHERE id = $1", table.name());
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
+        Ok(row.and_then(|r| {
+            let (body, r_rs): (String, String) = (r.get(0), r.get(1));
+            rs.contains(&r_rs).then_some(body)
+        }))
+    }
+
+    /// Deletes records older than `before` (ms) from every event table (retention).
+    pub async fn purge_events(&self, before: i64) -> Result<u64> {
+        let mut total = 0;
+        for t in [
+            EventTable::Audit,
+            EventTable::Authorization,
+            EventTable::Workload,
+        ] {
+            let sql = format!("DELETE FROM {} WHERE {} < $1", t.name(), t.time_col());
+            total += sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(before)
+                .execute(self.pool())
+                .await?
+                .rows_affected();
+        }
+        Ok(total)
+    }
+}
+
+enum BindValue {
+    Text(String),
+    Int(i64),
+}
+
+type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
+
+impl BindValue {
+    fn bind<'q>(&self, q: AnyQuery<'q>) -> AnyQuery<'q> {
+        match self {
+            BindValue::Text(s) => q.bind(s.clone()),
+            BindValue::Int(i) => q.bind(*i),
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! Storage: SQLite (embedded default, WAL) or PostgreSQL (several nodes), through sqlx's `Any`
+//! driver so one set of portable queries serves both; where the dialects differ the branch sits
+//! inside this module. Only this module knows SQL.
+//!
+//! Tables (see `migrations/<dialect>/`): `entities` (configuration documents), `sequences`,
+//! `changes` (cross-node refresh), `signing_keys`, `meta`, `audit_logs`, `authorization_events`,
+//! `workload_events`, `pending_states`.
+
+mod events;
+mod migrate;
+
+pub use events::{AuditRow, EventQuery, EventRow, EventTable, QueryPage};
+
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{Any, AnyPool, Row, Transaction};
+
+use crate::config::DatabaseUrl;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+/// A storage failure, kept free of sqlx types (architecture invariant 3).
+#[derive(Debug)]
+pub struct StoreError(pub String);
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(e: sqlx::Error) -> Self {
+        StoreError(e.to_string())
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// One stored configuration entity.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EntityRow {
+    pub kind: String,
+    pub id: String,
+    pub seq: i64,
+    pub rs: Option<String>,
+    pub body: String,
+    pub secrets: Option<String>,
+    pub updated_at: i64,
+}
+
+/// One signing or token key (material sealed by the application).
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRow {
+    pub kid: String,
+    pub alg: String,
+    pub created_at: i64,
+    pub active_at: i64,
+    pub retire_at: Option<i64>,
+    pub material: String,
+}
+
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+impl Store {
+    /// Connects (creating the SQLite file and its folder when needed) and runs migrations.
+    pub async fn open(url: &DatabaseUrl) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        let (dsn, dialect, max) = match url {
+            DatabaseUrl::Sqlite(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        StoreError(format!(
+                            "cannot create database folder {}: {e}",
+                            dir.display()
+                        ))
+                    })?;
+                }
+                (
+                    format!("sqlite://{}?mode=rwc", path.display()),
+                    Dialect::Sqlite,
+                    8,
+                )
+            }
+            DatabaseUrl::Postgres(u) => (u.clone(), Dialect::Postgres, 16),
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(max)
+            .min_connections(1)
+            .acquire_timeout(Duration::from_secs(10))
+            .after_connect(move |conn, _meta| {
+                Box::pin(async move {
+                    if dialect == Dialect::Sqlite {
+                        sqlx::raw_sql(
+                            "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=10000; PRAGMA foreign_keys=ON;",
+                        )
+                        .execute(conn)
+                        .await?;
+                    }
+                    Ok(())
+                })
+            })
+            .connect(&dsn)
+            .await?;
+        let store = Store { pool, dialect };
+        migrate::run(&store).await?;
+        Ok(store)
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    pub(crate) fn pool(&self) -> &AnyPool {
+        &self.pool
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Whether the database answers (health).
+    pub async fn ping(&self) -> bool {
+        tokio::time::timeout(
+            Duration::from_secs(2),
+            sqlx::query("SELECT 1").execute(&self.pool),
+        )
+        .await
+        .map(|r| r.is_ok())
+        .unwrap_or(false)
+    }
+
+    pub async fn meta_get(&self, key: &str) -> Result<Option<String>> {
+        let row = sqlx::query("SELECT value FROM meta WHERE key = $1")
+            .bind(key)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(|r| r.get::<String, _>(0)))
+    }
+
+    /// Stores `value` unless the key exists; returns the value now stored (first writer wins).
+    pub async fn meta_init(&self, key: &str, value: &str) -> Result<String> {
+        sqlx::query("INSERT INTO meta (key, value) VALUES ($1, $2) ON CONFLICT (key) DO NOTHING")
+            .bind(key)
+            .bind(value)
+            .execute(&self.pool)
+            .await?;
+        Ok(self.meta_get(key).await?.unwrap_or_default())
+    }
+
+    pub async fn load_entities(&self) -> Result<Vec<EntityRow>> {
+        let rows = sqlx::query(
+            "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities ORDER BY kind, seq",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.iter().map(entity_row).collect())
+    }
+
+    pub async fn load_entity(&self, kind: &str, id: &str) -> Result<Option<EntityRow>> {
+        let row = sqlx::query("SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2")
+            .bind(kind)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.as_ref().map(entity_row))
+    }
+
+    /// The newest change sequence number (0 when none).
+    pub async fn last_change(&self) -> Result<i64> {
+        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM changes")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(row.get::<i64, _>(0))
+    }
+
+    /// `(seq, kind, id)` of changes after `seq`, oldest first.
+    pub async fn changes_since(&self, seq: i64) -> Result<Vec<(i64, String, String)>> {
+        let rows = sqlx::query(
+            "SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT 10000",
+        )
+        .bind(seq)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| (r.get(0), r.get(1), r.get(2)))
+            .collect())
+    }
+
+    pub async fn begin(&self) -> Result<StoreTx> {
+        Ok(StoreTx {
+            tx: self.pool.begin().await?,
+        })
+    }
+
+    pub async fn load_keys(&self) -> Result<Vec<KeyRow>> {
+        let rows = sqlx::query("SELECT kid, alg, created_at, active_at, retire_at, material FROM signing_keys ORDER BY created_at")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows
+            .iter()
+            .map(|r| KeyRow {
+                kid: r.get(0),
+                alg: r.get(1),
+                created_at: r.get(2),
+                active_at: r.get(3),
+                retire_at: r.get(4),
+                material: r.get(5),
+            })
+            .collect())
+    }
+
+    /// Inserts keys and updates retirement times in one transaction.
+    pub async fn save_keys(
+        &self,
+        insert: &[KeyRow],
+        retire: &[(String, i64)],
+        delete: &[String],
+    ) -> Result<()> {
+        let mut tx = self.pool.begin().await?;
+        for k in insert {
+            sqlx::query(
+                "INSERT INTO signing_keys (kid, alg, created_at, active_at, retire_at, material) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kid) DO NOTHING",
+            )
+            .bind(&k.kid)
+            .bind(&k.alg)
+            .bind(k.created_at)
+            .bind(k.active_at)
+            .bind(k.retire_at)
+            .bind(&k.material)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for (kid, at) in retire {
+            sqlx::query(
+                "UPDATE signing_keys SET retire_at = $1 WHERE kid = $2 AND retire_at IS NULL",
+            )
+            .bind(*at)
+            .bind(kid)
+            .execute(&mut *tx)
+            .await?;
+        }
+        for kid in delete {
+            sqlx::query("DELETE FROM signing_keys WHERE kid = $1")
+                .bind(kid)
+                .execute(&mut *tx)
+                .await?;
+        }
+        sqlx::query("INSERT INTO changes (kind, id, at) VALUES ('signing_keys', '', $1)")
+            .bind(crate::clock::now_millis())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Stores a single-use value (OAuth state) until `expires_at` (ms).
+    pub async fn put_pending(
+        &self,
+        state: &str,
+        purpose: &str,
+        data: &str,
+        expires_at: i64,
+    ) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(state)
+        .bind(purpose)
+        .bind(data)
+        .bind(expires_at)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Takes (deletes and returns) a pending value if it exists, matches `purpose` and is unexpired.
+    pub async fn take_pending(
+        &self,
+        state: &str,
+        purpose: &str,
+        now: i64,
+    ) -> Result<Option<String>> {
+        let mut tx = self.pool.begin().await?;
+        let row =
+            sqlx::query("SELECT data, expires_at, purpose FROM pending_states WHERE state = $1")
+                .bind(state)
+                .fetch_optional(&mut *tx)
+                .await?;
+        sqlx::query("DELETE FROM pending_states WHERE state = $1 OR expires_at < $2")
+            .bind(state)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(row.and_then(|r| {
+            let (data, exp, p): (String, i64, String) = (r.get(0), r.get(1), r.get(2));
+            (exp >= now && p == purpose).then_some(data)
+        }))
+    }
+}
+
+fn entity_row(r: &AnyRow) -> EntityRow {
+    EntityRow {
+        kind: r.get(0),
+        id: r.get(1),
+        seq: r.get(2),
+        rs: r.get(3),
+        body: r.get(4),
+        secrets: r.get(5),
+        updated_at: r.get(6),
+    }
+}
+
+/// A write transaction over configuration entities and their audit entries.
+pub struct StoreTx {
+    tx: Transaction<'static, Any>,
+}
+
+impl StoreTx {
+    /// The next internal sequence number (`id` int32 fields) of a kind.
+    pub async fn next_seq(&mut self, kind: &str) -> Result<i64> {
+        let row = sqlx::query(
+            "INSERT INTO sequences (kind, next) VALUES ($1, 1) ON CONFLICT (kind) DO UPDATE SET next = sequences.next + 1 RETURNING next",
+        )
+        .bind(kind)
+        .fetch_one(&mut *self.tx)
+        .await?;
+        Ok(row.get::<i64, _>(0))
+    }
+
+    pub async fn upsert_entity(&mut self, e: &EntityRow) -> Result<()> {
+        sqlx::query(
+            "INSERT INTO entities (kind, id, seq, rs, body, secrets, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
+             ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, rs = excluded.rs, body = excluded.body, \
+             secrets = excluded.secrets, updated_at = excluded.updated_at",
+        )
+        .bind(&e.kind)
+        .bind(&e.id)
+        .bind(e.seq)
+        .bind(&e.rs)
+        .bind(&e.body)
+        .bind(&e.secrets)
+        .bind(e.updated_at)
+        .execute(&mut *self.tx)
+        .await?;
+        self.change(&e.kind, &e.id, e.updated_at).await
+    }
+
+    pub async fn delete_entity(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
+        sqlx::query("DELETE FROM entities WHERE kind = $1 AND id = $2")
+            .bind(kind)
+            .bind(id)
+            .execute(&mut *self.tx)
+            .await?;
+        self.change(kind, id, at).await
+    }
+
+    async fn change(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
+        sqlx::query("INSERT INTO changes (kind, id, at) VALUES ($1, $2, $3)")
+            .bind(kind)
+            .bind(id)
+            .bind(at)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(())
+    }
+
+    pub async fn insert_audit(&mut self, a: &AuditRow) -> Result<()> {
+        events::insert_audit(&mut self.tx, a).await
+    }
+
+    pub async fn commit(self) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
