@@ -390,13 +390,13 @@ impl Config {
                 r.err("SVC_BOOTSTRAP_ADMIN_PASSWORD", "must be 12..128 characters");
             }
         }
-        if let Some(e) = &bootstrap_admin_email {
-            if !crate::util::is_email(e) {
-                r.err(
-                    "SVC_BOOTSTRAP_ADMIN_EMAIL",
-                    format!("must be an e-mail address, got {e:?}"),
-                );
-            }
+        if let Some(e) = &bootstrap_admin_email
+            && !crate::util::is_email(e)
+        {
+            r.err(
+                "SVC_BOOTSTRAP_ADMIN_EMAIL",
+                format!("must be an e-mail address, got {e:?}"),
+            );
         }
         let session_ttl_seconds = r.num("SVC_SESSION_TTL_SECONDS", 3600u32, 60, 86400);
         let edge_token_ttl_seconds = r.num("SVC_EDGE_TOKEN_TTL_SECONDS", 3600u32, 300, 86400);

@@ -17,7 +17,7 @@ const CAPACITY: usize = 65_536;
 const BATCH: usize = 512;
 
 enum Msg {
-    Event(EventRow),
+    Event(Box<EventRow>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -43,7 +43,7 @@ impl EventSink {
 
     /// Queues an event without waiting.
     pub fn record(&self, e: EventRow) {
-        if self.tx.try_send(Msg::Event(e)).is_err() {
+        if self.tx.try_send(Msg::Event(Box::new(e))).is_err() {
             let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
                 tracing::warn!(dropped_total = n, "event queue full: events dropped");
@@ -81,7 +81,7 @@ impl EventSink {
                 let mut next = Some(first);
                 while let Some(m) = next.take() {
                     match m {
-                        Msg::Event(e) => batch.push(e),
+                        Msg::Event(e) => batch.push(*e),
                         Msg::Flush(w) => waiters.push(w),
                     }
                     if batch.len() >= BATCH {

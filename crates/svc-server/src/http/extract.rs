@@ -137,16 +137,14 @@ pub fn effective_ip(
     headers: &HeaderMap,
 ) -> Option<IpAddr> {
     let peer = peer_ip(ext)?;
-    if app.cfg.is_trusted_proxy(peer) {
-        if let Some(fwd) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
-            if let Some(ip) = fwd
-                .split(',')
-                .next()
-                .and_then(|s| s.trim().parse::<IpAddr>().ok())
-            {
-                return Some(crate::net::canonical(ip));
-            }
-        }
+    if app.cfg.is_trusted_proxy(peer)
+        && let Some(fwd) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok())
+        && let Some(ip) = fwd
+            .split(',')
+            .next()
+            .and_then(|s| s.trim().parse::<IpAddr>().ok())
+    {
+        return Some(crate::net::canonical(ip));
     }
     Some(peer)
 }

@@ -86,3 +86,22 @@ pub fn no_content() -> Response {
 pub fn ok(body: serde_json::Value) -> Response {
     (StatusCode::OK, axum::Json(body)).into_response()
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::routing::get;
+    use tower::ServiceExt;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panic_becomes_the_generic_500_body() {
+        let r: Router = common_layers(Router::new().route("/boom", get(|| async { panic!("boom") })));
+        let resp = r.oneshot(Request::builder().uri("/boom").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(resp.headers().contains_key(REQUEST_ID));
+        let body = axum::body::to_bytes(resp.into_body(), 1024).await.unwrap();
+        assert_eq!(&body[..], br#"{"success":false,"message":"Internal server error.","id":0}"#);
+    }
+}

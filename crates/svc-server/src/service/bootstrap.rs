@@ -82,35 +82,35 @@ pub async fn first_start(app: &App) -> Result<()> {
             resource_sets: vec![],
         });
     }
-    if let (Some(email), Some(hash)) = (&app.cfg.bootstrap_admin_email, admin_hash) {
-        if w.st.users.is_empty() {
-            let seq = w.next_seq(Kind::User).await?;
-            let now = w.now;
-            w.put(User {
-                id: uuid::Uuid::new_v4(),
-                seq,
-                email: email.clone(),
-                first_name: "Bootstrap".into(),
-                last_name: "Admin".into(),
-                phone_number: None,
-                roles: vec![SUPER_ADMIN_ROLE],
-                active: true,
-                locked: false,
-                failed_logins: 0,
-                tags: vec![],
-                tokens: vec![],
-                created_at: now,
-                modified_at: now,
-                created_by: Some("system".into()),
-                modified_by: Some("system".into()),
-                mfa_grace_from: now,
-                secrets: UserSecrets {
-                    password_hash: Some(Secret::new(hash)),
-                    totp: vec![],
-                },
-            });
-            tracing::info!(email = %email, "created the bootstrap administrator");
-        }
+    if let (Some(email), Some(hash)) = (&app.cfg.bootstrap_admin_email, admin_hash)
+        && w.st.users.is_empty()
+    {
+        let seq = w.next_seq(Kind::User).await?;
+        let now = w.now;
+        w.put(User {
+            id: uuid::Uuid::new_v4(),
+            seq,
+            email: email.clone(),
+            first_name: "Bootstrap".into(),
+            last_name: "Admin".into(),
+            phone_number: None,
+            roles: vec![SUPER_ADMIN_ROLE],
+            active: true,
+            locked: false,
+            failed_logins: 0,
+            tags: vec![],
+            tokens: vec![],
+            created_at: now,
+            modified_at: now,
+            created_by: Some("system".into()),
+            modified_by: Some("system".into()),
+            mfa_grace_from: now,
+            secrets: UserSecrets {
+                password_hash: Some(Secret::new(hash)),
+                totp: vec![],
+            },
+        });
+        tracing::info!(email = %email, "created the bootstrap administrator");
     }
     w.commit().await?;
     Ok(())

@@ -1,1 +1,11 @@
-//! it
+//! The one integration-test binary: drives the real service over HTTP (see `harness`). Runs on
+//! SQLite by default and on PostgreSQL with `SVC_TEST_DATABASE=postgres` (scripts/test.sh does both).
+
+mod harness;
+
+mod foundation_auth;
+mod foundation_errors;
+mod foundation_lists;
+mod foundation_rbac;
+mod foundation_secrets;
+mod store_conformance;

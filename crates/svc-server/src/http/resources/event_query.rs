@@ -89,10 +89,10 @@ impl EventParams {
         let end = parse_date(q, "end-date")?;
         let now = crate::clock::now_millis();
         let (from, to) = if start.is_some() || end.is_some() {
-            if let (Some(s), Some(e)) = (start, end) {
-                if s > e {
-                    return Err(Error::field("start-date", "must not be after end-date"));
-                }
+            if let (Some(s), Some(e)) = (start, end)
+                && s > e
+            {
+                return Err(Error::field("start-date", "must not be after end-date"));
             }
             (start, end)
         } else {

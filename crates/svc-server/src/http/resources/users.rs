@@ -124,10 +124,10 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
         ..Default::default()
     };
     u.email = o.opt_str("email")?;
-    if let Some(e) = &u.email {
-        if !crate::util::is_email(e) {
-            return Err(Error::field("email", "must be an e-mail address"));
-        }
+    if let Some(e) = &u.email
+        && !crate::util::is_email(e)
+    {
+        return Err(Error::field("email", "must be an e-mail address"));
     }
     u.first_name = o.opt_str_len("firstName", 2, 64)?;
     u.last_name = o.opt_str_len("lastName", 2, 64)?;
