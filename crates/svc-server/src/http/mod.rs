@@ -27,9 +27,13 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct RequestId(pub Uuid);
 
 pub fn router(app: App) -> Router {
-    Router::new()
-        .merge(resources::routes(&app))
-        .fallback(|| async { Error::NotFound })
+    common_layers(Router::new().merge(resources::routes(&app))).with_state(app)
+}
+
+/// Fallbacks and the layers every route shares: the 404/405 bodies, the panic catcher (a panic
+/// becomes the generic 500 body), and the request id.
+fn common_layers<S: Clone + Send + Sync + 'static>(r: Router<S>) -> Router<S> {
+    r.fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {
@@ -38,7 +42,6 @@ pub fn router(app: App) -> Router {
             },
         ))
         .layer(middleware::from_fn(request_id))
-        .with_state(app)
 }
 
 /// Assigns `X-Request-Id` (the caller's value when it is a UUID) and logs one line per request.
@@ -95,13 +98,23 @@ mod tests {
 
     use super::*;
 
+    async fn boom() -> &'static str {
+        panic!("boom")
+    }
+
     #[tokio::test]
     async fn a_panic_becomes_the_generic_500_body() {
-        let r: Router = common_layers(Router::new().route("/boom", get(|| async { panic!("boom") })));
-        let resp = r.oneshot(Request::builder().uri("/boom").body(Body::empty()).unwrap()).await.unwrap();
+        let r: Router = common_layers(Router::new().route("/boom", get(boom)));
+        let resp = r
+            .oneshot(Request::builder().uri("/boom").body(Body::empty()).unwrap())
+            .await
+            .unwrap();
         assert_eq!(resp.status(), StatusCode::INTERNAL_SERVER_ERROR);
         assert!(resp.headers().contains_key(REQUEST_ID));
         let body = axum::body::to_bytes(resp.into_body(), 1024).await.unwrap();
-        assert_eq!(&body[..], br#"{"success":false,"message":"Internal server error.","id":0}"#);
+        assert_eq!(
+            &body[..],
+            br#"{"success":false,"message":"Internal server error.","id":0}"#
+        );
     }
 }
