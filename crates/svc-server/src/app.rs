@@ -37,6 +37,8 @@ pub struct Inner {
     /// Random id of this process (rotation lock owner).
     pub node_id: String,
     pub upstream: crate::upstream::Upstream,
+    /// Issuer keys fetched for JWT evidence (discovery / JWKS), shared by all requests.
+    pub key_cache: crate::trust::keycache::KeyCache,
     pub limits: crate::edge::ratelimit::Limiters,
 }
 
@@ -181,6 +183,7 @@ impl App {
             last_change: AtomicI64::new(last_change),
             node_id: crate::crypto::hex(&random_bytes::<8>()),
             upstream,
+            key_cache: Default::default(),
             limits,
         }));
         crate::service::bootstrap::first_start(&app)

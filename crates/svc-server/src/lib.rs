@@ -19,6 +19,7 @@ pub mod platform;
 pub mod service;
 pub mod state;
 pub mod store;
+pub mod trust;
 pub mod upstream;
 pub mod util;
 

@@ -2,9 +2,11 @@
 //! randomness, the at-rest cipher, password hashing, TOTP and the JWS formats the service uses.
 
 pub mod aead;
+pub mod jose;
 pub mod jws;
 pub mod password;
 pub mod totp;
+pub mod x509;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};

@@ -3,6 +3,7 @@
 //! in-memory [`crate::state::State`] holds; wire DTOs are built from them in `crate::api`.
 
 pub mod credential;
+pub mod identity;
 pub mod perm;
 pub mod policy;
 pub mod records;

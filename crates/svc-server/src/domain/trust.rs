@@ -188,6 +188,9 @@ pub struct TrustProvider {
     pub oidc_url: Option<String>,
     pub svc_tenant: bool,
     pub secret_infos: Vec<SecretInfo>,
+    /// Set on deactivation: edge tokens issued before it stay revoked after reactivation.
+    #[serde(default)]
+    pub tokens_valid_after: Option<Timestamp>,
     #[serde(skip)]
     pub secrets: TrustSecrets,
 }

@@ -11,6 +11,7 @@ use aws_lc_rs::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
 use serde_json::json;
 
 use crate::crypto::aead::Cipher;
+use crate::crypto::jose::{Alg, KeyType, VerifyingKey};
 use crate::crypto::jws::{HmacKey, sign_hs256};
 use crate::crypto::{b64url, hex, random_bytes, sha256};
 use crate::store::{KeyRow, Store, StoreError};
@@ -49,6 +50,8 @@ pub struct KeyRing {
     hmac: Vec<Timed<Arc<HmacKey>>>,
     ec: Vec<Timed<Arc<EcKey>>>,
     rsa: Vec<Timed<Arc<RsaKey>>>,
+    /// The published keys as verification keys (own-issuer evidence, §4.5).
+    verifying: Vec<Timed<Arc<VerifyingKey>>>,
 }
 
 fn current<T: Clone>(list: &[Timed<T>], now: i64) -> Option<T> {
@@ -72,7 +75,9 @@ impl KeyRing {
             hmac: vec![],
             ec: vec![],
             rsa: vec![],
+            verifying: vec![],
         };
+
         for r in rows {
             let material = cipher
                 .open(&r.material, &format!("key:{}", r.kid))
@@ -90,6 +95,18 @@ impl KeyRing {
                     )
                     .map_err(|e| format!("key {}: {e}", r.kid))?;
                     let (x, y) = ec_xy(&pair);
+                    let point = pair.public_key().as_ref().to_vec();
+                    let vk = VerifyingKey::ec(
+                        Some(r.kid.clone()),
+                        Some(Alg::ES256),
+                        KeyType::EcP256,
+                        point,
+                    )?;
+                    ring.verifying.push(Timed {
+                        key: Arc::new(vk),
+                        active_at: r.active_at,
+                        retire_at: r.retire_at,
+                    });
                     ring.ec.push(Timed {
                         key: Arc::new(EcKey {
                             kid: r.kid.clone(),
@@ -105,6 +122,18 @@ impl KeyRing {
                     let pair = RsaKeyPair::from_pkcs8(&material)
                         .map_err(|e| format!("key {}: {e}", r.kid))?;
                     let (n, e) = rsa_ne(&pair);
+                    let pk = pair.public_key();
+                    let vk = VerifyingKey::rsa(
+                        Some(r.kid.clone()),
+                        Some(Alg::RS256),
+                        pk.modulus().big_endian_without_leading_zero(),
+                        pk.exponent().big_endian_without_leading_zero(),
+                    )?;
+                    ring.verifying.push(Timed {
+                        key: Arc::new(vk),
+                        active_at: r.active_at,
+                        retire_at: r.retire_at,
+                    });
                     ring.rsa.push(Timed {
                         key: Arc::new(RsaKey {
                             kid: r.kid.clone(),
@@ -174,6 +203,11 @@ impl KeyRing {
 
     pub fn public_rsa(&self, kid: &str, now: i64) -> Option<Arc<RsaKey>> {
         valid(&self.rsa, now).find(|k| k.kid == kid).cloned()
+    }
+
+    /// The published keys still valid, for verifying tokens this service issued.
+    pub fn verifying_keys(&self, now: i64) -> Vec<Arc<VerifyingKey>> {
+        valid(&self.verifying, now).cloned().collect()
     }
 
     /// Newest creation-relevant activation time (for the rotation schedule).

@@ -6,4 +6,5 @@ pub mod auth;
 pub mod bootstrap;
 pub mod load;
 pub mod login;
+pub mod refs;
 pub mod write;

@@ -1,24 +1,129 @@
-//! Secondary indexes over the [`super::State`], maintained incrementally by `Record::reindex`.
+//! Secondary indexes over the [`super::State`], kept in step by `Record::reindex` on every put and
+//! remove (O(log n) each, persistent maps, so a write never rebuilds them). They serve the edge
+//! lookups of contract §4.8 without scanning, and the reference counts and delete checks of §1.10.
 
+use std::sync::Arc;
+
+use imbl::{HashMap, OrdSet};
 use uuid::Uuid;
 
+use crate::credential::CompiledCredential;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
+use crate::domain::identity;
 use crate::domain::policy::Policy;
+use crate::domain::records::User;
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
+use crate::trust::CompiledTrust;
+
+/// (resource set, identity type, claim key, normalised value).
+pub type IdentKey = (Uuid, &'static str, Option<String>, String);
+/// (resource set, lower-cased host or wildcard suffix, requested port, transport).
+pub type EndpointKey = (Uuid, String, i32, String);
 
 #[derive(Clone, Default)]
 pub struct Indexes {
     /// Lower-cased e-mail → user id.
-    pub users_by_email: imbl::HashMap<String, Uuid>,
+    pub users_by_email: HashMap<String, Uuid>,
+    /// Trust providers compiled for the edge.
+    pub trust: HashMap<Uuid, Arc<CompiledTrust>>,
+    /// Credential providers compiled for the edge.
+    pub credentials: HashMap<Uuid, Arc<CompiledCredential>>,
+    /// Client workloads by the values of their index identity group.
+    pub clients_by_identity: HashMap<IdentKey, OrdSet<Uuid>>,
+    /// Per resource set: the (type, key) groups used as index keys, with their workload counts.
+    pub identity_groups: HashMap<Uuid, HashMap<(&'static str, Option<String>), u32>>,
+    /// Per resource set: client workloads with no indexable identity (evaluated one by one).
+    pub clients_scan: HashMap<Uuid, OrdSet<Uuid>>,
+    /// Server workloads by exact host.
+    pub servers_exact: HashMap<EndpointKey, OrdSet<Uuid>>,
+    /// Server workloads by wildcard suffix (`*.example.com` → `example.com`).
+    pub servers_wildcard: HashMap<EndpointKey, OrdSet<Uuid>>,
+    /// Policies by (client workload, server workload).
+    pub policies_by_pair: HashMap<(Uuid, Uuid), OrdSet<Uuid>>,
+    /// Entity (workload, provider, condition …) → policies that reference it.
+    pub policy_refs: HashMap<Uuid, OrdSet<Uuid>>,
+}
+
+fn set_add<K: std::hash::Hash + Eq + Clone>(m: &mut HashMap<K, OrdSet<Uuid>>, k: K, id: Uuid) {
+    m.entry(k).or_default().insert(id);
+}
+
+fn set_remove<K: std::hash::Hash + Eq + Clone>(m: &mut HashMap<K, OrdSet<Uuid>>, k: &K, id: &Uuid) {
+    let empty = match m.get_mut(k) {
+        Some(s) => {
+            s.remove(id);
+            s.is_empty()
+        }
+        None => false,
+    };
+    if empty {
+        m.remove(k);
+    }
+}
+
+/// How a client workload is indexed: by one identity group, or on the scan list.
+enum ClientIndex {
+    Group(&'static str, Option<String>, Vec<String>),
+    Scan,
+}
+
+/// Normalises an identity value for indexing and comparison.
+pub fn normalise(ty: &identity::IdentityType, v: &str) -> String {
+    if ty.case_insensitive {
+        v.to_lowercase()
+    } else {
+        v.to_string()
+    }
+}
+
+fn client_index(w: &ClientWorkload) -> ClientIndex {
+    let best = w
+        .identities
+        .iter()
+        .filter_map(|i| {
+            identity::lookup(&i.kind)
+                .filter(|t| t.indexable)
+                .map(|t| (identity::priority(t.name), t, i.key.clone()))
+        })
+        .min_by_key(|(p, _, _)| *p);
+    match best {
+        Some((_, ty, key)) => {
+            let values = w
+                .identities
+                .iter()
+                .filter(|i| i.kind == ty.name && i.key == key)
+                .map(|i| normalise(ty, &i.value))
+                .collect();
+            ClientIndex::Group(ty.name, key, values)
+        }
+        None => ClientIndex::Scan,
+    }
+}
+
+/// Server endpoint index keys: exact host, or wildcard suffix.
+fn endpoint_key(w: &ServerWorkload) -> (bool, EndpointKey) {
+    let host = w.endpoint.host.to_lowercase();
+    let rs = w.meta.scope();
+    let port = w.endpoint.requested_port;
+    let tp = w.endpoint.transport_protocol.clone();
+    match host.strip_prefix("*.") {
+        Some(suffix) => (true, (rs, suffix.to_string(), port, tp)),
+        None => (false, (rs, host, port, tp)),
+    }
+}
+
+fn policy_referenced(p: &Policy) -> impl Iterator<Item = Uuid> + '_ {
+    [p.client_workload, p.server_workload]
+        .into_iter()
+        .chain(p.mappings.iter().map(|m| m.credential_provider))
+        .chain(p.trust_providers.iter().copied())
+        .chain(p.access_conditions.iter().copied())
+        .chain(p.content_security.iter().copied())
 }
 
 impl Indexes {
-    pub fn user_changed(
-        &mut self,
-        old: Option<&crate::domain::records::User>,
-        new: Option<&crate::domain::records::User>,
-    ) {
+    pub fn user_changed(&mut self, old: Option<&User>, new: Option<&User>) {
         if let Some(o) = old {
             self.users_by_email.remove(&o.email.to_lowercase());
         }
@@ -29,33 +134,152 @@ impl Indexes {
 
     pub fn trust_provider_changed(
         &mut self,
-        _old: Option<&TrustProvider>,
-        _new: Option<&TrustProvider>,
+        old: Option<&TrustProvider>,
+        new: Option<&TrustProvider>,
     ) {
+        match new {
+            Some(n) => {
+                self.trust
+                    .insert(n.meta.id, Arc::new(crate::trust::compile::compile(n)));
+            }
+            None => {
+                if let Some(o) = old {
+                    self.trust.remove(&o.meta.id);
+                }
+            }
+        }
     }
+
     pub fn credential_provider_changed(
         &mut self,
-        _old: Option<&CredentialProvider>,
-        _new: Option<&CredentialProvider>,
+        old: Option<&CredentialProvider>,
+        new: Option<&CredentialProvider>,
     ) {
+        match new {
+            Some(n) => {
+                self.credentials
+                    .insert(n.meta.id, Arc::new(crate::credential::compile(n)));
+            }
+            None => {
+                if let Some(o) = old {
+                    self.credentials.remove(&o.meta.id);
+                }
+            }
+        }
     }
+
     pub fn credential_integration_changed(
         &mut self,
         _old: Option<&CredentialIntegration>,
         _new: Option<&CredentialIntegration>,
     ) {
     }
+
     pub fn client_workload_changed(
         &mut self,
-        _old: Option<&ClientWorkload>,
-        _new: Option<&ClientWorkload>,
+        old: Option<&ClientWorkload>,
+        new: Option<&ClientWorkload>,
     ) {
+        if let Some(o) = old {
+            let rs = o.meta.scope();
+            match client_index(o) {
+                ClientIndex::Group(ty, key, values) => {
+                    for v in values {
+                        set_remove(
+                            &mut self.clients_by_identity,
+                            &(rs, ty, key.clone(), v),
+                            &o.meta.id,
+                        );
+                    }
+                    let groups = self.identity_groups.entry(rs).or_default();
+                    let gk = (ty, key);
+                    let n = groups.get(&gk).copied().unwrap_or(1).saturating_sub(1);
+                    if n == 0 {
+                        groups.remove(&gk);
+                    } else {
+                        groups.insert(gk, n);
+                    }
+                }
+                ClientIndex::Scan => set_remove(&mut self.clients_scan, &rs, &o.meta.id),
+            }
+        }
+        if let Some(n) = new {
+            let rs = n.meta.scope();
+            match client_index(n) {
+                ClientIndex::Group(ty, key, values) => {
+                    for v in values {
+                        set_add(
+                            &mut self.clients_by_identity,
+                            (rs, ty, key.clone(), v),
+                            n.meta.id,
+                        );
+                    }
+                    *self
+                        .identity_groups
+                        .entry(rs)
+                        .or_default()
+                        .entry((ty, key))
+                        .or_insert(0) += 1;
+                }
+                ClientIndex::Scan => set_add(&mut self.clients_scan, rs, n.meta.id),
+            }
+        }
     }
+
     pub fn server_workload_changed(
         &mut self,
-        _old: Option<&ServerWorkload>,
-        _new: Option<&ServerWorkload>,
+        old: Option<&ServerWorkload>,
+        new: Option<&ServerWorkload>,
     ) {
+        if let Some(o) = old {
+            let (wild, k) = endpoint_key(o);
+            let m = if wild {
+                &mut self.servers_wildcard
+            } else {
+                &mut self.servers_exact
+            };
+            set_remove(m, &k, &o.meta.id);
+        }
+        if let Some(n) = new {
+            let (wild, k) = endpoint_key(n);
+            let m = if wild {
+                &mut self.servers_wildcard
+            } else {
+                &mut self.servers_exact
+            };
+            set_add(m, k, n.meta.id);
+        }
     }
-    pub fn policy_changed(&mut self, _old: Option<&Policy>, _new: Option<&Policy>) {}
+
+    pub fn policy_changed(&mut self, old: Option<&Policy>, new: Option<&Policy>) {
+        if let Some(o) = old {
+            set_remove(
+                &mut self.policies_by_pair,
+                &(o.client_workload, o.server_workload),
+                &o.meta.id,
+            );
+            for r in policy_referenced(o) {
+                set_remove(&mut self.policy_refs, &r, &o.meta.id);
+            }
+        }
+        if let Some(n) = new {
+            set_add(
+                &mut self.policies_by_pair,
+                (n.client_workload, n.server_workload),
+                n.meta.id,
+            );
+            for r in policy_referenced(n) {
+                set_add(&mut self.policy_refs, r, n.meta.id);
+            }
+        }
+    }
+
+    /// Policies (any state) referencing an entity.
+    pub fn policies_referencing(&self, id: &Uuid) -> impl Iterator<Item = &Uuid> {
+        self.policy_refs.get(id).into_iter().flat_map(|s| s.iter())
+    }
+
+    pub fn policy_count(&self, id: &Uuid) -> usize {
+        self.policy_refs.get(id).map(|s| s.len()).unwrap_or(0)
+    }
 }

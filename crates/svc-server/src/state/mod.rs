@@ -279,20 +279,26 @@ pub trait HasMeta {
     fn meta_mut(&mut self) -> &mut Meta;
 }
 
-impl HasMeta for ResourceSet {
-    fn meta(&self) -> &Meta {
-        &self.meta
-    }
-    fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.meta
-    }
+macro_rules! has_meta {
+    ($($t:ty),*) => {$(
+        impl HasMeta for $t {
+            fn meta(&self) -> &Meta {
+                &self.meta
+            }
+            fn meta_mut(&mut self) -> &mut Meta {
+                &mut self.meta
+            }
+        }
+    )*};
 }
 
-impl HasMeta for Role {
-    fn meta(&self) -> &Meta {
-        &self.meta
-    }
-    fn meta_mut(&mut self) -> &mut Meta {
-        &mut self.meta
-    }
-}
+has_meta!(
+    ResourceSet,
+    Role,
+    TrustProvider,
+    ClientWorkload,
+    ServerWorkload,
+    CredentialProvider,
+    CredentialIntegration,
+    Policy
+);

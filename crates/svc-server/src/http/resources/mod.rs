@@ -1,16 +1,25 @@
 //! One module per API resource: routes, request parsing, rules, and the response DTO with its
 //! JSON names.
 
+pub mod access_policies;
+pub mod access_policies_v1;
 pub mod audit_logs;
+pub mod client_workloads;
 pub mod common;
 pub mod compliance;
+pub mod credential_providers;
 pub mod event_query;
+pub mod events;
 pub mod health;
+pub mod issuer;
 pub mod login;
 pub mod me;
 pub mod resource_sets;
 pub mod roles;
+pub mod scoped;
+pub mod server_workloads;
 pub mod signin;
+pub mod trust_providers;
 pub mod users;
 
 use axum::Router;
@@ -28,4 +37,20 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(roles::routes(app))
         .merge(users::routes(app))
         .merge(audit_logs::routes(app))
+        .merge(events::routes(app))
+        .merge(issuer::routes())
+        .merge(trust_providers::routes(app))
+        .merge(client_workloads::routes(app))
+        .merge(server_workloads::routes(app))
+        .merge(credential_providers::routes(app))
+        .merge(access_policies::routes(app))
+}
+
+/// `204` + `Location` with no body: the answer to POST of client and server workloads (§1.5).
+pub fn workload_created(collection: &str, id: uuid::Uuid) -> axum::response::Response {
+    let mut r = crate::http::no_content();
+    if let Ok(v) = axum::http::HeaderValue::from_str(&format!("/api/v1/{collection}/{id}")) {
+        r.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    r
 }

@@ -1,0 +1,546 @@
+//! JWS verification of evidence tokens and signing of the service's published tokens.
+//!
+//! Verification is explicit about every rule of contract §4.5: the caller passes the allow-list
+//! of algorithms; `none` and every `HS*` are rejected before anything else; a key is used only for
+//! algorithms of its own type (RSA keys for RS*/PS*, P-256 for ES256, P-384 for ES384), and a JWK
+//! that names an `alg` is used only for that one. Keys are parsed once and cached per algorithm.
+
+use std::sync::OnceLock;
+
+use aws_lc_rs::encoding::{AsDer, PublicKeyX509Der};
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{self, ParsedPublicKey, RsaPublicKeyComponents, VerificationAlgorithm};
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{b64url, b64url_decode};
+
+/// Asymmetric JWS algorithms this service knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Alg {
+    RS256,
+    RS384,
+    RS512,
+    PS256,
+    PS384,
+    PS512,
+    ES256,
+    ES384,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyType {
+    Rsa,
+    EcP256,
+    EcP384,
+}
+
+impl Alg {
+    pub const ALL: [Alg; 8] = [
+        Alg::RS256,
+        Alg::RS384,
+        Alg::RS512,
+        Alg::PS256,
+        Alg::PS384,
+        Alg::PS512,
+        Alg::ES256,
+        Alg::ES384,
+    ];
+
+    pub fn parse(s: &str) -> Option<Alg> {
+        Self::ALL.into_iter().find(|a| a.as_str() == s)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alg::RS256 => "RS256",
+            Alg::RS384 => "RS384",
+            Alg::RS512 => "RS512",
+            Alg::PS256 => "PS256",
+            Alg::PS384 => "PS384",
+            Alg::PS512 => "PS512",
+            Alg::ES256 => "ES256",
+            Alg::ES384 => "ES384",
+        }
+    }
+
+    pub fn key_type(self) -> KeyType {
+        match self {
+            Alg::ES256 => KeyType::EcP256,
+            Alg::ES384 => KeyType::EcP384,
+            _ => KeyType::Rsa,
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn verification(self) -> &'static dyn VerificationAlgorithm {
+        match self {
+            Alg::RS256 => &signature::RSA_PKCS1_2048_8192_SHA256,
+            Alg::RS384 => &signature::RSA_PKCS1_2048_8192_SHA384,
+            Alg::RS512 => &signature::RSA_PKCS1_2048_8192_SHA512,
+            Alg::PS256 => &signature::RSA_PSS_2048_8192_SHA256,
+            Alg::PS384 => &signature::RSA_PSS_2048_8192_SHA384,
+            Alg::PS512 => &signature::RSA_PSS_2048_8192_SHA512,
+            Alg::ES256 => &signature::ECDSA_P256_SHA256_FIXED,
+            Alg::ES384 => &signature::ECDSA_P384_SHA384_FIXED,
+        }
+    }
+}
+
+/// A public key for verifying JWS signatures.
+pub struct VerifyingKey {
+    pub kid: Option<String>,
+    /// The JWK's own `alg`, when it names one: the key is then used for that algorithm only.
+    pub alg: Option<Alg>,
+    pub key_type: KeyType,
+    /// SubjectPublicKeyInfo DER (RSA) or the uncompressed SEC1 point (EC).
+    bytes: Vec<u8>,
+    parsed: [OnceLock<Option<ParsedPublicKey>>; 8],
+}
+
+impl std::fmt::Debug for VerifyingKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VerifyingKey({:?}, {:?})", self.kid, self.key_type)
+    }
+}
+
+impl VerifyingKey {
+    fn new(
+        kid: Option<String>,
+        alg: Option<Alg>,
+        key_type: KeyType,
+        bytes: Vec<u8>,
+    ) -> VerifyingKey {
+        VerifyingKey {
+            kid,
+            alg,
+            key_type,
+            bytes,
+            parsed: Default::default(),
+        }
+    }
+
+    /// From RSA modulus and exponent (big-endian bytes).
+    pub fn rsa(
+        kid: Option<String>,
+        alg: Option<Alg>,
+        n: &[u8],
+        e: &[u8],
+    ) -> Result<VerifyingKey, String> {
+        let der = RsaPublicKeyComponents { n, e }
+            .as_der()
+            .map_err(|_| "RSA key rejected".to_string())?;
+        VerifyingKey::rsa_spki(kid, alg, der.as_ref().to_vec())
+    }
+
+    /// From an RSA SubjectPublicKeyInfo; keys under 2048 bits are refused here, not at first use.
+    fn rsa_spki(
+        kid: Option<String>,
+        alg: Option<Alg>,
+        der: Vec<u8>,
+    ) -> Result<VerifyingKey, String> {
+        let bits = aws_lc_rs::rsa::PublicKey::from_der(&der)
+            .map_err(|_| "RSA key rejected".to_string())?
+            .modulus_len()
+            * 8;
+        if bits < 2048 {
+            return Err(format!(
+                "RSA key of {bits} bits rejected (at least 2048 required)"
+            ));
+        }
+        let key = VerifyingKey::new(kid, alg, KeyType::Rsa, der);
+        if !key.usable_for(Alg::RS256) {
+            return Err("RSA key rejected".into());
+        }
+        Ok(key)
+    }
+
+    /// From an uncompressed SEC1 point.
+    pub fn ec(
+        kid: Option<String>,
+        alg: Option<Alg>,
+        key_type: KeyType,
+        point: Vec<u8>,
+    ) -> Result<VerifyingKey, String> {
+        let key = VerifyingKey::new(kid, alg, key_type, point);
+        let probe = if key_type == KeyType::EcP256 {
+            Alg::ES256
+        } else {
+            Alg::ES384
+        };
+        if !key.usable_for(probe) {
+            return Err("EC key rejected (not a point on the curve)".into());
+        }
+        Ok(key)
+    }
+
+    /// From a SubjectPublicKeyInfo DER (RSA or EC P-256/P-384).
+    pub fn from_spki_der(kid: Option<String>, der: &[u8]) -> Result<VerifyingKey, String> {
+        let spki = super::x509::parse_spki(der)?;
+        match spki {
+            super::x509::Spki::Rsa => VerifyingKey::rsa_spki(kid, None, der.to_vec()),
+            super::x509::Spki::Ec(kt, point) => VerifyingKey::ec(kid, None, kt, point),
+        }
+    }
+
+    /// From one JWK object (`kty` RSA with `n`,`e`, or EC with `crv` P-256/P-384, `x`, `y`).
+    pub fn from_jwk(jwk: &Value) -> Result<VerifyingKey, String> {
+        let s = |k: &str| jwk.get(k).and_then(Value::as_str);
+        let kid = s("kid").map(str::to_string);
+        let alg = match s("alg") {
+            None => None,
+            Some(a) => Some(Alg::parse(a).ok_or_else(|| format!("unsupported alg {a:?}"))?),
+        };
+        if let Some(u) = s("use") {
+            if u != "sig" {
+                return Err(format!("key use {u:?} is not \"sig\""));
+            }
+        }
+        let b = |k: &str| -> Result<Vec<u8>, String> {
+            let v = s(k).ok_or_else(|| format!("missing {k}"))?;
+            b64url_decode(v.trim_end_matches('=')).ok_or_else(|| format!("{k} is not base64url"))
+        };
+        match s("kty") {
+            Some("RSA") => {
+                let key = VerifyingKey::rsa(kid, alg, &b("n")?, &b("e")?)?;
+                if alg.is_some_and(|a| a.key_type() != KeyType::Rsa) {
+                    return Err("alg does not fit an RSA key".into());
+                }
+                Ok(key)
+            }
+            Some("EC") => {
+                let (kt, len) = match s("crv") {
+                    Some("P-256") => (KeyType::EcP256, 32),
+                    Some("P-384") => (KeyType::EcP384, 48),
+                    other => return Err(format!("unsupported curve {other:?} (P-256 or P-384)")),
+                };
+                let (x, y) = (b("x")?, b("y")?);
+                if x.len() != len || y.len() != len {
+                    return Err("x/y have the wrong length for the curve".into());
+                }
+                if alg.is_some_and(|a| a.key_type() != kt) {
+                    return Err("alg does not fit the curve".into());
+                }
+                let mut point = Vec::with_capacity(1 + 2 * len);
+                point.push(4);
+                point.extend_from_slice(&x);
+                point.extend_from_slice(&y);
+                VerifyingKey::ec(kid, alg, kt, point)
+            }
+            Some(other) => Err(format!("unsupported kty {other:?}")),
+            None => Err("missing kty".into()),
+        }
+    }
+
+    /// Whether this key may verify `alg` (type fits, and the JWK's own `alg` if any).
+    pub fn fits(&self, alg: Alg) -> bool {
+        alg.key_type() == self.key_type && self.alg.is_none_or(|a| a == alg)
+    }
+
+    fn parsed_for(&self, alg: Alg) -> Option<&ParsedPublicKey> {
+        self.parsed[alg.index()]
+            .get_or_init(|| ParsedPublicKey::new(alg.verification(), &self.bytes).ok())
+            .as_ref()
+    }
+
+    fn usable_for(&self, alg: Alg) -> bool {
+        self.parsed_for(alg).is_some()
+    }
+
+    pub fn verify(&self, alg: Alg, msg: &[u8], sig: &[u8]) -> bool {
+        self.fits(alg)
+            && self
+                .parsed_for(alg)
+                .is_some_and(|k| k.verify_sig(msg, sig).is_ok())
+    }
+}
+
+/// Parses JWKS text `{"keys": [...]}`. Every key must be usable; at least one is required.
+pub fn parse_jwks(text: &str) -> Result<Vec<VerifyingKey>, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+    parse_jwks_value(&v, true)
+}
+
+/// From a parsed JWKS document. `strict`: fail on any unusable key (configuration) rather than
+/// skipping it (documents fetched from an issuer may list keys for other purposes).
+pub fn parse_jwks_value(v: &Value, strict: bool) -> Result<Vec<VerifyingKey>, String> {
+    let keys = v
+        .get("keys")
+        .and_then(Value::as_array)
+        .ok_or("missing \"keys\" array")?;
+    let mut out = Vec::new();
+    for (i, k) in keys.iter().enumerate() {
+        match VerifyingKey::from_jwk(k) {
+            Ok(key) => out.push(key),
+            Err(e) if strict => return Err(format!("keys[{i}]: {e}")),
+            Err(_) => {}
+        }
+    }
+    if out.is_empty() {
+        return Err("no usable key".into());
+    }
+    Ok(out)
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Header {
+    pub alg: String,
+    #[serde(default)]
+    pub kid: Option<String>,
+    #[serde(default)]
+    pub crit: Option<Value>,
+}
+
+/// A compact JWS split into its parts (nothing verified yet).
+#[derive(Debug)]
+pub struct Jws<'a> {
+    pub header: Header,
+    pub payload: Vec<u8>,
+    pub signing_input: &'a str,
+    pub signature: Vec<u8>,
+}
+
+/// Why a token was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwsError {
+    /// Not a compact JWS, bad base64, bad header JSON, `crit` present.
+    Malformed(String),
+    /// `none`, `HS*`, or an algorithm outside the allow-list.
+    Algorithm(String),
+    /// No key fits, or the signature does not verify.
+    Signature(String),
+}
+
+impl std::fmt::Display for JwsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JwsError::Malformed(m) => write!(f, "malformed token: {m}"),
+            JwsError::Algorithm(m) => write!(f, "algorithm not accepted: {m}"),
+            JwsError::Signature(m) => write!(f, "signature: {m}"),
+        }
+    }
+}
+
+pub fn split(token: &str) -> Result<Jws<'_>, JwsError> {
+    let token = token.trim();
+    let (signing_input, sig) = token
+        .rsplit_once('.')
+        .ok_or_else(|| JwsError::Malformed("not three parts".into()))?;
+    let (h, p) = signing_input
+        .split_once('.')
+        .ok_or_else(|| JwsError::Malformed("not three parts".into()))?;
+    if p.contains('.') {
+        return Err(JwsError::Malformed("not three parts".into()));
+    }
+    let hb =
+        b64url_decode(h).ok_or_else(|| JwsError::Malformed("header is not base64url".into()))?;
+    let header: Header = serde_json::from_slice(&hb)
+        .map_err(|_| JwsError::Malformed("header is not a JSON object with alg".into()))?;
+    if header.crit.is_some() {
+        return Err(JwsError::Malformed(
+            "critical header parameters are not supported".into(),
+        ));
+    }
+    let payload =
+        b64url_decode(p).ok_or_else(|| JwsError::Malformed("payload is not base64url".into()))?;
+    let signature = b64url_decode(sig)
+        .ok_or_else(|| JwsError::Malformed("signature is not base64url".into()))?;
+    Ok(Jws {
+        header,
+        payload,
+        signing_input,
+        signature,
+    })
+}
+
+/// Checks the header's algorithm against the allow-list; `none` and `HS*` never pass.
+pub fn check_alg(header: &Header, allowed: &[Alg]) -> Result<Alg, JwsError> {
+    let a = header.alg.as_str();
+    if a.eq_ignore_ascii_case("none") || a.to_ascii_uppercase().starts_with("HS") {
+        return Err(JwsError::Algorithm(format!("{a} is never accepted")));
+    }
+    let alg = Alg::parse(a).ok_or_else(|| JwsError::Algorithm(format!("{a} is not supported")))?;
+    if !allowed.contains(&alg) {
+        return Err(JwsError::Algorithm(format!(
+            "{a} is not allowed for this provider"
+        )));
+    }
+    Ok(alg)
+}
+
+/// Verifies the signature with the key named by `kid` (when present) or any key that fits.
+/// `Ok(false)` → a `kid` was given but no key has it (the caller may refresh and retry).
+pub fn verify_with(jws: &Jws<'_>, alg: Alg, keys: &[&VerifyingKey]) -> Result<bool, JwsError> {
+    let msg = jws.signing_input.as_bytes();
+    match &jws.header.kid {
+        Some(kid) => {
+            let named: Vec<&&VerifyingKey> = keys
+                .iter()
+                .filter(|k| k.kid.as_deref() == Some(kid.as_str()))
+                .collect();
+            if named.is_empty() {
+                return Ok(false);
+            }
+            if named.iter().any(|k| k.verify(alg, msg, &jws.signature)) {
+                Ok(true)
+            } else if named.iter().any(|k| k.fits(alg)) {
+                Err(JwsError::Signature("does not verify".into()))
+            } else {
+                Err(JwsError::Signature(format!(
+                    "key {kid} does not fit {}",
+                    alg.as_str()
+                )))
+            }
+        }
+        None => {
+            let fitting: Vec<&&VerifyingKey> = keys.iter().filter(|k| k.fits(alg)).collect();
+            if fitting.is_empty() {
+                return Err(JwsError::Signature(format!("no key fits {}", alg.as_str())));
+            }
+            if fitting.iter().any(|k| k.verify(alg, msg, &jws.signature)) {
+                Ok(true)
+            } else {
+                Err(JwsError::Signature("does not verify".into()))
+            }
+        }
+    }
+}
+
+/// Signs `claims` with ES256 (`typ: JWT`).
+pub fn sign_es256(key: &aws_lc_rs::signature::EcdsaKeyPair, kid: &str, claims: &[u8]) -> String {
+    let input = signing_input(
+        &format!(r#"{{"alg":"ES256","kid":"{kid}","typ":"JWT"}}"#),
+        claims,
+    );
+    let sig = key
+        .sign(&SystemRandom::new(), input.as_bytes())
+        .expect("ECDSA signing");
+    format!("{input}.{}", b64url(sig.as_ref()))
+}
+
+/// Signs `claims` with RS256; `kid` omitted when `None`.
+pub fn sign_rs256(
+    key: &aws_lc_rs::signature::RsaKeyPair,
+    kid: Option<&str>,
+    claims: &[u8],
+) -> String {
+    let header = match kid {
+        Some(k) => format!(r#"{{"alg":"RS256","kid":"{k}","typ":"JWT"}}"#),
+        None => r#"{"alg":"RS256","typ":"JWT"}"#.to_string(),
+    };
+    let input = signing_input(&header, claims);
+    let mut sig = vec![0u8; key.public_modulus_len()];
+    key.sign(
+        &signature::RSA_PKCS1_SHA256,
+        &SystemRandom::new(),
+        input.as_bytes(),
+        &mut sig,
+    )
+    .expect("RSA signing");
+    format!("{input}.{}", b64url(&sig))
+}
+
+fn signing_input(header: &str, claims: &[u8]) -> String {
+    let mut s = b64url(header.as_bytes());
+    s.push('.');
+    s.push_str(&b64url(claims));
+    s
+}
+
+/// The SPKI DER of an RSA key pair's public half (for PEM export).
+pub fn rsa_public_spki(key: &aws_lc_rs::signature::RsaKeyPair) -> Vec<u8> {
+    let pk = aws_lc_rs::signature::KeyPair::public_key(key);
+    let der: PublicKeyX509Der = pk.as_der().expect("RSA public key encodes");
+    der.as_ref().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use aws_lc_rs::signature::{EcdsaKeyPair, KeyPair, RsaKeyPair};
+
+    use super::*;
+
+    fn ec_pair() -> EcdsaKeyPair {
+        EcdsaKeyPair::generate(&signature::ECDSA_P256_SHA256_FIXED_SIGNING).unwrap()
+    }
+
+    fn ec_jwk(pair: &EcdsaKeyPair, kid: &str) -> Value {
+        let p = pair.public_key().as_ref();
+        serde_json::json!({"kty": "EC", "crv": "P-256", "kid": kid, "x": b64url(&p[1..33]), "y": b64url(&p[33..65])})
+    }
+
+    #[test]
+    fn es256_round_trip_and_kid_selection() {
+        let pair = ec_pair();
+        let key = VerifyingKey::from_jwk(&ec_jwk(&pair, "k1")).unwrap();
+        let t = sign_es256(&pair, "k1", br#"{"sub":"a"}"#);
+        let jws = split(&t).unwrap();
+        let alg = check_alg(&jws.header, &[Alg::ES256]).unwrap();
+        assert_eq!(verify_with(&jws, alg, &[&key]), Ok(true));
+        // A kid no key has → Ok(false) (refresh), a wrong algorithm → refused.
+        let other = VerifyingKey::from_jwk(&ec_jwk(&pair, "k2")).unwrap();
+        assert_eq!(verify_with(&jws, alg, &[&other]), Ok(false));
+        assert!(check_alg(&jws.header, &[Alg::RS256]).is_err());
+    }
+
+    #[test]
+    fn none_and_hmac_are_never_accepted() {
+        for alg in ["none", "NONE", "HS256", "HS512", "hs256"] {
+            let h = Header {
+                alg: alg.into(),
+                kid: None,
+                crit: None,
+            };
+            assert!(
+                matches!(check_alg(&h, &Alg::ALL), Err(JwsError::Algorithm(_))),
+                "{alg}"
+            );
+        }
+    }
+
+    #[test]
+    fn rsa_key_is_not_used_for_es256_and_small_keys_are_rejected() {
+        let rsa = RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+        let spki = rsa_public_spki(&rsa);
+        let key = VerifyingKey::from_spki_der(None, &spki).unwrap();
+        assert_eq!(key.key_type, KeyType::Rsa);
+        let t = sign_rs256(&rsa, None, br#"{"x":1}"#);
+        let jws = split(&t).unwrap();
+        assert_eq!(verify_with(&jws, Alg::RS256, &[&key]), Ok(true));
+        assert!(verify_with(&jws, Alg::ES256, &[&key]).is_err());
+        // Tampered payload.
+        let parts: Vec<&str> = t.split('.').collect();
+        let bad = format!("{}.{}.{}", parts[0], b64url(br#"{"x":2}"#), parts[2]);
+        assert!(verify_with(&split(&bad).unwrap(), Alg::RS256, &[&key]).is_err());
+        // A 1024-bit modulus is refused as configuration.
+        assert!(VerifyingKey::rsa(None, None, &[0xc5; 128], &[1, 0, 1]).is_err());
+    }
+
+    #[test]
+    fn jwks_parsing_rules() {
+        assert!(parse_jwks(r#"{"keys": []}"#).is_err());
+        assert!(
+            parse_jwks(r#"{"keys": [{"kty": "oct", "k": "AAAA"}]}"#)
+                .unwrap_err()
+                .contains("unsupported kty")
+        );
+        assert!(
+            parse_jwks(r#"{"keys": [{"kty": "EC", "crv": "P-521", "x": "AA", "y": "AA"}]}"#)
+                .is_err()
+        );
+        let pair = ec_pair();
+        let ok = serde_json::json!({"keys": [ec_jwk(&pair, "a")]}).to_string();
+        assert_eq!(parse_jwks(&ok).unwrap().len(), 1);
+        assert!(split("a.b").is_err());
+        let crit = format!(
+            "{}.{}.{}",
+            b64url(br#"{"alg":"ES256","crit":["exp"]}"#),
+            b64url(b"{}"),
+            b64url(b"s")
+        );
+        assert!(split(&crit).is_err());
+    }
+}

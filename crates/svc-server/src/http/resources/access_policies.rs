@@ -1,0 +1,797 @@
+//! Access policies v2 (contract §3.8): validation, compliance settings, notes, credential mappings
+//! and `getByWorkloadIds`. The v1 view (§3.9) in `access_policies_v1.rs` shares everything here.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+use svc_api::Obj;
+use uuid::Uuid;
+
+use super::common::{
+    BaseInput, Mode, base_json, check_rs_unchanged, entity_meta, new_external_id, parse_base,
+};
+use super::scoped::taken;
+use crate::app::App;
+use crate::domain::credential::CredentialProvider;
+use crate::domain::policy::{Mapping, MappingType, Note, Policy};
+use crate::domain::records::ComplianceLevel;
+use crate::domain::trust::TrustProvider;
+use crate::domain::workload::{ClientWorkload, ServerWorkload};
+use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::{no_content, ok};
+use crate::service::write::Write;
+use crate::state::State as Snapshot;
+
+pub const CATEGORY: &str = "AccessPolicies";
+pub const COMPLIANCE_HEADER: &str = "x-svc-compliance-warning";
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::AccessPolicies;
+    Router::new()
+        .route(
+            "/api/v2/access-policies",
+            guarded(app, p, Scope::Entity, get(list).post(create).put(replace)),
+        )
+        .route(
+            "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+            guarded(app, p, Scope::Entity, get(by_workloads)),
+        )
+        .route(
+            "/api/v2/access-policies/{id}",
+            guarded(app, p, Scope::Entity, get(read).patch(patch).delete(remove)),
+        )
+        .route(
+            "/api/v2/access-policies/{id}/notes",
+            guarded(app, p, Scope::Entity, get(list_notes).post(add_note_v2)),
+        )
+        .route(
+            "/api/v2/access-policies/{id}/credential-mappings",
+            guarded(app, p, Scope::Entity, get(credential_mappings)),
+        )
+        .merge(super::access_policies_v1::routes(app))
+}
+
+// ---- presentation ----------------------------------------------------------------------------
+
+/// `PolicyCredentialMappingDTO`: unused selectors are written as `""`.
+pub fn mapping_json(m: &Mapping) -> Value {
+    let s = |v: &Option<String>| json!(v.clone().unwrap_or_default());
+    json!({
+        "credentialProviderId": m.credential_provider,
+        "mappingType": m.mapping_type.as_str(),
+        "accessKeyId": s(&m.access_key_id),
+        "accountName": s(&m.account_name),
+        "headerName": s(&m.header_name),
+        "headerValue": s(&m.header_value),
+        "httpbodyFieldPath": s(&m.body_field_path),
+        "httpbodyFieldValue": s(&m.body_field_value),
+    })
+}
+
+/// `CreatePolicyDTO` (write responses).
+pub fn create_json(p: &Policy) -> Value {
+    let mut o = base_json(&p.meta, true);
+    o.insert("clientWorkload".into(), json!(p.client_workload));
+    o.insert("serverWorkload".into(), json!(p.server_workload));
+    o.insert("trustProviders".into(), json!(p.trust_providers));
+    o.insert("accessConditions".into(), json!(p.access_conditions));
+    o.insert("contentSecurity".into(), json!(p.content_security));
+    o.insert(
+        "credentialProviders".into(),
+        Value::Array(p.mappings.iter().map(mapping_json).collect()),
+    );
+    Value::Object(o)
+}
+
+fn meta_of<T: crate::state::Record + crate::state::HasMeta>(st: &Snapshot, id: &Uuid) -> Value {
+    st.get::<T>(id)
+        .map(|v| entity_meta(v.meta()))
+        .unwrap_or_else(|| json!({"externalId": id, "name": null, "isActive": false, "tags": []}))
+}
+
+/// `GetPolicyDTO` (reads).
+pub fn get_json(st: &Snapshot, p: &Policy) -> Value {
+    let mut o = base_json(&p.meta, true);
+    o.insert(
+        "clientWorkload".into(),
+        meta_of::<ClientWorkload>(st, &p.client_workload),
+    );
+    o.insert(
+        "serverWorkload".into(),
+        meta_of::<ServerWorkload>(st, &p.server_workload),
+    );
+    o.insert(
+        "trustProviders".into(),
+        Value::Array(
+            p.trust_providers
+                .iter()
+                .map(|t| meta_of::<TrustProvider>(st, t))
+                .collect(),
+        ),
+    );
+    o.insert(
+        "credentialProviders".into(),
+        Value::Array(
+            p.mappings
+                .iter()
+                .map(|m| meta_of::<CredentialProvider>(st, &m.credential_provider))
+                .collect(),
+        ),
+    );
+    o.insert("accessConditions".into(), json!([]));
+    o.insert("contentSecurity".into(), json!([]));
+    Value::Object(o)
+}
+
+pub fn note_json(n: &Note) -> Value {
+    json!({"note": n.note, "createdAt": n.created_at, "createdBy": n.created_by})
+}
+
+// ---- input -----------------------------------------------------------------------------------
+
+/// The policy fields of a request (v2 shape; v1 converts into it).
+#[derive(Default)]
+pub struct PolicyInput {
+    pub base: BaseInput,
+    pub client_workload: Option<Uuid>,
+    pub server_workload: Option<Uuid>,
+    pub mappings: Option<Vec<Mapping>>,
+    pub trust_providers: Option<Vec<Uuid>>,
+    pub access_conditions: Option<Vec<Uuid>>,
+    pub content_security: Option<Vec<Uuid>>,
+}
+
+fn selector_ok(s: &str) -> bool {
+    let mut chars = s.chars();
+    match chars.next() {
+        None => true,
+        Some(c) if c.is_alphanumeric() => {
+            chars.all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        }
+        Some(_) => false,
+    }
+}
+
+fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldError> {
+    let cp = m.req_uuid("credentialProviderId")?;
+    let names: Vec<&str> = MappingType::ALL.iter().map(|t| t.as_str()).collect();
+    let mt = MappingType::parse(&m.req_enum("mappingType", &names)?).unwrap_or(MappingType::None);
+    let mut sel = |name: &str| -> std::result::Result<Option<String>, svc_api::FieldError> {
+        let v = m.opt_str_len(name, 0, 256)?;
+        if let Some(s) = &v {
+            let ok = if name == "accessKeyId" {
+                s.chars()
+                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            } else {
+                selector_ok(s)
+            };
+            if !ok {
+                let pattern = if name == "accessKeyId" {
+                    "^[A-Z0-9]*$"
+                } else {
+                    "^[\\p{L}a-zA-Z0-9][\\p{L}a-zA-Z0-9._-]*$"
+                };
+                return Err(svc_api::FieldError::new(
+                    m.path(name),
+                    format!("must match {pattern}"),
+                ));
+            }
+        }
+        Ok(v.filter(|s| !s.is_empty()))
+    };
+    let mapping = Mapping {
+        credential_provider: cp,
+        mapping_type: mt,
+        access_key_id: sel("accessKeyId")?,
+        account_name: sel("accountName")?,
+        header_name: sel("headerName")?,
+        header_value: sel("headerValue")?,
+        body_field_path: sel("httpbodyFieldPath")?,
+        body_field_value: sel("httpbodyFieldValue")?,
+    };
+    let used: &[&str] = match mt {
+        MappingType::None => &[],
+        MappingType::AccessKeyId => &["accessKeyId"],
+        MappingType::AccountName => &["accountName"],
+        MappingType::HttpHeader => &["headerName", "headerValue"],
+        MappingType::HttpBody => &["httpbodyFieldPath", "httpbodyFieldValue"],
+    };
+    let fields = [
+        ("accessKeyId", &mapping.access_key_id),
+        ("accountName", &mapping.account_name),
+        ("headerName", &mapping.header_name),
+        ("headerValue", &mapping.header_value),
+        ("httpbodyFieldPath", &mapping.body_field_path),
+        ("httpbodyFieldValue", &mapping.body_field_value),
+    ];
+    for (name, v) in fields {
+        match (used.contains(&name), v.is_some()) {
+            (true, false) => {
+                return Err(svc_api::FieldError::new(
+                    m.path(name),
+                    format!("is required for mappingType {}", mt.as_str()),
+                ));
+            }
+            (false, true) => {
+                return Err(svc_api::FieldError::new(
+                    m.path(name),
+                    format!("must be empty for mappingType {}", mt.as_str()),
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(mapping)
+}
+
+/// Reads the v2 body (`CreatePolicyDTO` or `PatchPolicyV2DTO`).
+pub fn parse_v2(body: Value, mode: Mode) -> Result<PolicyInput> {
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, true)?;
+    let i = PolicyInput {
+        base,
+        client_workload: o.opt_uuid("clientWorkload")?,
+        server_workload: o.opt_uuid("serverWorkload")?,
+        mappings: o.opt_obj_list("credentialProviders", parse_mapping)?,
+        trust_providers: o.opt_uuid_list("trustProviders")?,
+        access_conditions: o.opt_uuid_list("accessConditions")?,
+        content_security: o.opt_uuid_list("contentSecurity")?,
+    };
+    o.ignore(&["accessPolicyCount"]);
+    o.finish()?;
+    if mode != Mode::Patch {
+        if i.client_workload.is_none() {
+            return Err(Error::field("clientWorkload", "is required"));
+        }
+        if i.server_workload.is_none() {
+            return Err(Error::field("serverWorkload", "is required"));
+        }
+    }
+    Ok(i)
+}
+
+impl PolicyInput {
+    /// Applies to a policy: all fields (create/replace) or only present ones (patch).
+    pub fn apply(&self, p: &mut Policy, full: bool) {
+        if full {
+            self.base.apply_full(&mut p.meta);
+        } else {
+            self.base.apply_patch(&mut p.meta);
+        }
+        if let Some(v) = self.client_workload {
+            p.client_workload = v;
+        }
+        if let Some(v) = self.server_workload {
+            p.server_workload = v;
+        }
+        let list = |given: &Option<Vec<Uuid>>, current: &mut Vec<Uuid>| {
+            if let Some(v) = given {
+                *current = v.clone();
+            } else if full {
+                current.clear();
+            }
+        };
+        list(&self.trust_providers, &mut p.trust_providers);
+        list(&self.access_conditions, &mut p.access_conditions);
+        list(&self.content_security, &mut p.content_security);
+        if let Some(m) = &self.mappings {
+            p.mappings = m.clone();
+        } else if full {
+            p.mappings.clear();
+        }
+    }
+}
+
+// ---- rules -----------------------------------------------------------------------------------
+
+fn exists_in<T: crate::state::Record>(st: &Snapshot, id: &Uuid, rs: Uuid) -> bool {
+    st.get::<T>(id).is_some_and(|v| v.rs() == Some(rs))
+}
+
+/// Rules 1–4 of §3.8 (400 naming the field); returns the compliance warnings (rule 5).
+pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
+    let rs = p.meta.scope();
+    if !exists_in::<ClientWorkload>(st, &p.client_workload, rs) {
+        return Err(Error::field(
+            "clientWorkload",
+            "unknown client workload in the policy's resource set",
+        ));
+    }
+    if !exists_in::<ServerWorkload>(st, &p.server_workload, rs) {
+        return Err(Error::field(
+            "serverWorkload",
+            "unknown server workload in the policy's resource set",
+        ));
+    }
+    for (i, t) in p.trust_providers.iter().enumerate() {
+        if !exists_in::<TrustProvider>(st, t, rs) {
+            return Err(Error::field(
+                format!("trustProviders[{i}]"),
+                "unknown trust provider in the policy's resource set",
+            ));
+        }
+        if p.trust_providers[..i].contains(t) {
+            return Err(Error::field(
+                format!("trustProviders[{i}]"),
+                "duplicate trust provider",
+            ));
+        }
+    }
+    // Access conditions and content-security entries are not part of this version: none exists.
+    if !p.access_conditions.is_empty() {
+        return Err(Error::field(
+            "accessConditions[0]",
+            "unknown access condition",
+        ));
+    }
+    if !p.content_security.is_empty() {
+        return Err(Error::field(
+            "contentSecurity[0]",
+            "unknown content security entry",
+        ));
+    }
+    let mut types = Vec::new();
+    for (i, m) in p.mappings.iter().enumerate() {
+        let path = format!("credentialProviders[{i}].credentialProviderId");
+        let cp = st
+            .get::<CredentialProvider>(&m.credential_provider)
+            .filter(|c| c.meta.rs == Some(rs));
+        let Some(cp) = cp else {
+            return Err(Error::field(
+                path,
+                "unknown credential provider in the policy's resource set",
+            ));
+        };
+        if p.mappings[..i]
+            .iter()
+            .any(|o| o.credential_provider == m.credential_provider)
+        {
+            return Err(Error::field(path, "duplicate credential provider"));
+        }
+        types.push(cp.cp_type.clone());
+    }
+    if p.mappings.len() > 1 {
+        let t = &types[0];
+        if types.iter().any(|x| x != t) {
+            return Err(Error::field(
+                "credentialProviders",
+                "all providers of a policy with several providers must have the same type",
+            ));
+        }
+        let allowed: &[MappingType] = match t.as_str() {
+            "cloudA-sts-oidc" => &[MappingType::AccessKeyId],
+            "signed-jwt" => &[
+                MappingType::AccountName,
+                MappingType::HttpHeader,
+                MappingType::HttpBody,
+            ],
+            other => {
+                return Err(Error::field(
+                    "credentialProviders",
+                    format!("providers of type {other} cannot be combined in one policy"),
+                ));
+            }
+        };
+        for (i, m) in p.mappings.iter().enumerate() {
+            if !allowed.contains(&m.mapping_type) {
+                return Err(Error::field(
+                    format!("credentialProviders[{i}].mappingType"),
+                    format!(
+                        "must be one of {} when several {t} providers are combined",
+                        allowed
+                            .iter()
+                            .map(|a| a.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+            let key = |x: &Mapping| {
+                (
+                    x.mapping_type,
+                    x.access_key_id.clone(),
+                    x.account_name.clone(),
+                    x.header_name.as_ref().map(|h| h.to_lowercase()),
+                    x.header_value.clone(),
+                    x.body_field_path.clone(),
+                    x.body_field_value.clone(),
+                )
+            };
+            if p.mappings[..i].iter().any(|o| key(o) == key(m)) {
+                return Err(Error::field(
+                    format!("credentialProviders[{i}]"),
+                    "selector values must be distinct",
+                ));
+            }
+        }
+    }
+    if p.meta.active {
+        let pair = st
+            .idx
+            .policies_by_pair
+            .get(&(p.client_workload, p.server_workload));
+        if let Some(other) = pair
+            .into_iter()
+            .flatten()
+            .filter_map(|id| st.policies.get(id))
+            .find(|o| o.meta.id != p.meta.id && o.meta.active)
+        {
+            return Err(Error::field(
+                "clientWorkload",
+                format!(
+                    "active access policy '{}' ({}) already connects these workloads",
+                    other.meta.name, other.meta.id
+                ),
+            ));
+        }
+    }
+    let settings = st.settings();
+    let mut warnings = Vec::new();
+    for (name, field, missing) in [
+        (
+            "ap_trust_prov_governance",
+            "trustProviders",
+            p.trust_providers.is_empty(),
+        ),
+        (
+            "ap_access_cond_governance",
+            "accessConditions",
+            p.access_conditions.is_empty(),
+        ),
+    ] {
+        if missing {
+            match settings.compliance(name) {
+                ComplianceLevel::Required => {
+                    return Err(Error::field(
+                        field,
+                        format!("required by compliance setting {name}"),
+                    ));
+                }
+                ComplianceLevel::Recommended => warnings.push(name),
+                ComplianceLevel::Optional => {}
+            }
+        }
+    }
+    Ok(warnings)
+}
+
+/// Adds `X-Svc-Compliance-Warning` when a Recommended check failed.
+pub fn with_warnings(mut r: Response, warnings: &[&str]) -> Response {
+    if !warnings.is_empty() {
+        if let Ok(v) = HeaderValue::from_str(&warnings.join(", ")) {
+            r.headers_mut().insert(COMPLIANCE_HEADER, v);
+        }
+    }
+    r
+}
+
+/// The policy if it exists and the caller may act on it (route permission in its set).
+pub fn visible(ctx: &Ctx, st: &Snapshot, id: &Uuid) -> Result<Option<Arc<Policy>>> {
+    match st.policies.get(id) {
+        Some(p) => {
+            ctx.check(st, p.meta.scope())?;
+            Ok(Some(p.clone()))
+        }
+        None => Ok(None),
+    }
+}
+
+// ---- write units shared with v1 -------------------------------------------------------------
+
+pub async fn create_policy(
+    app: &App,
+    ctx: &Ctx,
+    input: PolicyInput,
+    rs: Uuid,
+) -> Result<(Arc<Snapshot>, Uuid, Vec<&'static str>)> {
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let id = new_external_id(input.base.external_id, |id| taken::<Policy>(&w.st, id))?;
+    let meta = w
+        .new_meta(Kind::AccessPolicy, id, Some(rs), &author)
+        .await?;
+    let mut p = Policy {
+        meta,
+        client_workload: Uuid::nil(),
+        server_workload: Uuid::nil(),
+        mappings: vec![],
+        trust_providers: vec![],
+        access_conditions: vec![],
+        content_security: vec![],
+        notes: vec![],
+    };
+    input.apply(&mut p, true);
+    let warnings = validate(&w.st, &p)?;
+    w.put(p);
+    w.audit(&author, rs, CATEGORY, Activity::Created, id);
+    Ok((w.commit().await?, id, warnings))
+}
+
+/// Replaces (`full`) or patches a policy after `check` accepted its current state.
+pub async fn update_policy(
+    app: &App,
+    ctx: &Ctx,
+    id: Uuid,
+    input: PolicyInput,
+    full: bool,
+    check: impl FnOnce(&Policy) -> Result<()>,
+) -> Result<(Arc<Snapshot>, Vec<&'static str>)> {
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let mut p = (**w.st.policies.get(&id).ok_or(Error::NotFound)?).clone();
+    check(&p)?;
+    check_rs_unchanged(input.base.resource_set, p.meta.scope())?;
+    input.apply(&mut p, full);
+    let warnings = validate(&w.st, &p)?;
+    w.touch_meta(&mut p.meta, &author);
+    let rs = p.meta.scope();
+    w.put(p);
+    w.audit(
+        &author,
+        rs,
+        CATEGORY,
+        if full {
+            Activity::Updated
+        } else {
+            Activity::Patched
+        },
+        id,
+    );
+    Ok((w.commit().await?, warnings))
+}
+
+pub async fn delete_policy(
+    app: &App,
+    ctx: &Ctx,
+    id: Uuid,
+    check: impl FnOnce(&Policy) -> Result<()>,
+) -> Result<bool> {
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let Some(p) = w.st.policies.get(&id).cloned() else {
+        return Ok(false);
+    };
+    check(&p)?;
+    w.remove::<Policy>(&id);
+    w.audit(&author, p.meta.scope(), CATEGORY, Activity::Deleted, id);
+    w.commit().await?;
+    Ok(true)
+}
+
+pub async fn add_note(
+    app: &App,
+    ctx: &Ctx,
+    id: Uuid,
+    body: Value,
+    check: impl FnOnce(&Policy) -> Result<()>,
+) -> Result<Response> {
+    let mut o = Obj::root(body)?;
+    let text = o.req_str_len("note", 1, 1024)?;
+    o.ignore(&["createdAt", "createdBy"]);
+    o.finish()?;
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let mut p = (**w.st.policies.get(&id).ok_or(Error::NotFound)?).clone();
+    check(&p)?;
+    let note = Note {
+        note: text,
+        created_at: w.now,
+        created_by: author.actor.label(),
+    };
+    p.notes.push(note.clone());
+    let rs = p.meta.scope();
+    w.put(p);
+    w.audit(&author, rs, CATEGORY, Activity::NoteAdded, id);
+    w.commit().await?;
+    Ok((StatusCode::CREATED, axum::Json(note_json(&note))).into_response())
+}
+
+/// The active policy for a pair, else the most recently modified inactive one.
+pub fn for_pair(st: &Snapshot, client: Uuid, server: Uuid) -> Option<Arc<Policy>> {
+    let ids = st.idx.policies_by_pair.get(&(client, server))?;
+    let mut ps: Vec<&Arc<Policy>> = ids.iter().filter_map(|id| st.policies.get(id)).collect();
+    ps.sort_by_key(|p| (p.meta.active, p.meta.modified_at));
+    ps.last().map(|p| (*p).clone())
+}
+
+// ---- v2 handlers ------------------------------------------------------------------------------
+
+fn refs_any(item: &Value, field: &str, v: &str) -> bool {
+    match &item[field] {
+        Value::Array(a) => a.iter().any(|e| {
+            e["externalId"]
+                .as_str()
+                .is_some_and(|x| x.eq_ignore_ascii_case(v))
+        }),
+        o => o["externalId"]
+            .as_str()
+            .is_some_and(|x| x.eq_ignore_ascii_case(v)),
+    }
+}
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "entities",
+    fields: &[
+        "externalId",
+        "name",
+        "description",
+        "isActive",
+        "createdAt",
+        "modifiedAt",
+        "createdBy",
+        "modifiedBy",
+        "resourceSet",
+    ],
+    default_order: ("modifiedAt", true),
+    filters: &[
+        (
+            "clientWorkload",
+            Filter::Func(|i, v| refs_any(i, "clientWorkload", v)),
+        ),
+        (
+            "serverWorkload",
+            Filter::Func(|i, v| refs_any(i, "serverWorkload", v)),
+        ),
+        (
+            "credentialProvider",
+            Filter::Func(|i, v| refs_any(i, "credentialProviders", v)),
+        ),
+        (
+            "trustProvider",
+            Filter::Func(|i, v| refs_any(i, "trustProviders", v)),
+        ),
+        (
+            "accessCondition",
+            Filter::Func(|i, v| refs_any(i, "accessConditions", v)),
+        ),
+    ],
+};
+
+/// `query`: substring of the policy's name or the names of the entities it references.
+fn query_match(item: &Value, q: &str) -> bool {
+    let q = q.to_lowercase();
+    let name = |v: &Value| {
+        v["name"]
+            .as_str()
+            .is_some_and(|n| n.to_lowercase().contains(&q))
+    };
+    name(item)
+        || name(&item["clientWorkload"])
+        || name(&item["serverWorkload"])
+        || ["trustProviders", "credentialProviders"]
+            .iter()
+            .any(|f| item[*f].as_array().is_some_and(|a| a.iter().any(name)))
+}
+
+async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let sets = ctx.readable_sets(&st);
+    let mut items: Vec<Value> = st
+        .policies
+        .values()
+        .filter(|p| sets.contains(&p.meta.scope()))
+        .map(|p| get_json(&st, p))
+        .collect();
+    if let Some(query) = q.get("query") {
+        items.retain(|i| query_match(i, query));
+    }
+    Ok(ok(respond(items, &p, &SPEC)?))
+}
+
+async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(match visible(&ctx, &st, &ids.one())? {
+        Some(p) => ok(get_json(&st, &p)),
+        None => no_content(),
+    })
+}
+
+async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse_v2(body, Mode::Create)?;
+    let rs = input.base.resource_set.unwrap_or(DEFAULT_RESOURCE_SET);
+    let st = app.state_full();
+    if !st.resource_set_exists(&rs) {
+        return Err(Error::field("resourceSet", "unknown resource set"));
+    }
+    ctx.check(&st, rs)?;
+    let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await?;
+    let mut r = ok(create_json(&st.policies[&id]));
+    if let Ok(v) = HeaderValue::from_str(&format!("/api/v2/access-policies/{id}")) {
+        r.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    Ok(with_warnings(r, &warnings))
+}
+
+async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse_v2(body, Mode::Replace)?;
+    let id = input.base.external_id.expect("required on replace");
+    let st = app.state_full();
+    visible(&ctx, &st, &id)?.ok_or(Error::NotFound)?;
+    let (st, warnings) = update_policy(&app, &ctx, id, input, true, |_| Ok(())).await?;
+    Ok(with_warnings(ok(create_json(&st.policies[&id])), &warnings))
+}
+
+async fn patch(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let input = parse_v2(body, Mode::Patch)?;
+    let id = ids.one();
+    let st = app.state_full();
+    visible(&ctx, &st, &id)?.ok_or(Error::NotFound)?;
+    let (st, warnings) = update_policy(&app, &ctx, id, input, false, |_| Ok(())).await?;
+    Ok(with_warnings(ok(create_json(&st.policies[&id])), &warnings))
+}
+
+async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let st = app.state_full();
+    visible(&ctx, &st, &id)?.ok_or(Error::NotFound)?;
+    if delete_policy(&app, &ctx, id, |_| Ok(())).await? {
+        Ok(no_content())
+    } else {
+        Err(Error::NotFound)
+    }
+}
+
+async fn by_workloads(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    let p = for_pair(&st, ids.0[0], ids.0[1]).ok_or(Error::NotFound)?;
+    ctx.check(&st, p.meta.scope())?;
+    Ok(ok(get_json(&st, &p)))
+}
+
+async fn add_note_v2(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let id = ids.one();
+    let st = app.state_full();
+    visible(&ctx, &st, &id)?.ok_or(Error::NotFound)?;
+    add_note(&app, &ctx, id, body, |_| Ok(())).await
+}
+
+async fn list_notes(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    let p = visible(&ctx, &st, &ids.one())?.ok_or(Error::NotFound)?;
+    let items: Vec<Value> = p.notes.iter().rev().map(note_json).collect();
+    let n = items.len();
+    Ok(ok(svc_api::common::list_wrapper(
+        "entities",
+        items,
+        1,
+        n.max(1) as i32,
+        Some("createdAt desc".into()),
+        n,
+    )))
+}
+
+async fn credential_mappings(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    let p = visible(&ctx, &st, &ids.one())?.ok_or(Error::NotFound)?;
+    let items: Vec<Value> = p.mappings.iter().map(mapping_json).collect();
+    let n = items.len();
+    Ok(ok(svc_api::common::list_wrapper(
+        "entities",
+        items,
+        1,
+        n.max(1) as i32,
+        None,
+        n,
+    )))
+}

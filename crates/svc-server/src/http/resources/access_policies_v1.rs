@@ -1,0 +1,355 @@
+//! Access policies v1 (deprecated, contract §3.9): a view of the v2 policy with at most one
+//! credential provider, scoped by `X-Svc-ResourceSet`.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::HeaderValue;
+use axum::response::Response;
+use axum::routing::{get, post};
+use serde_json::{Value, json};
+use svc_api::Obj;
+use uuid::Uuid;
+
+use super::access_policies::{
+    PolicyInput, add_note, create_policy, delete_policy, for_pair, note_json, update_policy,
+    with_warnings,
+};
+use super::common::{Mode, base_json, parse_base, resolve_rs};
+use crate::app::App;
+use crate::domain::Perm;
+use crate::domain::credential::CredentialProvider;
+use crate::domain::policy::{Mapping, MappingType, Policy};
+use crate::error::{Error, Result};
+use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::{no_content, ok};
+use crate::state::State as Snapshot;
+
+const SEVERAL: &str = "policy has several credential providers; use /api/v2";
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::AccessPolicies;
+    Router::new()
+        .route(
+            "/api/v1/access-policies",
+            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
+        )
+        .route(
+            "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+            guarded(app, p, Scope::Rs, get(by_workloads)),
+        )
+        .route(
+            "/api/v1/access-policies/{id}",
+            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
+        )
+        .route(
+            "/api/v1/access-policies/{id}/notes",
+            guarded(app, p, Scope::Rs, post(note)),
+        )
+}
+
+fn single_cp(p: &Policy) -> Option<Uuid> {
+    match p.mappings.as_slice() {
+        [m] => Some(m.credential_provider),
+        _ => None,
+    }
+}
+
+/// `WorkloadExternalDTO`: a summary of a workload with the policy's providers.
+fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> Value {
+    let (id, name, active, label, endpoint) = if server {
+        match st.server_workloads.get(&p.server_workload) {
+            Some(w) => (
+                w.meta.id,
+                Some(w.meta.name.clone()),
+                w.meta.active,
+                w.label.clone(),
+                Some(super::server_workloads::endpoint_json(&w.endpoint)),
+            ),
+            None => (p.server_workload, None, false, None, None),
+        }
+    } else {
+        match st.client_workloads.get(&p.client_workload) {
+            Some(w) => (
+                w.meta.id,
+                Some(w.meta.name.clone()),
+                w.meta.active,
+                w.label.clone(),
+                None,
+            ),
+            None => (p.client_workload, None, false, None, None),
+        }
+    };
+    let tps: Vec<Value> =
+        p.trust_providers.iter().map(|t| json!({"externalId": t, "name": st.trust_providers.get(t).map(|x| x.meta.name.clone())})).collect();
+    let cp = single_cp(p);
+    let mut o = json!({
+        "externalId": id,
+        "name": name,
+        "isActive": active,
+        "type": label,
+        "trustProviders": tps,
+        "credentialProviderId": cp,
+        "credentialProviderText": cp.and_then(|c| st.credential_providers.get(&c)).map(|c| c.meta.name.clone()),
+    });
+    if server {
+        o["serviceEndpoint"] = endpoint.unwrap_or(Value::Null);
+    }
+    o
+}
+
+/// `PolicyDTO` (write responses).
+fn policy_dto(st: &Snapshot, p: &Policy) -> Value {
+    let mut o = base_json(&p.meta, true);
+    o.insert("clientWorkload".into(), json!(p.client_workload));
+    o.insert("serverWorkload".into(), json!(p.server_workload));
+    o.insert("credentialProvider".into(), json!(single_cp(p)));
+    o.insert("trustProviders".into(), json!(p.trust_providers));
+    o.insert("accessConditions".into(), json!(p.access_conditions));
+    o.insert("contentSecurity".into(), json!(p.content_security));
+    o.insert(
+        "clientWorkloadDetails".into(),
+        workload_summary(st, p, false),
+    );
+    o.insert(
+        "serverWorkloadDetails".into(),
+        workload_summary(st, p, true),
+    );
+    o.insert(
+        "policyNotes".into(),
+        Value::Array(p.notes.iter().map(note_json).collect()),
+    );
+    Value::Object(o)
+}
+
+/// `PolicyExternalDTO` (reads): referenced entities expanded.
+fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
+    let mut o = base_json(&p.meta, true);
+    o.insert(
+        "clientWorkload".into(),
+        st.client_workloads
+            .get(&p.client_workload)
+            .map(|w| super::client_workloads::client_json(st, w))
+            .unwrap_or(Value::Null),
+    );
+    o.insert(
+        "serverWorkload".into(),
+        st.server_workloads
+            .get(&p.server_workload)
+            .map(|w| super::server_workloads::server_json(st, w))
+            .unwrap_or(Value::Null),
+    );
+    let tps: Vec<Value> = p
+        .trust_providers
+        .iter()
+        .filter_map(|t| st.trust_providers.get(t))
+        .map(|t| super::trust_providers::trust_json(app, st, t, None))
+        .collect();
+    o.insert("trustProviders".into(), Value::Array(tps));
+    o.insert("accessConditions".into(), json!([]));
+    o.insert("contentSecurity".into(), json!([]));
+    let cp = single_cp(p)
+        .and_then(|c| st.get::<CredentialProvider>(&c))
+        .map(|c| super::credential_providers::provider_v1_json(st, c));
+    o.insert("credentialProvider".into(), cp.unwrap_or(Value::Null));
+    o.insert(
+        "policyNotes".into(),
+        Value::Array(p.notes.iter().map(note_json).collect()),
+    );
+    Value::Object(o)
+}
+
+fn parse(body: Value, mode: Mode) -> Result<(PolicyInput, Option<Option<Uuid>>)> {
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, true)?;
+    let client_workload = o.opt_uuid("clientWorkload")?;
+    let server_workload = o.opt_uuid("serverWorkload")?;
+    // `credentialProvider`: absent (PATCH: unchanged) vs. given.
+    let cp_given = o.has("credentialProvider");
+    let cp = o.opt_uuid("credentialProvider")?;
+    let i = PolicyInput {
+        base,
+        client_workload,
+        server_workload,
+        mappings: None,
+        trust_providers: o.opt_uuid_list("trustProviders")?,
+        access_conditions: o.opt_uuid_list("accessConditions")?,
+        content_security: o.opt_uuid_list("contentSecurity")?,
+    };
+    o.ignore(&[
+        "clientWorkloadDetails",
+        "serverWorkloadDetails",
+        "policyNotes",
+        "accessPolicyCount",
+    ]);
+    o.finish()?;
+    if mode != Mode::Patch {
+        if i.client_workload.is_none() {
+            return Err(Error::field("clientWorkload", "is required"));
+        }
+        if i.server_workload.is_none() {
+            return Err(Error::field("serverWorkload", "is required"));
+        }
+    }
+    let cp = if mode == Mode::Patch && !cp_given {
+        None
+    } else {
+        Some(cp)
+    };
+    Ok((i, cp))
+}
+
+fn mapping_for(cp: Option<Uuid>) -> Vec<Mapping> {
+    cp.map(|c| Mapping {
+        credential_provider: c,
+        mapping_type: MappingType::None,
+        access_key_id: None,
+        account_name: None,
+        header_name: None,
+        header_value: None,
+        body_field_path: None,
+        body_field_value: None,
+    })
+    .into_iter()
+    .collect()
+}
+
+fn in_rs(p: &Policy, rs: Uuid) -> Result<()> {
+    if p.meta.scope() == rs {
+        Ok(())
+    } else {
+        Err(Error::NotFound)
+    }
+}
+
+fn several_refused(p: &Policy) -> Result<()> {
+    if p.mappings.len() > 1 {
+        Err(Error::field("credentialProvider", SEVERAL))
+    } else {
+        Ok(())
+    }
+}
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "accessPolicies",
+    fields: &[
+        "externalId",
+        "name",
+        "description",
+        "isActive",
+        "createdAt",
+        "modifiedAt",
+        "createdBy",
+        "modifiedBy",
+        "resourceSet",
+    ],
+    default_order: ("name", false),
+    filters: &[
+        ("clientWorkload", Filter::Field("clientWorkload.externalId")),
+        ("serverWorkload", Filter::Field("serverWorkload.externalId")),
+    ],
+};
+
+async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let items = st
+        .in_rs::<Policy>(Some(ctx.rs))
+        .map(|p| policy_external(&app, &st, p))
+        .collect();
+    Ok(ok(respond(items, &p, &SPEC)?))
+}
+
+async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(
+        match st
+            .policies
+            .get(&ids.one())
+            .filter(|p| p.meta.scope() == ctx.rs)
+        {
+            Some(p) => ok(policy_external(&app, &st, p)),
+            None => no_content(),
+        },
+    )
+}
+
+async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let (mut input, cp) = parse(body, Mode::Create)?;
+    input.mappings = Some(mapping_for(cp.flatten()));
+    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
+    let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await?;
+    let mut r = ok(policy_dto(&st, &st.policies[&id]));
+    if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/access-policies/{id}")) {
+        r.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    Ok(with_warnings(r, &warnings))
+}
+
+async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let (mut input, cp) = parse(body, Mode::Replace)?;
+    let id = input.base.external_id.expect("required on replace");
+    input.mappings = Some(mapping_for(cp.flatten()));
+    let rs = ctx.rs;
+    let (st, warnings) = update_policy(&app, &ctx, id, input, true, |p| {
+        in_rs(p, rs)?;
+        several_refused(p)
+    })
+    .await?;
+    Ok(with_warnings(
+        ok(policy_dto(&st, &st.policies[&id])),
+        &warnings,
+    ))
+}
+
+async fn patch(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let (mut input, cp) = parse(body, Mode::Patch)?;
+    let id = ids.one();
+    let given = cp.is_some();
+    if let Some(cp) = cp {
+        input.mappings = Some(mapping_for(cp));
+    }
+    let rs = ctx.rs;
+    let (st, warnings) = update_policy(&app, &ctx, id, input, false, |p| {
+        in_rs(p, rs)?;
+        if given { several_refused(p) } else { Ok(()) }
+    })
+    .await?;
+    Ok(with_warnings(
+        ok(policy_dto(&st, &st.policies[&id])),
+        &warnings,
+    ))
+}
+
+async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let rs = ctx.rs;
+    // The spec lists only 204 here: a missing policy (or one in another set) is a no-op.
+    match delete_policy(&app, &ctx, ids.one(), |p| in_rs(p, rs)).await {
+        Ok(_) | Err(Error::NotFound) => Ok(no_content()),
+        Err(e) => Err(e),
+    }
+}
+
+async fn by_workloads(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    let p = for_pair(&st, ids.0[0], ids.0[1])
+        .filter(|p| p.meta.scope() == ctx.rs)
+        .ok_or(Error::NotFound)?;
+    Ok(ok(policy_external(&app, &st, &p)))
+}
+
+async fn note(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let rs = ctx.rs;
+    add_note(&app, &ctx, ids.one(), body, |p| in_rs(p, rs)).await
+}

@@ -1,0 +1,550 @@
+//! Credential providers v2 (contract §3.5) and the deprecated v1 view (§3.6). Both address the same
+//! stored entity: v2 puts the variant fields next to the base fields, v1 carries them as JSON text
+//! in `providerDetailJSON`. Secret fields are write-only.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Map, Value, json};
+use svc_api::Obj;
+use uuid::Uuid;
+
+use super::common::{
+    BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs,
+};
+use super::scoped::{find, for_update, taken};
+use crate::app::App;
+use crate::credential::types::{self, TypeSpec};
+use crate::domain::credential::{CredentialProvider, SecretFields};
+use crate::domain::{Kind, Perm};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
+use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::{created, no_content, ok};
+use crate::service::refs::{RefField, release};
+use crate::service::write::Write;
+use crate::state::State as Snapshot;
+
+const CATEGORY: &str = "CredentialProviders";
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::CredentialProviders;
+    Router::new()
+        .route(
+            "/api/v2/credential-providers",
+            guarded(
+                app,
+                p,
+                Scope::Rs,
+                get(list_v2).post(create_v2).put(replace_v2),
+            ),
+        )
+        .route(
+            "/api/v2/credential-providers/{id}",
+            guarded(
+                app,
+                p,
+                Scope::Rs,
+                get(read_v2).patch(patch_v2).delete(remove_v2),
+            ),
+        )
+        .route(
+            "/api/v2/credential-providers/{id}/verification",
+            guarded(app, p, Scope::Rs, get(verification)),
+        )
+        .route(
+            "/api/v2/credential-providers/{id}/authorize",
+            guarded_as(app, p, Scope::Rs, true, get(authorize)),
+        )
+        .route(
+            "/api/v1/credential-providers",
+            guarded(
+                app,
+                p,
+                Scope::Rs,
+                get(list_v1).post(create_v1).put(replace_v1),
+            ),
+        )
+        .route(
+            "/api/v1/credential-providers/{id}",
+            guarded(
+                app,
+                p,
+                Scope::Rs,
+                get(read_v1).patch(patch_v1).delete(remove_v1),
+            ),
+        )
+        .route(
+            "/api/v1/credential-providers/{id}/authorize",
+            guarded_as(app, p, Scope::Rs, true, get(authorize)),
+        )
+}
+
+const FIELDS: &[&str] = &[
+    "externalId",
+    "name",
+    "description",
+    "isActive",
+    "createdAt",
+    "modifiedAt",
+    "createdBy",
+    "modifiedBy",
+    "resourceSet",
+    "type",
+    "lifetimeTimeSpanSeconds",
+    "lifetimeExpiration",
+    "accessPolicyCount",
+];
+
+const SPEC_V2: ListSpec = ListSpec {
+    items_key: "credentialProviders",
+    fields: FIELDS,
+    default_order: ("name", false),
+    filters: &[("type", Filter::Field("type"))],
+};
+
+const BASE_RO: &[&str] = &["lifetimeExpiration", "accessPolicyCount"];
+
+fn spec_of(name: &str) -> Result<&'static TypeSpec> {
+    types::spec(name).ok_or_else(|| {
+        Error::field(
+            "type",
+            format!("must be one of {}", types::names().join(", ")),
+        )
+    })
+}
+
+/// The variant fields as the wire shows them: stored non-secret fields, secrets as `null`.
+fn variant_fields(p: &CredentialProvider, spec: Option<&TypeSpec>) -> Map<String, Value> {
+    let mut m = p.config.clone();
+    if let Some(spec) = spec {
+        for s in spec.secret_fields {
+            m.insert(s.to_string(), Value::Null);
+        }
+    }
+    m
+}
+
+/// `CredentialProviderV2DTO` (flat variant).
+pub fn provider_v2_json(st: &Snapshot, p: &CredentialProvider) -> Value {
+    let mut o = Map::new();
+    o.insert("type".into(), json!(p.cp_type));
+    o.extend(base_json(&p.meta, true));
+    o.insert(
+        "lifetimeTimeSpanSeconds".into(),
+        json!(p.lifetime_time_span_seconds),
+    );
+    o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(st.idx.policy_count(&p.meta.id)),
+    );
+    o.extend(variant_fields(p, types::spec(&p.cp_type)));
+    Value::Object(o)
+}
+
+/// `CredentialProviderUIDTO` (v1): variant fields as JSON text, secrets removed.
+pub fn provider_v1_json(st: &Snapshot, p: &CredentialProvider) -> Value {
+    let mut o = base_json(&p.meta, true);
+    o.insert("type".into(), json!(p.cp_type));
+    let role = (p.cp_type == crate::credential::access_token::TYPE)
+        .then(|| p.config.get("roleId").cloned())
+        .flatten();
+    o.insert("roleId".into(), role.unwrap_or(Value::Null));
+    o.insert(
+        "lifetimeTimeSpanSeconds".into(),
+        json!(p.lifetime_time_span_seconds),
+    );
+    o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
+    o.insert(
+        "providerDetailJSON".into(),
+        json!(Value::Object(p.config.clone()).to_string()),
+    );
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(st.idx.policy_count(&p.meta.id)),
+    );
+    Value::Object(o)
+}
+
+/// A request reduced to what both API versions carry.
+struct Input {
+    base: BaseInput,
+    cp_type: Option<String>,
+    lifetime: Option<i32>,
+    config: Map<String, Value>,
+    secrets: Vec<(&'static str, String)>,
+    /// PATCH: `providerDetailJSON` text, read against the stored type.
+    detail: Option<String>,
+}
+
+/// Reads secrets and variant fields of `spec` from `o` (a v2 body or a v1 providerDetailJSON).
+fn read_variant(
+    o: &mut Obj,
+    spec: &'static TypeSpec,
+    mode: types::Mode,
+) -> Result<(Map<String, Value>, Vec<(&'static str, String)>)> {
+    let mut secrets = Vec::new();
+    for s in spec.secret_fields {
+        if let Some(v) = o.opt_str(s)? {
+            if !v.is_empty() {
+                secrets.push((*s, v));
+            }
+        }
+    }
+    let config = (spec.parse)(o, mode)?;
+    o.ignore(spec.ro_fields);
+    Ok((config, secrets))
+}
+
+fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, true)?;
+    let cp_type = o.opt_str("type")?;
+    let lifetime = o.opt_i32("lifetimeTimeSpanSeconds")?;
+    o.ignore(BASE_RO);
+    if mode == Mode::Patch {
+        let detail = o.opt_str("providerDetailJSON")?;
+        o.finish()?;
+        return Ok(Input {
+            base,
+            cp_type,
+            lifetime,
+            config: Map::new(),
+            secrets: vec![],
+            detail,
+        });
+    }
+    let name = cp_type
+        .as_deref()
+        .ok_or_else(|| Error::field("type", "is required"))?;
+    let spec = spec_of(name)?;
+    let (config, secrets) = read_variant(&mut o, spec, types::Mode::Full)?;
+    o.finish()?;
+    Ok(Input {
+        base,
+        cp_type,
+        lifetime,
+        config,
+        secrets,
+        detail: None,
+    })
+}
+
+fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, true)?;
+    let cp_type = o.opt_str("type")?;
+    let lifetime = o.opt_i32("lifetimeTimeSpanSeconds")?;
+    let role = o.opt_uuid("roleId")?;
+    let detail = o.opt_str("providerDetailJSON")?;
+    o.ignore(BASE_RO);
+    o.finish()?;
+    if mode == Mode::Patch {
+        return Ok(Input {
+            base,
+            cp_type,
+            lifetime,
+            config: Map::new(),
+            secrets: vec![],
+            detail,
+        });
+    }
+    let name = cp_type
+        .as_deref()
+        .ok_or_else(|| Error::field("type", "is required"))?;
+    let spec = spec_of(name)?;
+    let mut inner = Obj::from_json_text(
+        detail.as_deref().unwrap_or("{}"),
+        "providerDetailJSON".into(),
+    )?;
+    let (mut config, secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
+    inner.finish()?;
+    if let Some(r) = role {
+        config.insert("roleId".into(), json!(r));
+    }
+    Ok(Input {
+        base,
+        cp_type,
+        lifetime,
+        config,
+        secrets,
+        detail: None,
+    })
+}
+
+fn apply_secrets(secrets: &mut SecretFields, given: Vec<(&'static str, String)>) {
+    for (k, v) in given {
+        secrets.set(k, v);
+    }
+}
+
+fn check_required_secrets(spec: &TypeSpec, secrets: &SecretFields, prefix: &str) -> Result<()> {
+    for s in spec.required_secrets {
+        if secrets.get(s).is_none() {
+            return Err(Error::field(format!("{prefix}{s}"), "is required"));
+        }
+    }
+    Ok(())
+}
+
+async fn create(
+    app: &App,
+    ctx: &Ctx,
+    input: Input,
+    v1: bool,
+) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
+    let spec = spec_of(input.cp_type.as_deref().unwrap_or_default())?;
+    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let id = new_external_id(input.base.external_id, |id| {
+        taken::<CredentialProvider>(&w.st, id)
+    })?;
+    let mut meta = w
+        .new_meta(Kind::CredentialProvider, id, Some(rs), &author)
+        .await?;
+    input.base.apply_full(&mut meta);
+    let mut secrets = SecretFields::default();
+    apply_secrets(&mut secrets, input.secrets);
+    check_required_secrets(spec, &secrets, if v1 { "providerDetailJSON." } else { "" })?;
+    let p = CredentialProvider {
+        meta,
+        cp_type: spec.name.to_string(),
+        lifetime_time_span_seconds: input.lifetime.unwrap_or(0),
+        lifetime_expiration: None,
+        config: input.config,
+        secrets,
+    };
+    w.put(p);
+    w.audit(&author, rs, CATEGORY, Activity::Created, id);
+    Ok((id, w.commit().await?))
+}
+
+async fn replace(app: &App, ctx: &Ctx, input: Input) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
+    let id = input
+        .base
+        .external_id
+        .ok_or_else(|| Error::field("externalId", "is required"))?;
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    if input.cp_type.as_deref() != Some(p.cp_type.as_str()) {
+        return Err(Error::field("type", "cannot be changed"));
+    }
+    input.base.apply_full(&mut p.meta);
+    p.lifetime_time_span_seconds = input.lifetime.unwrap_or(0);
+    p.config = input.config;
+    // Secrets absent or null keep their stored value.
+    apply_secrets(&mut p.secrets, input.secrets);
+    w.touch_meta(&mut p.meta, &author);
+    w.put(p);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
+    Ok((id, w.commit().await?))
+}
+
+async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync::Arc<Snapshot>> {
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    if let Some(t) = &input.cp_type {
+        if *t != p.cp_type {
+            return Err(Error::field("type", "must equal the stored type"));
+        }
+    }
+    let spec = spec_of(&p.cp_type)?;
+    if let Some(text) = &input.detail {
+        let mut inner = Obj::from_json_text(text, "providerDetailJSON".into())?;
+        let (fields, secrets) = read_variant(&mut inner, spec, types::Mode::Patch)?;
+        inner.finish()?;
+        p.config.extend(fields);
+        apply_secrets(&mut p.secrets, secrets);
+    }
+    input.base.apply_patch(&mut p.meta);
+    if let Some(l) = input.lifetime {
+        p.lifetime_time_span_seconds = l;
+    }
+    w.touch_meta(&mut p.meta, &author);
+    w.put(p);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
+    w.commit().await
+}
+
+async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<Response> {
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    if find::<CredentialProvider>(&w.st, &id, ctx.rs).is_none() {
+        return if missing_is_404 {
+            Err(Error::NotFound)
+        } else {
+            Ok(no_content())
+        };
+    }
+    release(&mut w, &author, id, RefField::CredentialProvider)?;
+    w.remove::<CredentialProvider>(&id);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
+    w.commit().await?;
+    Ok(no_content())
+}
+
+// ---- v2 handlers ------------------------------------------------------------------------------
+
+async fn list_v2(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let items = st
+        .in_rs::<CredentialProvider>(Some(ctx.rs))
+        .map(|c| provider_v2_json(&st, c))
+        .collect();
+    Ok(ok(respond(items, &p, &SPEC_V2)?))
+}
+
+async fn read_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(match find::<CredentialProvider>(&st, &ids.one(), ctx.rs) {
+        Some(c) => ok(provider_v2_json(&st, &c)),
+        None => no_content(),
+    })
+}
+
+async fn create_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse_v2(body, Mode::Create)?;
+    let (id, st) = create(&app, &ctx, input, false).await?;
+    Ok(created(
+        StatusCode::CREATED,
+        format!("/api/v2/credential-providers/{id}"),
+        provider_v2_json(&st, &st.credential_providers[&id]),
+    ))
+}
+
+async fn replace_v2(
+    State(app): State<App>,
+    ctx: Ctx,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let input = parse_v2(body, Mode::Replace)?;
+    let (id, st) = replace(&app, &ctx, input).await?;
+    Ok(ok(provider_v2_json(&st, &st.credential_providers[&id])))
+}
+
+async fn patch_v2(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let input = parse_v2(body, Mode::Patch)?;
+    let id = ids.one();
+    let st = patch(&app, &ctx, id, input).await?;
+    Ok(ok(provider_v2_json(&st, &st.credential_providers[&id])))
+}
+
+async fn remove_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    delete(&app, &ctx, ids.one(), true).await
+}
+
+/// `GET …/verification`: one real fetch, never returning the credential (always 200).
+async fn verification(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state_full();
+    let p = find::<CredentialProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
+    let compiled = st
+        .idx
+        .credentials
+        .get(&p.meta.id)
+        .cloned()
+        .ok_or(Error::NotFound)?;
+    let outcome = crate::credential::verify(&app, &compiled).await;
+    Ok(ok(match outcome {
+        Ok(()) => json!({"success": true, "message": "A credential was obtained.", "id": 0}),
+        Err(reason) => json!({"success": false, "message": reason, "id": 0}),
+    }))
+}
+
+async fn authorize(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    let p = find::<CredentialProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
+    Err(Error::field(
+        "type",
+        format!(
+            "authorize applies only to oauth-authorization-code providers, not {}",
+            p.cp_type
+        ),
+    ))
+}
+
+// ---- v1 handlers (deprecated view) -----------------------------------------------------------
+
+const SPEC_V1: ListSpec = ListSpec {
+    items_key: "credentialProviders",
+    fields: FIELDS,
+    default_order: ("name", false),
+    filters: &[("type", Filter::Field("type"))],
+};
+
+async fn list_v1(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let items = st
+        .in_rs::<CredentialProvider>(Some(ctx.rs))
+        .map(|c| provider_v1_json(&st, c))
+        .collect();
+    Ok(ok(respond(items, &p, &SPEC_V1)?))
+}
+
+async fn read_v1(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(match find::<CredentialProvider>(&st, &ids.one(), ctx.rs) {
+        Some(c) => ok(provider_v1_json(&st, &c)),
+        None => no_content(),
+    })
+}
+
+async fn create_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse_v1(body, Mode::Create)?;
+    let (id, st) = create(&app, &ctx, input, true).await?;
+    Ok(created(
+        StatusCode::CREATED,
+        format!("/api/v1/credential-providers/{id}"),
+        provider_v1_json(&st, &st.credential_providers[&id]),
+    ))
+}
+
+async fn replace_v1(
+    State(app): State<App>,
+    ctx: Ctx,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let input = parse_v1(body, Mode::Replace)?;
+    let (id, st) = replace(&app, &ctx, input).await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(provider_v1_json(&st, &st.credential_providers[&id])),
+    )
+        .into_response())
+}
+
+async fn patch_v1(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let input = parse_v1(body, Mode::Patch)?;
+    let id = ids.one();
+    let st = patch(&app, &ctx, id, input).await?;
+    Ok((
+        StatusCode::CREATED,
+        axum::Json(provider_v1_json(&st, &st.credential_providers[&id])),
+    )
+        .into_response())
+}
+
+async fn remove_v1(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    delete(&app, &ctx, ids.one(), false).await
+}

@@ -1,0 +1,408 @@
+//! Server workloads (contract §3.4): the targets workloads ask credentials for.
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Value, json};
+use svc_api::Obj;
+use svc_api::common::KeyValue;
+use uuid::Uuid;
+
+use super::common::{
+    BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs,
+};
+use super::scoped::{find, for_update, taken};
+use crate::app::App;
+use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
+use crate::domain::{Kind, Perm};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::{no_content, ok};
+use crate::service::refs::{RefField, release};
+use crate::service::write::Write;
+use crate::state::State as Snapshot;
+
+const CATEGORY: &str = "ServerWorkloads";
+
+pub const APP_PROTOCOLS: &[&str] = &[
+    "CloudA Warehouse",
+    "HTTP",
+    "MCP",
+    "MySQL",
+    "OAuth",
+    "Oracle Database",
+    "PostgreSQL",
+    "Redis",
+    "DataWarehouseA",
+];
+
+const AUTH_SCHEMES: &[(&str, &[&str])] = &[
+    ("API Key", &["Header", "Query Parameter"]),
+    (
+        "HTTP Authentication",
+        &["Basic", "Bearer", "Header", "CloudA Signature v4"],
+    ),
+    ("JWT Token Authentication", &["DataWarehouseA JWT"]),
+    ("OAuth Client Authentication", &["POST Body"]),
+    ("Password Authentication", &["Password"]),
+    ("mTLS Authentication", &["x509 Certificate"]),
+];
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::ServerWorkloads;
+    Router::new()
+        .route(
+            "/api/v1/server-workloads",
+            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
+        )
+        .route(
+            "/api/v1/server-workloads/{id}",
+            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
+        )
+}
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "serverWorkloads",
+    fields: &[
+        "externalId",
+        "name",
+        "description",
+        "isActive",
+        "createdAt",
+        "modifiedAt",
+        "createdBy",
+        "modifiedBy",
+        "resourceSet",
+        "type",
+        "accessPolicyCount",
+        "serviceEndpoint.host",
+        "serviceEndpoint.appProtocol",
+        "serviceEndpoint.requestedPort",
+        "serviceEndpoint.port",
+    ],
+    default_order: ("name", false),
+    filters: &[
+        ("host", Filter::Field("serviceEndpoint.host")),
+        ("port", Filter::Field("serviceEndpoint.requestedPort")),
+        ("appProtocol", Filter::Field("serviceEndpoint.appProtocol")),
+        ("type", Filter::Field("type")),
+    ],
+};
+
+pub fn endpoint_json(e: &Endpoint) -> Value {
+    json!({
+        "externalId": e.id.to_string(),
+        "id": e.seq,
+        "host": e.host,
+        "appProtocol": e.app_protocol,
+        "transportProtocol": e.transport_protocol,
+        "requestedPort": e.requested_port,
+        "requestedTls": e.requested_tls,
+        "port": e.port,
+        "tls": e.tls,
+        "tlsVerification": e.tls_verification,
+        "workloadServiceAuthentication": e.auth.as_ref().map(|a| json!({"method": a.method, "scheme": a.scheme, "config": a.config})),
+        "urlPath": e.url_path,
+        "httpHeaders": e.http_headers,
+    })
+}
+
+pub fn server_json(st: &Snapshot, w: &ServerWorkload) -> Value {
+    let mut o = base_json(&w.meta, true);
+    o.insert("serviceEndpoint".into(), endpoint_json(&w.endpoint));
+    o.insert("type".into(), json!(w.label));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(st.idx.policy_count(&w.meta.id)),
+    );
+    Value::Object(o)
+}
+
+fn valid_label(l: &str) -> bool {
+    !l.is_empty()
+        && l.len() <= 63
+        && l.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && !l.starts_with('-')
+        && !l.ends_with('-')
+}
+
+/// Hostname, FQDN, IP literal, or `*.<suffix>` with at least two labels in the suffix.
+pub fn check_host(host: &str) -> std::result::Result<(), &'static str> {
+    if host.parse::<std::net::IpAddr>().is_ok()
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::Ipv6Addr>()
+            .is_ok()
+    {
+        return Ok(());
+    }
+    if host.len() > 253 {
+        return Err("must be at most 253 characters");
+    }
+    let (wild, rest) = match host.strip_prefix("*.") {
+        Some(r) => (true, r),
+        None => (false, host),
+    };
+    let labels: Vec<&str> = rest.trim_end_matches('.').split('.').collect();
+    if labels.iter().any(|l| !valid_label(l)) {
+        return Err("must be a host name, an IP address, or *.<domain>");
+    }
+    if wild && labels.len() < 2 {
+        return Err("a wildcard needs a suffix of at least two labels (*.example.com)");
+    }
+    Ok(())
+}
+
+fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldError> {
+    o.ignore(&["externalId", "id"]);
+    let host = o.req_str_len("host", 1, 253)?;
+    check_host(&host).map_err(|r| svc_api::FieldError::new(o.path("host"), r))?;
+    let app_protocol = o.req_enum("appProtocol", APP_PROTOCOLS)?;
+    let transport_protocol = o.req_enum("transportProtocol", &["TCP"])?;
+    let requested_port = o.req_i32_range("requestedPort", 1, 65535)?;
+    let requested_tls = o.req_bool("requestedTls")?;
+    let port = o.req_i32_range("port", 1, 65535)?;
+    let tls = o.req_bool("tls")?;
+    let tls_verification = o.req_enum("tlsVerification", &["full", "none"])?;
+    let auth = match o.opt_obj("workloadServiceAuthentication")? {
+        None => None,
+        Some(mut a) => {
+            let methods: Vec<&str> = AUTH_SCHEMES.iter().map(|(m, _)| *m).collect();
+            let method = a.req_enum("method", &methods)?;
+            let schemes = AUTH_SCHEMES
+                .iter()
+                .find(|(m, _)| *m == method)
+                .map(|(_, s)| *s)
+                .unwrap_or(&[]);
+            let scheme = a.req_enum("scheme", schemes)?;
+            let config = a.opt_str_len("config", 0, 256)?;
+            if matches!(scheme.as_str(), "Header" | "Query Parameter")
+                && config.as_deref().is_none_or(str::is_empty)
+            {
+                return Err(svc_api::FieldError::new(
+                    a.path("config"),
+                    "is required for schemes Header and Query Parameter",
+                ));
+            }
+            a.finish()?;
+            Some(ServiceAuth {
+                method,
+                scheme,
+                config,
+            })
+        }
+    };
+    let url_path = o.opt_str_len("urlPath", 0, 2048)?;
+    if url_path.is_some() && app_protocol != "OAuth" {
+        return Err(svc_api::FieldError::new(
+            o.path("urlPath"),
+            "is only allowed with appProtocol OAuth",
+        ));
+    }
+    let http_headers = o
+        .opt_obj_list("httpHeaders", |h| {
+            Ok(KeyValue {
+                key: h.opt_str("key")?,
+                value: h.opt_str("value")?,
+            })
+        })?
+        .unwrap_or_default();
+    if app_protocol == "MCP" && (requested_port != port || requested_tls != tls) {
+        return Err(svc_api::FieldError::new(
+            o.path("port"),
+            "MCP requires port = requestedPort and tls = requestedTls",
+        ));
+    }
+    Ok(Endpoint {
+        id: Uuid::nil(),
+        seq: 0,
+        host,
+        app_protocol,
+        transport_protocol,
+        requested_port,
+        requested_tls,
+        port,
+        tls,
+        tls_verification,
+        auth,
+        url_path,
+        http_headers,
+    })
+}
+
+struct Input {
+    base: BaseInput,
+    endpoint: Option<Endpoint>,
+    label: Option<String>,
+}
+
+fn parse(body: Value, mode: Mode) -> Result<Input> {
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, true)?;
+    let (endpoint, label) = if mode == Mode::Patch {
+        (None, None)
+    } else {
+        let mut ep = o.req_obj("serviceEndpoint")?;
+        let e = parse_endpoint(&mut ep)?;
+        ep.finish()?;
+        (Some(e), o.opt_str_len("type", 0, 64)?)
+    };
+    o.ignore(&["accessPolicyCount"]);
+    o.finish()?;
+    Ok(Input {
+        base,
+        endpoint,
+        label,
+    })
+}
+
+/// Two active server workloads of a resource set must not share (host, requestedPort, transport).
+fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
+    if !w.meta.active {
+        return Ok(());
+    }
+    let clash = st.in_rs::<ServerWorkload>(w.meta.rs).find(|o| {
+        o.meta.id != w.meta.id
+            && o.meta.active
+            && o.endpoint.host.eq_ignore_ascii_case(&w.endpoint.host)
+            && o.endpoint.requested_port == w.endpoint.requested_port
+            && o.endpoint.transport_protocol == w.endpoint.transport_protocol
+    });
+    match clash {
+        Some(o) => Err(Error::field(
+            "serviceEndpoint.host",
+            format!(
+                "active server workload '{}' ({}) already serves {}:{}",
+                o.meta.name, o.meta.id, w.endpoint.host, w.endpoint.requested_port
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let items = st
+        .in_rs::<ServerWorkload>(Some(ctx.rs))
+        .map(|w| server_json(&st, w))
+        .collect();
+    Ok(ok(respond(items, &p, &SPEC)?))
+}
+
+async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(match find::<ServerWorkload>(&st, &ids.one(), ctx.rs) {
+        Some(w) => ok(server_json(&st, &w)),
+        None => no_content(),
+    })
+}
+
+async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse(body, Mode::Create)?;
+    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let id = new_external_id(input.base.external_id, |id| {
+        taken::<ServerWorkload>(&w.st, id)
+    })?;
+    let mut meta = w
+        .new_meta(Kind::ServerWorkload, id, Some(rs), &author)
+        .await?;
+    input.base.apply_full(&mut meta);
+    let mut endpoint = input.endpoint.expect("required");
+    endpoint.id = Uuid::new_v4();
+    endpoint.seq = meta.seq;
+    let sw = ServerWorkload {
+        meta,
+        endpoint,
+        label: input.label,
+    };
+    check_unique(&w.st, &sw)?;
+    w.put(sw);
+    w.audit(&author, rs, CATEGORY, Activity::Created, id);
+    w.commit().await?;
+    Ok(super::workload_created("server-workloads", id))
+}
+
+async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse(body, Mode::Replace)?;
+    let id = input.base.external_id.expect("required on replace");
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut sw: ServerWorkload = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    input.base.apply_full(&mut sw.meta);
+    let mut endpoint = input.endpoint.expect("required");
+    endpoint.id = sw.endpoint.id;
+    endpoint.seq = sw.endpoint.seq;
+    sw.endpoint = endpoint;
+    sw.label = input.label;
+    check_unique(&w.st, &sw)?;
+    w.touch_meta(&mut sw.meta, &author);
+    w.put(sw);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
+    let st = w.commit().await?;
+    Ok(ok(server_json(&st, &st.server_workloads[&id])))
+}
+
+async fn patch(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let input = parse(body, Mode::Patch)?;
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut sw: ServerWorkload = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    input.base.apply_patch(&mut sw.meta);
+    check_unique(&w.st, &sw)?;
+    w.touch_meta(&mut sw.meta, &author);
+    w.put(sw);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
+    let st = w.commit().await?;
+    Ok(ok(server_json(&st, &st.server_workloads[&id])))
+}
+
+async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    // The spec lists only 204 for this DELETE: a missing id is a no-op.
+    if find::<ServerWorkload>(&w.st, &id, ctx.rs).is_none() {
+        return Ok(no_content());
+    }
+    release(&mut w, &author, id, RefField::ServerWorkload)?;
+    w.remove::<ServerWorkload>(&id);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
+    w.commit().await?;
+    Ok(no_content())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn hosts() {
+        for ok in [
+            "api.partner.example",
+            "localhost",
+            "10.0.0.1",
+            "::1",
+            "*.example.com",
+            "db_1.internal",
+        ] {
+            assert!(super::check_host(ok).is_ok(), "{ok}");
+        }
+        for bad in ["*.com", "*.example", "bad host", "a..b", "-x.com", "*"] {
+            assert!(super::check_host(bad).is_err(), "{bad}");
+        }
+    }
+}

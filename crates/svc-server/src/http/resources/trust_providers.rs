@@ -1,0 +1,650 @@
+//! Trust providers (contract §3.1) and their certificate secrets (§3.2).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Value, json};
+use svc_api::Obj;
+use svc_api::reader::check_len;
+use uuid::Uuid;
+
+use super::common::{
+    BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs,
+};
+use super::scoped::{find, for_update, taken};
+use crate::app::App;
+use crate::crypto::x509::{cert_info, pem_blocks, pem_text};
+use crate::domain::trust::{MatchRule, SealedCert, SecretInfo, TrustKind, TrustProvider};
+use crate::domain::{Kind, Perm, Secret};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::{created, no_content, ok};
+use crate::service::refs::{RefField, release};
+use crate::service::write::Write;
+use crate::state::State as Snapshot;
+
+const CATEGORY: &str = "TrustProviders";
+const MAX_SECRETS: usize = 10;
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::TrustProviders;
+    Router::new()
+        .route(
+            "/api/v1/trust-providers",
+            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
+        )
+        .route(
+            "/api/v1/trust-providers/{id}",
+            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
+        )
+        .route(
+            "/api/v1/trust-providers/{tpId}/secrets",
+            guarded(app, p, Scope::Rs, get(list_secrets).post(add_secret)),
+        )
+        .route(
+            "/api/v1/trust-providers/{tpId}/secrets/{secretId}",
+            guarded(app, p, Scope::Rs, get(read_secret).delete(delete_secret)),
+        )
+}
+
+const FIELDS: &[&str] = &[
+    "externalId",
+    "name",
+    "description",
+    "isActive",
+    "createdAt",
+    "modifiedAt",
+    "createdBy",
+    "modifiedBy",
+    "resourceSet",
+    "id",
+    "provider",
+    "certificate",
+    "pemType",
+    "jwks",
+    "oidcUrl",
+    "isSvcTenantOidcToken",
+    "accessPolicyCount",
+    "agentControllersCount",
+    "edgeSdkClientId",
+];
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "trustProviders",
+    fields: FIELDS,
+    default_order: ("name", false),
+    filters: &[("provider", Filter::Field("provider"))],
+};
+
+const RO: &[&str] = &[
+    "publicKeyValidation",
+    "accessPolicyCount",
+    "agentControllersCount",
+    "agentControllerIds",
+    "edgeSdkClientId",
+    "secret",
+];
+
+/// `PublicKeyValidationDTO` of a stored `certificate`.
+fn public_key_validation(tp: &TrustProvider) -> Value {
+    let Some(cert) = &tp.certificate else {
+        return Value::Null;
+    };
+    let now = crate::clock::now();
+    let parsed = pem_text(cert).and_then(|t| pem_blocks(&t));
+    match parsed {
+        Ok(blocks) => {
+            let (label, der) = &blocks[0];
+            if label == "CERTIFICATE" {
+                match cert_info(der) {
+                    Ok(i) => {
+                        let valid = i.valid_at(now);
+                        json!({
+                            "isValidContent": valid,
+                            "thumbprint": i.thumbprint,
+                            "expirationDate": i.not_after,
+                            "expirationDateString": i.not_after.to_rfc3339(),
+                            "certificateSubject": i.subject,
+                            "serialNumber": i.serial_hex,
+                            "message": if valid { Value::Null } else if now < i.not_before { json!("The certificate is not yet valid.") } else { json!("The certificate has expired.") },
+                            "pemType": "Certificate",
+                        })
+                    }
+                    Err(e) => {
+                        json!({"isValidContent": false, "thumbprint": null, "expirationDate": null, "expirationDateString": null, "certificateSubject": null, "serialNumber": null, "message": e, "pemType": "Certificate"})
+                    }
+                }
+            } else {
+                json!({
+                    "isValidContent": true,
+                    "thumbprint": crate::crypto::hex(&crate::crypto::sha256(der)),
+                    "expirationDate": null,
+                    "expirationDateString": null,
+                    "certificateSubject": null,
+                    "serialNumber": null,
+                    "message": null,
+                    "pemType": "PublicKey",
+                })
+            }
+        }
+        Err(e) => {
+            json!({"isValidContent": false, "thumbprint": null, "expirationDate": null, "expirationDateString": null, "certificateSubject": null, "serialNumber": null, "message": e, "pemType": tp.pem_type})
+        }
+    }
+}
+
+pub fn client_id(app: &App, tp: &TrustProvider) -> String {
+    format!(
+        "svc:{}:{}:identity:{}:{}",
+        app.cfg.stack,
+        app.cfg.tenant,
+        tp.kind.client_id_type(),
+        tp.meta.id
+    )
+}
+
+pub fn secret_json(s: &SecretInfo) -> Value {
+    json!({"externalId": s.id, "name": s.name, "type": s.secret_type, "subject": s.subject, "expiresAt": s.expires_at})
+}
+
+/// `TrustProviderDTO` (`secret` set only by the single-secret read).
+pub fn trust_json(
+    app: &App,
+    st: &Snapshot,
+    tp: &TrustProvider,
+    secret: Option<&SecretInfo>,
+) -> Value {
+    let mut o = base_json(&tp.meta, true);
+    let rules: Vec<Value> = tp
+        .match_rules
+        .iter()
+        .map(|r| json!({"attribute": r.attribute, "value": r.value, "key": r.key}))
+        .collect();
+    o.insert("id".into(), json!(tp.meta.seq));
+    o.insert("provider".into(), json!(tp.kind.as_str()));
+    o.insert("matchRules".into(), Value::Array(rules));
+    o.insert("certificate".into(), json!(tp.certificate));
+    o.insert("pemType".into(), json!(tp.pem_type));
+    o.insert("jwks".into(), json!(tp.jwks));
+    o.insert("oidcUrl".into(), json!(tp.oidc_url));
+    o.insert("isSvcTenantOidcToken".into(), json!(tp.svc_tenant));
+    o.insert("publicKeyValidation".into(), public_key_validation(tp));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(st.idx.policy_count(&tp.meta.id)),
+    );
+    o.insert("agentControllersCount".into(), json!(0));
+    o.insert("agentControllerIds".into(), json!([]));
+    o.insert("edgeSdkClientId".into(), json!(client_id(app, tp)));
+    o.insert(
+        "secret".into(),
+        secret.map(secret_json).unwrap_or(Value::Null),
+    );
+    Value::Object(o)
+}
+
+/// The request fields beyond the base block.
+#[derive(Default)]
+struct Input {
+    base: BaseInput,
+    provider: Option<String>,
+    match_rules: Option<Vec<MatchRule>>,
+    certificate: Option<String>,
+    pem_type: Option<String>,
+    jwks: Option<String>,
+    oidc_url: Option<String>,
+    svc_tenant: Option<bool>,
+}
+
+fn parse(body: Value, mode: Mode) -> Result<Input> {
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, true)?;
+    let provider = o.opt_str("provider")?;
+    let match_rules = o.opt_obj_list("matchRules", |r| {
+        Ok(MatchRule {
+            attribute: r.req_str("attribute")?,
+            value: r.req_str_len("value", 1, 1024)?,
+            key: r.opt_str_len("key", 0, 255)?,
+        })
+    })?;
+    let certificate = o.opt_str("certificate")?;
+    let pem_type = o.opt_enum("pemType", &["Certificate", "PublicKey"])?;
+    let jwks = o.opt_str("jwks")?;
+    let oidc_url = o.opt_str("oidcUrl")?;
+    let svc_tenant = o.opt_bool("isSvcTenantOidcToken")?;
+    o.ignore(RO);
+    o.finish()?;
+    if mode != Mode::Patch && provider.is_none() {
+        return Err(Error::field("provider", "is required"));
+    }
+    Ok(Input {
+        base,
+        provider,
+        match_rules,
+        certificate,
+        pem_type,
+        jwks,
+        oidc_url,
+        svc_tenant,
+    })
+}
+
+fn parse_kind(s: &str) -> Result<TrustKind> {
+    TrustKind::parse(s).ok_or_else(|| {
+        Error::field(
+            "provider",
+            format!(
+                "must be one of {}",
+                TrustKind::ALL.map(|k| k.as_str()).join(", ")
+            ),
+        )
+    })
+}
+
+/// Validates a complete provider (after create, replace or patch) per §3.1.
+fn validate(app: &App, tp: &TrustProvider) -> Result<()> {
+    let kind = tp.kind;
+    if tp.match_rules.len() > 100 {
+        return Err(Error::field("matchRules", "at most 100 rules"));
+    }
+    let allowed = kind.match_attributes();
+    for (i, r) in tp.match_rules.iter().enumerate() {
+        if !allowed.contains(&r.attribute.as_str()) {
+            return Err(Error::field(
+                format!("matchRules[{i}].attribute"),
+                format!("must be one of {}", allowed.join(", ")),
+            ));
+        }
+        match (r.attribute == "OidcCustom", &r.key) {
+            (true, None) => {
+                return Err(Error::field(
+                    format!("matchRules[{i}].key"),
+                    "is required for OidcCustom",
+                ));
+            }
+            (true, Some(k)) if k.is_empty() => {
+                return Err(Error::field(
+                    format!("matchRules[{i}].key"),
+                    "is required for OidcCustom",
+                ));
+            }
+            (false, Some(_)) => {
+                return Err(Error::field(
+                    format!("matchRules[{i}].key"),
+                    "is only allowed for OidcCustom",
+                ));
+            }
+            _ => {}
+        }
+    }
+    let given: Vec<&str> = [
+        tp.oidc_url.as_ref().map(|_| "oidcUrl"),
+        tp.jwks.as_ref().map(|_| "jwks"),
+        tp.certificate.as_ref().map(|_| "certificate"),
+        tp.svc_tenant.then_some("isSvcTenantOidcToken"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let permitted: &[&str] = match kind {
+        TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken => {
+            &["oidcUrl", "jwks", "certificate", "isSvcTenantOidcToken"]
+        }
+        TrustKind::CiAIdentityToken | TrustKind::CiBIdentityToken | TrustKind::CiCIdentityToken => {
+            &["oidcUrl"]
+        }
+        TrustKind::CloudAMetadataService => &["certificate"],
+        TrustKind::CloudARole
+        | TrustKind::CloudBMetadataService
+        | TrustKind::CloudCIdentityToken => &[],
+    };
+    if let Some(f) = given.iter().find(|f| !permitted.contains(f)) {
+        return Err(Error::field(
+            *f,
+            format!("is not allowed for provider {}", kind.as_str()),
+        ));
+    }
+    if kind.accepts_key_material() && given.len() != 1 {
+        let f = given.get(1).copied().unwrap_or("oidcUrl");
+        return Err(Error::field(
+            f,
+            "exactly one of oidcUrl, jwks, certificate or isSvcTenantOidcToken is required",
+        ));
+    }
+    if let Some(u) = &tp.oidc_url {
+        let ok = u.starts_with("https://")
+            || (app.cfg.allow_insecure_upstream && u.starts_with("http://"));
+        if !ok || url::Url::parse(u).is_err() {
+            return Err(Error::field("oidcUrl", "must be an https URL"));
+        }
+        check_len("oidcUrl", u, 1, 2048)?;
+    }
+    if let Some(j) = &tp.jwks {
+        crate::crypto::jose::parse_jwks(j).map_err(|e| Error::field("jwks", e))?;
+    }
+    match (&tp.certificate, &tp.pem_type) {
+        (Some(c), Some(pt)) => {
+            let blocks = pem_text(c)
+                .and_then(|t| pem_blocks(&t))
+                .map_err(|e| Error::field("certificate", e))?;
+            let want = if pt == "Certificate" {
+                "CERTIFICATE"
+            } else {
+                "PUBLIC KEY"
+            };
+            if blocks[0].0 != want {
+                return Err(Error::field(
+                    "pemType",
+                    format!("{pt} does not match the PEM block {}", blocks[0].0),
+                ));
+            }
+            if kind == TrustKind::CloudAMetadataService && pt != "Certificate" {
+                return Err(Error::field(
+                    "pemType",
+                    "must be Certificate for CloudAMetadataService",
+                ));
+            }
+            crate::trust::compile::key_from_pem(c).map_err(|e| Error::field("certificate", e))?;
+        }
+        (Some(_), None) => return Err(Error::field("pemType", "is required with certificate")),
+        (None, Some(_)) => return Err(Error::field("pemType", "is only allowed with certificate")),
+        (None, None) => {}
+    }
+    Ok(())
+}
+
+fn apply_fields(tp: &mut TrustProvider, i: &Input, full: bool) {
+    if full {
+        tp.match_rules = i.match_rules.clone().unwrap_or_default();
+        tp.certificate = i.certificate.clone();
+        tp.pem_type = i.pem_type.clone();
+        tp.jwks = i.jwks.clone();
+        tp.oidc_url = i.oidc_url.clone();
+        tp.svc_tenant = i.svc_tenant.unwrap_or(false);
+    } else {
+        if let Some(v) = &i.match_rules {
+            tp.match_rules = v.clone();
+        }
+        if let Some(v) = &i.certificate {
+            tp.certificate = Some(v.clone());
+        }
+        if let Some(v) = &i.pem_type {
+            tp.pem_type = Some(v.clone());
+        }
+        if let Some(v) = &i.jwks {
+            tp.jwks = Some(v.clone());
+        }
+        if let Some(v) = &i.oidc_url {
+            tp.oidc_url = Some(v.clone());
+        }
+        if let Some(v) = i.svc_tenant {
+            tp.svc_tenant = v;
+        }
+    }
+}
+
+/// Records a deactivation: tokens issued so far stay revoked after any reactivation.
+fn note_deactivation(was_active: bool, tp: &mut TrustProvider, now: svc_api::Timestamp) {
+    if was_active && !tp.meta.active {
+        tp.tokens_valid_after = Some(now);
+    }
+}
+
+async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let mut items: Vec<Value> = st
+        .in_rs::<TrustProvider>(Some(ctx.rs))
+        .map(|tp| trust_json(&app, &st, tp, None))
+        .collect();
+    if let Some(active) = q.get("active") {
+        let want = match active.to_ascii_lowercase().as_str() {
+            "true" => true,
+            "false" => false,
+            _ => return Err(Error::field("active", "must be true or false")),
+        };
+        items.retain(|i| i["isActive"] == want);
+    }
+    Ok(ok(respond(items, &p, &SPEC)?))
+}
+
+async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(match find::<TrustProvider>(&st, &ids.one(), ctx.rs) {
+        Some(tp) => ok(trust_json(&app, &st, &tp, None)),
+        None => no_content(),
+    })
+}
+
+async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse(body, Mode::Create)?;
+    let kind = parse_kind(input.provider.as_deref().unwrap_or_default())?;
+    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let id = new_external_id(input.base.external_id, |id| {
+        taken::<TrustProvider>(&w.st, id)
+    })?;
+    let mut meta = w
+        .new_meta(Kind::TrustProvider, id, Some(rs), &author)
+        .await?;
+    input.base.apply_full(&mut meta);
+    let mut tp = TrustProvider {
+        meta,
+        kind,
+        match_rules: vec![],
+        certificate: None,
+        pem_type: None,
+        jwks: None,
+        oidc_url: None,
+        svc_tenant: false,
+        secret_infos: vec![],
+        tokens_valid_after: None,
+        secrets: Default::default(),
+    };
+    apply_fields(&mut tp, &input, true);
+    validate(&app, &tp)?;
+    w.put(tp);
+    w.audit(&author, rs, CATEGORY, Activity::Created, id);
+    let st = w.commit().await?;
+    // POST answers 200 here (contract §3.1), with the usual Location.
+    Ok(created(
+        StatusCode::OK,
+        format!("/api/v1/trust-providers/{id}"),
+        trust_json(&app, &st, &st.trust_providers[&id], None),
+    ))
+}
+
+async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse(body, Mode::Replace)?;
+    let kind = parse_kind(input.provider.as_deref().unwrap_or_default())?;
+    let id = input.base.external_id.expect("required on replace");
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut tp: TrustProvider = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    if kind != tp.kind {
+        return Err(Error::field("provider", "cannot be changed"));
+    }
+    let was_active = tp.meta.active;
+    input.base.apply_full(&mut tp.meta);
+    apply_fields(&mut tp, &input, true);
+    validate(&app, &tp)?;
+    note_deactivation(was_active, &mut tp, w.now);
+    w.touch_meta(&mut tp.meta, &author);
+    w.put(tp);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
+    let st = w.commit().await?;
+    Ok(ok(trust_json(&app, &st, &st.trust_providers[&id], None)))
+}
+
+async fn patch(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let input = parse(body, Mode::Patch)?;
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut tp: TrustProvider = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    if let Some(p) = &input.provider {
+        if p != tp.kind.as_str() {
+            return Err(Error::field("provider", "must equal the stored provider"));
+        }
+    }
+    let was_active = tp.meta.active;
+    input.base.apply_patch(&mut tp.meta);
+    apply_fields(&mut tp, &input, false);
+    validate(&app, &tp)?;
+    note_deactivation(was_active, &mut tp, w.now);
+    w.touch_meta(&mut tp.meta, &author);
+    w.put(tp);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
+    let st = w.commit().await?;
+    Ok(ok(trust_json(&app, &st, &st.trust_providers[&id], None)))
+}
+
+async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    if find::<TrustProvider>(&w.st, &id, ctx.rs).is_none() {
+        return Err(Error::NotFound);
+    }
+    release(&mut w, &author, id, RefField::TrustProvider)?;
+    w.remove::<TrustProvider>(&id);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
+    w.commit().await?;
+    Ok(no_content())
+}
+
+// ---- secrets (§3.2) --------------------------------------------------------------------------
+
+const SECRET_SPEC: ListSpec = ListSpec {
+    items_key: "entities",
+    fields: &["externalId", "name", "type", "subject", "expiresAt"],
+    default_order: ("name", false),
+    filters: &[("type", Filter::Field("type"))],
+};
+
+async fn list_secrets(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    q: QueryPairs,
+) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let tp = find::<TrustProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
+    let items = tp.secret_infos.iter().map(secret_json).collect();
+    Ok(ok(respond(items, &p, &SECRET_SPEC)?))
+}
+
+async fn read_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    let Some(tp) = find::<TrustProvider>(&st, &ids.0[0], ctx.rs) else {
+        return Ok(no_content());
+    };
+    Ok(match tp.secret_infos.iter().find(|s| s.id == ids.0[1]) {
+        Some(s) => ok(trust_json(&app, &st, &tp, Some(s))),
+        None => no_content(),
+    })
+}
+
+async fn add_secret(
+    State(app): State<App>,
+    ctx: Ctx,
+    ids: Ids,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let mut o = Obj::root(body)?;
+    let requested = o.opt_uuid("externalId")?;
+    let secret = o.req_str("secret")?;
+    let ty = o
+        .opt_enum("type", &["Certificate", "SymmetricKey"])?
+        .unwrap_or_else(|| "Certificate".into());
+    o.ignore(&["name", "subject", "expiresAt"]);
+    o.finish()?;
+    let tp_id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut tp: TrustProvider = for_update(&w.st, &tp_id, ctx.rs)?;
+    if !tp.kind.accepts_secrets() {
+        return Err(Error::field(
+            "secret",
+            format!("is not accepted for provider {}", tp.kind.as_str()),
+        ));
+    }
+    if ty == "SymmetricKey" {
+        return Err(Error::field("type", "SymmetricKey is not supported"));
+    }
+    if tp.secret_infos.len() >= MAX_SECRETS {
+        return Err(Error::field(
+            "secret",
+            format!("at most {MAX_SECRETS} secrets per provider"),
+        ));
+    }
+    let text = pem_text(&secret).map_err(|e| Error::field("secret", e))?;
+    let blocks = pem_blocks(&text).map_err(|e| Error::field("secret", e))?;
+    if blocks[0].0 != "CERTIFICATE" {
+        return Err(Error::field("secret", "must be a PEM certificate"));
+    }
+    let info = cert_info(&blocks[0].1).map_err(|e| Error::field("secret", e))?;
+    if !info.valid_at(w.now) {
+        return Err(Error::field(
+            "secret",
+            "the certificate is expired or not yet valid",
+        ));
+    }
+    crate::crypto::jose::VerifyingKey::from_spki_der(None, &info.spki_der)
+        .map_err(|e| Error::field("secret", e))?;
+    let all_ids: Vec<Uuid> =
+        w.st.trust_providers
+            .values()
+            .flat_map(|t| t.secret_infos.iter().map(|s| s.id))
+            .collect();
+    let sid = new_external_id(requested, |id| all_ids.contains(id))?;
+    let si = SecretInfo {
+        id: sid,
+        name: info.thumbprint.clone(),
+        secret_type: ty,
+        subject: Some(info.subject.clone()),
+        expires_at: Some(info.not_after),
+        created_at: w.now,
+    };
+    tp.secret_infos.push(si.clone());
+    tp.secrets.certificates.push(SealedCert {
+        id: sid,
+        pem: Secret::new(text),
+    });
+    w.touch_meta(&mut tp.meta, &author);
+    w.put(tp);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::SecretAdded, tp_id);
+    w.commit().await?;
+    Ok(ok(secret_json(&si)))
+}
+
+async fn delete_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let (tp_id, sid) = (ids.0[0], ids.0[1]);
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut tp: TrustProvider = for_update(&w.st, &tp_id, ctx.rs)?;
+    if !tp.secret_infos.iter().any(|s| s.id == sid) {
+        return Err(Error::NotFound);
+    }
+    tp.secret_infos.retain(|s| s.id != sid);
+    tp.secrets.certificates.retain(|s| s.id != sid);
+    w.touch_meta(&mut tp.meta, &author);
+    w.put(tp);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::SecretDeleted, tp_id);
+    w.commit().await?;
+    Ok(no_content())
+}

@@ -1,0 +1,182 @@
+//! Trust providers: the verification of evidence (contract §4.5) and the match rules on the
+//! verified facts (§4.6). Each kind is one module behind the same narrow interface: it takes the
+//! request's `client` evidence and returns [`Verified`] facts or a [`TrustError`] — never a
+//! decision about access (architecture invariant 1: `edge` and the policy evaluation decide).
+
+pub mod ci;
+pub mod cloudc;
+pub mod compile;
+pub mod jwt;
+pub mod keycache;
+pub mod oidc;
+pub mod orchestrator;
+pub mod rules;
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use svc_api::edge::ClientWorkloadDetails;
+
+pub use compile::{CompiledTrust, KeySource};
+
+use crate::app::App;
+use crate::domain::trust::TrustKind;
+
+/// A verified fact: one value, or several (arrays such as `aud`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum Fact {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl Fact {
+    pub fn values(&self) -> &[String] {
+        match self {
+            Fact::One(s) => std::slice::from_ref(s),
+            Fact::Many(v) => v,
+        }
+    }
+
+    /// The fact as text for events (`actualValue`).
+    pub fn display(&self) -> String {
+        match self {
+            Fact::One(s) => s.clone(),
+            Fact::Many(v) => serde_json::to_string(v).unwrap_or_default(),
+        }
+    }
+}
+
+/// Match attribute → fact.
+pub type Facts = BTreeMap<String, Fact>;
+
+/// What a verifier proved.
+#[derive(Clone, Debug, Default)]
+pub struct Verified {
+    pub facts: Facts,
+    /// The verified JWT payload (JWT kinds only).
+    pub claims: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// Why evidence was not accepted; `reason()` is the event reason of §4.11.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrustError {
+    NoDataFound,
+    InvalidSignature(String),
+    InvalidEvidence(String),
+    StaleEvidence(String),
+    /// The verifier's upstream failed (→ 500).
+    Upstream(String),
+    MatchRuleFailed {
+        attribute: String,
+        expected: Vec<String>,
+        actual: Option<String>,
+    },
+}
+
+impl TrustError {
+    pub fn reason(&self) -> &'static str {
+        match self {
+            TrustError::NoDataFound => "NoDataFound",
+            TrustError::InvalidSignature(_) => "InvalidSignature",
+            TrustError::InvalidEvidence(_) => "InvalidEvidence",
+            TrustError::StaleEvidence(_) => "StaleEvidence",
+            TrustError::Upstream(_) => "UpstreamError",
+            TrustError::MatchRuleFailed { .. } => "MatchRuleFailed",
+        }
+    }
+
+    /// A log-safe description (never the evidence itself).
+    pub fn detail(&self) -> String {
+        match self {
+            TrustError::NoDataFound => "no evidence of the provider's kind in the request".into(),
+            TrustError::InvalidSignature(d)
+            | TrustError::InvalidEvidence(d)
+            | TrustError::StaleEvidence(d)
+            | TrustError::Upstream(d) => d.clone(),
+            TrustError::MatchRuleFailed { attribute, .. } => {
+                format!("match rule on {attribute} failed")
+            }
+        }
+    }
+}
+
+fn non_empty(s: Option<&String>) -> Option<&str> {
+    s.map(String::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// The evidence field of the provider's kind (§3.1), if present and non-empty.
+pub fn evidence_token(kind: TrustKind, c: &ClientWorkloadDetails) -> Option<&str> {
+    match kind {
+        TrustKind::OidcIdToken => non_empty(c.oidc.as_ref()?.identity_token.as_ref()),
+        TrustKind::CiAIdentityToken => non_empty(c.ci_a.as_ref()?.identity_token.as_ref()),
+        TrustKind::CiBIdentityToken => non_empty(c.ci_b.as_ref()?.identity_token.as_ref()),
+        TrustKind::CiCIdentityToken => non_empty(c.ci_c.as_ref()?.identity_token.as_ref()),
+        TrustKind::OrchestratorServiceAccount => {
+            non_empty(c.orchestrator.as_ref()?.service_account_token.as_ref())
+        }
+        TrustKind::CloudCIdentityToken => non_empty(c.cloud_c.as_ref()?.identity_token.as_ref()),
+        TrustKind::CloudAMetadataService
+        | TrustKind::CloudARole
+        | TrustKind::CloudBMetadataService => None,
+    }
+}
+
+/// Verifies the request's evidence against one provider, then its match rules.
+pub async fn verify(
+    app: &App,
+    tp: &CompiledTrust,
+    client: &ClientWorkloadDetails,
+) -> Result<Verified, TrustError> {
+    if let Some(e) = &tp.broken {
+        return Err(TrustError::InvalidEvidence(format!(
+            "provider configuration unusable: {e}"
+        )));
+    }
+    let verified = match tp.kind {
+        TrustKind::OidcIdToken => {
+            oidc::verify(
+                app,
+                tp,
+                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
+            )
+            .await?
+        }
+        TrustKind::CiAIdentityToken | TrustKind::CiBIdentityToken | TrustKind::CiCIdentityToken => {
+            ci::verify(
+                app,
+                tp,
+                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
+            )
+            .await?
+        }
+        TrustKind::OrchestratorServiceAccount => {
+            orchestrator::verify(
+                app,
+                tp,
+                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
+            )
+            .await?
+        }
+        TrustKind::CloudCIdentityToken => {
+            cloudc::verify(
+                app,
+                tp,
+                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
+            )
+            .await?
+        }
+        TrustKind::CloudAMetadataService
+        | TrustKind::CloudARole
+        | TrustKind::CloudBMetadataService => {
+            return Err(TrustError::InvalidEvidence(format!(
+                "{} evidence is not verifiable in this build",
+                tp.kind.as_str()
+            )));
+        }
+    };
+    rules::check(&tp.rules, &verified)?;
+    Ok(verified)
+}

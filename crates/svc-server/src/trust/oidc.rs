@@ -1,0 +1,49 @@
+//! `OidcIdToken`: a generic OIDC ID token (contract §4.5). Algorithms RS/PS/ES; keys from exactly
+//! the configured source; `iss` = discovery issuer when `oidcUrl` is used (otherwise only through
+//! `OidcIssuer` rules); `aud` must equal an `OidcAudience` rule value when the provider has such
+//! rules, else contain the edge audience. Facts: `OidcIssuer`, `OidcSubject`, `OidcAudience`
+//! (always a list); custom claims stay available for `OidcCustom`.
+
+use super::jwt::{self, ASYMMETRIC, Audience, Issuer, Profile};
+use super::{CompiledTrust, Fact, KeySource, TrustError, Verified};
+use crate::app::App;
+
+pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
+    let audience_rules: Vec<&str> = tp
+        .rules
+        .iter()
+        .filter(|g| g.attribute == "OidcAudience")
+        .flat_map(|g| g.values.iter().map(String::as_str))
+        .collect();
+    let profile = Profile {
+        algs: ASYMMETRIC,
+        issuer: match &tp.keys {
+            KeySource::Discovery(_) => Issuer::Discovered,
+            KeySource::OwnIssuer => Issuer::Exact(app.cfg.issuer()),
+            _ => Issuer::Unchecked,
+        },
+        audience: if audience_rules.is_empty() {
+            Audience::Contains(&app.cfg.edge_audience)
+        } else {
+            Audience::OneOf(audience_rules)
+        },
+    };
+    let claims = jwt::verify(
+        app,
+        token,
+        jwt::keys_of(tp, app.cfg.issuer()),
+        &tp.extra_keys,
+        &profile,
+    )
+    .await?;
+    let mut v = Verified::default();
+    jwt::facts_from(
+        &claims,
+        &[("OidcIssuer", "iss"), ("OidcSubject", "sub")],
+        &mut v.facts,
+    );
+    v.facts
+        .insert("OidcAudience".into(), Fact::Many(jwt::audiences(&claims)));
+    v.claims = Some(claims);
+    Ok(v)
+}

@@ -1,0 +1,65 @@
+//! `OrchestratorServiceAccount`: projected service-account JWTs (contract §4.5). Algorithms
+//! RS/PS/ES; keys from exactly the configured source; `iss` = discovery issuer (oidcUrl) or
+//! `{issuer}` (own tokens); `aud` contains the edge audience; `exp` required. Claims come from the
+//! `kubernetes.io` object, falling back to the legacy `kubernetes.io/serviceaccount/*` claims. No
+//! token-review call.
+
+use serde_json::{Map, Value};
+
+use super::jwt::{self, ASYMMETRIC, Audience, Issuer, Profile};
+use super::{CompiledTrust, Fact, KeySource, TrustError, Verified};
+use crate::app::App;
+
+/// (namespace, pod name, pod uid, service-account name, service-account uid).
+pub fn orchestrator_claims(c: &Map<String, Value>) -> [Option<String>; 5] {
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let k = c.get("kubernetes.io");
+    let at = |path: &[&str]| k.and_then(|k| path.iter().try_fold(k, |v, p| v.get(*p)));
+    [
+        s(at(&["namespace"])).or_else(|| s(c.get("kubernetes.io/serviceaccount/namespace"))),
+        s(at(&["pod", "name"])),
+        s(at(&["pod", "uid"])),
+        s(at(&["serviceaccount", "name"]))
+            .or_else(|| s(c.get("kubernetes.io/serviceaccount/service-account.name"))),
+        s(at(&["serviceaccount", "uid"]))
+            .or_else(|| s(c.get("kubernetes.io/serviceaccount/service-account.uid"))),
+    ]
+}
+
+pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
+    let profile = Profile {
+        algs: ASYMMETRIC,
+        issuer: match &tp.keys {
+            KeySource::Discovery(_) => Issuer::Discovered,
+            KeySource::OwnIssuer => Issuer::Exact(app.cfg.issuer()),
+            _ => Issuer::Unchecked,
+        },
+        audience: Audience::Contains(&app.cfg.edge_audience),
+    };
+    let claims = jwt::verify(
+        app,
+        token,
+        jwt::keys_of(tp, app.cfg.issuer()),
+        &tp.extra_keys,
+        &profile,
+    )
+    .await?;
+    let mut v = Verified::default();
+    jwt::facts_from(
+        &claims,
+        &[("OrchestratorIss", "iss"), ("OrchestratorSub", "sub")],
+        &mut v.facts,
+    );
+    let [ns, pod, _pod_uid, sa, _sa_uid] = orchestrator_claims(&claims);
+    for (attr, val) in [
+        ("OrchestratorIoNamespace", ns),
+        ("OrchestratorIoPodName", pod),
+        ("OrchestratorIoServiceAccountName", sa),
+    ] {
+        if let Some(val) = val {
+            v.facts.insert(attr.into(), Fact::One(val));
+        }
+    }
+    v.claims = Some(claims);
+    Ok(v)
+}
