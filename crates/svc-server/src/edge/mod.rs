@@ -1,2 +1,127 @@
-//! Edge API.
+//! The Edge API (contract §4): `POST /edge/v1/auth` and `POST /edge/v1/credentials`. Both read only
+//! the in-memory state and its indexes (architecture invariant 2); events leave through the
+//! bounded event sink.
+
+pub mod auth;
+pub mod credentials;
+pub mod events;
+pub mod identity;
 pub mod ratelimit;
+pub mod token;
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use svc_api::GenericResponse;
+use svc_api::edge::ClientWorkloadDetails;
+use uuid::Uuid;
+
+use crate::app::App;
+use crate::domain::DEFAULT_RESOURCE_SET;
+use crate::state::State;
+
+pub const TOO_MANY: &str = "Too many requests. Please try again later.";
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/edge/v1/auth", post(auth::auth))
+        .route("/edge/v1/credentials", post(credentials::credentials))
+}
+
+pub fn generic(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(GenericResponse::error(message))).into_response()
+}
+
+pub fn too_many(retry_after: u64) -> Response {
+    let mut r = generic(StatusCode::TOO_MANY_REQUESTS, TOO_MANY);
+    r.headers_mut().insert(
+        axum::http::header::RETRY_AFTER,
+        HeaderValue::from(retry_after.max(1)),
+    );
+    r
+}
+
+pub fn peer(ext: &axum::http::Extensions) -> (Option<IpAddr>, u16) {
+    match ext.get::<ConnectInfo<SocketAddr>>() {
+        Some(c) => (Some(crate::net::canonical(c.0.ip())), c.0.port()),
+        None => (None, 0),
+    }
+}
+
+/// The effective source IP (§4.3): the peer, unless it is a trusted proxy, in which case
+/// `client.sourceIP`, else the left-most `X-Forwarded-For` entry, else the peer.
+pub fn effective_ip(
+    app: &App,
+    peer: Option<IpAddr>,
+    headers: &HeaderMap,
+    client: Option<&ClientWorkloadDetails>,
+) -> Option<IpAddr> {
+    let p = peer?;
+    if !app.cfg.is_trusted_proxy(p) {
+        return Some(p);
+    }
+    if let Some(ip) = client
+        .and_then(|c| c.source_ip.as_deref())
+        .and_then(|s| s.trim().parse::<IpAddr>().ok())
+    {
+        return Some(crate::net::canonical(ip));
+    }
+    if let Some(ip) = headers
+        .get("x-forwarded-for")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(',').next())
+        .and_then(|s| s.trim().parse::<IpAddr>().ok())
+    {
+        return Some(crate::net::canonical(ip));
+    }
+    Some(p)
+}
+
+/// The selected resource set (§4.3): header, else `SVC_RESOURCE_SET_ID`, else the default.
+/// `Err(())` when malformed, unknown, or the two disagree.
+pub fn select_rs(
+    st: &State,
+    headers: &HeaderMap,
+    client: Option<&ClientWorkloadDetails>,
+) -> Result<Uuid, ()> {
+    let header = match headers.get(crate::http::guard::RS_HEADER) {
+        None => None,
+        Some(v) => Some(
+            v.to_str()
+                .ok()
+                .and_then(|s| svc_api::reader::parse_uuid(s.trim()))
+                .ok_or(())?,
+        ),
+    };
+    let env = client
+        .and_then(|c| c.os.as_ref())
+        .and_then(|o| o.environment.as_ref())
+        .and_then(|e| e.svc_resource_set_id.as_deref())
+        .filter(|s| !s.trim().is_empty());
+    let env = match env {
+        None => None,
+        Some(s) => Some(svc_api::reader::parse_uuid(s.trim()).ok_or(())?),
+    };
+    let rs = match (header, env) {
+        (Some(h), Some(e)) if h != e => return Err(()),
+        (Some(h), _) => h,
+        (None, Some(e)) => e,
+        (None, None) => DEFAULT_RESOURCE_SET,
+    };
+    if st.resource_set_exists(&rs) {
+        Ok(rs)
+    } else {
+        Err(())
+    }
+}
+
+/// Reads an edge body (≤ 256 KiB); `None` when too large or not readable.
+pub async fn read_body(body: axum::body::Body) -> Option<axum::body::Bytes> {
+    axum::body::to_bytes(body, crate::http::extract::EDGE_BODY_LIMIT)
+        .await
+        .ok()
+}

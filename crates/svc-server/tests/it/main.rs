@@ -3,6 +3,9 @@
 
 mod harness;
 
+mod edge_example;
+mod edge_support;
+mod fake_issuer;
 mod foundation_auth;
 mod foundation_errors;
 mod foundation_lists;

@@ -44,6 +44,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(server_workloads::routes(app))
         .merge(credential_providers::routes(app))
         .merge(access_policies::routes(app))
+        .merge(crate::edge::routes())
 }
 
 /// `204` + `Location` with no body: the answer to POST of client and server workloads (§1.5).

@@ -1,0 +1,205 @@
+//! `POST /edge/v1/auth` (contract §4.2–§4.5): the workload presents evidence for the trust provider
+//! named by `clientId` and receives an edge access token.
+
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use svc_api::edge::{AuthRequest, TokenDto};
+use uuid::Uuid;
+
+use super::events::{self, AttestationResult, Parts, RequestInfo};
+use super::{generic, peer, select_rs, too_many};
+use crate::app::App;
+use crate::domain::DEFAULT_RESOURCE_SET;
+use crate::domain::trust::TrustKind;
+use crate::trust::{self, Facts, TrustError};
+
+pub const INVALID_REQUEST: &str = "The authentication request is invalid.";
+pub const INVALID_CLIENT_ID: &str = "Invalid client ID.";
+pub const UNAUTHORIZED: &str = "Unauthorized.";
+pub const INTERNAL: &str = "Authentication failed due to an internal error.";
+
+/// A parsed clientId: `svc:<stack>:<tenant>:identity:<type>:<uuid>` (§4.2).
+pub fn parse_client_id(app: &App, id: &str) -> Option<(TrustKind, Uuid)> {
+    let parts: Vec<&str> = id.split(':').collect();
+    let [svc, stack, tenant, identity, ty, uuid] = parts.as_slice() else {
+        return None;
+    };
+    if *svc != "svc"
+        || *identity != "identity"
+        || *stack != app.cfg.stack
+        || *tenant != app.cfg.tenant
+    {
+        return None;
+    }
+    let kind = TrustKind::from_client_id_type(ty)?;
+    let id = svc_api::reader::parse_uuid(uuid)?;
+    Some((kind, id))
+}
+
+struct Outcome {
+    status: StatusCode,
+    message: &'static str,
+    result: &'static str,
+    reason: Option<String>,
+    provider: Option<AttestationResult>,
+}
+
+fn attestation(tp: &trust::CompiledTrust, err: Option<&TrustError>) -> AttestationResult {
+    let mut a = AttestationResult {
+        id: tp.id,
+        name: tp.name.clone(),
+        result: if err.is_none() {
+            "Attested"
+        } else {
+            "Unauthorized"
+        },
+        ..Default::default()
+    };
+    if let Some(e) = err {
+        a.reason = Some(e.reason().to_string());
+        if let TrustError::MatchRuleFailed {
+            attribute,
+            expected,
+            actual,
+        } = e
+        {
+            a.attribute = Some(attribute.clone());
+            a.expected_values = Some(expected.clone());
+            a.actual_value = actual.clone();
+        }
+    }
+    a
+}
+
+pub async fn auth(State(app): State<App>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let (peer_ip, peer_port) = peer(&parts.extensions);
+    let bytes = super::read_body(body).await;
+    let parsed: Option<AuthRequest> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
+    let bucket_id = parsed
+        .as_ref()
+        .and_then(|r| r.client_id.as_deref())
+        .unwrap_or("");
+    if let Err(wait) = app
+        .limits
+        .auth
+        .check(&(bucket_id, peer_ip), crate::clock::now_millis())
+    {
+        return too_many(wait);
+    }
+
+    let st = app.state();
+    let client = parsed.as_ref().and_then(|r| r.client.as_ref());
+    let client_id = parsed.as_ref().and_then(|r| r.client_id.as_deref());
+    let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
+    let selected = select_rs(&st, &parts.headers, client);
+    let mut facts = Facts::new();
+    let mut token = None;
+    let outcome = 'o: {
+        let invalid = |message, reason: &str| Outcome {
+            status: StatusCode::BAD_REQUEST,
+            message,
+            result: "Unauthorized",
+            reason: Some(reason.to_string()),
+            provider: None,
+        };
+        let (Some(client), Some(client_id)) = (client, client_id) else {
+            break 'o invalid(INVALID_REQUEST, "InvalidRequest");
+        };
+        let Ok(rs) = selected else {
+            break 'o invalid(INVALID_REQUEST, "InvalidRequest");
+        };
+        let Some((kind, tp_id)) = parse_client_id(&app, client_id) else {
+            break 'o invalid(INVALID_CLIENT_ID, "InvalidClientId");
+        };
+        let tp = match st.idx.trust.get(&tp_id) {
+            Some(tp) if tp.rs == rs && tp.active && tp.kind == kind => tp.clone(),
+            _ => {
+                break 'o Outcome {
+                    status: StatusCode::UNAUTHORIZED,
+                    message: UNAUTHORIZED,
+                    result: "Unauthorized",
+                    reason: Some("UnknownTrustProvider".into()),
+                    provider: None,
+                };
+            }
+        };
+        match trust::verify(&app, &tp, client).await {
+            Ok(v) => {
+                let (access_token, expires_in) = super::token::issue(
+                    &app,
+                    client_id,
+                    tp.id,
+                    tp.kind.as_str(),
+                    rs,
+                    &v.facts,
+                    v.claims.as_ref(),
+                );
+                token = Some(TokenDto {
+                    access_token,
+                    refresh_token: None,
+                    token_type: "Bearer".into(),
+                    expires_in,
+                });
+                facts = v.facts;
+                Outcome {
+                    status: StatusCode::OK,
+                    message: "",
+                    result: "Authorized",
+                    reason: None,
+                    provider: Some(attestation(&tp, None)),
+                }
+            }
+            Err(e) => {
+                let (status, message, result) = match &e {
+                    TrustError::Upstream(_) => {
+                        (StatusCode::INTERNAL_SERVER_ERROR, INTERNAL, "Error")
+                    }
+                    _ => (StatusCode::UNAUTHORIZED, UNAUTHORIZED, "Unauthorized"),
+                };
+                tracing::info!(provider = %tp.id, reason = e.reason(), detail = %e.detail(), "edge authentication refused");
+                Outcome {
+                    status,
+                    message,
+                    result,
+                    reason: Some(e.reason().to_string()),
+                    provider: Some(attestation(&tp, Some(&e))),
+                }
+            }
+        }
+    };
+
+    let source_ip_text = source_ip.map(|i| i.to_string());
+    let info = RequestInfo {
+        context_id: Uuid::new_v4(),
+        rs: selected.unwrap_or(DEFAULT_RESOURCE_SET),
+        client_ip: source_ip_text.clone(),
+        source_port: peer_port,
+        target_host: None,
+        target_port: 0,
+        transport: "TCP",
+        environment: events::environment(
+            &facts,
+            None,
+            client,
+            source_ip_text.as_deref(),
+            client_id,
+        ),
+    };
+    let mut parts_ev = Parts::default();
+    parts_ev.trust_providers.extend(outcome.provider);
+    events::authorization(
+        &app,
+        &info,
+        "access.authentication",
+        outcome.result,
+        outcome.reason.as_deref(),
+        events::severity_for(outcome.status.as_u16()),
+        &parts_ev,
+    );
+    match token {
+        Some(t) => (StatusCode::OK, axum::Json(t)).into_response(),
+        None => generic(outcome.status, outcome.message),
+    }
+}
