@@ -64,15 +64,9 @@ pub fn list_wrapper(
     let mut m = serde_json::Map::new();
     m.insert("page".into(), page.into());
     m.insert("perPage".into(), per_page.into());
-    m.insert(
-        "order".into(),
-        order.map(Into::into).unwrap_or(serde_json::Value::Null),
-    );
+    m.insert("order".into(), order.map(Into::into).unwrap_or(serde_json::Value::Null));
     m.insert("statusCode".into(), 200.into());
-    m.insert(
-        "recordsTotal".into(),
-        (total.min(i32::MAX as usize) as i32).into(),
-    );
+    m.insert("recordsTotal".into(), (total.min(i32::MAX as usize) as i32).into());
     m.insert(items_key.into(), serde_json::Value::Array(items));
     serde_json::Value::Object(m)
 }

@@ -262,11 +262,7 @@ impl Obj {
     }
 
     /// An array whose elements are read by `f(element, "name[i]")`.
-    pub fn opt_list<T>(
-        &mut self,
-        name: &str,
-        mut f: impl FnMut(Value, String) -> Result<T>,
-    ) -> Result<Option<Vec<T>>> {
+    pub fn opt_list<T>(&mut self, name: &str, mut f: impl FnMut(Value, String) -> Result<T>) -> Result<Option<Vec<T>>> {
         let path = self.path(name);
         match self.take(name) {
             None => Ok(None),
@@ -285,11 +281,7 @@ impl Obj {
     }
 
     /// An array of objects, each read with `f`.
-    pub fn opt_obj_list<T>(
-        &mut self,
-        name: &str,
-        mut f: impl FnMut(&mut Obj) -> Result<T>,
-    ) -> Result<Option<Vec<T>>> {
+    pub fn opt_obj_list<T>(&mut self, name: &str, mut f: impl FnMut(&mut Obj) -> Result<T>) -> Result<Option<Vec<T>>> {
         self.opt_list(name, |v, path| {
             let mut o = Obj::nested(v, path)?;
             let t = f(&mut o)?;
@@ -300,9 +292,7 @@ impl Obj {
 
     pub fn opt_uuid_list(&mut self, name: &str) -> Result<Option<Vec<Uuid>>> {
         self.opt_list(name, |v, path| match v {
-            Value::String(s) => {
-                parse_uuid(&s).ok_or_else(|| FieldError::new(path, "must be a UUID"))
-            }
+            Value::String(s) => parse_uuid(&s).ok_or_else(|| FieldError::new(path, "must be a UUID")),
             other => Err(FieldError::new(
                 path,
                 format!("must be a UUID string, not {}", type_name(&other)),
@@ -338,15 +328,9 @@ pub fn check_len(path: &str, s: &str, min: usize, max: usize) -> Result<()> {
     let n = s.chars().count();
     if n < min || n > max {
         if min == 0 {
-            return Err(FieldError::new(
-                path,
-                format!("must be at most {max} characters"),
-            ));
+            return Err(FieldError::new(path, format!("must be at most {max} characters")));
         }
-        return Err(FieldError::new(
-            path,
-            format!("must be {min}..{max} characters"),
-        ));
+        return Err(FieldError::new(path, format!("must be {min}..{max} characters")));
     }
     Ok(())
 }
@@ -355,10 +339,7 @@ pub fn check_enum(path: &str, s: &str, allowed: &[&str]) -> Result<()> {
     if allowed.contains(&s) {
         Ok(())
     } else {
-        Err(FieldError::new(
-            path,
-            format!("must be one of {}", allowed.join(", ")),
-        ))
+        Err(FieldError::new(path, format!("must be one of {}", allowed.join(", "))))
     }
 }
 
@@ -369,8 +350,7 @@ mod tests {
 
     #[test]
     fn reports_paths_and_unknown_properties() {
-        let mut o =
-            Obj::root(json!({"name": "x", "ep": {"port": 70000}, "extra": 1, "ro": 5})).unwrap();
+        let mut o = Obj::root(json!({"name": "x", "ep": {"port": 70000}, "extra": 1, "ro": 5})).unwrap();
         assert_eq!(o.req_str("name").unwrap(), "x");
         let mut ep = o.req_obj("ep").unwrap();
         assert_eq!(
@@ -385,10 +365,7 @@ mod tests {
     fn null_is_absent_and_types_are_checked() {
         let mut o = Obj::root(json!({"a": null, "b": 1, "c": "nope", "l": [{"k": 1}]})).unwrap();
         assert_eq!(o.req_str("a").unwrap_err().0, "a: is required");
-        assert_eq!(
-            o.opt_str("b").unwrap_err().0,
-            "b: must be a string, not a number"
-        );
+        assert_eq!(o.opt_str("b").unwrap_err().0, "b: must be a string, not a number");
         assert_eq!(o.opt_uuid("c").unwrap_err().0, "c: must be a UUID");
         let e = o.opt_obj_list("l", |e| e.req_str("k")).unwrap_err();
         assert_eq!(e.0, "l[0].k: must be a string, not a number");

@@ -25,8 +25,7 @@ impl Timestamp {
         Timestamp(self.0.saturating_add(s.saturating_mul(1000)))
     }
     pub fn to_offset(self) -> OffsetDateTime {
-        OffsetDateTime::from_unix_timestamp_nanos(self.0 as i128 * 1_000_000)
-            .unwrap_or(OffsetDateTime::UNIX_EPOCH)
+        OffsetDateTime::from_unix_timestamp_nanos(self.0 as i128 * 1_000_000).unwrap_or(OffsetDateTime::UNIX_EPOCH)
     }
     pub fn from_offset(t: OffsetDateTime) -> Self {
         Timestamp((t.unix_timestamp_nanos() / 1_000_000) as i64)
@@ -49,9 +48,7 @@ impl Timestamp {
 
     /// Parses RFC 3339 with any offset.
     pub fn parse(s: &str) -> Option<Self> {
-        OffsetDateTime::parse(s.trim(), &Rfc3339)
-            .ok()
-            .map(Self::from_offset)
+        OffsetDateTime::parse(s.trim(), &Rfc3339).ok().map(Self::from_offset)
     }
 }
 

@@ -86,9 +86,7 @@ fn resolve_encryption_key(cfg: &Config) -> Result<[u8; 32], StartError> {
         return Ok(k);
     }
     let DatabaseUrl::Sqlite(db) = &cfg.database_url else {
-        return Err(StartError(
-            "SVC_ENCRYPTION_KEY is required with PostgreSQL".into(),
-        ));
+        return Err(StartError("SVC_ENCRYPTION_KEY is required with PostgreSQL".into()));
     };
     let path = key_file_path(db);
     if path.exists() {
@@ -96,12 +94,7 @@ fn resolve_encryption_key(cfg: &Config) -> Result<[u8; 32], StartError> {
             .map_err(|e| StartError(format!("cannot read key file {}: {e}", path.display())))?;
         let bytes = b64std_decode(text.trim())
             .filter(|b| b.len() == 32)
-            .ok_or_else(|| {
-                StartError(format!(
-                    "key file {} does not hold base64 of 32 bytes",
-                    path.display()
-                ))
-            })?;
+            .ok_or_else(|| StartError(format!("key file {} does not hold base64 of 32 bytes", path.display())))?;
         let mut k = [0u8; 32];
         k.copy_from_slice(&bytes);
         return Ok(k);
@@ -149,10 +142,7 @@ impl App {
         let cipher = Cipher::new(&key);
         // The first start records a check value; later starts prove they hold the same key.
         let check = store
-            .meta_init(
-                "encryption_check",
-                &cipher.seal(KEY_CHECK.as_bytes(), "meta:check"),
-            )
+            .meta_init("encryption_check", &cipher.seal(KEY_CHECK.as_bytes(), "meta:check"))
             .await?;
         match cipher.open(&check, "meta:check") {
             Ok(v) if v == KEY_CHECK.as_bytes() => {}
@@ -287,9 +277,7 @@ impl App {
     ) -> std::io::Result<()> {
         let router = crate::http::router(self.clone());
         let svc = router.into_make_service_with_connect_info::<SocketAddr>();
-        let result = axum::serve(listener, svc)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let result = axum::serve(listener, svc).with_graceful_shutdown(shutdown).await;
         self.events.flush().await;
         result
     }
@@ -302,8 +290,7 @@ pub async fn shutdown_signal() {
     };
     #[cfg(unix)]
     let term = async {
-        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        {
+        if let Ok(mut s) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
             s.recv().await;
         }
     };

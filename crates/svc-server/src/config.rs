@@ -106,10 +106,7 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_UPSTREAM_CA_BUNDLE", None),
     ("SVC_CLOUDA_IID_CERTS", None),
     ("SVC_CLOUDA_IID_MAX_AGE_SECONDS", Some("0")),
-    (
-        "SVC_CLOUDA_STS_URL_TEMPLATE",
-        Some(platform::CLOUDA_STS_URL_TEMPLATE),
-    ),
+    ("SVC_CLOUDA_STS_URL_TEMPLATE", Some(platform::CLOUDA_STS_URL_TEMPLATE)),
     ("SVC_CLOUDA_REGIONS", None),
     ("SVC_CLOUDA_ROLE_SERVER_ID", None),
     ("SVC_CLOUDB_ROOTS", None),
@@ -124,10 +121,7 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
         "SVC_CLOUDA_STS_FEDERATION_URL",
         Some(platform::CLOUDA_STS_FEDERATION_URL),
     ),
-    (
-        "SVC_CLOUDA_STS_AUDIENCE",
-        Some(platform::CLOUDA_STS_AUDIENCE),
-    ),
+    ("SVC_CLOUDA_STS_AUDIENCE", Some(platform::CLOUDA_STS_AUDIENCE)),
     ("SVC_CLOUDC_STS_URL", Some(platform::CLOUDC_STS_URL)),
     (
         "SVC_CLOUDC_IAMCREDENTIALS_URL",
@@ -139,10 +133,7 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
         "SVC_CLOUDB_KEYVAULT_URL_TEMPLATE",
         Some(platform::CLOUDB_KEYVAULT_URL_TEMPLATE),
     ),
-    (
-        "SVC_CLOUDB_KEYVAULT_SCOPE",
-        Some(platform::CLOUDB_KEYVAULT_SCOPE),
-    ),
+    ("SVC_CLOUDB_KEYVAULT_SCOPE", Some(platform::CLOUDB_KEYVAULT_SCOPE)),
     ("SVC_AIA_TOKEN_URL", Some(platform::AIA_TOKEN_URL)),
     ("SVC_AIB_TOKEN_URL", Some(platform::AIB_TOKEN_URL)),
     (
@@ -178,10 +169,7 @@ pub fn parse_env_file(text: &str) -> Result<BTreeMap<String, String>, Vec<String
         };
         let k = k.trim();
         let mut v = v.trim();
-        if v.len() >= 2
-            && ((v.starts_with('"') && v.ends_with('"'))
-                || (v.starts_with('\'') && v.ends_with('\'')))
-        {
+        if v.len() >= 2 && ((v.starts_with('"') && v.ends_with('"')) || (v.starts_with('\'') && v.ends_with('\''))) {
             v = &v[1..v.len() - 1];
         }
         if !KEYS.iter().any(|(name, _)| *name == k) {
@@ -190,11 +178,7 @@ pub fn parse_env_file(text: &str) -> Result<BTreeMap<String, String>, Vec<String
         }
         out.insert(k.to_string(), v.to_string());
     }
-    if errors.is_empty() {
-        Ok(out)
-    } else {
-        Err(errors)
-    }
+    if errors.is_empty() { Ok(out) } else { Err(errors) }
 }
 
 struct Reader<'a> {
@@ -227,10 +211,7 @@ impl Reader<'_> {
             Some(s) => match s.trim().parse::<T>() {
                 Ok(v) if v >= min && v <= max => v,
                 _ => {
-                    self.err(
-                        key,
-                        format!("must be an integer in {min}..{max}, got {s:?}"),
-                    );
+                    self.err(key, format!("must be an integer in {min}..{max}, got {s:?}"));
                     default
                 }
             },
@@ -295,17 +276,12 @@ fn parse_database_url(s: &str) -> Result<DatabaseUrl, String> {
 impl Config {
     /// Loads from the process environment (and `SVC_CONFIG_FILE` or `file`).
     pub fn load(file: Option<&Path>) -> Result<Config, Vec<String>> {
-        let env: BTreeMap<String, String> = std::env::vars()
-            .filter(|(k, _)| k.starts_with("SVC_"))
-            .collect();
+        let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
         Self::from_sources(file, env)
     }
 
     /// Merges the file (if any) under the given environment, then validates.
-    pub fn from_sources(
-        file: Option<&Path>,
-        env: BTreeMap<String, String>,
-    ) -> Result<Config, Vec<String>> {
+    pub fn from_sources(file: Option<&Path>, env: BTreeMap<String, String>) -> Result<Config, Vec<String>> {
         let file = file
             .map(Path::to_path_buf)
             .or_else(|| env.get("SVC_CONFIG_FILE").map(PathBuf::from));
@@ -355,7 +331,10 @@ impl Config {
                     Some(key)
                 }
                 _ => {
-                    r.err("SVC_ENCRYPTION_KEY", "must be standard base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)");
+                    r.err(
+                        "SVC_ENCRYPTION_KEY",
+                        "must be standard base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)",
+                    );
                     None
                 }
             },
@@ -373,7 +352,10 @@ impl Config {
         let tenant = r.string("SVC_TENANT", "default");
         for (k, v) in [("SVC_STACK", &stack), ("SVC_TENANT", &tenant)] {
             if v.is_empty() || v.contains(':') || v.chars().any(char::is_whitespace) {
-                r.err(k, format!("must be non-empty without ':' or spaces (it is a clientId segment), got {v:?}"));
+                r.err(
+                    k,
+                    format!("must be non-empty without ':' or spaces (it is a clientId segment), got {v:?}"),
+                );
             }
         }
         let bootstrap_admin_email = r.opt_string("SVC_BOOTSTRAP_ADMIN_EMAIL");
@@ -400,9 +382,7 @@ impl Config {
         }
         let session_ttl_seconds = r.num("SVC_SESSION_TTL_SECONDS", 3600u32, 60, 86400);
         let edge_token_ttl_seconds = r.num("SVC_EDGE_TOKEN_TTL_SECONDS", 3600u32, 300, 86400);
-        let edge_audience = r
-            .opt_string("SVC_EDGE_AUDIENCE")
-            .unwrap_or_else(|| public_url.clone());
+        let edge_audience = r.opt_string("SVC_EDGE_AUDIENCE").unwrap_or_else(|| public_url.clone());
         let edge_max_skew_seconds = r.num("SVC_EDGE_MAX_SKEW_SECONDS", 300u32, 1, 3600);
         let jwt_leeway_seconds = r.num("SVC_JWT_LEEWAY_SECONDS", 60u32, 0, 600);
         let edge_auth_rate = r.num("SVC_EDGE_AUTH_RATE", 50u32, 1, 10_000_000);
@@ -413,63 +393,40 @@ impl Config {
         for item in r.list("SVC_TRUSTED_PROXIES", &[]) {
             match IpNet::parse(&item) {
                 Some(n) => trusted_proxies.push(n),
-                None => r.err(
-                    "SVC_TRUSTED_PROXIES",
-                    format!("{item:?} is not an IP address or CIDR"),
-                ),
+                None => r.err("SVC_TRUSTED_PROXIES", format!("{item:?} is not an IP address or CIDR")),
             }
         }
         let allow_insecure_upstream = r.boolean("SVC_ALLOW_INSECURE_UPSTREAM", false);
         let upstream_ca_bundle = r.file("SVC_UPSTREAM_CA_BUNDLE");
         let clouda_iid_certs = r.file("SVC_CLOUDA_IID_CERTS");
-        let clouda_iid_max_age_seconds =
-            r.num("SVC_CLOUDA_IID_MAX_AGE_SECONDS", 0u64, 0, u32::MAX as u64);
-        let clouda_sts_url_template = r.url(
-            "SVC_CLOUDA_STS_URL_TEMPLATE",
-            platform::CLOUDA_STS_URL_TEMPLATE,
-        );
+        let clouda_iid_max_age_seconds = r.num("SVC_CLOUDA_IID_MAX_AGE_SECONDS", 0u64, 0, u32::MAX as u64);
+        let clouda_sts_url_template = r.url("SVC_CLOUDA_STS_URL_TEMPLATE", platform::CLOUDA_STS_URL_TEMPLATE);
         let clouda_regions = r.list("SVC_CLOUDA_REGIONS", platform::CLOUDA_REGIONS);
         let clouda_role_server_id = r.opt_string("SVC_CLOUDA_ROLE_SERVER_ID");
         let cloudb_roots = r.file("SVC_CLOUDB_ROOTS");
-        let cloudb_metadata_domains = r.list(
-            "SVC_CLOUDB_METADATA_DOMAINS",
-            platform::CLOUDB_METADATA_DOMAINS,
-        );
+        let cloudb_metadata_domains = r.list("SVC_CLOUDB_METADATA_DOMAINS", platform::CLOUDB_METADATA_DOMAINS);
         let cloudb_aia_hosts = r.list("SVC_CLOUDB_AIA_HOSTS", platform::CLOUDB_AIA_HOSTS);
         let cloudc_jwks_url = r.url("SVC_CLOUDC_JWKS_URL", platform::CLOUDC_JWKS_URL);
         let cloudc_issuers = r.list("SVC_CLOUDC_ISSUERS", platform::CLOUDC_ISSUERS);
         let cia_issuer = r.url("SVC_CIA_ISSUER", platform::CIA_ISSUER);
         let cib_issuer = r.url("SVC_CIB_ISSUER", platform::CIB_ISSUER);
         let cic_issuer = r.url("SVC_CIC_ISSUER", platform::CIC_ISSUER);
-        let clouda_sts_federation_url = r.url(
-            "SVC_CLOUDA_STS_FEDERATION_URL",
-            platform::CLOUDA_STS_FEDERATION_URL,
-        );
-        let clouda_sts_audience =
-            r.string("SVC_CLOUDA_STS_AUDIENCE", platform::CLOUDA_STS_AUDIENCE);
+        let clouda_sts_federation_url = r.url("SVC_CLOUDA_STS_FEDERATION_URL", platform::CLOUDA_STS_FEDERATION_URL);
+        let clouda_sts_audience = r.string("SVC_CLOUDA_STS_AUDIENCE", platform::CLOUDA_STS_AUDIENCE);
         let cloudc_sts_url = r.url("SVC_CLOUDC_STS_URL", platform::CLOUDC_STS_URL);
-        let cloudc_iamcredentials_url = r.url(
-            "SVC_CLOUDC_IAMCREDENTIALS_URL",
-            platform::CLOUDC_IAMCREDENTIALS_URL,
-        );
+        let cloudc_iamcredentials_url = r.url("SVC_CLOUDC_IAMCREDENTIALS_URL", platform::CLOUDC_IAMCREDENTIALS_URL);
         let cloudc_scope = r.string("SVC_CLOUDC_SCOPE", platform::CLOUDC_SCOPE);
         let cloudb_login_url = r.url("SVC_CLOUDB_LOGIN_URL", platform::CLOUDB_LOGIN_URL);
         let cloudb_keyvault_url_template = r.url(
             "SVC_CLOUDB_KEYVAULT_URL_TEMPLATE",
             platform::CLOUDB_KEYVAULT_URL_TEMPLATE,
         );
-        let cloudb_keyvault_scope =
-            r.string("SVC_CLOUDB_KEYVAULT_SCOPE", platform::CLOUDB_KEYVAULT_SCOPE);
+        let cloudb_keyvault_scope = r.string("SVC_CLOUDB_KEYVAULT_SCOPE", platform::CLOUDB_KEYVAULT_SCOPE);
         let aia_token_url = r.url("SVC_AIA_TOKEN_URL", platform::AIA_TOKEN_URL);
         let aib_token_url = r.url("SVC_AIB_TOKEN_URL", platform::AIB_TOKEN_URL);
-        let objectstoragea_url_template = r.url(
-            "SVC_OBJECTSTORAGEA_URL_TEMPLATE",
-            platform::OBJECTSTORAGEA_URL_TEMPLATE,
-        );
-        let objectstoragec_upload_url = r.url(
-            "SVC_OBJECTSTORAGEC_UPLOAD_URL",
-            platform::OBJECTSTORAGEC_UPLOAD_URL,
-        );
+        let objectstoragea_url_template =
+            r.url("SVC_OBJECTSTORAGEA_URL_TEMPLATE", platform::OBJECTSTORAGEA_URL_TEMPLATE);
+        let objectstoragec_upload_url = r.url("SVC_OBJECTSTORAGEC_UPLOAD_URL", platform::OBJECTSTORAGEC_UPLOAD_URL);
         let hec_auth_scheme = r.string("SVC_HEC_AUTH_SCHEME", platform::HEC_AUTH_SCHEME);
         let geoip_db = r.file("SVC_GEOIP_DB");
         let signing_key_rotation_days = r.num("SVC_SIGNING_KEY_ROTATION_DAYS", 30u32, 1, 3650);
@@ -484,10 +441,7 @@ impl Config {
         let log = r.string("SVC_LOG", "info");
         let log_format = r.string("SVC_LOG_FORMAT", "text");
         if log_format != "text" && log_format != "json" {
-            r.err(
-                "SVC_LOG_FORMAT",
-                format!("must be text or json, got {log_format:?}"),
-            );
+            r.err("SVC_LOG_FORMAT", format!("must be text or json, got {log_format:?}"));
         }
 
         if !r.errors.is_empty() {
@@ -563,11 +517,7 @@ impl Config {
     pub fn unknown_env_keys() -> Vec<String> {
         std::env::vars()
             .map(|(k, _)| k)
-            .filter(|k| {
-                k.starts_with("SVC_")
-                    && !k.starts_with("SVC_TEST_")
-                    && !KEYS.iter().any(|(n, _)| n == k)
-            })
+            .filter(|k| k.starts_with("SVC_") && !k.starts_with("SVC_TEST_") && !KEYS.iter().any(|(n, _)| n == k))
             .collect()
     }
 }
@@ -577,20 +527,14 @@ mod tests {
     use super::*;
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
     }
 
     #[test]
     fn defaults_are_valid() {
         let c = Config::from_map(&BTreeMap::new()).unwrap();
         assert_eq!(c.public_url, "http://localhost:8080");
-        assert_eq!(
-            c.database_url,
-            DatabaseUrl::Sqlite("./svc-data/svc.db".into())
-        );
+        assert_eq!(c.database_url, DatabaseUrl::Sqlite("./svc-data/svc.db".into()));
         assert_eq!(c.edge_audience, "http://localhost:8080");
         assert_eq!(c.edge_token_ttl_seconds, 3600);
     }
@@ -619,11 +563,7 @@ mod tests {
 
     #[test]
     fn postgres_requires_an_explicit_key() {
-        let errs = Config::from_map(&map(&[(
-            "SVC_DATABASE_URL",
-            "postgres://u:p@127.0.0.1:5432/db",
-        )]))
-        .unwrap_err();
+        let errs = Config::from_map(&map(&[("SVC_DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db")])).unwrap_err();
         assert!(errs[0].starts_with("SVC_ENCRYPTION_KEY: is required with PostgreSQL"));
     }
 
@@ -631,8 +571,6 @@ mod tests {
     fn env_file_rejects_unknown_keys() {
         let m = parse_env_file("# c\nexport SVC_TENANT=\"acme\"\nSVC_STACK=prod\n").unwrap();
         assert_eq!(m["SVC_TENANT"], "acme");
-        assert!(
-            parse_env_file("SVC_TENNANT=x").unwrap_err()[0].contains("unknown key SVC_TENNANT")
-        );
+        assert!(parse_env_file("SVC_TENNANT=x").unwrap_err()[0].contains("unknown key SVC_TENNANT"));
     }
 }

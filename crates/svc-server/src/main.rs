@@ -72,24 +72,17 @@ fn load_config(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
 fn init_logging(cfg: &Config) {
     use tracing_subscriber::prelude::*;
     let filter: tracing_subscriber::filter::Targets = cfg.log.parse().unwrap_or_else(|_| {
-        eprintln!(
-            "svc: SVC_LOG {:?} is not a valid filter; using info",
-            cfg.log
-        );
+        eprintln!("svc: SVC_LOG {:?} is not a valid filter; using info", cfg.log);
         "info".parse().expect("valid")
     });
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let fmt = tracing_subscriber::fmt::layer()
-        .with_target(false)
-        .with_ansi(ansi);
+    let fmt = tracing_subscriber::fmt::layer().with_target(false).with_ansi(ansi);
     if cfg.log_json {
         tracing_subscriber::registry()
             .with(fmt.json().with_filter(filter))
             .init();
     } else {
-        tracing_subscriber::registry()
-            .with(fmt.with_filter(filter))
-            .init();
+        tracing_subscriber::registry().with(fmt.with_filter(filter)).init();
     }
 }
 

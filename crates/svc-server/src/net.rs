@@ -71,11 +71,7 @@ mod tests {
                 .unwrap()
                 .contains("::ffff:127.0.0.1".parse().unwrap())
         );
-        assert!(
-            IpNet::parse("fd00::/8")
-                .unwrap()
-                .contains("fd12::1".parse().unwrap())
-        );
+        assert!(IpNet::parse("fd00::/8").unwrap().contains("fd12::1".parse().unwrap()));
         assert!(IpNet::parse("10.0.0.0/33").is_none());
         assert!(IpNet::parse("banana").is_none());
     }

@@ -57,8 +57,8 @@ impl Upstream {
             .no_proxy();
         if let Some(path) = &cfg.upstream_ca_bundle {
             let pem = std::fs::read(path).map_err(|e| format!("SVC_UPSTREAM_CA_BUNDLE: {e}"))?;
-            let certs = reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| format!("SVC_UPSTREAM_CA_BUNDLE: {e}"))?;
+            let certs =
+                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("SVC_UPSTREAM_CA_BUNDLE: {e}"))?;
             for c in certs {
                 b = b.add_root_certificate(c);
             }
@@ -72,8 +72,7 @@ impl Upstream {
 
     /// Checks an entity-configured URL: `https`, or `http` only with `SVC_ALLOW_INSECURE_UPSTREAM`.
     pub fn check_url(&self, url: &str) -> Result<reqwest::Url, UpstreamError> {
-        let u =
-            reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
+        let u = reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
         match u.scheme() {
             "https" => Ok(u),
             "http" if self.allow_insecure => Ok(u),
@@ -83,10 +82,7 @@ impl Upstream {
 
     /// Sends a request and reads at most 1 MiB of the answer.
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Result<Fetched, UpstreamError> {
-        let mut resp = req
-            .send()
-            .await
-            .map_err(|e| UpstreamError::Unreachable(describe(&e)))?;
+        let mut resp = req.send().await.map_err(|e| UpstreamError::Unreachable(describe(&e)))?;
         let status = resp.status().as_u16();
         let content_type = resp
             .headers()
@@ -97,9 +93,7 @@ impl Upstream {
         loop {
             match tokio::time::timeout(TIMEOUT, resp.chunk()).await {
                 Err(_) => {
-                    return Err(UpstreamError::Unreachable(
-                        "timed out reading the answer".into(),
-                    ));
+                    return Err(UpstreamError::Unreachable("timed out reading the answer".into()));
                 }
                 Ok(Err(e)) => return Err(UpstreamError::Unreachable(describe(&e))),
                 Ok(Ok(None)) => break,
@@ -126,8 +120,7 @@ impl Upstream {
         if !(200..300).contains(&f.status) {
             return Err(UpstreamError::Status(f.status, excerpt(&f.body)));
         }
-        serde_json::from_slice(&f.body)
-            .map_err(|e| UpstreamError::Malformed(format!("not JSON: {e}")))
+        serde_json::from_slice(&f.body).map_err(|e| UpstreamError::Malformed(format!("not JSON: {e}")))
     }
 }
 

@@ -15,6 +15,9 @@ pub enum Mode {
     Patch,
 }
 
+/// Reads a type's non-secret variant fields.
+pub type ParseFn = fn(&mut Obj, Mode) -> Result<Map<String, Value>, FieldError>;
+
 pub struct TypeSpec {
     pub name: &'static str,
     /// The `credentialType` issued, given the stored variant fields.
@@ -26,7 +29,7 @@ pub struct TypeSpec {
     /// Server-filled fields accepted and ignored on input.
     pub ro_fields: &'static [&'static str],
     /// Reads the non-secret variant fields (secrets are read by the caller).
-    pub parse: fn(&mut Obj, Mode) -> Result<Map<String, Value>, FieldError>,
+    pub parse: ParseFn,
     pub compile: fn(&CredentialProvider) -> Backend,
 }
 

@@ -28,13 +28,8 @@ impl std::fmt::Display for OpenError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             OpenError::Malformed => f.write_str("malformed ciphertext"),
-            OpenError::UnknownKey(k) => write!(
-                f,
-                "ciphertext was made with key {k}, which is not configured"
-            ),
-            OpenError::Tampered => {
-                f.write_str("ciphertext failed authentication (wrong key or tampered data)")
-            }
+            OpenError::UnknownKey(k) => write!(f, "ciphertext was made with key {k}, which is not configured"),
+            OpenError::Tampered => f.write_str("ciphertext failed authentication (wrong key or tampered data)"),
         }
     }
 }
@@ -100,14 +95,8 @@ mod tests {
         assert!(s.starts_with(&format!("v1:{}:", c.kid())));
         assert!(!s.contains("hunter2"));
         assert_eq!(c.open(&s, "entity:user:1").unwrap(), b"hunter2hunter2");
-        assert_eq!(
-            c.open(&s, "entity:user:2").unwrap_err(),
-            OpenError::Tampered
-        );
+        assert_eq!(c.open(&s, "entity:user:2").unwrap_err(), OpenError::Tampered);
         let other = Cipher::new(&[8u8; 32]);
-        assert!(matches!(
-            other.open(&s, "entity:user:1"),
-            Err(OpenError::UnknownKey(_))
-        ));
+        assert!(matches!(other.open(&s, "entity:user:1"), Err(OpenError::UnknownKey(_))));
     }
 }

@@ -108,12 +108,7 @@ impl std::fmt::Debug for VerifyingKey {
 }
 
 impl VerifyingKey {
-    fn new(
-        kid: Option<String>,
-        alg: Option<Alg>,
-        key_type: KeyType,
-        bytes: Vec<u8>,
-    ) -> VerifyingKey {
+    fn new(kid: Option<String>, alg: Option<Alg>, key_type: KeyType, bytes: Vec<u8>) -> VerifyingKey {
         VerifyingKey {
             kid,
             alg,
@@ -124,12 +119,7 @@ impl VerifyingKey {
     }
 
     /// From RSA modulus and exponent (big-endian bytes).
-    pub fn rsa(
-        kid: Option<String>,
-        alg: Option<Alg>,
-        n: &[u8],
-        e: &[u8],
-    ) -> Result<VerifyingKey, String> {
+    pub fn rsa(kid: Option<String>, alg: Option<Alg>, n: &[u8], e: &[u8]) -> Result<VerifyingKey, String> {
         let der = RsaPublicKeyComponents { n, e }
             .as_der()
             .map_err(|_| "RSA key rejected".to_string())?;
@@ -137,19 +127,13 @@ impl VerifyingKey {
     }
 
     /// From an RSA SubjectPublicKeyInfo; keys under 2048 bits are refused here, not at first use.
-    fn rsa_spki(
-        kid: Option<String>,
-        alg: Option<Alg>,
-        der: Vec<u8>,
-    ) -> Result<VerifyingKey, String> {
+    fn rsa_spki(kid: Option<String>, alg: Option<Alg>, der: Vec<u8>) -> Result<VerifyingKey, String> {
         let bits = aws_lc_rs::rsa::PublicKey::from_der(&der)
             .map_err(|_| "RSA key rejected".to_string())?
             .modulus_len()
             * 8;
         if bits < 2048 {
-            return Err(format!(
-                "RSA key of {bits} bits rejected (at least 2048 required)"
-            ));
+            return Err(format!("RSA key of {bits} bits rejected (at least 2048 required)"));
         }
         let key = VerifyingKey::new(kid, alg, KeyType::Rsa, der);
         if !key.usable_for(Alg::RS256) {
@@ -194,10 +178,10 @@ impl VerifyingKey {
             None => None,
             Some(a) => Some(Alg::parse(a).ok_or_else(|| format!("unsupported alg {a:?}"))?),
         };
-        if let Some(u) = s("use") {
-            if u != "sig" {
-                return Err(format!("key use {u:?} is not \"sig\""));
-            }
+        if let Some(u) = s("use")
+            && u != "sig"
+        {
+            return Err(format!("key use {u:?} is not \"sig\""));
         }
         let b = |k: &str| -> Result<Vec<u8>, String> {
             let v = s(k).ok_or_else(|| format!("missing {k}"))?;
@@ -251,10 +235,7 @@ impl VerifyingKey {
     }
 
     pub fn verify(&self, alg: Alg, msg: &[u8], sig: &[u8]) -> bool {
-        self.fits(alg)
-            && self
-                .parsed_for(alg)
-                .is_some_and(|k| k.verify_sig(msg, sig).is_ok())
+        self.fits(alg) && self.parsed_for(alg).is_some_and(|k| k.verify_sig(msg, sig).is_ok())
     }
 }
 
@@ -335,19 +316,16 @@ pub fn split(token: &str) -> Result<Jws<'_>, JwsError> {
     if p.contains('.') {
         return Err(JwsError::Malformed("not three parts".into()));
     }
-    let hb =
-        b64url_decode(h).ok_or_else(|| JwsError::Malformed("header is not base64url".into()))?;
-    let header: Header = serde_json::from_slice(&hb)
-        .map_err(|_| JwsError::Malformed("header is not a JSON object with alg".into()))?;
+    let hb = b64url_decode(h).ok_or_else(|| JwsError::Malformed("header is not base64url".into()))?;
+    let header: Header =
+        serde_json::from_slice(&hb).map_err(|_| JwsError::Malformed("header is not a JSON object with alg".into()))?;
     if header.crit.is_some() {
         return Err(JwsError::Malformed(
             "critical header parameters are not supported".into(),
         ));
     }
-    let payload =
-        b64url_decode(p).ok_or_else(|| JwsError::Malformed("payload is not base64url".into()))?;
-    let signature = b64url_decode(sig)
-        .ok_or_else(|| JwsError::Malformed("signature is not base64url".into()))?;
+    let payload = b64url_decode(p).ok_or_else(|| JwsError::Malformed("payload is not base64url".into()))?;
+    let signature = b64url_decode(sig).ok_or_else(|| JwsError::Malformed("signature is not base64url".into()))?;
     Ok(Jws {
         header,
         payload,
@@ -364,9 +342,7 @@ pub fn check_alg(header: &Header, allowed: &[Alg]) -> Result<Alg, JwsError> {
     }
     let alg = Alg::parse(a).ok_or_else(|| JwsError::Algorithm(format!("{a} is not supported")))?;
     if !allowed.contains(&alg) {
-        return Err(JwsError::Algorithm(format!(
-            "{a} is not allowed for this provider"
-        )));
+        return Err(JwsError::Algorithm(format!("{a} is not allowed for this provider")));
     }
     Ok(alg)
 }
@@ -377,10 +353,7 @@ pub fn verify_with(jws: &Jws<'_>, alg: Alg, keys: &[&VerifyingKey]) -> Result<bo
     let msg = jws.signing_input.as_bytes();
     match &jws.header.kid {
         Some(kid) => {
-            let named: Vec<&&VerifyingKey> = keys
-                .iter()
-                .filter(|k| k.kid.as_deref() == Some(kid.as_str()))
-                .collect();
+            let named: Vec<&&VerifyingKey> = keys.iter().filter(|k| k.kid.as_deref() == Some(kid.as_str())).collect();
             if named.is_empty() {
                 return Ok(false);
             }
@@ -389,10 +362,7 @@ pub fn verify_with(jws: &Jws<'_>, alg: Alg, keys: &[&VerifyingKey]) -> Result<bo
             } else if named.iter().any(|k| k.fits(alg)) {
                 Err(JwsError::Signature("does not verify".into()))
             } else {
-                Err(JwsError::Signature(format!(
-                    "key {kid} does not fit {}",
-                    alg.as_str()
-                )))
+                Err(JwsError::Signature(format!("key {kid} does not fit {}", alg.as_str())))
             }
         }
         None => {
@@ -411,22 +381,13 @@ pub fn verify_with(jws: &Jws<'_>, alg: Alg, keys: &[&VerifyingKey]) -> Result<bo
 
 /// Signs `claims` with ES256 (`typ: JWT`).
 pub fn sign_es256(key: &aws_lc_rs::signature::EcdsaKeyPair, kid: &str, claims: &[u8]) -> String {
-    let input = signing_input(
-        &format!(r#"{{"alg":"ES256","kid":"{kid}","typ":"JWT"}}"#),
-        claims,
-    );
-    let sig = key
-        .sign(&SystemRandom::new(), input.as_bytes())
-        .expect("ECDSA signing");
+    let input = signing_input(&format!(r#"{{"alg":"ES256","kid":"{kid}","typ":"JWT"}}"#), claims);
+    let sig = key.sign(&SystemRandom::new(), input.as_bytes()).expect("ECDSA signing");
     format!("{input}.{}", b64url(sig.as_ref()))
 }
 
 /// Signs `claims` with RS256; `kid` omitted when `None`.
-pub fn sign_rs256(
-    key: &aws_lc_rs::signature::RsaKeyPair,
-    kid: Option<&str>,
-    claims: &[u8],
-) -> String {
+pub fn sign_rs256(key: &aws_lc_rs::signature::RsaKeyPair, kid: Option<&str>, claims: &[u8]) -> String {
     let header = match kid {
         Some(k) => format!(r#"{{"alg":"RS256","kid":"{k}","typ":"JWT"}}"#),
         None => r#"{"alg":"RS256","typ":"JWT"}"#.to_string(),
@@ -494,10 +455,7 @@ mod tests {
                 kid: None,
                 crit: None,
             };
-            assert!(
-                matches!(check_alg(&h, &Alg::ALL), Err(JwsError::Algorithm(_))),
-                "{alg}"
-            );
+            assert!(matches!(check_alg(&h, &Alg::ALL), Err(JwsError::Algorithm(_))), "{alg}");
         }
     }
 
@@ -527,10 +485,7 @@ mod tests {
                 .unwrap_err()
                 .contains("unsupported kty")
         );
-        assert!(
-            parse_jwks(r#"{"keys": [{"kty": "EC", "crv": "P-521", "x": "AA", "y": "AA"}]}"#)
-                .is_err()
-        );
+        assert!(parse_jwks(r#"{"keys": [{"kty": "EC", "crv": "P-521", "x": "AA", "y": "AA"}]}"#).is_err());
         let pair = ec_pair();
         let ok = serde_json::json!({"keys": [ec_jwk(&pair, "a")]}).to_string();
         assert_eq!(parse_jwks(&ok).unwrap().len(), 1);

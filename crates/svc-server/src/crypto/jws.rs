@@ -59,10 +59,7 @@ pub fn peek_payload(token: &str) -> Option<Vec<u8>> {
 }
 
 /// Verifies an HS256 token against the keys `lookup` returns for its `kid`; returns the payload.
-pub fn verify_hs256<'k>(
-    token: &str,
-    lookup: impl Fn(&str) -> Option<&'k HmacKey>,
-) -> Option<Vec<u8>> {
+pub fn verify_hs256<'k>(token: &str, lookup: impl Fn(&str) -> Option<&'k HmacKey>) -> Option<Vec<u8>> {
     let (signing_input, sig_b64) = token.rsplit_once('.')?;
     let (header_b64, payload_b64) = signing_input.split_once('.')?;
     if payload_b64.contains('.') {

@@ -34,9 +34,7 @@ pub fn b64_any_decode(s: &str) -> Option<Vec<u8>> {
     if trimmed.contains(['-', '_']) {
         URL_SAFE_NO_PAD.decode(trimmed).ok()
     } else {
-        base64::engine::general_purpose::STANDARD_NO_PAD
-            .decode(trimmed)
-            .ok()
+        base64::engine::general_purpose::STANDARD_NO_PAD.decode(trimmed).ok()
     }
 }
 

@@ -12,9 +12,7 @@ pub fn hash(password: &str) -> String {
 }
 
 pub fn verify(password: &str, phc: &str) -> bool {
-    Argon2::default()
-        .verify_password(password.as_bytes(), phc)
-        .is_ok()
+    Argon2::default().verify_password(password.as_bytes(), phc).is_ok()
 }
 
 /// A hash of a random password, used to spend the same time when the user does not exist.

@@ -28,9 +28,7 @@ pub fn base32_decode(s: &str) -> Option<Vec<u8>> {
     let mut buffer: u32 = 0;
     let mut bits = 0;
     for c in s.trim_end_matches('=').chars() {
-        let v = ALPHABET
-            .iter()
-            .position(|&a| a as char == c.to_ascii_uppercase())? as u32;
+        let v = ALPHABET.iter().position(|&a| a as char == c.to_ascii_uppercase())? as u32;
         buffer = (buffer << 5) | v;
         bits += 5;
         if bits >= 8 {

@@ -21,8 +21,7 @@ pub enum Spki {
 
 /// Reads a SubjectPublicKeyInfo: RSA, or EC on P-256/P-384 (returning the point).
 pub fn parse_spki(der: &[u8]) -> Result<Spki, String> {
-    let spki =
-        SubjectPublicKeyInfoOwned::from_der(der).map_err(|e| format!("not a public key: {e}"))?;
+    let spki = SubjectPublicKeyInfoOwned::from_der(der).map_err(|e| format!("not a public key: {e}"))?;
     match spki.algorithm.oid.to_string().as_str() {
         OID_RSA => Ok(Spki::Rsa),
         OID_EC => {
@@ -38,11 +37,7 @@ pub fn parse_spki(der: &[u8]) -> Result<Spki, String> {
                 OID_P384 => KeyType::EcP384,
                 other => return Err(format!("unsupported curve {other}")),
             };
-            let point = spki
-                .subject_public_key
-                .as_bytes()
-                .ok_or("malformed EC point")?
-                .to_vec();
+            let point = spki.subject_public_key.as_bytes().ok_or("malformed EC point")?.to_vec();
             Ok(Spki::Ec(kt, point))
         }
         other => Err(format!("unsupported key algorithm {other}")),
@@ -73,12 +68,9 @@ pub fn pem_blocks(text: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
         let label_end = block[11..].find("-----").ok_or("unterminated PEM header")? + 11;
         let label = block[11..label_end].to_string();
         let end_marker = format!("-----END {label}-----");
-        let end = block
-            .find(&end_marker)
-            .ok_or_else(|| format!("missing {end_marker}"))?
-            + end_marker.len();
-        let (l, der) = der::pem::decode_vec(block[..end].as_bytes())
-            .map_err(|e| format!("bad PEM block {label}: {e}"))?;
+        let end = block.find(&end_marker).ok_or_else(|| format!("missing {end_marker}"))? + end_marker.len();
+        let (l, der) =
+            der::pem::decode_vec(&block.as_bytes()[..end]).map_err(|e| format!("bad PEM block {label}: {e}"))?;
         out.push((l.to_string(), der));
         rest = &block[end..];
     }
@@ -115,10 +107,7 @@ fn time(t: &x509_cert::time::Time) -> Timestamp {
 pub fn cert_info(der: &[u8]) -> Result<CertInfo, String> {
     let cert = Certificate::from_der(der).map_err(|e| format!("not an X.509 certificate: {e}"))?;
     let tbs = cert.tbs_certificate();
-    let spki_der = tbs
-        .subject_public_key_info()
-        .to_der()
-        .map_err(|e| e.to_string())?;
+    let spki_der = tbs.subject_public_key_info().to_der().map_err(|e| e.to_string())?;
     Ok(CertInfo {
         der: der.to_vec(),
         subject: tbs.subject().to_string(),
@@ -141,8 +130,7 @@ mod tests {
         use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair};
         let pair = EcdsaKeyPair::generate(&ECDSA_P256_SHA256_FIXED_SIGNING).unwrap();
         let spki: aws_lc_rs::encoding::PublicKeyX509Der = pair.public_key().as_der().unwrap();
-        let pem =
-            der::pem::encode_string("PUBLIC KEY", der::pem::LineEnding::LF, spki.as_ref()).unwrap();
+        let pem = der::pem::encode_string("PUBLIC KEY", der::pem::LineEnding::LF, spki.as_ref()).unwrap();
         assert_eq!(pem_text(&pem).unwrap(), pem.trim());
         let b64 = super::super::b64std(pem.as_bytes());
         assert_eq!(pem_text(&b64).unwrap(), pem.trim());

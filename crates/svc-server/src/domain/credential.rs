@@ -47,21 +47,13 @@ mod secret_map {
 
     use super::Secret;
 
-    pub fn serialize<S: Serializer>(
-        m: &BTreeMap<String, Secret<String>>,
-        s: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(m: &BTreeMap<String, Secret<String>>, s: S) -> Result<S::Ok, S::Error> {
         let plain: BTreeMap<&String, &String> = m.iter().map(|(k, v)| (k, v.expose())).collect();
         plain.serialize(s)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        d: D,
-    ) -> Result<BTreeMap<String, Secret<String>>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Secret<String>>, D::Error> {
         let plain = BTreeMap::<String, String>::deserialize(d)?;
-        Ok(plain
-            .into_iter()
-            .map(|(k, v)| (k, Secret::new(v)))
-            .collect())
+        Ok(plain.into_iter().map(|(k, v)| (k, Secret::new(v))).collect())
     }
 }
 

@@ -199,12 +199,7 @@ pub const IDENTITY_TYPES: &[IdentityType] = &[
         "host.process.exePath",
         Source::Reported,
     ),
-    t(
-        "processName",
-        "Process name",
-        "host.process.name",
-        Source::Reported,
-    ),
+    t("processName", "Process name", "host.process.name", Source::Reported),
     t(
         "processCommandLine",
         "Process command line",
@@ -263,8 +258,5 @@ pub fn lookup(name: &str) -> Option<&'static IdentityType> {
 
 /// Index priority of a type (lower is more selective).
 pub fn priority(name: &str) -> usize {
-    IDENTITY_TYPES
-        .iter()
-        .position(|t| t.name == name)
-        .unwrap_or(usize::MAX)
+    IDENTITY_TYPES.iter().position(|t| t.name == name).unwrap_or(usize::MAX)
 }

@@ -120,8 +120,7 @@ impl Actor {
         match self {
             Actor::User { email, .. } => Some(email.clone()),
             Actor::Role {
-                credential_provider_id,
-                ..
+                credential_provider_id, ..
             } => Some(format!("credential-provider:{credential_provider_id}")),
             Actor::System => Some("system".into()),
             Actor::Anonymous { .. } => None,

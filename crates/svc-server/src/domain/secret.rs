@@ -35,9 +35,7 @@ pub mod storage {
     pub fn serialize<S: Serializer, T: Serialize>(v: &Secret<T>, s: S) -> Result<S::Ok, S::Error> {
         v.0.serialize(s)
     }
-    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-        d: D,
-    ) -> Result<Secret<T>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Secret<T>, D::Error> {
         T::deserialize(d).map(Secret)
     }
 
@@ -45,10 +43,7 @@ pub mod storage {
         use super::Secret;
         use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-        pub fn serialize<S: Serializer, T: Serialize>(
-            v: &Option<Secret<T>>,
-            s: S,
-        ) -> Result<S::Ok, S::Error> {
+        pub fn serialize<S: Serializer, T: Serialize>(v: &Option<Secret<T>>, s: S) -> Result<S::Ok, S::Error> {
             v.as_ref().map(|x| &x.0).serialize(s)
         }
         pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(

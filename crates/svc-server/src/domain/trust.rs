@@ -94,9 +94,7 @@ impl TrustKind {
                 "CloudARoleARN",
                 "CloudAUsername",
             ],
-            TrustKind::CloudBMetadataService => {
-                &["CloudBSku", "CloudBVmId", "CloudBSubscriptionId"]
-            }
+            TrustKind::CloudBMetadataService => &["CloudBSku", "CloudBVmId", "CloudBSubscriptionId"],
             TrustKind::CloudCIdentityToken => &["Email"],
             TrustKind::CiAIdentityToken => &[
                 "CiAActor",
@@ -129,19 +127,14 @@ impl TrustKind {
 
     /// Kinds whose evidence is a JWT verified with configurable key material.
     pub fn accepts_key_material(self) -> bool {
-        matches!(
-            self,
-            TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken
-        )
+        matches!(self, TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken)
     }
 
     /// Kinds that accept certificate secrets (§3.2).
     pub fn accepts_secrets(self) -> bool {
         matches!(
             self,
-            TrustKind::CloudAMetadataService
-                | TrustKind::OrchestratorServiceAccount
-                | TrustKind::OidcIdToken
+            TrustKind::CloudAMetadataService | TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken
         )
     }
 

@@ -25,11 +25,7 @@ pub fn parse_client_id(app: &App, id: &str) -> Option<(TrustKind, Uuid)> {
     let [svc, stack, tenant, identity, ty, uuid] = parts.as_slice() else {
         return None;
     };
-    if *svc != "svc"
-        || *identity != "identity"
-        || *stack != app.cfg.stack
-        || *tenant != app.cfg.tenant
-    {
+    if *svc != "svc" || *identity != "identity" || *stack != app.cfg.stack || *tenant != app.cfg.tenant {
         return None;
     }
     let kind = TrustKind::from_client_id_type(ty)?;
@@ -49,11 +45,7 @@ fn attestation(tp: &trust::CompiledTrust, err: Option<&TrustError>) -> Attestati
     let mut a = AttestationResult {
         id: tp.id,
         name: tp.name.clone(),
-        result: if err.is_none() {
-            "Attested"
-        } else {
-            "Unauthorized"
-        },
+        result: if err.is_none() { "Attested" } else { "Unauthorized" },
         ..Default::default()
     };
     if let Some(e) = err {
@@ -77,15 +69,8 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     let (peer_ip, peer_port) = peer(&parts.extensions);
     let bytes = super::read_body(body).await;
     let parsed: Option<AuthRequest> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
-    let bucket_id = parsed
-        .as_ref()
-        .and_then(|r| r.client_id.as_deref())
-        .unwrap_or("");
-    if let Err(wait) = app
-        .limits
-        .auth
-        .check(&(bucket_id, peer_ip), crate::clock::now_millis())
-    {
+    let bucket_id = parsed.as_ref().and_then(|r| r.client_id.as_deref()).unwrap_or("");
+    if let Err(wait) = app.limits.auth.check(&(bucket_id, peer_ip), crate::clock::now_millis()) {
         return too_many(wait);
     }
 
@@ -107,7 +92,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         let (Some(client), Some(client_id)) = (client, client_id) else {
             break 'o invalid(INVALID_REQUEST, "InvalidRequest");
         };
-        let Ok(rs) = selected else {
+        let Some(rs) = selected else {
             break 'o invalid(INVALID_REQUEST, "InvalidRequest");
         };
         let Some((kind, tp_id)) = parse_client_id(&app, client_id) else {
@@ -153,9 +138,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
             }
             Err(e) => {
                 let (status, message, result) = match &e {
-                    TrustError::Upstream(_) => {
-                        (StatusCode::INTERNAL_SERVER_ERROR, INTERNAL, "Error")
-                    }
+                    TrustError::Upstream(_) => (StatusCode::INTERNAL_SERVER_ERROR, INTERNAL, "Error"),
                     _ => (StatusCode::UNAUTHORIZED, UNAUTHORIZED, "Unauthorized"),
                 };
                 tracing::info!(provider = %tp.id, reason = e.reason(), detail = %e.detail(), "edge authentication refused");
@@ -179,13 +162,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         target_host: None,
         target_port: 0,
         transport: "TCP",
-        environment: events::environment(
-            &facts,
-            None,
-            client,
-            source_ip_text.as_deref(),
-            client_id,
-        ),
+        environment: events::environment(&facts, None, client, source_ip_text.as_deref(), client_id),
     };
     let mut parts_ev = Parts::default();
     parts_ev.trust_providers.extend(outcome.provider);

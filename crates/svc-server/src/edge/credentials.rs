@@ -7,14 +7,10 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use svc_api::edge::{
-    ApiCredentialsRequest, ApiCredentialsResponse, ConnectionMetadata, CredentialType,
-};
+use svc_api::edge::{ApiCredentialsRequest, ApiCredentialsResponse, ConnectionMetadata, CredentialType};
 use uuid::Uuid;
 
-use super::events::{
-    self, AttestationResult, CpResult, EntityResult, Parts, RequestInfo, WorkloadEvent,
-};
+use super::events::{self, AttestationResult, CpResult, EntityResult, Parts, RequestInfo, WorkloadEvent};
 use super::identity::Subject;
 use super::token::{self, Token};
 use super::{generic, peer, select_rs, too_many};
@@ -29,7 +25,8 @@ use crate::trust::{Facts, TrustError};
 pub const INVALID: &str = "The credentials request is invalid.";
 pub const UNAUTHORIZED: &str = "Unauthorized access.";
 pub const NOT_APPLICABLE: &str = "Not applicable for this request.";
-pub const SEVERAL_POLICIES: &str = "Several access policies match this request; set CLIENT_WORKLOAD_ID to select the client workload.";
+pub const SEVERAL_POLICIES: &str =
+    "Several access policies match this request; set CLIENT_WORKLOAD_ID to select the client workload.";
 pub const SELECTOR_REQUIRED: &str =
     "connectionMetadata is required: the access policy has several credential providers.";
 pub const INTERNAL: &str = "Failed to retrieve credentials due to an internal error.";
@@ -62,10 +59,7 @@ fn validate_body(parsed: &Option<ApiCredentialsRequest>) -> Result<Valid<'_>, St
         }
         Some(t) => t,
         None => {
-            let names: Vec<&str> = CredentialType::ALL[1..]
-                .iter()
-                .map(|t| t.as_str())
-                .collect();
+            let names: Vec<&str> = CredentialType::ALL[1..].iter().map(|t| t.as_str()).collect();
             return Err(invalid(
                 "credentialType",
                 &format!("must be one of {}", names.join(", ")),
@@ -78,31 +72,18 @@ fn validate_body(parsed: &Option<ApiCredentialsRequest>) -> Result<Valid<'_>, St
         .map(str::trim)
         .filter(|h| !h.is_empty())
         .ok_or_else(|| invalid("server.host", "is required"))?;
-    let port = server
-        .port
-        .ok_or_else(|| invalid("server.port", "is required"))?;
+    let port = server.port.ok_or_else(|| invalid("server.port", "is required"))?;
     if !(1..=65535).contains(&port) {
         return Err(invalid("server.port", "must be 1..65535"));
     }
-    if server
-        .transport_protocol
-        .as_deref()
-        .is_some_and(|t| t != "TCP")
-    {
+    if server.transport_protocol.as_deref().is_some_and(|t| t != "TCP") {
         return Err(invalid("server.transportProtocol", "must be TCP"));
     }
     if let Some(cm) = &req.connection_metadata {
-        if let Some(k) = &cm.access_key_id {
-            if k.is_empty()
-                || !k
-                    .chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
-            {
-                return Err(invalid(
-                    "connectionMetadata.accessKeyId",
-                    "must match ^[A-Z0-9]+$",
-                ));
-            }
+        if let Some(k) = &cm.access_key_id
+            && (k.is_empty() || !k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
+        {
+            return Err(invalid("connectionMetadata.accessKeyId", "must match ^[A-Z0-9]+$"));
         }
         if cm.header_name.is_some() != cm.header_value.is_some() {
             return Err(invalid(
@@ -144,6 +125,15 @@ fn entity(id: Uuid, name: &str) -> EntityResult {
     }
 }
 
+/// What a workload event records once a server workload was identified.
+struct Identified {
+    server: Uuid,
+    app_protocol: String,
+    port: i32,
+    policy: Option<Uuid>,
+    client: Option<Uuid>,
+}
+
 /// The decision of steps 4–11 (or its failure).
 struct Decision {
     status: StatusCode,
@@ -180,12 +170,7 @@ fn respond(d: &Decision) -> Response {
 }
 
 /// Step 6: exact host first, then the longest wildcard suffix (§4.8).
-pub fn server_candidates(
-    st: &Snapshot,
-    rs: Uuid,
-    host: &str,
-    port: i32,
-) -> Vec<Arc<ServerWorkload>> {
+pub fn server_candidates(st: &Snapshot, rs: Uuid, host: &str, port: i32) -> Vec<Arc<ServerWorkload>> {
     let host = host.to_lowercase();
     let active = |ids: Option<&imbl::OrdSet<Uuid>>| -> Vec<Arc<ServerWorkload>> {
         ids.into_iter()
@@ -195,22 +180,14 @@ pub fn server_candidates(
             .cloned()
             .collect()
     };
-    let exact = active(
-        st.idx
-            .servers_exact
-            .get(&(rs, host.clone(), port, "TCP".to_string())),
-    );
+    let exact = active(st.idx.servers_exact.get(&(rs, host.clone(), port, "TCP".to_string())));
     if !exact.is_empty() {
         return exact;
     }
     let labels: Vec<&str> = host.split('.').collect();
     for start in 1..labels.len().saturating_sub(1) {
         let suffix = labels[start..].join(".");
-        let found = active(
-            st.idx
-                .servers_wildcard
-                .get(&(rs, suffix, port, "TCP".to_string())),
-        );
+        let found = active(st.idx.servers_wildcard.get(&(rs, suffix, port, "TCP".to_string())));
         if !found.is_empty() {
             return found;
         }
@@ -219,11 +196,7 @@ pub fn server_candidates(
 }
 
 /// Step 5: active client workloads of the set whose identities all match.
-pub fn client_candidates(
-    st: &Snapshot,
-    rs: Uuid,
-    subject: &Subject<'_>,
-) -> Vec<Arc<ClientWorkload>> {
+pub fn client_candidates(st: &Snapshot, rs: Uuid, subject: &Subject<'_>) -> Vec<Arc<ClientWorkload>> {
     let mut ids: Vec<Uuid> = Vec::new();
     match subject.client_workload_id() {
         Some(cwid) => {
@@ -242,12 +215,7 @@ pub fn client_candidates(
                         continue;
                     };
                     for v in subject.values(ty, key.as_deref()) {
-                        let k = (
-                            rs,
-                            *ty_name,
-                            key.clone(),
-                            crate::state::index::normalise(ty, &v),
-                        );
+                        let k = (rs, *ty_name, key.clone(), crate::state::index::normalise(ty, &v));
                         ids.extend(st.idx.clients_by_identity.get(&k).into_iter().flatten());
                     }
                 }
@@ -267,9 +235,7 @@ pub fn client_candidates(
 /// Step 10's selector (§4.8): which mapping `connectionMetadata` names.
 fn selected(m: &Mapping, cm: &ConnectionMetadata) -> bool {
     match m.mapping_type {
-        MappingType::AccessKeyId => {
-            cm.access_key_id.is_some() && cm.access_key_id == m.access_key_id
-        }
+        MappingType::AccessKeyId => cm.access_key_id.is_some() && cm.access_key_id == m.access_key_id,
         MappingType::AccountName => cm.account_name.is_some() && cm.account_name == m.account_name,
         MappingType::HttpHeader => {
             cm.header_name
@@ -310,8 +276,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     }
 
     let bytes = super::read_body(body).await;
-    let parsed: Option<ApiCredentialsRequest> =
-        bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
+    let parsed: Option<ApiCredentialsRequest> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
     let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
@@ -325,7 +290,6 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let mut info = RequestInfo {
         context_id: Uuid::new_v4(),
         rs: selected_rs
-            .ok()
             .or(token.as_ref().map(|t| t.svc.rs))
             .unwrap_or(DEFAULT_RESOURCE_SET),
         client_ip: source_ip_text.clone(),
@@ -403,13 +367,13 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     );
 
     let mut ev = Parts::default();
-    let mut workload_event: Option<(Uuid, String, i32, Option<Uuid>, Option<Uuid>)> = None;
+    let mut workload_event: Option<Identified> = None;
     let mut issued: Option<Result<Issued, String>> = None;
     let mut chosen_cp: Option<Arc<CompiledCredential>> = None;
 
     let decision = 'd: {
         // Step 4: resource set.
-        let Ok(rs) = selected_rs else {
+        let Some(rs) = selected_rs else {
             break 'd Decision::fail(StatusCode::BAD_REQUEST, INVALID, "InvalidRequest");
         };
         if rs != token.svc.rs {
@@ -426,10 +390,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             if clients.len() == 1 {
                 ev.client_workload = Some(entity(clients[0].meta.id, &clients[0].meta.name));
             } else {
-                ev.client_workloads = clients
-                    .iter()
-                    .map(|c| entity(c.meta.id, &c.meta.name))
-                    .collect();
+                ev.client_workloads = clients.iter().map(|c| entity(c.meta.id, &c.meta.name)).collect();
             }
             break 'd Decision::not_found("NoServerWorkload");
         }
@@ -450,10 +411,8 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         let record_workloads = |ev: &mut Parts, p: Option<&Policy>| {
             let pick_c = p.map(|p| p.client_workload).unwrap_or(clients[0].meta.id);
             let pick_s = p.map(|p| p.server_workload).unwrap_or(servers[0].meta.id);
-            let several_c =
-                (clients.len() > 1).then(|| clients.iter().map(|c| c.meta.id).collect::<Vec<_>>());
-            let several_s =
-                (servers.len() > 1).then(|| servers.iter().map(|s| s.meta.id).collect::<Vec<_>>());
+            let several_c = (clients.len() > 1).then(|| clients.iter().map(|c| c.meta.id).collect::<Vec<_>>());
+            let several_s = (servers.len() > 1).then(|| servers.iter().map(|s| s.meta.id).collect::<Vec<_>>());
             if let Some(c) = clients.iter().find(|c| c.meta.id == pick_c) {
                 ev.client_workload = Some(EntityResult {
                     matches: several_c.clone(),
@@ -467,16 +426,10 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                 });
             }
             if several_c.is_some() {
-                ev.client_workloads = clients
-                    .iter()
-                    .map(|c| entity(c.meta.id, &c.meta.name))
-                    .collect();
+                ev.client_workloads = clients.iter().map(|c| entity(c.meta.id, &c.meta.name)).collect();
             }
             if several_s.is_some() {
-                ev.server_workloads = servers
-                    .iter()
-                    .map(|s| entity(s.meta.id, &s.meta.name))
-                    .collect();
+                ev.server_workloads = servers.iter().map(|s| entity(s.meta.id, &s.meta.name)).collect();
             }
         };
         let server = if policies.len() == 1 {
@@ -494,16 +447,13 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         } else {
             None
         };
-        workload_event = Some((
-            server.meta.id,
-            server.endpoint.app_protocol.clone(),
-            server.endpoint.requested_port,
-            policies
-                .first()
-                .filter(|_| policies.len() == 1)
-                .map(|p| p.meta.id),
-            client_id,
-        ));
+        workload_event = Some(Identified {
+            server: server.meta.id,
+            app_protocol: server.endpoint.app_protocol.clone(),
+            port: server.endpoint.requested_port,
+            policy: policies.first().filter(|_| policies.len() == 1).map(|p| p.meta.id),
+            client: client_id,
+        });
         let policy = match policies.len() {
             0 => {
                 record_workloads(&mut ev, None);
@@ -513,19 +463,12 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             _ => {
                 record_workloads(&mut ev, None);
                 let ids: Vec<Uuid> = policies.iter().map(|p| p.meta.id).collect();
-                ev.access_policies = policies
-                    .iter()
-                    .map(|p| entity(p.meta.id, &p.meta.name))
-                    .collect();
+                ev.access_policies = policies.iter().map(|p| entity(p.meta.id, &p.meta.name)).collect();
                 ev.access_policy = Some(EntityResult {
                     matches: Some(ids),
                     ..entity(policies[0].meta.id, &policies[0].meta.name)
                 });
-                break 'd Decision::fail(
-                    StatusCode::BAD_REQUEST,
-                    SEVERAL_POLICIES,
-                    "MultipleAccessPolicies",
-                );
+                break 'd Decision::fail(StatusCode::BAD_REQUEST, SEVERAL_POLICIES, "MultipleAccessPolicies");
             }
         };
         record_workloads(&mut ev, Some(&policy));
@@ -545,8 +488,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             } else {
                 let mut passed = false;
                 for tp_id in &policy.trust_providers {
-                    let Some(tp) = st.idx.trust.get(tp_id).filter(|t| t.active && t.rs == rs)
-                    else {
+                    let Some(tp) = st.idx.trust.get(tp_id).filter(|t| t.active && t.rs == rs) else {
                         continue;
                     };
                     match crate::trust::verify(&app, tp, client).await {
@@ -583,11 +525,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                     }
                 }
                 if !passed {
-                    break 'd Decision::fail(
-                        StatusCode::FORBIDDEN,
-                        NOT_APPLICABLE,
-                        "AttestationFailed",
-                    );
+                    break 'd Decision::fail(StatusCode::FORBIDDEN, NOT_APPLICABLE, "AttestationFailed");
                 }
             }
         }
@@ -609,17 +547,9 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             0 => break 'd Decision::not_found("NoCredentialProvider"),
             1 => active[0].1.clone(),
             _ => {
-                let cm = valid
-                    .req
-                    .connection_metadata
-                    .as_ref()
-                    .filter(|cm| !cm.is_empty());
+                let cm = valid.req.connection_metadata.as_ref().filter(|cm| !cm.is_empty());
                 let Some(cm) = cm else {
-                    break 'd Decision::fail(
-                        StatusCode::BAD_REQUEST,
-                        SELECTOR_REQUIRED,
-                        "SelectorRequired",
-                    );
+                    break 'd Decision::fail(StatusCode::BAD_REQUEST, SELECTOR_REQUIRED, "SelectorRequired");
                 };
                 let hits: Vec<&(&Mapping, Arc<CompiledCredential>)> =
                     active.iter().filter(|(m, _)| selected(m, cm)).collect();
@@ -640,11 +570,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         if cp.credential_type() != Some(valid.credential_type) {
             cp_result.reason = Some("CredentialTypeMismatch".into());
             ev.credential_provider = Some(cp_result);
-            break 'd Decision::fail(
-                StatusCode::FORBIDDEN,
-                NOT_APPLICABLE,
-                "CredentialTypeMismatch",
-            );
+            break 'd Decision::fail(StatusCode::FORBIDDEN, NOT_APPLICABLE, "CredentialTypeMismatch");
         }
         ev.credential_provider = Some(cp_result);
         // Step 12: fetch.
@@ -670,11 +596,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         &app,
         &info,
         "access.authorization",
-        if authorized {
-            "Authorized"
-        } else {
-            "Unauthorized"
-        },
+        if authorized { "Authorized" } else { "Unauthorized" },
         decision.reason,
         events::severity_for(decision.status.as_u16()),
         &ev,
@@ -706,11 +628,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                     "NotRetrieved",
                     Some(why.clone()),
                     StatusCode::OK,
-                    (
-                        StatusCode::OK,
-                        axum::Json(ApiCredentialsResponse::unknown()),
-                    )
-                        .into_response(),
+                    (StatusCode::OK, axum::Json(ApiCredentialsResponse::unknown())).into_response(),
                     "CredentialDenied",
                 ),
                 Err(why) => {
@@ -724,15 +642,17 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                     )
                 }
             };
-            let mut cev = Parts::default();
-            cev.credential_provider = Some(CpResult {
-                id: cp.id,
-                name: cp.name.clone(),
-                result: cp_res,
-                cp_type: cp.cp_type.clone(),
-                reason,
+            let cev = Parts {
+                credential_provider: Some(CpResult {
+                    id: cp.id,
+                    name: cp.name.clone(),
+                    result: cp_res,
+                    cp_type: cp.cp_type.clone(),
+                    reason,
+                    ..Default::default()
+                }),
                 ..Default::default()
-            });
+            };
             let (outcome, why) = if status == StatusCode::OK {
                 ("Authorized", None)
             } else {
@@ -759,7 +679,14 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             },
         ),
     };
-    if let Some((server, proto, port, policy, client_wl)) = workload_event {
+    if let Some(Identified {
+        server,
+        app_protocol,
+        port,
+        policy,
+        client,
+    }) = workload_event
+    {
         events::workload(
             &app,
             &info,
@@ -768,9 +695,9 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                 success: action == "CredentialIssued",
                 severity: events::severity_for(status.as_u16()),
                 policy,
-                client_workload: client_wl,
+                client_workload: client,
                 server_workload: server,
-                app_protocol: &proto,
+                app_protocol: &app_protocol,
                 server_port: port,
             },
         );

@@ -142,13 +142,9 @@ pub fn severity_for(status: u16) -> &'static str {
 
 fn names(parts: &Parts) -> String {
     let mut s = String::new();
-    for e in [
-        &parts.client_workload,
-        &parts.server_workload,
-        &parts.access_policy,
-    ]
-    .into_iter()
-    .flatten()
+    for e in [&parts.client_workload, &parts.server_workload, &parts.access_policy]
+        .into_iter()
+        .flatten()
     {
         s.push('\n');
         s.push_str(&e.name);
@@ -421,16 +417,9 @@ pub fn environment(
     source_ip: Option<&str>,
     client_id: Option<&str>,
 ) -> Box<RawValue> {
-    let f = |k: &str| {
-        facts
-            .get(k)
-            .and_then(|v| v.values().first())
-            .map(String::as_str)
-    };
+    let f = |k: &str| facts.get(k).and_then(|v| v.values().first()).map(String::as_str);
     let fo = |k: &str| f(k).map(str::to_string);
-    let process = client
-        .and_then(|c| c.host.as_ref())
-        .and_then(|h| h.process.as_ref());
+    let process = client.and_then(|c| c.host.as_ref()).and_then(|h| h.process.as_ref());
     let ecs_task: Option<serde_json::Value> = client
         .and_then(|c| c.cloud_a.as_ref())
         .and_then(|a| a.ecs.as_ref())
@@ -452,9 +441,7 @@ pub fn environment(
     let env = Env {
         network: EnvNetwork { source_ip },
         host: EnvHost {
-            hostname: client
-                .and_then(|c| c.host.as_ref())
-                .and_then(|h| h.hostname.as_deref()),
+            hostname: client.and_then(|c| c.host.as_ref()).and_then(|h| h.hostname.as_deref()),
         },
         process: EnvProcess {
             name: process.and_then(|p| p.name.as_deref()),
@@ -468,10 +455,7 @@ pub fn environment(
             instance_id: fo("CloudAInstanceId"),
             region: fo("CloudARegion"),
             ecs: EnvEcs {
-                task_family: ecs_task
-                    .as_ref()
-                    .and_then(|t| t.get("Family"))
-                    .and_then(|v| v.as_str()),
+                task_family: ecs_task.as_ref().and_then(|t| t.get("Family")).and_then(|v| v.as_str()),
                 service_name: ecs_task
                     .as_ref()
                     .and_then(|t| t.get("ServiceName"))

@@ -58,36 +58,20 @@ impl<'a> Subject<'a> {
     fn ecs_task(&self) -> Option<&Value> {
         self.ecs_task
             .get_or_init(|| {
-                let text = self
-                    .client
-                    .cloud_a
-                    .as_ref()?
-                    .ecs
-                    .as_ref()?
-                    .task_metadata
-                    .as_ref()?;
+                let text = self.client.cloud_a.as_ref()?.ecs.as_ref()?.task_metadata.as_ref()?;
                 serde_json::from_str(text).ok()
             })
             .as_ref()
     }
 
     pub fn client_workload_id(&self) -> Option<&str> {
-        s(&self
-            .client
-            .os
-            .as_ref()?
-            .environment
-            .as_ref()?
-            .client_workload_id)
-        .filter(|v| !v.is_empty())
+        s(&self.client.os.as_ref()?.environment.as_ref()?.client_workload_id).filter(|v| !v.is_empty())
     }
 
     fn pod_name(&self) -> Option<Cow<'_, str>> {
         match self.facts.get("OrchestratorIoPodName") {
             Some(f) => f.values().first().map(|v| Cow::Borrowed(v.as_str())),
-            None => {
-                s(&self.client.os.as_ref()?.environment.as_ref()?.orch_pod_name).map(Cow::Borrowed)
-            }
+            None => s(&self.client.os.as_ref()?.environment.as_ref()?.orch_pod_name).map(Cow::Borrowed),
         }
     }
 
@@ -117,12 +101,7 @@ impl<'a> Subject<'a> {
             Source::Fact(attr) => self
                 .facts
                 .get(attr)
-                .map(|f| {
-                    f.values()
-                        .iter()
-                        .map(|v| Cow::Borrowed(v.as_str()))
-                        .collect()
-                })
+                .map(|f| f.values().iter().map(|v| Cow::Borrowed(v.as_str())).collect())
                 .unwrap_or_default(),
             Source::OrchestratorClaim(i) => self
                 .claims()
@@ -153,15 +132,11 @@ impl<'a> Subject<'a> {
             let Some(ip) = self.source_ip else {
                 return false;
             };
-            return wanted
-                .iter()
-                .any(|w| IpNet::parse(w).is_some_and(|n| n.contains(ip)));
+            return wanted.iter().any(|w| IpNet::parse(w).is_some_and(|n| n.contains(ip)));
         }
         let actual = self.values(ty, key);
         if ty.name == "orchestratorPodNamePrefix" {
-            return actual
-                .iter()
-                .any(|a| wanted.iter().any(|w| a.starts_with(w)));
+            return actual.iter().any(|a| wanted.iter().any(|w| a.starts_with(w)));
         }
         actual.iter().any(|a| {
             let a = normalise(ty, a);

@@ -38,10 +38,8 @@ pub fn generic(status: StatusCode, message: &str) -> Response {
 
 pub fn too_many(retry_after: u64) -> Response {
     let mut r = generic(StatusCode::TOO_MANY_REQUESTS, TOO_MANY);
-    r.headers_mut().insert(
-        axum::http::header::RETRY_AFTER,
-        HeaderValue::from(retry_after.max(1)),
-    );
+    r.headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(retry_after.max(1)));
     r
 }
 
@@ -82,20 +80,11 @@ pub fn effective_ip(
 }
 
 /// The selected resource set (§4.3): header, else `SVC_RESOURCE_SET_ID`, else the default.
-/// `Err(())` when malformed, unknown, or the two disagree.
-pub fn select_rs(
-    st: &State,
-    headers: &HeaderMap,
-    client: Option<&ClientWorkloadDetails>,
-) -> Result<Uuid, ()> {
+/// `None` when malformed, unknown, or the two disagree.
+pub fn select_rs(st: &State, headers: &HeaderMap, client: Option<&ClientWorkloadDetails>) -> Option<Uuid> {
     let header = match headers.get(crate::http::guard::RS_HEADER) {
         None => None,
-        Some(v) => Some(
-            v.to_str()
-                .ok()
-                .and_then(|s| svc_api::reader::parse_uuid(s.trim()))
-                .ok_or(())?,
-        ),
+        Some(v) => Some(v.to_str().ok().and_then(|s| svc_api::reader::parse_uuid(s.trim()))?),
     };
     let env = client
         .and_then(|c| c.os.as_ref())
@@ -104,19 +93,15 @@ pub fn select_rs(
         .filter(|s| !s.trim().is_empty());
     let env = match env {
         None => None,
-        Some(s) => Some(svc_api::reader::parse_uuid(s.trim()).ok_or(())?),
+        Some(s) => Some(svc_api::reader::parse_uuid(s.trim())?),
     };
     let rs = match (header, env) {
-        (Some(h), Some(e)) if h != e => return Err(()),
+        (Some(h), Some(e)) if h != e => return None,
         (Some(h), _) => h,
         (None, Some(e)) => e,
         (None, None) => DEFAULT_RESOURCE_SET,
     };
-    if st.resource_set_exists(&rs) {
-        Ok(rs)
-    } else {
-        Err(())
-    }
+    st.resource_set_exists(&rs).then_some(rs)
 }
 
 /// Reads an edge body (≤ 256 KiB); `None` when too large or not readable.

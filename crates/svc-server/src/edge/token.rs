@@ -67,10 +67,7 @@ pub fn issue(
         },
     };
     let bytes = serde_json::to_vec(&c).expect("claims serialise");
-    (
-        app.keys().sign_internal(&bytes, crate::clock::now_millis()),
-        ttl as i32,
-    )
+    (app.keys().sign_internal(&bytes, crate::clock::now_millis()), ttl as i32)
 }
 
 /// A validated edge token's claims.
@@ -104,11 +101,7 @@ pub fn validate(app: &App, st: &State, token: &str) -> Option<Token> {
     let payload = app.keys().verify_internal(token, now_ms)?;
     let t: Token = serde_json::from_slice(&payload).ok()?;
     let now = now_ms.div_euclid(1000);
-    if t.iss != app.cfg.issuer()
-        || t.aud != EDGE_AUDIENCE
-        || t.exp + LEEWAY < now
-        || t.nbf - LEEWAY > now
-    {
+    if t.iss != app.cfg.issuer() || t.aud != EDGE_AUDIENCE || t.exp + LEEWAY < now || t.nbf - LEEWAY > now {
         return None;
     }
     let tp = st.idx.trust.get(&t.svc.tp)?;

@@ -53,10 +53,7 @@ impl Activity {
     /// `Warning` for deletions, failed logins and lockouts; `Info` otherwise.
     pub fn severity(self) -> &'static str {
         match self {
-            Activity::Deleted
-            | Activity::SecretDeleted
-            | Activity::LoginFailed
-            | Activity::Locked => "Warning",
+            Activity::Deleted | Activity::SecretDeleted | Activity::LoginFailed | Activity::Locked => "Warning",
             _ => "Info",
         }
     }
@@ -79,9 +76,7 @@ impl AuditEntry<'_> {
         let id = Uuid::new_v4();
         let (atype, display, user, email, cp, ap) = match self.actor {
             Actor::User {
-                email,
-                display_name,
-                ..
+                email, display_name, ..
             } => (
                 "User",
                 Some(display_name.clone()),
@@ -118,11 +113,7 @@ impl AuditEntry<'_> {
             .as_deref()
             .map(parse_user_agent)
             .unwrap_or((None, None));
-        let result = if self.failure.is_some() {
-            "Failure"
-        } else {
-            "Success"
-        };
+        let result = if self.failure.is_some() { "Failure" } else { "Success" };
         let body = json!({
             "externalId": id,
             "resourceSetId": self.rs,
@@ -216,13 +207,7 @@ mod tests {
         let (b, o) = super::parse_user_agent(
             "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0 Safari/537.36",
         );
-        assert_eq!(
-            (b.as_deref(), o.as_deref()),
-            (Some("Chrome"), Some("Linux"))
-        );
-        assert_eq!(
-            super::parse_user_agent("curl/8.4.0"),
-            (Some("curl".into()), None)
-        );
+        assert_eq!((b.as_deref(), o.as_deref()), (Some("Chrome"), Some("Linux")));
+        assert_eq!(super::parse_user_agent("curl/8.4.0"), (Some("curl".into()), None));
     }
 }

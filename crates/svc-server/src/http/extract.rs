@@ -131,18 +131,11 @@ pub fn peer_ip(parts_ext: &axum::http::Extensions) -> Option<IpAddr> {
 
 /// The effective source IP (§4.3) for management calls: the peer, or the left-most
 /// `X-Forwarded-For` entry when the peer is a trusted proxy.
-pub fn effective_ip(
-    app: &App,
-    ext: &axum::http::Extensions,
-    headers: &HeaderMap,
-) -> Option<IpAddr> {
+pub fn effective_ip(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap) -> Option<IpAddr> {
     let peer = peer_ip(ext)?;
     if app.cfg.is_trusted_proxy(peer)
         && let Some(fwd) = headers.get("x-forwarded-for").and_then(|v| v.to_str().ok())
-        && let Some(ip) = fwd
-            .split(',')
-            .next()
-            .and_then(|s| s.trim().parse::<IpAddr>().ok())
+        && let Some(ip) = fwd.split(',').next().and_then(|s| s.trim().parse::<IpAddr>().ok())
     {
         return Some(crate::net::canonical(ip));
     }

@@ -104,8 +104,7 @@ pub fn request_rs(headers: &HeaderMap, st: &Snapshot) -> Result<Uuid> {
         .to_str()
         .map_err(|_| Error::bad("X-Svc-ResourceSet: must be a UUID"))?
         .trim();
-    let id = svc_api::reader::parse_uuid(s)
-        .ok_or_else(|| Error::bad("X-Svc-ResourceSet: must be a UUID"))?;
+    let id = svc_api::reader::parse_uuid(s).ok_or_else(|| Error::bad("X-Svc-ResourceSet: must be a UUID"))?;
     if !st.resource_set_exists(&id) {
         return Err(Error::bad("X-Svc-ResourceSet: unknown resource set"));
     }
@@ -183,13 +182,7 @@ pub fn guarded(app: &App, perm: Perm, scope: Scope, r: MethodRouter<App>) -> Met
 }
 
 /// Like [`guarded`], with the access level fixed (e.g. `authorize` is a write though it is a GET).
-pub fn guarded_as(
-    app: &App,
-    perm: Perm,
-    scope: Scope,
-    write: bool,
-    r: MethodRouter<App>,
-) -> MethodRouter<App> {
+pub fn guarded_as(app: &App, perm: Perm, scope: Scope, write: bool, r: MethodRouter<App>) -> MethodRouter<App> {
     let gs = GuardState {
         app: app.clone(),
         guard: Guard {

@@ -24,10 +24,7 @@ pub fn parse_int(q: &QueryPairs, key: &str, default: i32, min: i32, max: i32) ->
         Some(s) => match s.trim().parse::<i64>() {
             Ok(v) if v >= min as i64 && v <= max as i64 => Ok(v as i32),
             _ if max == i32::MAX => Err(Error::field(key, format!("must be an integer ≥ {min}"))),
-            _ => Err(Error::field(
-                key,
-                format!("must be an integer in {min}..{max}"),
-            )),
+            _ => Err(Error::field(key, format!("must be an integer in {min}..{max}"))),
         },
     }
 }
@@ -147,18 +144,13 @@ pub fn filter_items(items: Vec<Value>, filter: Option<&str>, spec: &ListSpec) ->
             return items
                 .into_iter()
                 .filter(|item| match how {
-                    Filter::Field(path) => {
-                        get_path(item, path).is_some_and(|x| value_matches(x, v))
-                    }
+                    Filter::Field(path) => get_path(item, path).is_some_and(|x| value_matches(x, v)),
                     Filter::Func(pred) => pred(item, v),
                 })
                 .collect();
         }
     }
-    items
-        .into_iter()
-        .filter(|item| text_match(item, f))
-        .collect()
+    items.into_iter().filter(|item| text_match(item, f)).collect()
 }
 
 fn rank(v: Option<&Value>) -> u8 {
@@ -180,20 +172,15 @@ pub fn compare(a: Option<&Value>, b: Option<&Value>) -> Ordering {
             .unwrap_or(0.0)
             .partial_cmp(&y.as_f64().unwrap_or(0.0))
             .unwrap_or(Ordering::Equal),
-        (Some(Value::String(x)), Some(Value::String(y))) => x
-            .to_lowercase()
-            .cmp(&y.to_lowercase())
-            .then_with(|| x.cmp(y)),
+        (Some(Value::String(x)), Some(Value::String(y))) => {
+            x.to_lowercase().cmp(&y.to_lowercase()).then_with(|| x.cmp(y))
+        }
         _ => rank(a).cmp(&rank(b)),
     }
 }
 
 /// Resolves an `order` / `group-by` field name case-insensitively.
-pub fn resolve_field(
-    spec_fields: &[&'static str],
-    name: &str,
-    param: &str,
-) -> Result<&'static str> {
+pub fn resolve_field(spec_fields: &[&'static str], name: &str, param: &str) -> Result<&'static str> {
     spec_fields
         .iter()
         .find(|f| f.eq_ignore_ascii_case(name))
@@ -212,10 +199,7 @@ pub fn parse_order(spec_fields: &[&'static str], s: &str) -> Result<(&'static st
         Some(d) if d == "asc" => false,
         Some(d) if d == "desc" => true,
         Some(d) => {
-            return Err(Error::field(
-                "order",
-                format!("unknown direction '{d}' (asc or desc)"),
-            ));
+            return Err(Error::field("order", format!("unknown direction '{d}' (asc or desc)")));
         }
     };
     if parts.next().is_some() {
@@ -230,12 +214,7 @@ pub fn respond(items: Vec<Value>, p: &ListParams, spec: &ListSpec) -> Result<Val
         Some(o) => parse_order(spec.fields, o)?,
         None => spec.default_order,
     };
-    let group = match p
-        .group_by
-        .as_deref()
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-    {
+    let group = match p.group_by.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
         Some(g) => Some(resolve_field(spec.fields, g, "group-by")?),
         None => None,
     };
@@ -251,11 +230,7 @@ pub fn respond(items: Vec<Value>, p: &ListParams, spec: &ListSpec) -> Result<Val
     });
     let total = items.len();
     let start = (p.page as usize - 1).saturating_mul(p.per_page as usize);
-    let page: Vec<Value> = items
-        .into_iter()
-        .skip(start)
-        .take(p.per_page as usize)
-        .collect();
+    let page: Vec<Value> = items.into_iter().skip(start).take(p.per_page as usize).collect();
     let order = format!("{order_field} {}", if desc { "desc" } else { "asc" });
     Ok(svc_api::common::list_wrapper(
         spec.items_key,

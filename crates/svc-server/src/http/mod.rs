@@ -35,12 +35,10 @@ pub fn router(app: App) -> Router {
 fn common_layers<S: Clone + Send + Sync + 'static>(r: Router<S>) -> Router<S> {
     r.fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
-        .layer(CatchPanicLayer::custom(
-            |_panic: Box<dyn std::any::Any + Send>| {
-                tracing::error!("request handler panicked");
-                error::generic(StatusCode::INTERNAL_SERVER_ERROR, error::INTERNAL)
-            },
-        ))
+        .layer(CatchPanicLayer::custom(|_panic: Box<dyn std::any::Any + Send>| {
+            tracing::error!("request handler panicked");
+            error::generic(StatusCode::INTERNAL_SERVER_ERROR, error::INTERNAL)
+        }))
         .layer(middleware::from_fn(request_id))
 }
 

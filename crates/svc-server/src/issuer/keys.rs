@@ -89,19 +89,11 @@ impl KeyRing {
                     retire_at: r.retire_at,
                 }),
                 ALG_ES256 => {
-                    let pair = EcdsaKeyPair::from_pkcs8(
-                        &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-                        &material,
-                    )
-                    .map_err(|e| format!("key {}: {e}", r.kid))?;
+                    let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &material)
+                        .map_err(|e| format!("key {}: {e}", r.kid))?;
                     let (x, y) = ec_xy(&pair);
                     let point = pair.public_key().as_ref().to_vec();
-                    let vk = VerifyingKey::ec(
-                        Some(r.kid.clone()),
-                        Some(Alg::ES256),
-                        KeyType::EcP256,
-                        point,
-                    )?;
+                    let vk = VerifyingKey::ec(Some(r.kid.clone()), Some(Alg::ES256), KeyType::EcP256, point)?;
                     ring.verifying.push(Timed {
                         key: Arc::new(vk),
                         active_at: r.active_at,
@@ -119,8 +111,7 @@ impl KeyRing {
                     });
                 }
                 ALG_RS256 => {
-                    let pair = RsaKeyPair::from_pkcs8(&material)
-                        .map_err(|e| format!("key {}: {e}", r.kid))?;
+                    let pair = RsaKeyPair::from_pkcs8(&material).map_err(|e| format!("key {}: {e}", r.kid))?;
                     let (n, e) = rsa_ne(&pair);
                     let pk = pair.public_key();
                     let vk = VerifyingKey::rsa(
@@ -161,9 +152,7 @@ impl KeyRing {
 
     /// An HMAC key valid for verification, by id.
     pub fn hmac_by_kid(&self, kid: &str, now: i64) -> Option<&HmacKey> {
-        valid(&self.hmac, now)
-            .find(|k| k.kid == kid)
-            .map(|k| k.as_ref())
+        valid(&self.hmac, now).find(|k| k.kid == kid).map(|k| k.as_ref())
     }
 
     pub fn ec_signer(&self, now: i64) -> Arc<EcKey> {
@@ -188,7 +177,9 @@ impl KeyRing {
     pub fn jwks(&self, now: i64) -> serde_json::Value {
         let mut keys = Vec::new();
         for k in valid(&self.ec, now) {
-            keys.push(json!({"kty": "EC", "kid": k.kid, "use": "sig", "alg": ALG_ES256, "crv": "P-256", "x": k.x, "y": k.y}));
+            keys.push(
+                json!({"kty": "EC", "kid": k.kid, "use": "sig", "alg": ALG_ES256, "crv": "P-256", "x": k.x, "y": k.y}),
+            );
         }
         for k in valid(&self.rsa, now) {
             keys.push(json!({"kty": "RSA", "kid": k.kid, "use": "sig", "alg": ALG_RS256, "n": k.n, "e": k.e}));
@@ -247,9 +238,7 @@ pub fn ec_thumbprint(x: &str, y: &str) -> String {
 
 /// RFC 7638 thumbprint of an RSA key.
 pub fn rsa_thumbprint(n: &str, e: &str) -> String {
-    b64url(&sha256(
-        format!(r#"{{"e":"{e}","kty":"RSA","n":"{n}"}}"#).as_bytes(),
-    ))
+    b64url(&sha256(format!(r#"{{"e":"{e}","kty":"RSA","n":"{n}"}}"#).as_bytes()))
 }
 
 fn new_key(alg: &str, cipher: &Cipher, now: i64, active_at: i64) -> Result<KeyRow, String> {
@@ -259,14 +248,10 @@ fn new_key(alg: &str, cipher: &Cipher, now: i64, active_at: i64) -> Result<KeyRo
             (format!("hs-{}", hex(&random_bytes::<8>())), secret.to_vec())
         }
         ALG_ES256 => {
-            let doc = EcdsaKeyPair::generate_pkcs8(
-                &signature::ECDSA_P256_SHA256_FIXED_SIGNING,
-                &SystemRandom::new(),
-            )
-            .map_err(|e| e.to_string())?;
-            let pair =
-                EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref())
-                    .map_err(|e| e.to_string())?;
+            let doc = EcdsaKeyPair::generate_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
+                .map_err(|e| e.to_string())?;
+            let pair = EcdsaKeyPair::from_pkcs8(&signature::ECDSA_P256_SHA256_FIXED_SIGNING, doc.as_ref())
+                .map_err(|e| e.to_string())?;
             let (x, y) = ec_xy(&pair);
             (ec_thumbprint(&x, &y), doc.as_ref().to_vec())
         }
@@ -317,10 +302,7 @@ pub async fn rotate(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
     let mut retire = Vec::new();
     for alg in [ALG_HMAC, ALG_ES256, ALG_RS256] {
         insert.push(new_key(alg, cipher, now, active_at).map_err(StoreError)?);
-        for r in rows
-            .iter()
-            .filter(|r| r.alg == alg && r.retire_at.is_none())
-        {
+        for r in rows.iter().filter(|r| r.alg == alg && r.retire_at.is_none()) {
             retire.push((r.kid.clone(), active_at + RETIRE_AFTER_MS));
         }
     }

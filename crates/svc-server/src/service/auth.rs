@@ -64,9 +64,7 @@ impl Caller {
     pub fn roles(&self, st: &State) -> Vec<Arc<Role>> {
         let ids: Vec<Uuid> = match &self.principal {
             Principal::User(u) => u.roles.clone(),
-            Principal::Workload { cp, .. } => crate::credential::access_token::role_of(st, cp)
-                .into_iter()
-                .collect(),
+            Principal::Workload { cp, .. } => crate::credential::access_token::role_of(st, cp).into_iter().collect(),
             Principal::Cli { role } => vec![*role],
         };
         ids.iter()
@@ -173,13 +171,7 @@ pub fn mint_cli_token(app: &App, role: Uuid, ttl: i64) -> LoginResponse {
 }
 
 /// A workload token issued by a `svc-access-token` credential provider; returns (token, exp).
-pub fn mint_workload_token(
-    app: &App,
-    cp: Uuid,
-    ap: Option<Uuid>,
-    role: Uuid,
-    ttl: i64,
-) -> (String, i64) {
+pub fn mint_workload_token(app: &App, cp: Uuid, ap: Option<Uuid>, role: Uuid, ttl: i64) -> (String, i64) {
     let mut c = base_claims(app, format!("credential-provider:{cp}"), "workload", ttl);
     c.roles = vec![role.to_string()];
     c.cp = Some(cp.to_string());
@@ -196,11 +188,7 @@ pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
         .ok_or(Error::Unauthenticated)?;
     let c: MgmtClaims = serde_json::from_slice(&payload).map_err(|_| Error::Unauthenticated)?;
     let now = now_ms.div_euclid(1000);
-    if c.iss != app.cfg.issuer()
-        || c.aud != MGMT_AUDIENCE
-        || c.exp + LEEWAY_SECS < now
-        || c.nbf - LEEWAY_SECS > now
-    {
+    if c.iss != app.cfg.issuer() || c.aud != MGMT_AUDIENCE || c.exp + LEEWAY_SECS < now || c.nbf - LEEWAY_SECS > now {
         return Err(Error::Unauthenticated);
     }
     match c.svc_auth.as_str() {
@@ -227,13 +215,8 @@ pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
                     .and_then(|s| Uuid::parse_str(s).ok())
                     .ok_or(Error::Unauthenticated)?;
             let ap = c.ap.as_deref().and_then(|s| Uuid::parse_str(s).ok());
-            let role =
-                crate::credential::access_token::role_of(st, &cp).ok_or(Error::Unauthenticated)?;
-            let role_name = st
-                .roles
-                .get(&role)
-                .map(|r| r.meta.name.clone())
-                .unwrap_or_default();
+            let role = crate::credential::access_token::role_of(st, &cp).ok_or(Error::Unauthenticated)?;
+            let role_name = st.roles.get(&role).map(|r| r.meta.name.clone()).unwrap_or_default();
             Ok(Caller {
                 principal: Principal::Workload { cp, ap },
                 actor: Actor::Role {

@@ -3,9 +3,7 @@
 //! is missing. These are not management writes, so they write no audit entries.
 
 use crate::app::App;
-use crate::domain::records::{
-    AUDITOR_ROLE, Grant, ResourceSet, Role, SUPER_ADMIN_ROLE, Settings, User, UserSecrets,
-};
+use crate::domain::records::{AUDITOR_ROLE, Grant, ResourceSet, Role, SUPER_ADMIN_ROLE, Settings, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret};
 use crate::error::Result;
 use crate::service::write::{Author, Write};
@@ -48,10 +46,7 @@ pub async fn first_start(app: &App) -> Result<()> {
         meta.active = true;
         w.put(ResourceSet { meta });
     }
-    for (id, name, write) in [
-        (SUPER_ADMIN_ROLE, "SuperAdmin", true),
-        (AUDITOR_ROLE, "Auditor", false),
-    ] {
+    for (id, name, write) in [(SUPER_ADMIN_ROLE, "SuperAdmin", true), (AUDITOR_ROLE, "Auditor", false)] {
         if w.st.roles.contains_key(&id) {
             continue;
         }

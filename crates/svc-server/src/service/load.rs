@@ -55,8 +55,7 @@ pub fn to_row<T: Record>(v: &T, cipher: &Cipher, now: i64) -> EntityRow {
 }
 
 pub fn from_row<T: Record>(row: &EntityRow, cipher: &Cipher) -> Result<T, String> {
-    let mut v: T =
-        serde_json::from_str(&row.body).map_err(|e| format!("{} {}: {e}", row.kind, row.id))?;
+    let mut v: T = serde_json::from_str(&row.body).map_err(|e| format!("{} {}: {e}", row.kind, row.id))?;
     if let Some(sealed) = &row.secrets {
         let plain = cipher
             .open(sealed, &label(T::KIND, &row.id))
@@ -86,8 +85,7 @@ pub async fn load_state(store: &Store, cipher: &Cipher) -> Result<State, StoreEr
     let mut rows = rows;
     rows.sort_by_key(|r| Kind::parse(&r.kind).map(|k| k as u8).unwrap_or(u8::MAX));
     for row in &rows {
-        let kind = Kind::parse(&row.kind)
-            .ok_or_else(|| StoreError(format!("unknown entity kind {}", row.kind)))?;
+        let kind = Kind::parse(&row.kind).ok_or_else(|| StoreError(format!("unknown entity kind {}", row.kind)))?;
         for_kind!(kind, load_into(&mut st, row, cipher)).map_err(StoreError)?;
     }
     Ok(st)

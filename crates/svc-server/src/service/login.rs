@@ -32,11 +32,7 @@ fn parse(body: Value) -> Result<LoginRequest> {
     let password = o.req_str("password")?;
     let totp = o.opt_str("totpCode")?;
     o.finish()?;
-    Ok(LoginRequest {
-        email,
-        password,
-        totp,
-    })
+    Ok(LoginRequest { email, password, totp })
 }
 
 fn user_author(u: &User, client: &ClientInfo) -> Author {
@@ -114,17 +110,10 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
         } else if settings.mfa_required && user.has_verified_totp() {
             let valid = req.totp.as_deref().is_some_and(|code| {
                 user.tokens.iter().filter(|t| t.verified).any(|t| {
-                    user.secrets
-                        .totp
-                        .iter()
-                        .find(|s| s.id == t.id)
-                        .is_some_and(|s| {
-                            crate::crypto::totp::base32_decode(s.secret.expose()).is_some_and(
-                                |seed| {
-                                    crate::crypto::totp::verify(&seed, code, now.div_euclid(1000))
-                                },
-                            )
-                        })
+                    user.secrets.totp.iter().find(|s| s.id == t.id).is_some_and(|s| {
+                        crate::crypto::totp::base32_decode(s.secret.expose())
+                            .is_some_and(|seed| crate::crypto::totp::verify(&seed, code, now.div_euclid(1000)))
+                    })
                 })
             });
             if valid {
@@ -198,13 +187,7 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
             );
             if u.failed_logins >= MAX_FAILURES && !u.locked {
                 u.locked = true;
-                w.audit(
-                    &author,
-                    DEFAULT_RESOURCE_SET,
-                    "Users",
-                    Activity::Locked,
-                    &target,
-                );
+                w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Locked, &target);
             }
             w.put(u);
             Err(Error::LoginRejected(msg))
@@ -219,13 +202,7 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
                 &target,
                 reason,
             );
-            w.audit(
-                &author,
-                DEFAULT_RESOURCE_SET,
-                "Users",
-                Activity::Locked,
-                &target,
-            );
+            w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Locked, &target);
             w.put(u);
             Err(Error::LoginRejected(LOCKED))
         }

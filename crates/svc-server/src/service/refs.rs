@@ -41,10 +41,7 @@ pub fn release(w: &mut Write<'_>, author: &Author, id: Uuid, field: RefField) ->
         if p.meta.active || matches!(field, RefField::ClientWorkload | RefField::ServerWorkload) {
             return Err(Error::field(
                 field.name(),
-                format!(
-                    "referenced by access policy '{}' ({})",
-                    p.meta.name, p.meta.id
-                ),
+                format!("referenced by access policy '{}' ({})", p.meta.name, p.meta.id),
             ));
         }
         detach.push(p);

@@ -44,14 +44,8 @@ impl Author {
     }
 }
 
-fn persist<T: Record>(
-    st: &State,
-    id: &Uuid,
-    app: &App,
-    now: i64,
-) -> Option<crate::store::EntityRow> {
-    st.get::<T>(id)
-        .map(|v| to_row(v.as_ref(), &app.cipher, now))
+fn persist<T: Record>(st: &State, id: &Uuid, app: &App, now: i64) -> Option<crate::store::EntityRow> {
+    st.get::<T>(id).map(|v| to_row(v.as_ref(), &app.cipher, now))
 }
 
 impl<'a> Write<'a> {
@@ -82,13 +76,7 @@ impl<'a> Write<'a> {
     }
 
     /// A new base block: fresh or client-chosen id, sequence number, timestamps, author.
-    pub async fn new_meta(
-        &mut self,
-        kind: Kind,
-        id: Uuid,
-        rs: Option<Uuid>,
-        author: &Author,
-    ) -> Result<Meta> {
+    pub async fn new_meta(&mut self, kind: Kind, id: Uuid, rs: Option<Uuid>, author: &Author) -> Result<Meta> {
         let seq = self.next_seq(kind).await?;
         Ok(Meta {
             id,
@@ -173,11 +161,7 @@ impl<'a> Write<'a> {
         for (kind, id) in std::mem::take(&mut self.touched) {
             match for_kind!(kind, persist(&self.st, &id, self.app, now)) {
                 Some(row) => self.tx.upsert_entity(&row).await?,
-                None => {
-                    self.tx
-                        .delete_entity(kind.as_str(), &id.to_string(), now)
-                        .await?
-                }
+                None => self.tx.delete_entity(kind.as_str(), &id.to_string(), now).await?,
             }
         }
         for a in &self.audits {

@@ -132,11 +132,7 @@ impl Indexes {
         }
     }
 
-    pub fn trust_provider_changed(
-        &mut self,
-        old: Option<&TrustProvider>,
-        new: Option<&TrustProvider>,
-    ) {
+    pub fn trust_provider_changed(&mut self, old: Option<&TrustProvider>, new: Option<&TrustProvider>) {
         match new {
             Some(n) => {
                 self.trust
@@ -150,11 +146,7 @@ impl Indexes {
         }
     }
 
-    pub fn credential_provider_changed(
-        &mut self,
-        old: Option<&CredentialProvider>,
-        new: Option<&CredentialProvider>,
-    ) {
+    pub fn credential_provider_changed(&mut self, old: Option<&CredentialProvider>, new: Option<&CredentialProvider>) {
         match new {
             Some(n) => {
                 self.credentials
@@ -175,21 +167,13 @@ impl Indexes {
     ) {
     }
 
-    pub fn client_workload_changed(
-        &mut self,
-        old: Option<&ClientWorkload>,
-        new: Option<&ClientWorkload>,
-    ) {
+    pub fn client_workload_changed(&mut self, old: Option<&ClientWorkload>, new: Option<&ClientWorkload>) {
         if let Some(o) = old {
             let rs = o.meta.scope();
             match client_index(o) {
                 ClientIndex::Group(ty, key, values) => {
                     for v in values {
-                        set_remove(
-                            &mut self.clients_by_identity,
-                            &(rs, ty, key.clone(), v),
-                            &o.meta.id,
-                        );
+                        set_remove(&mut self.clients_by_identity, &(rs, ty, key.clone(), v), &o.meta.id);
                     }
                     let groups = self.identity_groups.entry(rs).or_default();
                     let gk = (ty, key);
@@ -208,11 +192,7 @@ impl Indexes {
             match client_index(n) {
                 ClientIndex::Group(ty, key, values) => {
                     for v in values {
-                        set_add(
-                            &mut self.clients_by_identity,
-                            (rs, ty, key.clone(), v),
-                            n.meta.id,
-                        );
+                        set_add(&mut self.clients_by_identity, (rs, ty, key.clone(), v), n.meta.id);
                     }
                     *self
                         .identity_groups
@@ -226,11 +206,7 @@ impl Indexes {
         }
     }
 
-    pub fn server_workload_changed(
-        &mut self,
-        old: Option<&ServerWorkload>,
-        new: Option<&ServerWorkload>,
-    ) {
+    pub fn server_workload_changed(&mut self, old: Option<&ServerWorkload>, new: Option<&ServerWorkload>) {
         if let Some(o) = old {
             let (wild, k) = endpoint_key(o);
             let m = if wild {

@@ -171,9 +171,7 @@ impl Store {
                     .await?;
                 }
                 EventTable::Audit => {
-                    return Err(super::StoreError(
-                        "audit rows are written with their entity".into(),
-                    ));
+                    return Err(super::StoreError("audit rows are written with their entity".into()));
                 }
             }
         }
@@ -263,12 +261,7 @@ impl Store {
     }
 
     /// One record by id within the given resource sets.
-    pub async fn get_event(
-        &self,
-        table: EventTable,
-        id: &str,
-        rs: &[String],
-    ) -> Result<Option<String>> {
+    pub async fn get_event(&self, table: EventTable, id: &str, rs: &[String]) -> Result<Option<String>> {
         let sql = format!("SELECT body, rs FROM {} WHERE id = $1", table.name());
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id)
@@ -283,11 +276,7 @@ impl Store {
     /// Deletes records older than `before` (ms) from every event table (retention).
     pub async fn purge_events(&self, before: i64) -> Result<u64> {
         let mut total = 0;
-        for t in [
-            EventTable::Audit,
-            EventTable::Authorization,
-            EventTable::Workload,
-        ] {
+        for t in [EventTable::Audit, EventTable::Authorization, EventTable::Workload] {
             let sql = format!("DELETE FROM {} WHERE {} < $1", t.name(), t.time_col());
             total += sqlx::query(sqlx::AssertSqlSafe(sql))
                 .bind(before)

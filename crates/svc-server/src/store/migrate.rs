@@ -61,14 +61,12 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection) -> Result<()> {
         };
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         sqlx::raw_sql(sql).execute(&mut *tx).await?;
-        sqlx::query(
-            "INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
-        )
-        .bind(m.version)
-        .bind(m.name)
-        .bind(crate::clock::now_millis())
-        .execute(&mut *tx)
-        .await?;
+        sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
+            .bind(m.version)
+            .bind(m.name)
+            .bind(crate::clock::now_millis())
+            .execute(&mut *tx)
+            .await?;
         tx.commit().await?;
         tracing::info!(version = m.version, name = m.name, "applied migration");
     }

@@ -78,18 +78,10 @@ impl Store {
         let (dsn, dialect, max) = match url {
             DatabaseUrl::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        StoreError(format!(
-                            "cannot create database folder {}: {e}",
-                            dir.display()
-                        ))
-                    })?;
+                    std::fs::create_dir_all(dir)
+                        .map_err(|e| StoreError(format!("cannot create database folder {}: {e}", dir.display())))?;
                 }
-                (
-                    format!("sqlite://{}?mode=rwc", path.display()),
-                    Dialect::Sqlite,
-                    8,
-                )
+                (format!("sqlite://{}?mode=rwc", path.display()), Dialect::Sqlite, 8)
             }
             DatabaseUrl::Postgres(u) => (u.clone(), Dialect::Postgres, 16),
         };
@@ -130,13 +122,10 @@ impl Store {
 
     /// Whether the database answers (health).
     pub async fn ping(&self) -> bool {
-        tokio::time::timeout(
-            Duration::from_secs(2),
-            sqlx::query("SELECT 1").execute(&self.pool),
-        )
-        .await
-        .map(|r| r.is_ok())
-        .unwrap_or(false)
+        tokio::time::timeout(Duration::from_secs(2), sqlx::query("SELECT 1").execute(&self.pool))
+            .await
+            .map(|r| r.is_ok())
+            .unwrap_or(false)
     }
 
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>> {
@@ -158,20 +147,20 @@ impl Store {
     }
 
     pub async fn load_entities(&self) -> Result<Vec<EntityRow>> {
-        let rows = sqlx::query(
-            "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities ORDER BY kind, seq",
-        )
-        .fetch_all(&self.pool)
-        .await?;
+        let rows = sqlx::query("SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities ORDER BY kind, seq")
+            .fetch_all(&self.pool)
+            .await?;
         Ok(rows.iter().map(entity_row).collect())
     }
 
     pub async fn load_entity(&self, kind: &str, id: &str) -> Result<Option<EntityRow>> {
-        let row = sqlx::query("SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2")
-            .bind(kind)
-            .bind(id)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2",
+        )
+        .bind(kind)
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?;
         Ok(row.as_ref().map(entity_row))
     }
 
@@ -185,16 +174,11 @@ impl Store {
 
     /// `(seq, kind, id)` of changes after `seq`, oldest first.
     pub async fn changes_since(&self, seq: i64) -> Result<Vec<(i64, String, String)>> {
-        let rows = sqlx::query(
-            "SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT 10000",
-        )
-        .bind(seq)
-        .fetch_all(&self.pool)
-        .await?;
-        Ok(rows
-            .iter()
-            .map(|r| (r.get(0), r.get(1), r.get(2)))
-            .collect())
+        let rows = sqlx::query("SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT 10000")
+            .bind(seq)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
     }
 
     pub async fn begin(&self) -> Result<StoreTx> {
@@ -204,9 +188,11 @@ impl Store {
     }
 
     pub async fn load_keys(&self) -> Result<Vec<KeyRow>> {
-        let rows = sqlx::query("SELECT kid, alg, created_at, active_at, retire_at, material FROM signing_keys ORDER BY created_at")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(
+            "SELECT kid, alg, created_at, active_at, retire_at, material FROM signing_keys ORDER BY created_at",
+        )
+        .fetch_all(&self.pool)
+        .await?;
         Ok(rows
             .iter()
             .map(|r| KeyRow {
@@ -221,12 +207,7 @@ impl Store {
     }
 
     /// Inserts keys and updates retirement times in one transaction.
-    pub async fn save_keys(
-        &self,
-        insert: &[KeyRow],
-        retire: &[(String, i64)],
-        delete: &[String],
-    ) -> Result<()> {
+    pub async fn save_keys(&self, insert: &[KeyRow], retire: &[(String, i64)], delete: &[String]) -> Result<()> {
         let mut tx = self.pool.begin().await?;
         for k in insert {
             sqlx::query(
@@ -242,13 +223,11 @@ impl Store {
             .await?;
         }
         for (kid, at) in retire {
-            sqlx::query(
-                "UPDATE signing_keys SET retire_at = $1 WHERE kid = $2 AND retire_at IS NULL",
-            )
-            .bind(*at)
-            .bind(kid)
-            .execute(&mut *tx)
-            .await?;
+            sqlx::query("UPDATE signing_keys SET retire_at = $1 WHERE kid = $2 AND retire_at IS NULL")
+                .bind(*at)
+                .bind(kid)
+                .execute(&mut *tx)
+                .await?;
         }
         for kid in delete {
             sqlx::query("DELETE FROM signing_keys WHERE kid = $1")
@@ -265,38 +244,24 @@ impl Store {
     }
 
     /// Stores a single-use value (OAuth state) until `expires_at` (ms).
-    pub async fn put_pending(
-        &self,
-        state: &str,
-        purpose: &str,
-        data: &str,
-        expires_at: i64,
-    ) -> Result<()> {
-        sqlx::query(
-            "INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(state)
-        .bind(purpose)
-        .bind(data)
-        .bind(expires_at)
-        .execute(&self.pool)
-        .await?;
+    pub async fn put_pending(&self, state: &str, purpose: &str, data: &str, expires_at: i64) -> Result<()> {
+        sqlx::query("INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ($1, $2, $3, $4)")
+            .bind(state)
+            .bind(purpose)
+            .bind(data)
+            .bind(expires_at)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
     /// Takes (deletes and returns) a pending value if it exists, matches `purpose` and is unexpired.
-    pub async fn take_pending(
-        &self,
-        state: &str,
-        purpose: &str,
-        now: i64,
-    ) -> Result<Option<String>> {
+    pub async fn take_pending(&self, state: &str, purpose: &str, now: i64) -> Result<Option<String>> {
         let mut tx = self.pool.begin().await?;
-        let row =
-            sqlx::query("SELECT data, expires_at, purpose FROM pending_states WHERE state = $1")
-                .bind(state)
-                .fetch_optional(&mut *tx)
-                .await?;
+        let row = sqlx::query("SELECT data, expires_at, purpose FROM pending_states WHERE state = $1")
+            .bind(state)
+            .fetch_optional(&mut *tx)
+            .await?;
         sqlx::query("DELETE FROM pending_states WHERE state = $1 OR expires_at < $2")
             .bind(state)
             .bind(now)

@@ -43,14 +43,7 @@ pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verifi
         issuer: Issuer::Discovered,
         audience: Audience::Contains(&app.cfg.edge_audience),
     };
-    let claims = jwt::verify(
-        app,
-        token,
-        jwt::keys_of(tp, default_issuer),
-        &tp.extra_keys,
-        &profile,
-    )
-    .await?;
+    let claims = jwt::verify(app, token, jwt::keys_of(tp, default_issuer), &tp.extra_keys, &profile).await?;
     let mut v = Verified::default();
     jwt::facts_from(&claims, mapping, &mut v.facts);
     v.claims = Some(claims);

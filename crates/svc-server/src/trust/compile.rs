@@ -55,9 +55,7 @@ pub fn key_from_pem(input: &str) -> Result<(VerifyingKey, Option<CertInfo>), Str
             Ok((key, Some(info)))
         }
         "PUBLIC KEY" => Ok((VerifyingKey::from_spki_der(None, der)?, None)),
-        other => Err(format!(
-            "unsupported PEM block {other} (CERTIFICATE or PUBLIC KEY)"
-        )),
+        other => Err(format!("unsupported PEM block {other} (CERTIFICATE or PUBLIC KEY)")),
     }
 }
 
@@ -96,10 +94,10 @@ pub fn compile(tp: &TrustProvider) -> CompiledTrust {
         .iter()
         .map(|c| c.pem.expose().as_str())
         .collect();
-    if tp.kind == TrustKind::CloudAMetadataService {
-        if let Some(c) = &tp.certificate {
-            pems.push(c);
-        }
+    if tp.kind == TrustKind::CloudAMetadataService
+        && let Some(c) = &tp.certificate
+    {
+        pems.push(c);
     }
     for pem in pems {
         match key_from_pem(pem) {

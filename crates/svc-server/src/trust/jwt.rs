@@ -59,9 +59,7 @@ pub enum Keys<'a> {
 pub fn keys_of<'a>(tp: &'a CompiledTrust, default_issuer: &'a str) -> Keys<'a> {
     match &tp.keys {
         KeySource::Discovery(u) => Keys::Fetched(u, keycache::Kind::Discovery),
-        KeySource::KindDefault | KeySource::None => {
-            Keys::Fetched(default_issuer, keycache::Kind::Discovery)
-        }
+        KeySource::KindDefault | KeySource::None => Keys::Fetched(default_issuer, keycache::Kind::Discovery),
         KeySource::Static(k) => Keys::Static(k),
         KeySource::OwnIssuer => Keys::Own,
     }
@@ -82,11 +80,7 @@ fn trim(s: &str) -> &str {
 pub fn audiences(claims: &Map<String, Value>) -> Vec<String> {
     match claims.get("aud") {
         Some(Value::String(s)) => vec![s.clone()],
-        Some(Value::Array(a)) => a
-            .iter()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect(),
+        Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
         _ => vec![],
     }
 }
@@ -99,9 +93,7 @@ fn num(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, TrustErro
             .or_else(|| n.as_f64().map(|f| f as i64))
             .map(Some)
             .ok_or_else(|| TrustError::InvalidEvidence(format!("{name} is not a number"))),
-        Some(_) => Err(TrustError::InvalidEvidence(format!(
-            "{name} is not a number"
-        ))),
+        Some(_) => Err(TrustError::InvalidEvidence(format!("{name} is not a number"))),
     }
 }
 
@@ -128,11 +120,7 @@ pub async fn verify(
             discovered_issuer = loaded.issuer.clone();
             match try_keys(&jws, alg, &loaded, extra)? {
                 true => true,
-                false => match app
-                    .key_cache
-                    .refresh_for_unknown_kid(&app.upstream, url, kind)
-                    .await
-                {
+                false => match app.key_cache.refresh_for_unknown_kid(&app.upstream, url, kind).await {
                     Some(Ok(fresh)) => {
                         discovered_issuer = fresh.issuer.clone();
                         try_keys(&jws, alg, &fresh, extra)?
@@ -167,27 +155,20 @@ pub async fn verify(
     let claims: Map<String, Value> = match serde_json::from_slice(&jws.payload) {
         Ok(Value::Object(m)) => m,
         _ => {
-            return Err(TrustError::InvalidEvidence(
-                "payload is not a JSON object".into(),
-            ));
+            return Err(TrustError::InvalidEvidence("payload is not a JSON object".into()));
         }
     };
     let now = crate::clock::now_secs();
     let leeway = app.cfg.jwt_leeway_seconds as i64;
-    let exp = num(&claims, "exp")?
-        .ok_or_else(|| TrustError::InvalidEvidence("exp is required".into()))?;
+    let exp = num(&claims, "exp")?.ok_or_else(|| TrustError::InvalidEvidence("exp is required".into()))?;
     if exp + leeway < now {
         return Err(TrustError::StaleEvidence("token expired".into()));
     }
     if num(&claims, "nbf")?.is_some_and(|nbf| nbf - leeway > now) {
-        return Err(TrustError::StaleEvidence(
-            "token not yet valid (nbf)".into(),
-        ));
+        return Err(TrustError::StaleEvidence("token not yet valid (nbf)".into()));
     }
     if num(&claims, "iat")?.is_some_and(|iat| iat - leeway > now) {
-        return Err(TrustError::StaleEvidence(
-            "token issued in the future (iat)".into(),
-        ));
+        return Err(TrustError::StaleEvidence("token issued in the future (iat)".into()));
     }
     let iss = claims.get("iss").and_then(Value::as_str);
     let iss_ok = match &profile.issuer {
@@ -200,9 +181,7 @@ pub async fn verify(
         Issuer::Unchecked => true,
     };
     if !iss_ok {
-        return Err(TrustError::InvalidEvidence(
-            "iss is not the expected issuer".into(),
-        ));
+        return Err(TrustError::InvalidEvidence("iss is not the expected issuer".into()));
     }
     let auds = audiences(&claims);
     let aud_ok = match &profile.audience {
@@ -217,18 +196,8 @@ pub async fn verify(
     Ok(claims)
 }
 
-fn try_keys(
-    jws: &jose::Jws<'_>,
-    alg: Alg,
-    loaded: &Loaded,
-    extra: &[Arc<VerifyingKey>],
-) -> Result<bool, TrustError> {
-    let all: Vec<&VerifyingKey> = loaded
-        .keys
-        .iter()
-        .chain(extra)
-        .map(|a| a.as_ref())
-        .collect();
+fn try_keys(jws: &jose::Jws<'_>, alg: Alg, loaded: &Loaded, extra: &[Arc<VerifyingKey>]) -> Result<bool, TrustError> {
+    let all: Vec<&VerifyingKey> = loaded.keys.iter().chain(extra).map(|a| a.as_ref()).collect();
     jose::verify_with(jws, alg, &all).map_err(sig_err)
 }
 

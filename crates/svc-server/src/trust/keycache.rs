@@ -62,18 +62,13 @@ impl KeyCache {
     }
 
     /// The keys of `url`, fetching when nothing fresh is held.
-    pub async fn get(
-        &self,
-        up: &Upstream,
-        url: &str,
-        kind: Kind,
-    ) -> Result<Arc<Loaded>, UpstreamError> {
+    pub async fn get(&self, up: &Upstream, url: &str, kind: Kind) -> Result<Arc<Loaded>, UpstreamError> {
         let src = self.source(url, kind);
         let now = crate::clock::now_millis();
-        if let Some(l) = src.loaded.load_full() {
-            if now - l.fetched_at < TTL_MS {
-                return Ok(l);
-            }
+        if let Some(l) = src.loaded.load_full()
+            && now - l.fetched_at < TTL_MS
+        {
+            return Ok(l);
         }
         self.fetch(&src, up, url, kind, now).await
     }
@@ -111,17 +106,15 @@ impl KeyCache {
         let _g = src.fetching.lock().await;
         let now = crate::clock::now_millis();
         // Another request may have fetched while this one waited.
-        if let Some(l) = src.loaded.load_full() {
-            if wanted_after != i64::MAX && now - l.fetched_at < TTL_MS {
-                return Ok(l);
-            }
+        if let Some(l) = src.loaded.load_full()
+            && wanted_after != i64::MAX
+            && now - l.fetched_at < TTL_MS
+        {
+            return Ok(l);
         }
         match fetch_keys(up, url, kind).await {
             Ok(l) => {
-                let l = Arc::new(Loaded {
-                    fetched_at: now,
-                    ..l
-                });
+                let l = Arc::new(Loaded { fetched_at: now, ..l });
                 src.loaded.store(Some(l.clone()));
                 Ok(l)
             }
@@ -143,24 +136,25 @@ async fn fetch_keys(up: &Upstream, url: &str, kind: Kind) -> Result<Loaded, Upst
             let disc_url = format!("{}/.well-known/openid-configuration", trim_slash(url));
             up.check_url(&disc_url)?;
             let doc = up.get_json(&disc_url).await?;
-            let issuer = doc.get("issuer").and_then(Value::as_str).ok_or_else(|| {
-                UpstreamError::Malformed("discovery document has no issuer".into())
-            })?;
+            let issuer = doc
+                .get("issuer")
+                .and_then(Value::as_str)
+                .ok_or_else(|| UpstreamError::Malformed("discovery document has no issuer".into()))?;
             if trim_slash(issuer) != trim_slash(url) {
                 return Err(UpstreamError::Malformed(format!(
                     "discovery issuer {issuer:?} is not the configured {url:?}"
                 )));
             }
-            let jwks = doc.get("jwks_uri").and_then(Value::as_str).ok_or_else(|| {
-                UpstreamError::Malformed("discovery document has no jwks_uri".into())
-            })?;
+            let jwks = doc
+                .get("jwks_uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| UpstreamError::Malformed("discovery document has no jwks_uri".into()))?;
             (Some(issuer.to_string()), jwks.to_string())
         }
     };
     up.check_url(&jwks_url)?;
     let doc = up.get_json(&jwks_url).await?;
-    let keys = parse_jwks_value(&doc, false)
-        .map_err(|e| UpstreamError::Malformed(format!("JWKS: {e}")))?;
+    let keys = parse_jwks_value(&doc, false).map_err(|e| UpstreamError::Malformed(format!("JWKS: {e}")))?;
     Ok(Loaded {
         issuer,
         keys: keys.into_iter().map(Arc::new).collect(),

@@ -102,9 +102,7 @@ impl TrustError {
 }
 
 fn non_empty(s: Option<&String>) -> Option<&str> {
-    s.map(String::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
+    s.map(String::as_str).map(str::trim).filter(|s| !s.is_empty())
 }
 
 /// The evidence field of the provider's kind (§3.1), if present and non-empty.
@@ -114,22 +112,14 @@ pub fn evidence_token(kind: TrustKind, c: &ClientWorkloadDetails) -> Option<&str
         TrustKind::CiAIdentityToken => non_empty(c.ci_a.as_ref()?.identity_token.as_ref()),
         TrustKind::CiBIdentityToken => non_empty(c.ci_b.as_ref()?.identity_token.as_ref()),
         TrustKind::CiCIdentityToken => non_empty(c.ci_c.as_ref()?.identity_token.as_ref()),
-        TrustKind::OrchestratorServiceAccount => {
-            non_empty(c.orchestrator.as_ref()?.service_account_token.as_ref())
-        }
+        TrustKind::OrchestratorServiceAccount => non_empty(c.orchestrator.as_ref()?.service_account_token.as_ref()),
         TrustKind::CloudCIdentityToken => non_empty(c.cloud_c.as_ref()?.identity_token.as_ref()),
-        TrustKind::CloudAMetadataService
-        | TrustKind::CloudARole
-        | TrustKind::CloudBMetadataService => None,
+        TrustKind::CloudAMetadataService | TrustKind::CloudARole | TrustKind::CloudBMetadataService => None,
     }
 }
 
 /// Verifies the request's evidence against one provider, then its match rules.
-pub async fn verify(
-    app: &App,
-    tp: &CompiledTrust,
-    client: &ClientWorkloadDetails,
-) -> Result<Verified, TrustError> {
+pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetails) -> Result<Verified, TrustError> {
     if let Some(e) = &tp.broken {
         return Err(TrustError::InvalidEvidence(format!(
             "provider configuration unusable: {e}"
@@ -137,40 +127,18 @@ pub async fn verify(
     }
     let verified = match tp.kind {
         TrustKind::OidcIdToken => {
-            oidc::verify(
-                app,
-                tp,
-                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
-            )
-            .await?
+            oidc::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
         TrustKind::CiAIdentityToken | TrustKind::CiBIdentityToken | TrustKind::CiCIdentityToken => {
-            ci::verify(
-                app,
-                tp,
-                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
-            )
-            .await?
+            ci::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
         TrustKind::OrchestratorServiceAccount => {
-            orchestrator::verify(
-                app,
-                tp,
-                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
-            )
-            .await?
+            orchestrator::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
         TrustKind::CloudCIdentityToken => {
-            cloudc::verify(
-                app,
-                tp,
-                evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?,
-            )
-            .await?
+            cloudc::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
-        TrustKind::CloudAMetadataService
-        | TrustKind::CloudARole
-        | TrustKind::CloudBMetadataService => {
+        TrustKind::CloudAMetadataService | TrustKind::CloudARole | TrustKind::CloudBMetadataService => {
             return Err(TrustError::InvalidEvidence(format!(
                 "{} evidence is not verifiable in this build",
                 tp.kind.as_str()

@@ -28,20 +28,9 @@ pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verifi
             Audience::OneOf(audience_rules)
         },
     };
-    let claims = jwt::verify(
-        app,
-        token,
-        jwt::keys_of(tp, app.cfg.issuer()),
-        &tp.extra_keys,
-        &profile,
-    )
-    .await?;
+    let claims = jwt::verify(app, token, jwt::keys_of(tp, app.cfg.issuer()), &tp.extra_keys, &profile).await?;
     let mut v = Verified::default();
-    jwt::facts_from(
-        &claims,
-        &[("OidcIssuer", "iss"), ("OidcSubject", "sub")],
-        &mut v.facts,
-    );
+    jwt::facts_from(&claims, &[("OidcIssuer", "iss"), ("OidcSubject", "sub")], &mut v.facts);
     v.facts
         .insert("OidcAudience".into(), Fact::Many(jwt::audiences(&claims)));
     v.claims = Some(claims);

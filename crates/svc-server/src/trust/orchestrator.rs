@@ -19,10 +19,8 @@ pub fn orchestrator_claims(c: &Map<String, Value>) -> [Option<String>; 5] {
         s(at(&["namespace"])).or_else(|| s(c.get("kubernetes.io/serviceaccount/namespace"))),
         s(at(&["pod", "name"])),
         s(at(&["pod", "uid"])),
-        s(at(&["serviceaccount", "name"]))
-            .or_else(|| s(c.get("kubernetes.io/serviceaccount/service-account.name"))),
-        s(at(&["serviceaccount", "uid"]))
-            .or_else(|| s(c.get("kubernetes.io/serviceaccount/service-account.uid"))),
+        s(at(&["serviceaccount", "name"])).or_else(|| s(c.get("kubernetes.io/serviceaccount/service-account.name"))),
+        s(at(&["serviceaccount", "uid"])).or_else(|| s(c.get("kubernetes.io/serviceaccount/service-account.uid"))),
     ]
 }
 
@@ -36,14 +34,7 @@ pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verifi
         },
         audience: Audience::Contains(&app.cfg.edge_audience),
     };
-    let claims = jwt::verify(
-        app,
-        token,
-        jwt::keys_of(tp, app.cfg.issuer()),
-        &tp.extra_keys,
-        &profile,
-    )
-    .await?;
+    let claims = jwt::verify(app, token, jwt::keys_of(tp, app.cfg.issuer()), &tp.extra_keys, &profile).await?;
     let mut v = Verified::default();
     jwt::facts_from(
         &claims,

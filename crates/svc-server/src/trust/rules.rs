@@ -18,10 +18,7 @@ pub struct RuleGroup {
 pub fn group(rules: &[MatchRule]) -> Vec<RuleGroup> {
     let mut out: Vec<RuleGroup> = Vec::new();
     for r in rules {
-        match out
-            .iter_mut()
-            .find(|g| g.attribute == r.attribute && g.key == r.key)
-        {
+        match out.iter_mut().find(|g| g.attribute == r.attribute && g.key == r.key) {
             Some(g) => g.values.push(r.value.clone()),
             None => out.push(RuleGroup {
                 attribute: r.attribute.clone(),
@@ -103,14 +100,11 @@ mod tests {
 
     fn verified() -> Verified {
         let mut v = Verified::default();
-        v.facts
-            .insert("OidcIssuer".into(), Fact::One("https://idp".into()));
+        v.facts.insert("OidcIssuer".into(), Fact::One("https://idp".into()));
         v.facts
             .insert("OidcSubject".into(), Fact::One("system:job:build".into()));
-        v.facts.insert(
-            "OidcAudience".into(),
-            Fact::Many(vec!["a".into(), "b".into()]),
-        );
+        v.facts
+            .insert("OidcAudience".into(), Fact::Many(vec!["a".into(), "b".into()]));
         v.claims = json!({"n": 42, "flag": true, "org": {"team": "blue"}, "o.k": "top"})
             .as_object()
             .cloned();
@@ -156,9 +150,6 @@ mod tests {
             "case-sensitive"
         );
         let e = check(&group(&[rule("CiARepository", "x", None)]), &v).unwrap_err();
-        assert!(matches!(
-            e,
-            TrustError::MatchRuleFailed { actual: None, .. }
-        ));
+        assert!(matches!(e, TrustError::MatchRuleFailed { actual: None, .. }));
     }
 }

@@ -18,16 +18,11 @@ async fn worked_example_end_to_end() {
     let ex = worked_example(&t, &oidc, KEY).await;
 
     // Step 2: the provider's shape.
-    let tp = t
-        .get(&format!("/api/v1/trust-providers/{}", ex.trust_provider))
-        .await;
+    let tp = t.get(&format!("/api/v1/trust-providers/{}", ex.trust_provider)).await;
     let tp = tp.expect(200);
     assert_eq!(
         tp["edgeSdkClientId"],
-        format!(
-            "svc:local:acme1:identity:oidc_idtoken:{}",
-            ex.trust_provider
-        )
+        format!("svc:local:acme1:identity:oidc_idtoken:{}", ex.trust_provider)
     );
     assert_eq!(tp["resourceSet"], DEFAULT_RS);
     assert_eq!(tp["createdBy"], ADMIN_EMAIL);
@@ -36,13 +31,7 @@ async fn worked_example_end_to_end() {
         tp["matchRules"][1],
         json!({"attribute": "OidcSubject", "value": "system:job:build", "key": null})
     );
-    for k in [
-        "certificate",
-        "pemType",
-        "jwks",
-        "publicKeyValidation",
-        "secret",
-    ] {
+    for k in ["certificate", "pemType", "jwks", "publicKeyValidation", "secret"] {
         assert_eq!(tp[k], Value::Null, "{k}");
     }
     assert_eq!(
@@ -55,10 +44,7 @@ async fn worked_example_end_to_end() {
     );
     // Step 5: the key is write-only.
     let cp = t
-        .get(&format!(
-            "/api/v2/credential-providers/{}",
-            ex.credential_provider
-        ))
+        .get(&format!("/api/v2/credential-providers/{}", ex.credential_provider))
         .await;
     let cp = cp.expect(200);
     assert_eq!(
@@ -71,10 +57,7 @@ async fn worked_example_end_to_end() {
     );
     // Step 6: the policy's mapping uses "" for unused selectors.
     let pol = t
-        .get(&format!(
-            "/api/v2/access-policies/{}/credential-mappings",
-            ex.policy
-        ))
+        .get(&format!("/api/v2/access-policies/{}/credential-mappings", ex.policy))
         .await;
     assert_eq!(
         pol.expect(200)["entities"][0],
@@ -82,31 +65,16 @@ async fn worked_example_end_to_end() {
     );
     // Six audit entries: the sign-in and one creation per entity.
     let audit = t.audit("").await;
-    let acts: Vec<&str> = audit
-        .iter()
-        .map(|a| a["activity"].as_str().unwrap())
-        .collect();
+    let acts: Vec<&str> = audit.iter().map(|a| a["activity"].as_str().unwrap()).collect();
     assert_eq!(
         acts,
-        [
-            "Created",
-            "Created",
-            "Created",
-            "Created",
-            "Created",
-            "LoginSucceeded"
-        ]
+        ["Created", "Created", "Created", "Created", "Created", "LoginSucceeded"]
     );
     assert!(audit.iter().all(|a| a["resourceSetId"] == DEFAULT_RS));
 
     // Step 7: the workload authenticates.
     let id_token = mock_id_token(&[("sub", "system:job:build"), ("aud", &t.base)]).await;
-    let r = auth(
-        &t,
-        &ex.client_id,
-        json!({"oidc": {"identityToken": id_token}}),
-    )
-    .await;
+    let r = auth(&t, &ex.client_id, json!({"oidc": {"identityToken": id_token}})).await;
     let b = r.expect(200).clone();
     assert_eq!(
         (
@@ -117,19 +85,14 @@ async fn worked_example_end_to_end() {
         (Value::Null, json!("Bearer"), json!(3600))
     );
     let access = b["accessToken"].as_str().unwrap().to_string();
-    let header: Value = serde_json::from_slice(
-        &svc_server::crypto::b64url_decode(access.split('.').next().unwrap()).unwrap(),
-    )
-    .unwrap();
+    let header: Value =
+        serde_json::from_slice(&svc_server::crypto::b64url_decode(access.split('.').next().unwrap()).unwrap()).unwrap();
     assert_eq!(header["alg"], "HS256");
     let claims = jwt_payload(&access);
     assert_eq!(claims["iss"], t.base.as_str());
     assert_eq!(claims["aud"], "svc-edge");
     assert_eq!(claims["sub"], ex.client_id.as_str());
-    assert_eq!(
-        claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
-        3600
-    );
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 3600);
     assert_eq!(claims["svc"]["tp"], ex.trust_provider.as_str());
     assert_eq!(claims["svc"]["tpk"], "OidcIdToken");
     assert_eq!(claims["svc"]["rs"], DEFAULT_RS);
@@ -175,10 +138,7 @@ async fn worked_example_end_to_end() {
     assert_eq!(authz["meta"]["contextId"], ctx);
     assert_eq!(cred["meta"]["contextId"], ctx);
     assert_eq!(authz["meta"]["directiveId"], ctx);
-    assert_eq!(
-        authz["clientRequest"]["network"]["targetHost"],
-        "api.partner.example"
-    );
+    assert_eq!(authz["clientRequest"]["network"]["targetHost"], "api.partner.example");
     assert_eq!(authz["clientRequest"]["network"]["targetPort"], 443);
     assert_eq!(authz["environment"]["oidc"]["sub"], "system:job:build");
     let wl = workload_events(&t, "").await;
@@ -190,17 +150,11 @@ async fn worked_example_end_to_end() {
     // None of them contains the key or a token.
     let all = format!("{events:?}{wl:?}");
     for secret in [KEY, &id_token, &access] {
-        assert!(
-            !all.contains(secret),
-            "an event contains a credential or token"
-        );
+        assert!(!all.contains(secret), "an event contains a credential or token");
     }
     let log = logs();
     for secret in [KEY, &id_token, &access] {
-        assert!(
-            !log.contains(secret),
-            "a log line contains a credential or token"
-        );
+        assert!(!log.contains(secret), "a log line contains a credential or token");
     }
 }
 
@@ -292,9 +246,7 @@ async fn worked_example_variations() {
 
     // Deactivating the trust provider after step 7 revokes the token; reactivation does not
     // bring it back.
-    credentials(&t, &access, example_body(&id_token))
-        .await
-        .expect(200);
+    credentials(&t, &access, example_body(&id_token)).await.expect(200);
     t.patch(
         &format!("/api/v1/trust-providers/{}", ex.trust_provider),
         json!({"isActive": false}),
@@ -304,13 +256,9 @@ async fn worked_example_variations() {
     credentials(&t, &access, example_body(&id_token))
         .await
         .expect_error(401, "Unauthorized access.");
-    auth(
-        &t,
-        &ex.client_id,
-        json!({"oidc": {"identityToken": id_token}}),
-    )
-    .await
-    .expect_error(401, "Unauthorized.");
+    auth(&t, &ex.client_id, json!({"oidc": {"identityToken": id_token}}))
+        .await
+        .expect_error(401, "Unauthorized.");
     t.patch(
         &format!("/api/v1/trust-providers/{}", ex.trust_provider),
         json!({"isActive": true}),
@@ -322,9 +270,7 @@ async fn worked_example_variations() {
         .expect_error(401, "Unauthorized access.");
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let fresh = auth_oidc(&t, &ex.client_id, &id_token).await;
-    credentials(&t, &fresh, example_body(&id_token))
-        .await
-        .expect(200);
+    credentials(&t, &fresh, example_body(&id_token)).await.expect(200);
     // Deleting needs the policy gone first (it is active); then the token is revoked too.
     t.delete(&format!("/api/v1/trust-providers/{}", ex.trust_provider))
         .await

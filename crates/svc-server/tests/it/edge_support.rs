@@ -56,13 +56,7 @@ pub async fn worked_example(t: &TestApp, oidc_url: &str, api_key: &str) -> Examp
     let tp = r.expect(200).clone();
     let cw = t.post("/api/v1/client-workloads", json!({"name": "build-job", "isActive": true, "identities": [{"type": "oidcIdTokenSubject", "value": "system:job:build"}]})).await;
     assert_eq!(cw.status, 204, "{}", cw.text);
-    let cw_id = cw
-        .header("location")
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let cw_id = cw.header("location").unwrap().rsplit('/').next().unwrap().to_string();
     let sw = t
         .post(
             "/api/v1/server-workloads",
@@ -73,13 +67,7 @@ pub async fn worked_example(t: &TestApp, oidc_url: &str, api_key: &str) -> Examp
         )
         .await;
     assert_eq!(sw.status, 204, "{}", sw.text);
-    let sw_id = sw
-        .header("location")
-        .unwrap()
-        .rsplit('/')
-        .next()
-        .unwrap()
-        .to_string();
+    let sw_id = sw.header("location").unwrap().rsplit('/').next().unwrap().to_string();
     let cp = t
         .post(
             "/api/v2/credential-providers",
@@ -143,21 +131,14 @@ pub fn example_body(id_token: &str) -> Value {
 pub async fn authz_events(t: &TestApp, query: &str) -> Vec<Value> {
     t.app.events.flush().await;
     let r = t
-        .get(&format!(
-            "/api/v1/authorization-events?per-page=1000{query}"
-        ))
+        .get(&format!("/api/v1/authorization-events?per-page=1000{query}"))
         .await;
-    r.expect(200)["authorizationEvents"]
-        .as_array()
-        .unwrap()
-        .clone()
+    r.expect(200)["authorizationEvents"].as_array().unwrap().clone()
 }
 
 pub async fn workload_events(t: &TestApp, query: &str) -> Vec<Value> {
     t.app.events.flush().await;
-    let r = t
-        .get(&format!("/api/v1/workload-events?per-page=1000{query}"))
-        .await;
+    let r = t.get(&format!("/api/v1/workload-events?per-page=1000{query}")).await;
     r.expect(200)["workloadEvents"].as_array().unwrap().clone()
 }
 

@@ -102,11 +102,7 @@ impl FakeIssuer {
 
     /// RS256 with the published key `k1`.
     pub fn sign(&self, claims: &Value) -> String {
-        Self::sign_rs256_with(
-            &self.rsa,
-            json!({"alg": "RS256", "kid": "k1", "typ": "JWT"}),
-            claims,
-        )
+        Self::sign_rs256_with(&self.rsa, json!({"alg": "RS256", "kid": "k1", "typ": "JWT"}), claims)
     }
 
     pub fn sign_es256(&self, claims: &Value) -> String {
@@ -115,10 +111,7 @@ impl FakeIssuer {
             b64url(json!({"alg": "ES256", "kid": "e1"}).to_string().as_bytes()),
             b64url(claims.to_string().as_bytes())
         );
-        let sig = self
-            .ec
-            .sign(&SystemRandom::new(), input.as_bytes())
-            .unwrap();
+        let sig = self.ec.sign(&SystemRandom::new(), input.as_bytes()).unwrap();
         format!("{input}.{}", b64url(sig.as_ref()))
     }
 

@@ -60,12 +60,9 @@ async fn fifth_failure_locks_and_unlock_restores() {
         .expect_error(401, "Invalid email or password.");
     }
     // Locked: even the right password is refused.
-    t.post_anon(
-        "/api/v1/login",
-        json!({"email": "locky@acme.test", "password": PW}),
-    )
-    .await
-    .expect_error(401, "The account is locked.");
+    t.post_anon("/api/v1/login", json!({"email": "locky@acme.test", "password": PW}))
+        .await
+        .expect_error(401, "The account is locked.");
     let u = t.get(&format!("/api/v1/users/{uid}")).await;
     assert_eq!(u.expect(201)["isLocked"], true);
     let audit = t.audit("&category=Authentication").await;
@@ -84,9 +81,7 @@ async fn fifth_failure_locks_and_unlock_restores() {
     assert_eq!(lock["target"], uid.as_str());
     assert_eq!(lock["severity"], "Warning");
 
-    let r = t
-        .post(&format!("/api/v1/users/{uid}/unlock"), json!({}))
-        .await;
+    let r = t.post(&format!("/api/v1/users/{uid}/unlock"), json!({})).await;
     assert_eq!(
         *r.expect(200),
         json!({"success": true, "message": "User unlocked.", "id": 0})
@@ -98,12 +93,9 @@ async fn fifth_failure_locks_and_unlock_restores() {
             .iter()
             .any(|a| a["activity"] == "Unlocked" && a["actor"]["email"] == ADMIN_EMAIL)
     );
-    t.post(
-        &format!("/api/v1/users/{}/unlock", uuid::Uuid::new_v4()),
-        json!({}),
-    )
-    .await
-    .expect_error(404, "Not found.");
+    t.post(&format!("/api/v1/users/{}/unlock", uuid::Uuid::new_v4()), json!({}))
+        .await
+        .expect_error(404, "Not found.");
 }
 
 /// CLI token for SuperAdmin, minted by the real binary against the test database.
@@ -134,11 +126,7 @@ async fn cli_token_acts_as_system_with_its_role() {
     let t = TestApp::start().await;
     let cli = cli_token(&t).await;
     let r = t
-        .post_as(
-            &cli,
-            "/api/v1/roles",
-            json!({"name": "made-by-cli", "isActive": true}),
-        )
+        .post_as(&cli, "/api/v1/roles", json!({"name": "made-by-cli", "isActive": true}))
         .await;
     let id = r.expect(201)["externalId"].as_str().unwrap().to_string();
     assert_eq!(r.body["createdBy"], "system");
@@ -160,12 +148,7 @@ async fn mfa_requires_a_real_totp_code() {
     let e = enrol.expect(201).clone();
     let secret = e["secret"].as_str().unwrap().to_string();
     assert_eq!(secret.len(), 32, "160-bit base32 secret");
-    assert!(
-        e["otpauthUri"]
-            .as_str()
-            .unwrap()
-            .starts_with("otpauth://totp/")
-    );
+    assert!(e["otpauthUri"].as_str().unwrap().starts_with("otpauth://totp/"));
     let tid = e["id"].as_str().unwrap();
     t.post_as(
         &tok,
@@ -202,12 +185,9 @@ async fn mfa_requires_a_real_totp_code() {
         json!({"ssoRequired": false, "mfaRequired": true})
     );
 
-    t.post_anon(
-        "/api/v1/login",
-        json!({"email": "mfa@acme.test", "password": PW}),
-    )
-    .await
-    .expect_error(401, "A valid TOTP code is required.");
+    t.post_anon("/api/v1/login", json!({"email": "mfa@acme.test", "password": PW}))
+        .await
+        .expect_error(401, "A valid TOTP code is required.");
     t.post_anon(
         "/api/v1/login",
         json!({"email": "mfa@acme.test", "password": PW, "totpCode": "123456"}),
@@ -243,12 +223,9 @@ async fn mfa_grace_period_over_locks_the_account() {
     .expect(200);
     // Move the grace-period anchors 25 hours into the past in storage, then restart.
     let t = age_mfa_anchors(t, &uid).await;
-    t.post_anon(
-        "/api/v1/login",
-        json!({"email": "late@acme.test", "password": PW}),
-    )
-    .await
-    .expect_error(401, "The account is locked.");
+    t.post_anon("/api/v1/login", json!({"email": "late@acme.test", "password": PW}))
+        .await
+        .expect_error(401, "The account is locked.");
     let u = t.get(&format!("/api/v1/users/{uid}")).await;
     assert_eq!(u.expect(201)["isLocked"], true);
     // Unlock restarts the grace period.
@@ -263,16 +240,8 @@ async fn age_mfa_anchors(t: TestApp, uid: &str) -> TestApp {
     let past = svc_api::Timestamp(svc_server::clock::now_millis() - 25 * 3600 * 1000);
     let pool = sqlx::AnyPool::connect(&any_url(&t.db_url)).await.unwrap();
     for (kind, id, fields) in [
-        (
-            "user",
-            uid.to_string(),
-            vec!["created_at", "mfa_grace_from"],
-        ),
-        (
-            "settings",
-            uuid::Uuid::nil().to_string(),
-            vec!["mfa_enabled_at"],
-        ),
+        ("user", uid.to_string(), vec!["created_at", "mfa_grace_from"]),
+        ("settings", uuid::Uuid::nil().to_string(), vec!["mfa_enabled_at"]),
     ] {
         let row = sqlx::query("SELECT body FROM entities WHERE kind = $1 AND id = $2")
             .bind(kind)
@@ -318,10 +287,7 @@ async fn sso_required_needs_an_identity_provider() {
 async fn restart_keeps_data_keys_and_tokens() {
     let t = TestApp::start().await;
     let r = t
-        .post(
-            "/api/v1/roles",
-            json!({"name": "survivor", "isActive": true}),
-        )
+        .post("/api/v1/roles", json!({"name": "survivor", "isActive": true}))
         .await;
     let id = r.expect(201)["externalId"].as_str().unwrap().to_string();
     let token = t.token.clone();
@@ -330,10 +296,7 @@ async fn restart_keeps_data_keys_and_tokens() {
     // The token minted before the restart still works; the data and the keys are the same.
     let r = t.get_as(&token, &format!("/api/v1/roles/{id}")).await;
     assert_eq!(r.expect(200)["name"], "survivor");
-    assert_eq!(
-        t.app.keys().jwks(svc_server::clock::now_millis()),
-        jwks_before
-    );
+    assert_eq!(t.app.keys().jwks(svc_server::clock::now_millis()), jwks_before);
     // The bootstrap admin was not created twice.
     let users = t.get("/api/v1/users").await;
     assert_eq!(users.expect(200)["recordsTotal"], 1);
@@ -374,10 +337,7 @@ async fn real_binary_serves_and_stops_on_sigterm() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        assert_eq!(
-            std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
-            0o600
-        );
+        assert_eq!(std::fs::metadata(&key).unwrap().permissions().mode() & 0o777, 0o600);
     }
     let pid = child.id().unwrap();
     std::process::Command::new("kill")
@@ -405,11 +365,7 @@ async fn invalid_configuration_is_reported_at_once() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    for key in [
-        "SVC_LISTEN_ADDR",
-        "SVC_EDGE_TOKEN_TTL_SECONDS",
-        "SVC_ENCRYPTION_KEY",
-    ] {
+    for key in ["SVC_LISTEN_ADDR", "SVC_EDGE_TOKEN_TTL_SECONDS", "SVC_ENCRYPTION_KEY"] {
         assert!(err.contains(key), "{key} not reported in: {err}");
     }
 }

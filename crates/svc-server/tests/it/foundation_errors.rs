@@ -8,9 +8,7 @@ use crate::harness::TestApp;
 #[tokio::test]
 async fn unknown_path_is_404_generic() {
     let t = TestApp::start().await;
-    t.get("/api/v1/does-not-exist")
-        .await
-        .expect_error(404, "Not found.");
+    t.get("/api/v1/does-not-exist").await.expect_error(404, "Not found.");
     t.call(reqwest::Method::GET, "/nothing/here", None, None)
         .await
         .expect_error(404, "Not found.");
@@ -22,14 +20,9 @@ async fn wrong_method_is_405_generic() {
     t.call(reqwest::Method::DELETE, "/api/v1/health", None, None)
         .await
         .expect_error(405, "Method not allowed.");
-    t.call(
-        reqwest::Method::PATCH,
-        "/api/v1/roles",
-        Some(&t.token),
-        Some(json!({})),
-    )
-    .await
-    .expect_error(405, "Method not allowed.");
+    t.call(reqwest::Method::PATCH, "/api/v1/roles", Some(&t.token), Some(json!({})))
+        .await
+        .expect_error(405, "Method not allowed.");
 }
 
 #[tokio::test]
@@ -38,27 +31,17 @@ async fn missing_or_bad_token_is_401() {
     t.call(reqwest::Method::GET, "/api/v1/roles", None, None)
         .await
         .expect_error(401, "Not authenticated.");
-    t.call(
-        reqwest::Method::GET,
-        "/api/v1/roles",
-        Some("not-a-jwt"),
-        None,
-    )
-    .await
-    .expect_error(401, "Not authenticated.");
+    t.call(reqwest::Method::GET, "/api/v1/roles", Some("not-a-jwt"), None)
+        .await
+        .expect_error(401, "Not authenticated.");
     // A token signed with HS256 under some other key.
-    let forged =
-        "eyJhbGciOiJIUzI1NiIsImtpZCI6ImhzLTAwMDAiLCJ0eXAiOiJKV1QifQ.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
+    let forged = "eyJhbGciOiJIUzI1NiIsImtpZCI6ImhzLTAwMDAiLCJ0eXAiOiJKV1QifQ.eyJzdWIiOiJ4In0.c2lnbmF0dXJl";
     t.call(reqwest::Method::GET, "/api/v1/roles", Some(forged), None)
         .await
         .expect_error(401, "Not authenticated.");
     // Basic scheme instead of Bearer.
     let r = t
-        .send(
-            t.client
-                .get(t.url("/api/v1/roles"))
-                .basic_auth("admin", Some("x")),
-        )
+        .send(t.client.get(t.url("/api/v1/roles")).basic_auth("admin", Some("x")))
         .await;
     r.expect_error(401, "Not authenticated.");
 }
@@ -161,9 +144,7 @@ async fn every_response_has_a_request_id_and_echoes_a_uuid() {
     let id = r.header("x-request-id").expect("x-request-id");
     assert!(uuid::Uuid::parse_str(id).is_ok());
     let mine = "5b1f0c3e-2d4a-4c6b-8e9f-0a1b2c3d4e5f";
-    let r = t
-        .send(t.client.get(t.url("/nope")).header("x-request-id", mine))
-        .await;
+    let r = t.send(t.client.get(t.url("/nope")).header("x-request-id", mine)).await;
     assert_eq!(r.header("x-request-id"), Some(mine));
     let r = t
         .send(

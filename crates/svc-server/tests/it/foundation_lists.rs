@@ -29,10 +29,7 @@ async fn paging_filtering_ordering_and_grouping() {
     }
     let all = t.get("/api/v1/roles?filter=isSystem:false").await;
     let b = all.expect(200);
-    assert_eq!(
-        names(b, "roles"),
-        ["Alpha", "bravo", "charlie", "delta", "echo"]
-    );
+    assert_eq!(names(b, "roles"), ["Alpha", "bravo", "charlie", "delta", "echo"]);
     assert_eq!(
         (
             b["page"].clone(),
@@ -41,26 +38,16 @@ async fn paging_filtering_ordering_and_grouping() {
             b["statusCode"].clone(),
             b["recordsTotal"].clone()
         ),
-        (
-            json!(1),
-            json!(100),
-            json!("name asc"),
-            json!(200),
-            json!(5)
-        )
+        (json!(1), json!(100), json!("name asc"), json!(200), json!(5))
     );
 
-    let p2 = t
-        .get("/api/v1/roles?filter=isSystem:false&per-page=2&page=2")
-        .await;
+    let p2 = t.get("/api/v1/roles?filter=isSystem:false&per-page=2&page=2").await;
     assert_eq!(names(p2.expect(200), "roles"), ["charlie", "delta"]);
     assert_eq!(p2.body["recordsTotal"], 5);
     let past = t.get("/api/v1/roles?page=50").await;
     assert_eq!(past.expect(200)["roles"], json!([]));
 
-    let desc = t
-        .get("/api/v1/roles?filter=isSystem:false&order=Name%20DESC")
-        .await;
+    let desc = t.get("/api/v1/roles?filter=isSystem:false&order=Name%20DESC").await;
     assert_eq!(
         names(desc.expect(200), "roles"),
         ["echo", "delta", "charlie", "bravo", "Alpha"]
@@ -109,18 +96,12 @@ async fn one_audit_entry_per_write_with_actor_and_target() {
     let t = TestApp::start().await;
     let before = t.audit("").await.len();
     let r = t
-        .post(
-            "/api/v1/roles",
-            json!({"name": "audited", "isActive": true}),
-        )
+        .post("/api/v1/roles", json!({"name": "audited", "isActive": true}))
         .await;
     let id = r.expect(201)["externalId"].as_str().unwrap().to_string();
-    t.patch(
-        &format!("/api/v1/roles/{id}"),
-        json!({"description": "changed"}),
-    )
-    .await
-    .expect(200);
+    t.patch(&format!("/api/v1/roles/{id}"), json!({"description": "changed"}))
+        .await
+        .expect(200);
     t.get(&format!("/api/v1/roles/{id}")).await.expect(200);
     t.get("/api/v1/roles").await.expect(200);
     t.delete(&format!("/api/v1/roles/{id}")).await.expect(204);
@@ -129,19 +110,9 @@ async fn one_audit_entry_per_write_with_actor_and_target() {
         .await
         .expect(400);
     let entries = t.audit("").await;
-    assert_eq!(
-        entries.len(),
-        before + 3,
-        "reads and rejected writes are not audited"
-    );
-    let mine: Vec<&Value> = entries
-        .iter()
-        .filter(|e| e["target"] == id.as_str())
-        .collect();
-    let acts: Vec<&str> = mine
-        .iter()
-        .map(|e| e["activity"].as_str().unwrap())
-        .collect();
+    assert_eq!(entries.len(), before + 3, "reads and rejected writes are not audited");
+    let mine: Vec<&Value> = entries.iter().filter(|e| e["target"] == id.as_str()).collect();
+    let acts: Vec<&str> = mine.iter().map(|e| e["activity"].as_str().unwrap()).collect();
     assert_eq!(acts, ["Deleted", "Patched", "Created"], "newest first");
     let created = mine[2];
     assert_eq!(created["category"], "Roles");
@@ -149,10 +120,7 @@ async fn one_audit_entry_per_write_with_actor_and_target() {
     assert_eq!(created["actor"]["type"], "User");
     assert_eq!(created["actor"]["email"], ADMIN_EMAIL);
     assert_eq!(created["actor"]["displayName"], "Bootstrap Admin");
-    assert_eq!(
-        created["outcome"],
-        json!({"reason": null, "result": "Success"})
-    );
+    assert_eq!(created["outcome"], json!({"reason": null, "result": "Success"}));
     assert_eq!(created["severity"], "Info");
     assert_eq!(created["client"]["ipAddress"], "127.0.0.1");
     assert_eq!(created["trustProvider"], Value::Null);
@@ -164,9 +132,7 @@ async fn one_audit_entry_per_write_with_actor_and_target() {
         ))
         .await;
     assert_eq!(one.expect(200), created);
-    let missing = t
-        .get(&format!("/api/v1/audit-logs/{}", uuid::Uuid::new_v4()))
-        .await;
+    let missing = t.get(&format!("/api/v1/audit-logs/{}", uuid::Uuid::new_v4())).await;
     assert_eq!(missing.status, 204);
 }
 
@@ -196,17 +162,10 @@ async fn audit_log_query_semantics() {
         .expect(200)),
         0
     );
-    assert_eq!(
-        n(t.get(&q("start-date=2000-01-01T00:00:00Z"))
-            .await
-            .expect(200)),
-        2
-    );
-    t.get(&q(
-        "start-date=2001-01-01T00:00:00Z&end-date=2000-01-01T00:00:00Z",
-    ))
-    .await
-    .expect_error(400, "start-date: must not be after end-date");
+    assert_eq!(n(t.get(&q("start-date=2000-01-01T00:00:00Z")).await.expect(200)), 2);
+    t.get(&q("start-date=2001-01-01T00:00:00Z&end-date=2000-01-01T00:00:00Z"))
+        .await
+        .expect_error(400, "start-date: must not be after end-date");
     t.get(&q("start-date=yesterday"))
         .await
         .expect_error(400, "start-date: must be an RFC 3339 date-time");
@@ -257,8 +216,5 @@ async fn compliance_settings_read_and_update() {
     )
     .await
     .expect_error(400, "value: must be one of Required, Recommended, Optional");
-    assert_eq!(
-        t.get("/api/v1/compliance-settings").await.body[0]["value"],
-        "Required"
-    );
+    assert_eq!(t.get("/api/v1/compliance-settings").await.body[0]["value"], "Required");
 }

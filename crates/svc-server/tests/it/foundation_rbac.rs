@@ -9,20 +9,11 @@ const PW: &str = "a-long-enough-password";
 
 async fn create_rs(t: &TestApp, name: &str) -> String {
     let r = t
-        .post(
-            "/api/v1/resource-sets",
-            json!({"name": name, "isActive": true}),
-        )
+        .post("/api/v1/resource-sets", json!({"name": name, "isActive": true}))
         .await;
     assert_eq!(
         r.header("location"),
-        Some(
-            format!(
-                "/api/v1/resource-sets/{}",
-                r.body["externalId"].as_str().unwrap()
-            )
-            .as_str()
-        )
+        Some(format!("/api/v1/resource-sets/{}", r.body["externalId"].as_str().unwrap()).as_str())
     );
     r.expect(201)["externalId"].as_str().unwrap().to_string()
 }
@@ -42,7 +33,13 @@ async fn create_role(t: &TestApp, name: &str, perms: Value, sets: &[&str]) -> St
 async fn role_scoped_to_resource_set_b_is_confined_to_b() {
     let t = TestApp::start().await;
     let b = create_rs(&t, "team-b").await;
-    let role = create_role(&t, "b-auditor", json!([{"name": "Audit Logs", "read": true}, {"name": "Users", "read": true, "write": true}]), &[&b]).await;
+    let role = create_role(
+        &t,
+        "b-auditor",
+        json!([{"name": "Audit Logs", "read": true}, {"name": "Users", "read": true, "write": true}]),
+        &[&b],
+    )
+    .await;
     t.create_user("bee@acme.test", PW, &[&role]).await;
     let tok = t.login("bee@acme.test", PW).await;
 
@@ -76,11 +73,46 @@ async fn role_scoped_to_resource_set_b_is_confined_to_b() {
     )
     .await
     .expect_error(403, "Forbidden.");
-    t.get_as(&tok, "/api/v1/users")
+    t.get_as(&tok, "/api/v1/users").await.expect_error(403, "Forbidden.");
+
+    // Scoped entities: a role with Trust Providers write in B writes and reads in B only.
+    let tp_role = create_role(&t, "b-tp", json!([{"name": "Trust Providers", "write": true}]), &[&b]).await;
+    t.create_user("tp@acme.test", PW, &[&tp_role]).await;
+    let tp_tok = t.login("tp@acme.test", PW).await;
+    let tp_body = json!({"name": "b-ci", "isActive": true, "provider": "CiAIdentityToken"});
+    t.post_as(&tp_tok, "/api/v1/trust-providers", tp_body.clone())
         .await
         .expect_error(403, "Forbidden.");
+    t.get_as(&tp_tok, "/api/v1/trust-providers")
+        .await
+        .expect_error(403, "Forbidden.");
+    let r = t
+        .send(
+            t.client
+                .post(t.url("/api/v1/trust-providers"))
+                .bearer_auth(&tp_tok)
+                .header("X-Svc-ResourceSet", &b)
+                .json(&tp_body),
+        )
+        .await;
+    let tp_id = r.expect(200)["externalId"].as_str().unwrap().to_string();
+    let r = t
+        .send(
+            t.client
+                .get(t.url(&format!("/api/v1/trust-providers/{tp_id}")))
+                .bearer_auth(&tp_tok)
+                .header("X-Svc-ResourceSet", &b),
+        )
+        .await;
+    assert_eq!(r.expect(200)["resourceSet"], b.as_str());
+    // Even a SuperAdmin does not see B's provider from the default set.
+    assert_eq!(t.get(&format!("/api/v1/trust-providers/{tp_id}")).await.status, 204);
+    t.patch(&format!("/api/v1/trust-providers/{tp_id}"), json!({"name": "x"}))
+        .await
+        .expect_error(404, "Not found.");
 
     // The same permissions granted in the default set allow both.
+
     let role2 = create_role(
         &t,
         "default-users",
@@ -99,24 +131,15 @@ async fn role_scoped_to_resource_set_b_is_confined_to_b() {
     .await
     .expect(201);
     // Read-only where write is not granted.
-    t.post_as(
-        &tok2,
-        "/api/v1/roles",
-        json!({"name": "n", "isActive": true}),
-    )
-    .await
-    .expect_error(403, "Forbidden.");
-
-    // Role edits apply at once: deactivating the role removes the rights of live tokens.
-    t.patch(
-        &format!("/api/v1/roles/{role2}"),
-        json!({"isActive": false}),
-    )
-    .await
-    .expect(200);
-    t.get_as(&tok2, "/api/v1/users")
+    t.post_as(&tok2, "/api/v1/roles", json!({"name": "n", "isActive": true}))
         .await
         .expect_error(403, "Forbidden.");
+
+    // Role edits apply at once: deactivating the role removes the rights of live tokens.
+    t.patch(&format!("/api/v1/roles/{role2}"), json!({"isActive": false}))
+        .await
+        .expect(200);
+    t.get_as(&tok2, "/api/v1/users").await.expect_error(403, "Forbidden.");
 }
 
 #[tokio::test]
@@ -157,15 +180,9 @@ async fn user_without_roles_can_only_sign_in_and_use_me() {
     let t = TestApp::start().await;
     t.create_user("nobody@acme.test", PW, &[]).await;
     let tok = t.login("nobody@acme.test", PW).await;
-    t.get_as(&tok, "/api/v1/roles")
-        .await
-        .expect_error(403, "Forbidden.");
-    t.get_as(&tok, "/api/v1/users")
-        .await
-        .expect_error(403, "Forbidden.");
-    t.post_as(&tok, "/api/v1/me/totp", json!({}))
-        .await
-        .expect(201);
+    t.get_as(&tok, "/api/v1/roles").await.expect_error(403, "Forbidden.");
+    t.get_as(&tok, "/api/v1/users").await.expect_error(403, "Forbidden.");
+    t.post_as(&tok, "/api/v1/me/totp", json!({})).await.expect(201);
     let r = t.get_as(&tok, "/api/v1/health").await;
     assert_eq!(r.expect(200)["user"], "nobody@acme.test");
     // With no roles anywhere, the resource-set list is empty rather than forbidden.
@@ -181,12 +198,9 @@ async fn default_resource_set_and_system_roles_are_fixed() {
     t.delete(&format!("/api/v1/resource-sets/{DEFAULT_RS}"))
         .await
         .expect_error_prefix(400, "resourceSet:");
-    t.patch(
-        &format!("/api/v1/resource-sets/{DEFAULT_RS}"),
-        json!({"name": "x"}),
-    )
-    .await
-    .expect_error_prefix(400, "resourceSet:");
+    t.patch(&format!("/api/v1/resource-sets/{DEFAULT_RS}"), json!({"name": "x"}))
+        .await
+        .expect_error_prefix(400, "resourceSet:");
     let roles = t.get("/api/v1/roles?filter=isSystem:true").await;
     let roles = roles.expect(200)["roles"].as_array().unwrap().clone();
     assert_eq!(roles.len(), 2);
@@ -224,16 +238,27 @@ async fn default_resource_set_and_system_roles_are_fixed() {
 #[tokio::test]
 async fn role_permissions_are_validated_and_listed_in_order() {
     let t = TestApp::start().await;
-    t.post("/api/v1/roles", json!({"name": "r", "isActive": true, "permissions": [{"name": "Audit Logs", "write": true}]}))
-        .await
-        .expect_error(400, "permissions[0].write: 'Audit Logs' is read-only");
+    t.post(
+        "/api/v1/roles",
+        json!({"name": "r", "isActive": true, "permissions": [{"name": "Audit Logs", "write": true}]}),
+    )
+    .await
+    .expect_error(400, "permissions[0].write: 'Audit Logs' is read-only");
     t.post("/api/v1/roles", json!({"name": "r", "isActive": true, "permissions": [{"name": "Users", "read": true}, {"name": "Users", "write": true}]}))
         .await
         .expect_error(400, "permissions[1].name: duplicate permission");
-    t.post("/api/v1/roles", json!({"name": "r", "isActive": true, "resourceSets": [{"externalId": uuid::Uuid::new_v4()}]}))
-        .await
-        .expect_error(400, "resourceSets[0].externalId: unknown resource set");
-    let r = t.post("/api/v1/roles", json!({"name": "writer", "isActive": true, "permissions": [{"name": "Users", "write": true}]})).await;
+    t.post(
+        "/api/v1/roles",
+        json!({"name": "r", "isActive": true, "resourceSets": [{"externalId": uuid::Uuid::new_v4()}]}),
+    )
+    .await
+    .expect_error(400, "resourceSets[0].externalId: unknown resource set");
+    let r = t
+        .post(
+            "/api/v1/roles",
+            json!({"name": "writer", "isActive": true, "permissions": [{"name": "Users", "write": true}]}),
+        )
+        .await;
     let body = r.expect(201).clone();
     let perms = body["permissions"].as_array().unwrap();
     assert_eq!(perms[0]["name"], "Access Policies");
@@ -290,24 +315,24 @@ async fn users_protect_the_last_super_admin_and_the_caller() {
     t.delete(&format!("/api/v1/users/{admin_id}"))
         .await
         .expect_error_prefix(400, "user:");
-    t.patch(
-        &format!("/api/v1/users/{admin_id}"),
-        json!({"isActive": false}),
-    )
-    .await
-    .expect_error(400, "isActive: you cannot deactivate yourself");
+    t.patch(&format!("/api/v1/users/{admin_id}"), json!({"isActive": false}))
+        .await
+        .expect_error(400, "isActive: you cannot deactivate yourself");
     // A second SuperAdmin cannot strip the first of the role while it is the last one left.
     let sa = "5ac00000-0000-4000-8000-000000000001";
     let other = t.create_user("second@acme.test", PW, &[sa]).await;
     let tok = t.login("second@acme.test", PW).await;
     let r = t
-        .call(reqwest::Method::PUT, &format!("/api/v1/users/{other}"), Some(&tok), Some(json!({"email": "second@acme.test", "firstName": "Se", "lastName": "Cond", "roles": []})))
+        .call(
+            reqwest::Method::PUT,
+            &format!("/api/v1/users/{other}"),
+            Some(&tok),
+            Some(json!({"email": "second@acme.test", "firstName": "Se", "lastName": "Cond", "roles": []})),
+        )
         .await;
     r.expect(200);
     // Its rights follow its current roles: the same token is now powerless.
-    t.get_as(&tok, "/api/v1/users")
-        .await
-        .expect_error(403, "Forbidden.");
+    t.get_as(&tok, "/api/v1/users").await.expect_error(403, "Forbidden.");
     // The admin is the last SuperAdmin again and cannot strip itself.
     let r = t
         .put(
@@ -323,9 +348,12 @@ async fn users_protect_the_last_super_admin_and_the_caller() {
     )
     .await
     .expect_error(404, "Not found.");
-    t.put(&format!("/api/v1/users/{other}"), json!({"externalId": admin_id, "email": "a@acme.test", "firstName": "Aa", "lastName": "Bb"}))
-        .await
-        .expect_error(400, "externalId: must equal the id in the path");
+    t.put(
+        &format!("/api/v1/users/{other}"),
+        json!({"externalId": admin_id, "email": "a@acme.test", "firstName": "Aa", "lastName": "Bb"}),
+    )
+    .await
+    .expect_error(400, "externalId: must equal the id in the path");
 }
 
 #[tokio::test]
@@ -355,34 +383,34 @@ async fn user_validation_and_shape() {
     )
     .await
     .expect_error(400, "password: must be 12..128 characters");
-    t.post("/api/v1/users", json!({"email": "a@acme.test", "firstName": "Aa", "lastName": "Bb", "roles": [uuid::Uuid::new_v4()]}))
-        .await
-        .expect_error(400, "roles[0]: unknown role");
-    let r = t.post("/api/v1/users", json!({"email": "a@acme.test", "firstName": "Aa", "lastName": "Bb", "password": "a-secret-password-1"})).await;
+    t.post(
+        "/api/v1/users",
+        json!({"email": "a@acme.test", "firstName": "Aa", "lastName": "Bb", "roles": [uuid::Uuid::new_v4()]}),
+    )
+    .await
+    .expect_error(400, "roles[0]: unknown role");
+    let r = t
+        .post(
+            "/api/v1/users",
+            json!({"email": "a@acme.test", "firstName": "Aa", "lastName": "Bb", "password": "a-secret-password-1"}),
+        )
+        .await;
     let b = r.expect(201).clone();
     assert_eq!(b["password"], Value::Null);
     assert_eq!(b["isActive"], true);
     assert_eq!(b["isLocked"], false);
     assert_eq!(b["userTokens"], json!([]));
     let id = b["externalId"].as_str().unwrap();
-    assert_eq!(
-        r.header("location"),
-        Some(format!("/api/v1/users/{id}").as_str())
-    );
+    assert_eq!(r.header("location"), Some(format!("/api/v1/users/{id}").as_str()));
     // PATCH changes only what is given; roles only through PUT.
     let p = t
-        .patch(
-            &format!("/api/v1/users/{id}"),
-            json!({"phoneNumber": "+1 555 0100"}),
-        )
+        .patch(&format!("/api/v1/users/{id}"), json!({"phoneNumber": "+1 555 0100"}))
         .await;
     assert_eq!(p.expect(200)["firstName"], "Aa");
     t.patch(&format!("/api/v1/users/{id}"), json!({"roles": []}))
         .await
         .expect_error(400, "roles: unknown property");
-    let missing = t
-        .get(&format!("/api/v1/users/{}", uuid::Uuid::new_v4()))
-        .await;
+    let missing = t.get(&format!("/api/v1/users/{}", uuid::Uuid::new_v4())).await;
     assert_eq!(missing.status, 204);
 }
 
@@ -390,37 +418,16 @@ async fn user_validation_and_shape() {
 async fn resource_set_listing_and_deletion() {
     let t = TestApp::start().await;
     let b = create_rs(&t, "doomed").await;
-    let role = create_role(
-        &t,
-        "b-only",
-        json!([{"name": "Users", "read": true}]),
-        &[&b],
-    )
-    .await;
+    let role = create_role(&t, "b-only", json!([{"name": "Users", "read": true}]), &[&b]).await;
     let list = t.get("/api/v1/resource-sets").await;
     let items = list.expect(200)["entities"].as_array().unwrap().clone();
-    let doomed = items
-        .iter()
-        .find(|s| s["externalId"] == b.as_str())
-        .unwrap();
+    let doomed = items.iter().find(|s| s["externalId"] == b.as_str()).unwrap();
+    assert!(doomed["roles"].as_array().unwrap().iter().any(|r| r == role.as_str()));
     assert!(
-        doomed["roles"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|r| r == role.as_str())
-    );
-    assert!(
-        doomed["users"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|u| u == ADMIN_EMAIL),
+        doomed["users"].as_array().unwrap().iter().any(|u| u == ADMIN_EMAIL),
         "SuperAdmin reaches every set"
     );
-    t.delete(&format!("/api/v1/resource-sets/{b}"))
-        .await
-        .expect(204);
+    t.delete(&format!("/api/v1/resource-sets/{b}")).await.expect(204);
     t.delete(&format!("/api/v1/resource-sets/{b}"))
         .await
         .expect_error(404, "Not found.");
@@ -434,7 +441,9 @@ async fn resource_set_listing_and_deletion() {
             .all(|s| s["externalId"] != b.as_str())
     );
     let audit = t.audit("&category=ResourceSets").await;
-    assert!(audit.iter().any(|a| a["activity"] == "Deleted"
-        && a["target"] == b.as_str()
-        && a["severity"] == "Warning"));
+    assert!(
+        audit
+            .iter()
+            .any(|a| a["activity"] == "Deleted" && a["target"] == b.as_str() && a["severity"] == "Warning")
+    );
 }

@@ -9,7 +9,12 @@ use crate::harness::{TestApp, contains, logs, totp_now};
 async fn passwords_and_totp_seeds_never_leak() {
     let t = TestApp::start().await;
     let canary = format!("canary-password-{}", uuid::Uuid::new_v4().simple());
-    let r = t.post("/api/v1/users", json!({"email": "canary@acme.test", "firstName": "Ca", "lastName": "Nary", "password": canary})).await;
+    let r = t
+        .post(
+            "/api/v1/users",
+            json!({"email": "canary@acme.test", "firstName": "Ca", "lastName": "Nary", "password": canary}),
+        )
+        .await;
     let uid = r.expect(201)["externalId"].as_str().unwrap().to_string();
     assert!(!r.text.contains(&canary));
     let tok = t.login("canary@acme.test", &canary).await;
@@ -25,12 +30,9 @@ async fn passwords_and_totp_seeds_never_leak() {
     .expect(200);
     // A failed login with a canary password must not log it either.
     let wrong = format!("wrong-canary-{}", uuid::Uuid::new_v4().simple());
-    t.post_anon(
-        "/api/v1/login",
-        json!({"email": "canary@acme.test", "password": wrong}),
-    )
-    .await
-    .expect(401);
+    t.post_anon("/api/v1/login", json!({"email": "canary@acme.test", "password": wrong}))
+        .await
+        .expect(401);
     t.patch(
         &format!("/api/v1/users/{uid}"),
         json!({"password": format!("{canary}-2")}),
@@ -50,22 +52,13 @@ async fn passwords_and_totp_seeds_never_leak() {
     }
     let log = logs();
     for secret in [&canary, &seed, &wrong] {
-        assert!(
-            !log.contains(secret.as_str()),
-            "a log line contains a secret"
-        );
+        assert!(!log.contains(secret.as_str()), "a log line contains a secret");
     }
     if let Some(bytes) = t.sqlite_bytes() {
         for secret in [&canary, &seed] {
-            assert!(
-                !contains(&bytes, secret),
-                "the SQLite file holds a secret in plaintext"
-            );
+            assert!(!contains(&bytes, secret), "the SQLite file holds a secret in plaintext");
         }
-        assert!(
-            contains(&bytes, "canary@acme.test"),
-            "the check reads the right file"
-        );
+        assert!(contains(&bytes, "canary@acme.test"), "the check reads the right file");
         // The encryption key lives in its own file, never in the database.
         let key = std::fs::read_to_string(t.dir.join("svc-encryption.key")).unwrap();
         assert!(!contains(&bytes, key.trim()));
@@ -81,10 +74,7 @@ async fn bootstrap_password_is_hashed_and_keys_are_sealed() {
             contains(&bytes, "$argon2id$") || !contains(&bytes, "password_hash"),
             "password hashes are sealed too"
         );
-        assert!(
-            !contains(&bytes, "$argon2id$"),
-            "even the hash is encrypted at rest"
-        );
+        assert!(!contains(&bytes, "$argon2id$"), "even the hash is encrypted at rest");
     }
 }
 
@@ -93,29 +83,21 @@ async fn a_wrong_encryption_key_refuses_to_start() {
     let t = TestApp::start().await;
     if crate::harness::use_postgres() {
         let mut env = t.env.clone();
-        env.insert(
-            "SVC_ENCRYPTION_KEY".into(),
-            svc_server::crypto::b64std(&[9u8; 32]),
-        );
+        env.insert("SVC_ENCRYPTION_KEY".into(), svc_server::crypto::b64std(&[9u8; 32]));
         env.insert("SVC_PUBLIC_URL".into(), "http://localhost:1".into());
         let cfg = svc_server::Config::from_map(&env).unwrap();
         let err = svc_server::App::open(cfg).await.err().expect("must refuse");
         assert!(
-            err.0
-                .contains("is not the key this database was encrypted with"),
+            err.0.contains("is not the key this database was encrypted with"),
             "{err}"
         );
     } else {
         let mut env = t.env.clone();
-        env.insert(
-            "SVC_ENCRYPTION_KEY".into(),
-            svc_server::crypto::b64std(&[9u8; 32]),
-        );
+        env.insert("SVC_ENCRYPTION_KEY".into(), svc_server::crypto::b64std(&[9u8; 32]));
         let cfg = svc_server::Config::from_map(&env).unwrap();
         let err = svc_server::App::open(cfg).await.err().expect("must refuse");
         assert!(
-            err.0
-                .contains("is not the key this database was encrypted with"),
+            err.0.contains("is not the key this database was encrypted with"),
             "{err}"
         );
     }

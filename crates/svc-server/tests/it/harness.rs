@@ -61,9 +61,7 @@ pub async fn fresh_database(dir: &std::path::Path) -> String {
             .expect("SVC_TEST_POSTGRES_URL (run scripts/test.sh or scripts/peers.sh start)");
         let name = format!("svc_t_{}", uuid::Uuid::new_v4().simple());
         sqlx::any::install_default_drivers();
-        let pool = sqlx::AnyPool::connect(&admin)
-            .await
-            .expect("connect to PostgreSQL");
+        let pool = sqlx::AnyPool::connect(&admin).await.expect("connect to PostgreSQL");
         sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
             .execute(&pool)
             .await
@@ -100,22 +98,14 @@ impl Resp {
     /// Asserts the status and, for errors, the GenericResponseDTO shape; returns the body.
     #[track_caller]
     pub fn expect(&self, status: u16) -> &Value {
-        assert_eq!(
-            self.status, status,
-            "unexpected status; body: {}",
-            self.text
-        );
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
         &self.body
     }
 
     /// Asserts a GenericResponseDTO error with exactly this message.
     #[track_caller]
     pub fn expect_error(&self, status: u16, message: &str) {
-        assert_eq!(
-            self.status, status,
-            "unexpected status; body: {}",
-            self.text
-        );
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
         assert_eq!(
             self.body,
             json!({"success": false, "message": message, "id": 0}),
@@ -127,18 +117,11 @@ impl Resp {
     /// Asserts a GenericResponseDTO error whose message starts with `prefix`.
     #[track_caller]
     pub fn expect_error_prefix(&self, status: u16, prefix: &str) {
-        assert_eq!(
-            self.status, status,
-            "unexpected status; body: {}",
-            self.text
-        );
+        assert_eq!(self.status, status, "unexpected status; body: {}", self.text);
         assert_eq!(self.body["success"], false, "body: {}", self.text);
         assert_eq!(self.body["id"], 0, "body: {}", self.text);
         let m = self.body["message"].as_str().unwrap_or_default();
-        assert!(
-            m.starts_with(prefix),
-            "message {m:?} does not start with {prefix:?}"
-        );
+        assert!(m.starts_with(prefix), "message {m:?} does not start with {prefix:?}");
     }
 }
 
@@ -200,16 +183,11 @@ impl TestApp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let base = format!("http://127.0.0.1:{port}");
-        env.insert(
-            "SVC_PUBLIC_URL".into(),
-            public_url.unwrap_or_else(|| base.clone()),
-        );
+        env.insert("SVC_PUBLIC_URL".into(), public_url.unwrap_or_else(|| base.clone()));
         env.insert("SVC_LISTEN_ADDR".into(), format!("127.0.0.1:{port}"));
         f(&mut env);
         let cfg = Config::from_map(&env).unwrap_or_else(|e| panic!("test config invalid: {e:?}"));
-        let app = App::open(cfg)
-            .await
-            .unwrap_or_else(|e| panic!("app start failed: {e}"));
+        let app = App::open(cfg).await.unwrap_or_else(|e| panic!("app start failed: {e}"));
         app.spawn_background();
         let (stop, rx) = oneshot::channel::<()>();
         let serving = app.clone();
@@ -243,10 +221,7 @@ impl TestApp {
                 json!({"email": ADMIN_EMAIL, "password": ADMIN_PASSWORD}),
             )
             .await;
-        t.token = login.expect(200)["accessToken"]
-            .as_str()
-            .unwrap()
-            .to_string();
+        t.token = login.expect(200)["accessToken"].as_str().unwrap().to_string();
         t
     }
 
@@ -290,13 +265,7 @@ impl TestApp {
         }
     }
 
-    pub async fn call(
-        &self,
-        method: reqwest::Method,
-        path: &str,
-        token: Option<&str>,
-        body: Option<Value>,
-    ) -> Resp {
+    pub async fn call(&self, method: reqwest::Method, path: &str, token: Option<&str>, body: Option<Value>) -> Resp {
         let mut req = self.client.request(method, self.url(path));
         if let Some(t) = token {
             req = req.bearer_auth(t);
@@ -308,8 +277,7 @@ impl TestApp {
     }
 
     pub async fn get(&self, path: &str) -> Resp {
-        self.call(reqwest::Method::GET, path, Some(&self.token), None)
-            .await
+        self.call(reqwest::Method::GET, path, Some(&self.token), None).await
     }
     pub async fn post(&self, path: &str, body: Value) -> Resp {
         self.call(reqwest::Method::POST, path, Some(&self.token), Some(body))
@@ -324,31 +292,24 @@ impl TestApp {
             .await
     }
     pub async fn delete(&self, path: &str) -> Resp {
-        self.call(reqwest::Method::DELETE, path, Some(&self.token), None)
-            .await
+        self.call(reqwest::Method::DELETE, path, Some(&self.token), None).await
     }
     pub async fn post_anon(&self, path: &str, body: Value) -> Resp {
-        self.call(reqwest::Method::POST, path, None, Some(body))
-            .await
+        self.call(reqwest::Method::POST, path, None, Some(body)).await
     }
 
     /// Same calls with another bearer token.
     pub async fn get_as(&self, token: &str, path: &str) -> Resp {
-        self.call(reqwest::Method::GET, path, Some(token), None)
-            .await
+        self.call(reqwest::Method::GET, path, Some(token), None).await
     }
     pub async fn post_as(&self, token: &str, path: &str, body: Value) -> Resp {
-        self.call(reqwest::Method::POST, path, Some(token), Some(body))
-            .await
+        self.call(reqwest::Method::POST, path, Some(token), Some(body)).await
     }
 
     /// Logs in and returns the access token.
     pub async fn login(&self, email: &str, password: &str) -> String {
         let r = self
-            .post_anon(
-                "/api/v1/login",
-                json!({"email": email, "password": password}),
-            )
+            .post_anon("/api/v1/login", json!({"email": email, "password": password}))
             .await;
         r.expect(200)["accessToken"].as_str().unwrap().to_string()
     }
@@ -356,7 +317,10 @@ impl TestApp {
     /// Creates a user with a password and roles; returns its id.
     pub async fn create_user(&self, email: &str, password: &str, roles: &[&str]) -> String {
         let r = self
-            .post("/api/v1/users", json!({"email": email, "firstName": "Test", "lastName": "User", "password": password, "roles": roles}))
+            .post(
+                "/api/v1/users",
+                json!({"email": email, "firstName": "Test", "lastName": "User", "password": password, "roles": roles}),
+            )
             .await;
         r.expect(201)["externalId"].as_str().unwrap().to_string()
     }
@@ -369,9 +333,7 @@ impl TestApp {
 
     /// Audit entries (newest first) of the default resource set.
     pub async fn audit(&self, query: &str) -> Vec<Value> {
-        let r = self
-            .get(&format!("/api/v1/audit-logs?per-page=1000{query}"))
-            .await;
+        let r = self.get(&format!("/api/v1/audit-logs?per-page=1000{query}")).await;
         r.expect(200)["auditLogs"].as_array().unwrap().clone()
     }
 
@@ -402,9 +364,7 @@ impl Drop for TestApp {
 }
 
 pub fn contains(haystack: &[u8], needle: &str) -> bool {
-    haystack
-        .windows(needle.len())
-        .any(|w| w == needle.as_bytes())
+    haystack.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
 /// An independent RFC 6238 implementation (HMAC-SHA-1, 6 digits, 30 s), for computing real codes.

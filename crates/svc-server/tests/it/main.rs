@@ -3,8 +3,12 @@
 
 mod harness;
 
+mod config_policies;
+mod config_resources;
+mod edge_credentials;
 mod edge_example;
 mod edge_support;
+mod edge_trust;
 mod fake_issuer;
 mod foundation_auth;
 mod foundation_errors;

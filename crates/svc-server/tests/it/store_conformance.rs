@@ -35,15 +35,11 @@ async fn entities_upsert_delete_and_change_log() {
     assert_eq!(tx.next_seq("role").await.unwrap(), 1);
     assert_eq!(tx.next_seq("role").await.unwrap(), 2);
     assert_eq!(tx.next_seq("user").await.unwrap(), 1);
-    tx.upsert_entity(&row("role", "a", "{\"v\":1}"))
-        .await
-        .unwrap();
+    tx.upsert_entity(&row("role", "a", "{\"v\":1}")).await.unwrap();
     tx.upsert_entity(&row("role", "b", "{}")).await.unwrap();
     tx.commit().await.unwrap();
     let mut tx = s.begin().await.unwrap();
-    tx.upsert_entity(&row("role", "a", "{\"v\":2}"))
-        .await
-        .unwrap();
+    tx.upsert_entity(&row("role", "a", "{\"v\":2}")).await.unwrap();
     tx.delete_entity("role", "b", 5).await.unwrap();
     tx.commit().await.unwrap();
     let all = s.load_entities().await.unwrap();
@@ -79,9 +75,7 @@ async fn meta_first_writer_wins_and_keys_round_trip() {
         retire_at: None,
         material: "sealed".into(),
     };
-    s.save_keys(std::slice::from_ref(&k), &[], &[])
-        .await
-        .unwrap();
+    s.save_keys(std::slice::from_ref(&k), &[], &[]).await.unwrap();
     s.save_keys(&[], &[("x".into(), 99)], &[]).await.unwrap();
     let keys = s.load_keys().await.unwrap();
     assert_eq!(keys[0].retire_at, Some(99));
@@ -142,25 +136,16 @@ async fn event_queries_filter_order_and_page() {
         f(&mut q);
         q
     };
-    let page = s
-        .query_events(EventTable::Audit, &q(&|_| {}))
-        .await
-        .unwrap();
+    let page = s.query_events(EventTable::Audit, &q(&|_| {})).await.unwrap();
     assert_eq!(
         (page.total, page.bodies.clone()),
-        (
-            2,
-            vec!["{\"id\":\"a2\"}".to_string(), "{\"id\":\"a1\"}".to_string()]
-        )
+        (2, vec!["{\"id\":\"a2\"}".to_string(), "{\"id\":\"a1\"}".to_string()])
     );
     assert_eq!(
-        s.query_events(
-            EventTable::Audit,
-            &q(&|q| q.eq.push(("category", "ROLES".into())))
-        )
-        .await
-        .unwrap()
-        .total,
+        s.query_events(EventTable::Audit, &q(&|q| q.eq.push(("category", "ROLES".into()))))
+            .await
+            .unwrap()
+            .total,
         1
     );
     assert_eq!(
@@ -212,9 +197,7 @@ async fn event_queries_filter_order_and_page() {
         .unwrap();
     assert_eq!(p2.bodies, vec!["{\"id\":\"a2\"}".to_string()]);
     assert_eq!(
-        s.get_event(EventTable::Audit, "a3", &["rs1".into()])
-            .await
-            .unwrap(),
+        s.get_event(EventTable::Audit, "a3", &["rs1".into()]).await.unwrap(),
         None
     );
     assert!(
@@ -240,12 +223,9 @@ async fn event_queries_filter_order_and_page() {
         search: "access.request".into(),
         body: "{}".into(),
     };
-    s.insert_events(&[
-        ev("e1", EventTable::Authorization),
-        ev("w1", EventTable::Workload),
-    ])
-    .await
-    .unwrap();
+    s.insert_events(&[ev("e1", EventTable::Authorization), ev("w1", EventTable::Workload)])
+        .await
+        .unwrap();
     let mut wq = EventQuery {
         rs: vec!["rs1".into()],
         order_col: "ts",
@@ -253,23 +233,10 @@ async fn event_queries_filter_order_and_page() {
         limit: 10,
         ..Default::default()
     };
-    wq.any_of
-        .push(("client_workload", vec!["cw".into(), "other".into()]));
-    assert_eq!(
-        s.query_events(EventTable::Workload, &wq)
-            .await
-            .unwrap()
-            .total,
-        1
-    );
+    wq.any_of.push(("client_workload", vec!["cw".into(), "other".into()]));
+    assert_eq!(s.query_events(EventTable::Workload, &wq).await.unwrap().total, 1);
     wq.any_of = vec![("server_workload", vec!["nope".into()])];
-    assert_eq!(
-        s.query_events(EventTable::Workload, &wq)
-            .await
-            .unwrap()
-            .total,
-        0
-    );
+    assert_eq!(s.query_events(EventTable::Workload, &wq).await.unwrap().total, 0);
     assert_eq!(s.purge_events(10_000).await.unwrap(), 5);
     s.close().await;
     let _ = std::fs::remove_dir_all(dir);

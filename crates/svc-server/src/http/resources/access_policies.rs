@@ -12,9 +12,7 @@ use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{
-    BaseInput, Mode, base_json, check_rs_unchanged, entity_meta, new_external_id, parse_base,
-};
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, entity_meta, new_external_id, parse_base};
 use super::scoped::taken;
 use crate::app::App;
 use crate::domain::credential::CredentialProvider;
@@ -155,9 +153,7 @@ fn selector_ok(s: &str) -> bool {
     let mut chars = s.chars();
     match chars.next() {
         None => true,
-        Some(c) if c.is_alphanumeric() => {
-            chars.all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        }
+        Some(c) if c.is_alphanumeric() => chars.all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-')),
         Some(_) => false,
     }
 }
@@ -170,8 +166,7 @@ fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldErro
         let v = m.opt_str_len(name, 0, 256)?;
         if let Some(s) = &v {
             let ok = if name == "accessKeyId" {
-                s.chars()
-                    .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+                s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
             } else {
                 selector_ok(s)
             };
@@ -181,10 +176,7 @@ fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldErro
                 } else {
                     "^[\\p{L}a-zA-Z0-9][\\p{L}a-zA-Z0-9._-]*$"
                 };
-                return Err(svc_api::FieldError::new(
-                    m.path(name),
-                    format!("must match {pattern}"),
-                ));
+                return Err(svc_api::FieldError::new(m.path(name), format!("must match {pattern}")));
             }
         }
         Ok(v.filter(|s| !s.is_empty()))
@@ -321,24 +313,15 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
             ));
         }
         if p.trust_providers[..i].contains(t) {
-            return Err(Error::field(
-                format!("trustProviders[{i}]"),
-                "duplicate trust provider",
-            ));
+            return Err(Error::field(format!("trustProviders[{i}]"), "duplicate trust provider"));
         }
     }
     // Access conditions and content-security entries are not part of this version: none exists.
     if !p.access_conditions.is_empty() {
-        return Err(Error::field(
-            "accessConditions[0]",
-            "unknown access condition",
-        ));
+        return Err(Error::field("accessConditions[0]", "unknown access condition"));
     }
     if !p.content_security.is_empty() {
-        return Err(Error::field(
-            "contentSecurity[0]",
-            "unknown content security entry",
-        ));
+        return Err(Error::field("contentSecurity[0]", "unknown content security entry"));
     }
     let mut types = Vec::new();
     for (i, m) in p.mappings.iter().enumerate() {
@@ -370,11 +353,7 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
         }
         let allowed: &[MappingType] = match t.as_str() {
             "cloudA-sts-oidc" => &[MappingType::AccessKeyId],
-            "signed-jwt" => &[
-                MappingType::AccountName,
-                MappingType::HttpHeader,
-                MappingType::HttpBody,
-            ],
+            "signed-jwt" => &[MappingType::AccountName, MappingType::HttpHeader, MappingType::HttpBody],
             other => {
                 return Err(Error::field(
                     "credentialProviders",
@@ -388,11 +367,7 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
                     format!("credentialProviders[{i}].mappingType"),
                     format!(
                         "must be one of {} when several {t} providers are combined",
-                        allowed
-                            .iter()
-                            .map(|a| a.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        allowed.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ")
                     ),
                 ));
             }
@@ -416,10 +391,7 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
         }
     }
     if p.meta.active {
-        let pair = st
-            .idx
-            .policies_by_pair
-            .get(&(p.client_workload, p.server_workload));
+        let pair = st.idx.policies_by_pair.get(&(p.client_workload, p.server_workload));
         if let Some(other) = pair
             .into_iter()
             .flatten()
@@ -452,10 +424,7 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
         if missing {
             match settings.compliance(name) {
                 ComplianceLevel::Required => {
-                    return Err(Error::field(
-                        field,
-                        format!("required by compliance setting {name}"),
-                    ));
+                    return Err(Error::field(field, format!("required by compliance setting {name}")));
                 }
                 ComplianceLevel::Recommended => warnings.push(name),
                 ComplianceLevel::Optional => {}
@@ -467,10 +436,10 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
 
 /// Adds `X-Svc-Compliance-Warning` when a Recommended check failed.
 pub fn with_warnings(mut r: Response, warnings: &[&str]) -> Response {
-    if !warnings.is_empty() {
-        if let Ok(v) = HeaderValue::from_str(&warnings.join(", ")) {
-            r.headers_mut().insert(COMPLIANCE_HEADER, v);
-        }
+    if !warnings.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&warnings.join(", "))
+    {
+        r.headers_mut().insert(COMPLIANCE_HEADER, v);
     }
     r
 }
@@ -497,9 +466,7 @@ pub async fn create_policy(
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
     let id = new_external_id(input.base.external_id, |id| taken::<Policy>(&w.st, id))?;
-    let meta = w
-        .new_meta(Kind::AccessPolicy, id, Some(rs), &author)
-        .await?;
+    let meta = w.new_meta(Kind::AccessPolicy, id, Some(rs), &author).await?;
     let mut p = Policy {
         meta,
         client_workload: Uuid::nil(),
@@ -540,22 +507,13 @@ pub async fn update_policy(
         &author,
         rs,
         CATEGORY,
-        if full {
-            Activity::Updated
-        } else {
-            Activity::Patched
-        },
+        if full { Activity::Updated } else { Activity::Patched },
         id,
     );
     Ok((w.commit().await?, warnings))
 }
 
-pub async fn delete_policy(
-    app: &App,
-    ctx: &Ctx,
-    id: Uuid,
-    check: impl FnOnce(&Policy) -> Result<()>,
-) -> Result<bool> {
+pub async fn delete_policy(app: &App, ctx: &Ctx, id: Uuid, check: impl FnOnce(&Policy) -> Result<()>) -> Result<bool> {
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
     let Some(p) = w.st.policies.get(&id).cloned() else {
@@ -608,14 +566,10 @@ pub fn for_pair(st: &Snapshot, client: Uuid, server: Uuid) -> Option<Arc<Policy>
 
 fn refs_any(item: &Value, field: &str, v: &str) -> bool {
     match &item[field] {
-        Value::Array(a) => a.iter().any(|e| {
-            e["externalId"]
-                .as_str()
-                .is_some_and(|x| x.eq_ignore_ascii_case(v))
-        }),
-        o => o["externalId"]
-            .as_str()
-            .is_some_and(|x| x.eq_ignore_ascii_case(v)),
+        Value::Array(a) => a
+            .iter()
+            .any(|e| e["externalId"].as_str().is_some_and(|x| x.eq_ignore_ascii_case(v))),
+        o => o["externalId"].as_str().is_some_and(|x| x.eq_ignore_ascii_case(v)),
     }
 }
 
@@ -634,22 +588,13 @@ const SPEC: ListSpec = ListSpec {
     ],
     default_order: ("modifiedAt", true),
     filters: &[
-        (
-            "clientWorkload",
-            Filter::Func(|i, v| refs_any(i, "clientWorkload", v)),
-        ),
-        (
-            "serverWorkload",
-            Filter::Func(|i, v| refs_any(i, "serverWorkload", v)),
-        ),
+        ("clientWorkload", Filter::Func(|i, v| refs_any(i, "clientWorkload", v))),
+        ("serverWorkload", Filter::Func(|i, v| refs_any(i, "serverWorkload", v))),
         (
             "credentialProvider",
             Filter::Func(|i, v| refs_any(i, "credentialProviders", v)),
         ),
-        (
-            "trustProvider",
-            Filter::Func(|i, v| refs_any(i, "trustProviders", v)),
-        ),
+        ("trustProvider", Filter::Func(|i, v| refs_any(i, "trustProviders", v))),
         (
             "accessCondition",
             Filter::Func(|i, v| refs_any(i, "accessConditions", v)),
@@ -660,11 +605,7 @@ const SPEC: ListSpec = ListSpec {
 /// `query`: substring of the policy's name or the names of the entities it references.
 fn query_match(item: &Value, q: &str) -> bool {
     let q = q.to_lowercase();
-    let name = |v: &Value| {
-        v["name"]
-            .as_str()
-            .is_some_and(|n| n.to_lowercase().contains(&q))
-    };
+    let name = |v: &Value| v["name"].as_str().is_some_and(|n| n.to_lowercase().contains(&q));
     name(item)
         || name(&item["clientWorkload"])
         || name(&item["serverWorkload"])
@@ -722,12 +663,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     Ok(with_warnings(ok(create_json(&st.policies[&id])), &warnings))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse_v2(body, Mode::Patch)?;
     let id = ids.one();
     let st = app.state_full();
@@ -754,12 +690,7 @@ async fn by_workloads(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
     Ok(ok(get_json(&st, &p)))
 }
 
-async fn add_note_v2(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn add_note_v2(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let id = ids.one();
     let st = app.state_full();
     visible(&ctx, &st, &id)?.ok_or(Error::NotFound)?;

@@ -11,8 +11,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::access_policies::{
-    PolicyInput, add_note, create_policy, delete_policy, for_pair, note_json, update_policy,
-    with_warnings,
+    PolicyInput, add_note, create_policy, delete_policy, for_pair, note_json, update_policy, with_warnings,
 };
 use super::common::{Mode, base_json, parse_base, resolve_rs};
 use crate::app::App;
@@ -81,8 +80,11 @@ fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> Value {
             None => (p.client_workload, None, false, None, None),
         }
     };
-    let tps: Vec<Value> =
-        p.trust_providers.iter().map(|t| json!({"externalId": t, "name": st.trust_providers.get(t).map(|x| x.meta.name.clone())})).collect();
+    let tps: Vec<Value> = p
+        .trust_providers
+        .iter()
+        .map(|t| json!({"externalId": t, "name": st.trust_providers.get(t).map(|x| x.meta.name.clone())}))
+        .collect();
     let cp = single_cp(p);
     let mut o = json!({
         "externalId": id,
@@ -108,14 +110,8 @@ fn policy_dto(st: &Snapshot, p: &Policy) -> Value {
     o.insert("trustProviders".into(), json!(p.trust_providers));
     o.insert("accessConditions".into(), json!(p.access_conditions));
     o.insert("contentSecurity".into(), json!(p.content_security));
-    o.insert(
-        "clientWorkloadDetails".into(),
-        workload_summary(st, p, false),
-    );
-    o.insert(
-        "serverWorkloadDetails".into(),
-        workload_summary(st, p, true),
-    );
+    o.insert("clientWorkloadDetails".into(), workload_summary(st, p, false));
+    o.insert("serverWorkloadDetails".into(), workload_summary(st, p, true));
     o.insert(
         "policyNotes".into(),
         Value::Array(p.notes.iter().map(note_json).collect()),
@@ -263,16 +259,10 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    Ok(
-        match st
-            .policies
-            .get(&ids.one())
-            .filter(|p| p.meta.scope() == ctx.rs)
-        {
-            Some(p) => ok(policy_external(&app, &st, p)),
-            None => no_content(),
-        },
-    )
+    Ok(match st.policies.get(&ids.one()).filter(|p| p.meta.scope() == ctx.rs) {
+        Some(p) => ok(policy_external(&app, &st, p)),
+        None => no_content(),
+    })
 }
 
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -297,18 +287,10 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
         several_refused(p)
     })
     .await?;
-    Ok(with_warnings(
-        ok(policy_dto(&st, &st.policies[&id])),
-        &warnings,
-    ))
+    Ok(with_warnings(ok(policy_dto(&st, &st.policies[&id])), &warnings))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let (mut input, cp) = parse(body, Mode::Patch)?;
     let id = ids.one();
     let given = cp.is_some();
@@ -321,10 +303,7 @@ async fn patch(
         if given { several_refused(p) } else { Ok(()) }
     })
     .await?;
-    Ok(with_warnings(
-        ok(policy_dto(&st, &st.policies[&id])),
-        &warnings,
-    ))
+    Ok(with_warnings(ok(policy_dto(&st, &st.policies[&id])), &warnings))
 }
 
 async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -344,12 +323,7 @@ async fn by_workloads(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
     Ok(ok(policy_external(&app, &st, &p)))
 }
 
-async fn note(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn note(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let rs = ctx.rs;
     add_note(&app, &ctx, ids.one(), body, |p| in_rs(p, rs)).await
 }

@@ -18,10 +18,7 @@ pub fn routes(app: &App) -> Router<App> {
     let p = Perm::AuditLogs;
     Router::new()
         .route("/api/v1/audit-logs", guarded(app, p, Scope::Rs, get(list)))
-        .route(
-            "/api/v1/audit-logs/{id}",
-            guarded(app, p, Scope::Rs, get(read)),
-        )
+        .route("/api/v1/audit-logs/{id}", guarded(app, p, Scope::Rs, get(read)))
 }
 
 /// Sortable fields → columns.
@@ -72,11 +69,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     match app
         .store
-        .get_event(
-            EventTable::Audit,
-            &ids.one().to_string(),
-            &[ctx.rs.to_string()],
-        )
+        .get_event(EventTable::Audit, &ids.one().to_string(), &[ctx.rs.to_string()])
         .await?
     {
         Some(body) => Ok(ok(serde_json::from_str(&body).map_err(Error::internal)?)),

@@ -7,9 +7,7 @@ use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 
-use super::common::{
-    BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs,
-};
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
 use super::scoped::{find, for_update, taken};
 use crate::app::App;
 use crate::domain::identity::{IDENTITY_TYPES, lookup};
@@ -46,21 +44,15 @@ pub fn routes(app: &App) -> Router<App> {
 
 fn has_identity_type(item: &Value, v: &str) -> bool {
     item["identities"].as_array().is_some_and(|a| {
-        a.iter().any(|i| {
-            i["type"]
-                .as_str()
-                .is_some_and(|t| t.eq_ignore_ascii_case(v))
-        })
+        a.iter()
+            .any(|i| i["type"].as_str().is_some_and(|t| t.eq_ignore_ascii_case(v)))
     })
 }
 
 fn has_identity_value(item: &Value, v: &str) -> bool {
     item["identities"].as_array().is_some_and(|a| {
-        a.iter().any(|i| {
-            i["value"]
-                .as_str()
-                .is_some_and(|t| t.eq_ignore_ascii_case(v))
-        })
+        a.iter()
+            .any(|i| i["value"].as_str().is_some_and(|t| t.eq_ignore_ascii_case(v)))
     })
 }
 
@@ -97,15 +89,9 @@ pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
         .collect();
     o.insert("identities".into(), Value::Array(ids));
     o.insert("enforceSso".into(), json!(w.enforce_sso));
-    o.insert(
-        "ssoIdentityProviders".into(),
-        json!(w.sso_identity_providers),
-    );
+    o.insert("ssoIdentityProviders".into(), json!(w.sso_identity_providers));
     o.insert("type".into(), json!(w.label));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(&w.meta.id)),
-    );
+    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&w.meta.id)));
     Value::Object(o)
 }
 
@@ -122,16 +108,10 @@ fn parse_identities(o: &mut Obj) -> Result<Option<Vec<Identity>>> {
         };
         match (ty.name == "oidcIdToken", &key) {
             (true, None) => {
-                return Err(svc_api::FieldError::new(
-                    i.path("key"),
-                    "is required for oidcIdToken",
-                ));
+                return Err(svc_api::FieldError::new(i.path("key"), "is required for oidcIdToken"));
             }
             (true, Some(k)) if k.is_empty() => {
-                return Err(svc_api::FieldError::new(
-                    i.path("key"),
-                    "is required for oidcIdToken",
-                ));
+                return Err(svc_api::FieldError::new(i.path("key"), "is required for oidcIdToken"));
             }
             (false, Some(_)) => {
                 return Err(svc_api::FieldError::new(
@@ -174,10 +154,7 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
         let s = o.opt_uuid_list("ssoIdentityProviders")?;
         // SSO identity providers are not part of this version: no id can exist yet.
         if s.as_ref().is_some_and(|v| !v.is_empty()) {
-            return Err(Error::field(
-                "ssoIdentityProviders[0]",
-                "unknown SSO identity provider",
-            ));
+            return Err(Error::field("ssoIdentityProviders[0]", "unknown SSO identity provider"));
         }
 
         let l = o.opt_str_len("type", 0, 64)?;
@@ -217,12 +194,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| {
-        taken::<ClientWorkload>(&w.st, id)
-    })?;
-    let mut meta = w
-        .new_meta(Kind::ClientWorkload, id, Some(rs), &author)
-        .await?;
+    let id = new_external_id(input.base.external_id, |id| taken::<ClientWorkload>(&w.st, id))?;
+    let mut meta = w.new_meta(Kind::ClientWorkload, id, Some(rs), &author).await?;
     input.base.apply_full(&mut meta);
     w.put(ClientWorkload {
         meta,
@@ -255,12 +228,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     Ok(ok(client_json(&st, &st.client_workloads[&id])))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse(body, Mode::Patch)?;
     let id = ids.one();
     let author = ctx.author();

@@ -69,11 +69,7 @@ pub fn parse_base(o: &mut Obj, mode: Mode, with_rs: bool) -> Result<BaseInput> {
         }
     }
     let tags = parse_tags(o)?;
-    let resource_set = if with_rs {
-        o.opt_uuid("resourceSet")?
-    } else {
-        None
-    };
+    let resource_set = if with_rs { o.opt_uuid("resourceSet")? } else { None };
     o.ignore(BASE_RO);
     Ok(BaseInput {
         external_id,
@@ -145,10 +141,7 @@ pub fn entity_meta(m: &Meta) -> Value {
 /// The resource set of a new or replaced scoped entity (§1.4 rule 3).
 pub fn resolve_rs(body_rs: Option<Uuid>, request_rs: Uuid) -> Result<Uuid> {
     match body_rs {
-        Some(b) if b != request_rs => Err(Error::field(
-            "resourceSet",
-            "does not match X-Svc-ResourceSet",
-        )),
+        Some(b) if b != request_rs => Err(Error::field("resourceSet", "does not match X-Svc-ResourceSet")),
         _ => Ok(request_rs),
     }
 }

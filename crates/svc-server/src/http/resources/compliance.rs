@@ -20,12 +20,7 @@ use crate::service::write::Write;
 pub fn routes(app: &App) -> Router<App> {
     Router::new().route(
         "/api/v1/compliance-settings",
-        guarded(
-            app,
-            Perm::GlobalPolicyCompliance,
-            Scope::Global,
-            get(read).put(update),
-        ),
+        guarded(app, Perm::GlobalPolicyCompliance, Scope::Global, get(read).put(update)),
     )
 }
 

@@ -11,9 +11,7 @@ use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{
-    BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs,
-};
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
 use super::scoped::{find, for_update, taken};
 use crate::app::App;
 use crate::credential::types::{self, TypeSpec};
@@ -36,21 +34,11 @@ pub fn routes(app: &App) -> Router<App> {
     Router::new()
         .route(
             "/api/v2/credential-providers",
-            guarded(
-                app,
-                p,
-                Scope::Rs,
-                get(list_v2).post(create_v2).put(replace_v2),
-            ),
+            guarded(app, p, Scope::Rs, get(list_v2).post(create_v2).put(replace_v2)),
         )
         .route(
             "/api/v2/credential-providers/{id}",
-            guarded(
-                app,
-                p,
-                Scope::Rs,
-                get(read_v2).patch(patch_v2).delete(remove_v2),
-            ),
+            guarded(app, p, Scope::Rs, get(read_v2).patch(patch_v2).delete(remove_v2)),
         )
         .route(
             "/api/v2/credential-providers/{id}/verification",
@@ -62,21 +50,11 @@ pub fn routes(app: &App) -> Router<App> {
         )
         .route(
             "/api/v1/credential-providers",
-            guarded(
-                app,
-                p,
-                Scope::Rs,
-                get(list_v1).post(create_v1).put(replace_v1),
-            ),
+            guarded(app, p, Scope::Rs, get(list_v1).post(create_v1).put(replace_v1)),
         )
         .route(
             "/api/v1/credential-providers/{id}",
-            guarded(
-                app,
-                p,
-                Scope::Rs,
-                get(read_v1).patch(patch_v1).delete(remove_v1),
-            ),
+            guarded(app, p, Scope::Rs, get(read_v1).patch(patch_v1).delete(remove_v1)),
         )
         .route(
             "/api/v1/credential-providers/{id}/authorize",
@@ -110,12 +88,7 @@ const SPEC_V2: ListSpec = ListSpec {
 const BASE_RO: &[&str] = &["lifetimeExpiration", "accessPolicyCount"];
 
 fn spec_of(name: &str) -> Result<&'static TypeSpec> {
-    types::spec(name).ok_or_else(|| {
-        Error::field(
-            "type",
-            format!("must be one of {}", types::names().join(", ")),
-        )
-    })
+    types::spec(name).ok_or_else(|| Error::field("type", format!("must be one of {}", types::names().join(", "))))
 }
 
 /// The variant fields as the wire shows them: stored non-secret fields, secrets as `null`.
@@ -134,15 +107,9 @@ pub fn provider_v2_json(st: &Snapshot, p: &CredentialProvider) -> Value {
     let mut o = Map::new();
     o.insert("type".into(), json!(p.cp_type));
     o.extend(base_json(&p.meta, true));
-    o.insert(
-        "lifetimeTimeSpanSeconds".into(),
-        json!(p.lifetime_time_span_seconds),
-    );
+    o.insert("lifetimeTimeSpanSeconds".into(), json!(p.lifetime_time_span_seconds));
     o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(&p.meta.id)),
-    );
+    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&p.meta.id)));
     o.extend(variant_fields(p, types::spec(&p.cp_type)));
     Value::Object(o)
 }
@@ -155,21 +122,18 @@ pub fn provider_v1_json(st: &Snapshot, p: &CredentialProvider) -> Value {
         .then(|| p.config.get("roleId").cloned())
         .flatten();
     o.insert("roleId".into(), role.unwrap_or(Value::Null));
-    o.insert(
-        "lifetimeTimeSpanSeconds".into(),
-        json!(p.lifetime_time_span_seconds),
-    );
+    o.insert("lifetimeTimeSpanSeconds".into(), json!(p.lifetime_time_span_seconds));
     o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
     o.insert(
         "providerDetailJSON".into(),
         json!(Value::Object(p.config.clone()).to_string()),
     );
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(&p.meta.id)),
-    );
+    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&p.meta.id)));
     Value::Object(o)
 }
+
+/// Secret fields given in a request: (wire name, value).
+type GivenSecrets = Vec<(&'static str, String)>;
 
 /// A request reduced to what both API versions carry.
 struct Input {
@@ -183,17 +147,13 @@ struct Input {
 }
 
 /// Reads secrets and variant fields of `spec` from `o` (a v2 body or a v1 providerDetailJSON).
-fn read_variant(
-    o: &mut Obj,
-    spec: &'static TypeSpec,
-    mode: types::Mode,
-) -> Result<(Map<String, Value>, Vec<(&'static str, String)>)> {
+fn read_variant(o: &mut Obj, spec: &'static TypeSpec, mode: types::Mode) -> Result<(Map<String, Value>, GivenSecrets)> {
     let mut secrets = Vec::new();
     for s in spec.secret_fields {
-        if let Some(v) = o.opt_str(s)? {
-            if !v.is_empty() {
-                secrets.push((*s, v));
-            }
+        if let Some(v) = o.opt_str(s)?
+            && !v.is_empty()
+        {
+            secrets.push((*s, v));
         }
     }
     let config = (spec.parse)(o, mode)?;
@@ -219,9 +179,7 @@ fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
             detail,
         });
     }
-    let name = cp_type
-        .as_deref()
-        .ok_or_else(|| Error::field("type", "is required"))?;
+    let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
     let spec = spec_of(name)?;
     let (config, secrets) = read_variant(&mut o, spec, types::Mode::Full)?;
     o.finish()?;
@@ -254,14 +212,9 @@ fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
             detail,
         });
     }
-    let name = cp_type
-        .as_deref()
-        .ok_or_else(|| Error::field("type", "is required"))?;
+    let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
     let spec = spec_of(name)?;
-    let mut inner = Obj::from_json_text(
-        detail.as_deref().unwrap_or("{}"),
-        "providerDetailJSON".into(),
-    )?;
+    let mut inner = Obj::from_json_text(detail.as_deref().unwrap_or("{}"), "providerDetailJSON".into())?;
     let (mut config, secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
     inner.finish()?;
     if let Some(r) = role {
@@ -292,22 +245,13 @@ fn check_required_secrets(spec: &TypeSpec, secrets: &SecretFields, prefix: &str)
     Ok(())
 }
 
-async fn create(
-    app: &App,
-    ctx: &Ctx,
-    input: Input,
-    v1: bool,
-) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
+async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
     let spec = spec_of(input.cp_type.as_deref().unwrap_or_default())?;
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
-    let id = new_external_id(input.base.external_id, |id| {
-        taken::<CredentialProvider>(&w.st, id)
-    })?;
-    let mut meta = w
-        .new_meta(Kind::CredentialProvider, id, Some(rs), &author)
-        .await?;
+    let id = new_external_id(input.base.external_id, |id| taken::<CredentialProvider>(&w.st, id))?;
+    let mut meta = w.new_meta(Kind::CredentialProvider, id, Some(rs), &author).await?;
     input.base.apply_full(&mut meta);
     let mut secrets = SecretFields::default();
     apply_secrets(&mut secrets, input.secrets);
@@ -353,10 +297,10 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
     let mut w = Write::begin(app).await?;
     let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
     check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    if let Some(t) = &input.cp_type {
-        if *t != p.cp_type {
-            return Err(Error::field("type", "must equal the stored type"));
-        }
+    if let Some(t) = &input.cp_type
+        && *t != p.cp_type
+    {
+        return Err(Error::field("type", "must equal the stored type"));
     }
     let spec = spec_of(&p.cp_type)?;
     if let Some(text) = &input.detail {
@@ -423,22 +367,30 @@ async fn create_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -
     ))
 }
 
-async fn replace_v2(
-    State(app): State<App>,
-    ctx: Ctx,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+/// PUT: a changed discriminator is reported before the body is read against either type.
+fn check_type_unchanged(app: &App, ctx: &Ctx, body: &Value) -> Result<()> {
+    let id = body
+        .get("externalId")
+        .and_then(Value::as_str)
+        .and_then(svc_api::reader::parse_uuid);
+    let ty = body.get("type").and_then(Value::as_str);
+    if let (Some(id), Some(ty)) = (id, ty)
+        && let Some(p) = find::<CredentialProvider>(&app.state(), &id, ctx.rs)
+        && p.cp_type != ty
+    {
+        return Err(Error::field("type", "cannot be changed"));
+    }
+    Ok(())
+}
+
+async fn replace_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    check_type_unchanged(&app, &ctx, &body)?;
     let input = parse_v2(body, Mode::Replace)?;
     let (id, st) = replace(&app, &ctx, input).await?;
     Ok(ok(provider_v2_json(&st, &st.credential_providers[&id])))
 }
 
-async fn patch_v2(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch_v2(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse_v2(body, Mode::Patch)?;
     let id = ids.one();
     let st = patch(&app, &ctx, id, input).await?;
@@ -453,12 +405,7 @@ async fn remove_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respons
 async fn verification(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state_full();
     let p = find::<CredentialProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
-    let compiled = st
-        .idx
-        .credentials
-        .get(&p.meta.id)
-        .cloned()
-        .ok_or(Error::NotFound)?;
+    let compiled = st.idx.credentials.get(&p.meta.id).cloned().ok_or(Error::NotFound)?;
     let outcome = crate::credential::verify(&app, &compiled).await;
     Ok(ok(match outcome {
         Ok(()) => json!({"success": true, "message": "A credential was obtained.", "id": 0}),
@@ -515,11 +462,8 @@ async fn create_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -
     ))
 }
 
-async fn replace_v1(
-    State(app): State<App>,
-    ctx: Ctx,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn replace_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    check_type_unchanged(&app, &ctx, &body)?;
     let input = parse_v1(body, Mode::Replace)?;
     let (id, st) = replace(&app, &ctx, input).await?;
     Ok((
@@ -529,12 +473,7 @@ async fn replace_v1(
         .into_response())
 }
 
-async fn patch_v1(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch_v1(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse_v1(body, Mode::Patch)?;
     let id = ids.one();
     let st = patch(&app, &ctx, id, input).await?;

@@ -73,10 +73,7 @@ impl EventParams {
                 Some(d) if d == "asc" => false,
                 Some(d) if d == "desc" => true,
                 Some(d) => {
-                    return Err(Error::field(
-                        "order",
-                        format!("unknown direction '{d}' (asc or desc)"),
-                    ));
+                    return Err(Error::field("order", format!("unknown direction '{d}' (asc or desc)")));
                 }
             };
         }

@@ -19,21 +19,11 @@ pub fn routes(app: &App) -> Router<App> {
     Router::new()
         .route(
             "/api/v1/authorization-events",
-            guarded(
-                app,
-                Perm::AccessAuthorizationEvents,
-                Scope::Rs,
-                get(list_authorization),
-            ),
+            guarded(app, Perm::AccessAuthorizationEvents, Scope::Rs, get(list_authorization)),
         )
         .route(
             "/api/v1/authorization-events/{id}",
-            guarded(
-                app,
-                Perm::AccessAuthorizationEvents,
-                Scope::Rs,
-                get(read_authorization),
-            ),
+            guarded(app, Perm::AccessAuthorizationEvents, Scope::Rs, get(read_authorization)),
         )
         .route(
             "/api/v1/workload-events",
@@ -91,10 +81,7 @@ async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> 
         eq,
         ..p.query()
     };
-    let page = app
-        .store
-        .query_events(EventTable::Authorization, &query)
-        .await?;
+    let page = app.store.query_events(EventTable::Authorization, &query).await?;
     page_response("authorizationEvents", page, &p)
 }
 
@@ -115,8 +102,7 @@ fn id_list(q: &QueryPairs, key: &str) -> Result<Option<Vec<String>>> {
         .map(str::trim)
         .filter(|s| !s.is_empty())
     {
-        let id =
-            svc_api::reader::parse_uuid(part).ok_or_else(|| Error::field(key, "must be UUIDs"))?;
+        let id = svc_api::reader::parse_uuid(part).ok_or_else(|| Error::field(key, "must be UUIDs"))?;
         out.push(id.to_string());
     }
     Ok(Some(out))

@@ -22,9 +22,7 @@ async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
     } else {
         "Unhealthy"
     };
-    let host = headers
-        .get(axum::http::header::HOST)
-        .and_then(|v| v.to_str().ok());
+    let host = headers.get(axum::http::header::HOST).and_then(|v| v.to_str().ok());
     let caller = bearer(
         headers
             .get(axum::http::header::AUTHORIZATION)

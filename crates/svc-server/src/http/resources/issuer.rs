@@ -18,14 +18,10 @@ pub fn routes() -> Router<App> {
 }
 
 fn public(mut r: Response) -> Response {
-    r.headers_mut().insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("public, max-age=300"),
-    );
-    r.headers_mut().insert(
-        header::ACCESS_CONTROL_ALLOW_ORIGIN,
-        HeaderValue::from_static("*"),
-    );
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300"));
+    r.headers_mut()
+        .insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*"));
     r
 }
 

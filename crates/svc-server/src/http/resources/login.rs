@@ -13,11 +13,7 @@ pub fn routes() -> Router<App> {
     Router::new().route("/api/v1/login", post(login))
 }
 
-async fn login(
-    State(app): State<App>,
-    Client(client): Client,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn login(State(app): State<App>, Client(client): Client, JsonBody(body): JsonBody) -> Result<Response> {
     let resp = crate::service::login::login(&app, body, &client).await?;
     Ok(crate::http::ok(
         serde_json::to_value(resp).map_err(crate::error::Error::internal)?,

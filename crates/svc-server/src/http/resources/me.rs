@@ -22,10 +22,7 @@ use crate::service::write::Write;
 pub fn routes(app: &App) -> Router<App> {
     // The permission is not consulted for Scope::Me; any signed-in user may enrol.
     Router::new()
-        .route(
-            "/api/v1/me/totp",
-            guarded(app, Perm::Users, Scope::Me, post(enrol)),
-        )
+        .route("/api/v1/me/totp", guarded(app, Perm::Users, Scope::Me, post(enrol)))
         .route(
             "/api/v1/me/totp/{id}/verify",
             guarded(app, Perm::Users, Scope::Me, post(verify)),
@@ -51,19 +48,10 @@ async fn enrol(State(app): State<App>, ctx: Ctx) -> Result<Response> {
         secret: Secret::new(secret.clone()),
     });
     w.put(u.clone());
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        "Users",
-        Activity::Updated,
-        u.id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, u.id);
     w.commit().await?;
-    let label: String =
-        url::form_urlencoded::byte_serialize(format!("Svc:{}", u.email).as_bytes()).collect();
-    let uri = format!(
-        "otpauth://totp/{label}?secret={secret}&issuer=Svc&algorithm=SHA1&digits=6&period=30"
-    );
+    let label: String = url::form_urlencoded::byte_serialize(format!("Svc:{}", u.email).as_bytes()).collect();
+    let uri = format!("otpauth://totp/{label}?secret={secret}&issuer=Svc&algorithm=SHA1&digits=6&period=30");
     Ok((
         StatusCode::CREATED,
         axum::Json(json!({"id": id, "secret": secret, "otpauthUri": uri})),
@@ -71,12 +59,7 @@ async fn enrol(State(app): State<App>, ctx: Ctx) -> Result<Response> {
         .into_response())
 }
 
-async fn verify(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn verify(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let user = ctx.caller.user().cloned().ok_or(Error::Forbidden)?;
     let mut o = Obj::root(body)?;
     let code = o.req_str("code")?;
@@ -91,8 +74,8 @@ async fn verify(
         .iter()
         .find(|s| s.id == token_id)
         .ok_or(Error::NotFound)?;
-    let seed = totp::base32_decode(seed.secret.expose())
-        .ok_or_else(|| Error::internal("stored TOTP seed unreadable"))?;
+    let seed =
+        totp::base32_decode(seed.secret.expose()).ok_or_else(|| Error::internal("stored TOTP seed unreadable"))?;
     if !totp::verify(&seed, code.trim(), crate::clock::now_secs()) {
         return Err(Error::field("code", "is not a valid TOTP code"));
     }
@@ -101,13 +84,7 @@ async fn verify(
     }
     u.modified_at = w.now;
     w.put(u.clone());
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        "Users",
-        Activity::Updated,
-        u.id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, u.id);
     w.commit().await?;
     Ok(crate::http::ok(
         json!({"success": true, "message": "TOTP authenticator verified.", "id": 0}),

@@ -34,12 +34,7 @@ pub fn routes(app: &App) -> Router<App> {
     Router::new()
         .route(
             "/api/v1/resource-sets",
-            guarded(app, p, Scope::Entity, get(list)).merge(guarded(
-                app,
-                p,
-                Scope::Global,
-                post(create).put(replace),
-            )),
+            guarded(app, p, Scope::Entity, get(list)).merge(guarded(app, p, Scope::Global, post(create).put(replace))),
         )
         .route(
             "/api/v1/resource-sets/{id}",
@@ -82,19 +77,10 @@ fn count<T: Record>(st: &Snapshot, rs: Uuid) -> usize {
 pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
     let id = s.meta.id;
     let mut o = base_json(&s.meta, false);
-    o.insert(
-        "serverWorkloadCount".into(),
-        json!(count::<ServerWorkload>(st, id)),
-    );
-    o.insert(
-        "clientWorkloadCount".into(),
-        json!(count::<ClientWorkload>(st, id)),
-    );
+    o.insert("serverWorkloadCount".into(), json!(count::<ServerWorkload>(st, id)));
+    o.insert("clientWorkloadCount".into(), json!(count::<ClientWorkload>(st, id)));
     o.insert("accessPolicyCount".into(), json!(count::<Policy>(st, id)));
-    o.insert(
-        "trustProviderCount".into(),
-        json!(count::<TrustProvider>(st, id)),
-    );
+    o.insert("trustProviderCount".into(), json!(count::<TrustProvider>(st, id)));
     o.insert("accessConditionCount".into(), json!(0));
     o.insert(
         "credentialProviderCount".into(),
@@ -114,12 +100,7 @@ pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
         o.insert("roles".into(), json!(role_ids));
         o.insert(
             "rolesDetails".into(),
-            Value::Array(
-                roles
-                    .iter()
-                    .map(|r| super::roles::role_json(st, r))
-                    .collect(),
-            ),
+            Value::Array(roles.iter().map(|r| super::roles::role_json(st, r)).collect()),
         );
         o.insert("users".into(), json!(users));
     } else {
@@ -152,9 +133,7 @@ fn parse(body: Value, mode: Mode) -> Result<BaseInput> {
 
 /// Visible: all with `Resource Sets` read, else those where the caller holds any permission.
 fn visible(ctx: &Ctx, st: &Snapshot, id: Uuid) -> bool {
-    ctx.caller
-        .can(st, Perm::ResourceSets, false, DEFAULT_RESOURCE_SET)
-        || ctx.caller.holds_any_in(st, id)
+    ctx.caller.can(st, Perm::ResourceSets, false, DEFAULT_RESOURCE_SET) || ctx.caller.holds_any_in(st, id)
 }
 
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
@@ -186,13 +165,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     let mut meta = w.new_meta(Kind::ResourceSet, id, None, &author).await?;
     input.apply_full(&mut meta);
     w.put(ResourceSet { meta });
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Created,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
     Ok(created(
         StatusCode::CREATED,
@@ -207,10 +180,7 @@ fn editable(st: &Snapshot, id: &Uuid) -> Result<ResourceSet> {
             "resourceSet: the default resource set cannot be modified or deleted",
         ));
     }
-    st.resource_sets
-        .get(id)
-        .map(|s| (**s).clone())
-        .ok_or(Error::NotFound)
+    st.resource_sets.get(id).map(|s| (**s).clone()).ok_or(Error::NotFound)
 }
 
 async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -222,23 +192,12 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     input.apply_full(&mut s.meta);
     w.touch_meta(&mut s.meta, &author);
     w.put(s);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Updated,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
     let st = w.commit().await?;
     Ok(ok(resource_set_json(&st, &st.resource_sets[&id], true)))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse(body, Mode::Patch)?;
     let id = ids.one();
     let author = ctx.author();
@@ -247,13 +206,7 @@ async fn patch(
     input.apply_patch(&mut s.meta);
     w.touch_meta(&mut s.meta, &author);
     w.put(s);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Patched,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);
     let st = w.commit().await?;
     Ok(ok(resource_set_json(&st, &st.resource_sets[&id], true)))
 }
@@ -298,22 +251,10 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
         w.touch_meta(&mut r.meta, &author);
         let rid = r.meta.id;
         w.put(r);
-        w.audit(
-            &author,
-            DEFAULT_RESOURCE_SET,
-            "Roles",
-            Activity::Updated,
-            rid,
-        );
+        w.audit(&author, DEFAULT_RESOURCE_SET, "Roles", Activity::Updated, rid);
     }
     w.remove::<ResourceSet>(&id);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Deleted,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Deleted, id);
     w.commit().await?;
     Ok(no_content())
 }

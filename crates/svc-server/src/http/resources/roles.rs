@@ -28,21 +28,11 @@ pub fn routes(app: &App) -> Router<App> {
     Router::new()
         .route(
             "/api/v1/roles",
-            guarded(
-                app,
-                Perm::Roles,
-                Scope::Global,
-                get(list).post(create).put(replace),
-            ),
+            guarded(app, Perm::Roles, Scope::Global, get(list).post(create).put(replace)),
         )
         .route(
             "/api/v1/roles/{id}",
-            guarded(
-                app,
-                Perm::Roles,
-                Scope::Global,
-                get(read).patch(patch).delete(remove),
-            ),
+            guarded(app, Perm::Roles, Scope::Global, get(read).patch(patch).delete(remove)),
         )
 }
 
@@ -98,10 +88,7 @@ pub fn permissions_json(grants: &[Grant]) -> Value {
 /// The resource sets a role covers, in creation order.
 pub fn role_sets(st: &Snapshot, r: &Role) -> Vec<Uuid> {
     let mut sets: Vec<_> = if r.all_resource_sets {
-        st.resource_sets
-            .values()
-            .map(|s| (s.meta.seq, s.meta.id))
-            .collect()
+        st.resource_sets.values().map(|s| (s.meta.seq, s.meta.id)).collect()
     } else {
         r.resource_sets
             .iter()
@@ -116,11 +103,7 @@ pub fn role_sets(st: &Snapshot, r: &Role) -> Vec<Uuid> {
 /// `RoleDTO`. Nested resource sets are summaries (no roles inside them, to avoid recursion).
 pub fn role_json(st: &Snapshot, r: &Role) -> Value {
     let mut o = base_json(&r.meta, false);
-    let users = st
-        .users
-        .values()
-        .filter(|u| u.roles.contains(&r.meta.id))
-        .count();
+    let users = st.users.values().filter(|u| u.roles.contains(&r.meta.id)).count();
     let cps = st
         .credential_providers
         .values()
@@ -162,9 +145,8 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoleInput> {
     }
     let grants = o.opt_obj_list("permissions", |p| {
         let name = p.req_str("name")?;
-        let perm = Perm::parse(&name).ok_or_else(|| {
-            svc_api::FieldError::new(p.path("name"), format!("unknown permission '{name}'"))
-        })?;
+        let perm = Perm::parse(&name)
+            .ok_or_else(|| svc_api::FieldError::new(p.path("name"), format!("unknown permission '{name}'")))?;
         let read = p.opt_bool("read")?.unwrap_or(false);
         let write = p.opt_bool("write")?.unwrap_or(false);
         if write && perm.read_only() {
@@ -183,10 +165,7 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoleInput> {
     if let Some(g) = &grants {
         for (i, x) in g.iter().enumerate() {
             if g[..i].iter().any(|y| y.perm == x.perm) {
-                return Err(Error::field(
-                    format!("permissions[{i}].name"),
-                    "duplicate permission",
-                ));
+                return Err(Error::field(format!("permissions[{i}].name"), "duplicate permission"));
             }
         }
     }
@@ -195,10 +174,7 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoleInput> {
         let mut e = Obj::nested(v, path)?;
         let id = e.req_uuid("externalId")?;
         if !st.resource_set_exists(&id) {
-            return Err(svc_api::FieldError::new(
-                e.path("externalId"),
-                "unknown resource set",
-            ));
+            return Err(svc_api::FieldError::new(e.path("externalId"), "unknown resource set"));
         }
         Ok(id)
     })?;
@@ -246,13 +222,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         resource_sets: normalise_sets(input.sets),
     };
     w.put(role);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Created,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
     Ok(created(
         StatusCode::CREATED,
@@ -264,9 +234,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
 fn editable(st: &Snapshot, id: &Uuid) -> Result<Role> {
     let r = st.roles.get(id).ok_or(Error::NotFound)?;
     if r.system {
-        return Err(Error::bad(
-            "role: system roles cannot be modified or deleted",
-        ));
+        return Err(Error::bad("role: system roles cannot be modified or deleted"));
     }
     Ok((**r).clone())
 }
@@ -282,23 +250,12 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     role.resource_sets = normalise_sets(input.sets);
     w.touch_meta(&mut role.meta, &author);
     w.put(role);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Updated,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
     let st = w.commit().await?;
     Ok(ok(role_json(&st, &st.roles[&id])))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse(&app.state(), body, Mode::Patch)?;
     let id = ids.one();
     let author = ctx.author();
@@ -307,13 +264,7 @@ async fn patch(
     input.base.apply_patch(&mut role.meta);
     w.touch_meta(&mut role.meta, &author);
     w.put(role);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Patched,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);
     let st = w.commit().await?;
     Ok(ok(role_json(&st, &st.roles[&id])))
 }
@@ -337,12 +288,7 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
         )));
     }
     // Deleting a role removes it from users' roles (one audit entry per user changed).
-    let holders: Vec<_> =
-        w.st.users
-            .values()
-            .filter(|u| u.roles.contains(&id))
-            .cloned()
-            .collect();
+    let holders: Vec<_> = w.st.users.values().filter(|u| u.roles.contains(&id)).cloned().collect();
     for u in holders {
         let mut u = (*u).clone();
         u.roles.retain(|r| *r != id);
@@ -350,22 +296,10 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
         u.modified_by = author.actor.label();
         let uid = u.id;
         w.put(u);
-        w.audit(
-            &author,
-            DEFAULT_RESOURCE_SET,
-            "Users",
-            Activity::Updated,
-            uid,
-        );
+        w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, uid);
     }
     w.remove::<Role>(&id);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Deleted,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Deleted, id);
     w.commit().await?;
     Ok(no_content())
 }

@@ -15,9 +15,7 @@ pub fn find<T: Record>(st: &State, id: &Uuid, rs: Uuid) -> Option<Arc<T>> {
 
 /// The entity for an update: 404 when missing or in another resource set.
 pub fn for_update<T: Record + Clone>(st: &State, id: &Uuid, rs: Uuid) -> Result<T> {
-    find::<T>(st, id, rs)
-        .map(|v| (*v).clone())
-        .ok_or(Error::NotFound)
+    find::<T>(st, id, rs).map(|v| (*v).clone()).ok_or(Error::NotFound)
 }
 
 /// Whether any entity of type `T` (any resource set) already has this id (§1.2).

@@ -9,9 +9,7 @@ use svc_api::Obj;
 use svc_api::common::KeyValue;
 use uuid::Uuid;
 
-use super::common::{
-    BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs,
-};
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
 use super::scoped::{find, for_update, taken};
 use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
@@ -115,30 +113,21 @@ pub fn server_json(st: &Snapshot, w: &ServerWorkload) -> Value {
     let mut o = base_json(&w.meta, true);
     o.insert("serviceEndpoint".into(), endpoint_json(&w.endpoint));
     o.insert("type".into(), json!(w.label));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(&w.meta.id)),
-    );
+    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&w.meta.id)));
     Value::Object(o)
 }
 
 fn valid_label(l: &str) -> bool {
     !l.is_empty()
         && l.len() <= 63
-        && l.chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
         && !l.starts_with('-')
         && !l.ends_with('-')
 }
 
 /// Hostname, FQDN, IP literal, or `*.<suffix>` with at least two labels in the suffix.
 pub fn check_host(host: &str) -> std::result::Result<(), &'static str> {
-    if host.parse::<std::net::IpAddr>().is_ok()
-        || host
-            .trim_matches(['[', ']'])
-            .parse::<std::net::Ipv6Addr>()
-            .is_ok()
-    {
+    if host.parse::<std::net::IpAddr>().is_ok() || host.trim_matches(['[', ']']).parse::<std::net::Ipv6Addr>().is_ok() {
         return Ok(());
     }
     if host.len() > 253 {
@@ -181,20 +170,14 @@ fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldEr
                 .unwrap_or(&[]);
             let scheme = a.req_enum("scheme", schemes)?;
             let config = a.opt_str_len("config", 0, 256)?;
-            if matches!(scheme.as_str(), "Header" | "Query Parameter")
-                && config.as_deref().is_none_or(str::is_empty)
-            {
+            if matches!(scheme.as_str(), "Header" | "Query Parameter") && config.as_deref().is_none_or(str::is_empty) {
                 return Err(svc_api::FieldError::new(
                     a.path("config"),
                     "is required for schemes Header and Query Parameter",
                 ));
             }
             a.finish()?;
-            Some(ServiceAuth {
-                method,
-                scheme,
-                config,
-            })
+            Some(ServiceAuth { method, scheme, config })
         }
     };
     let url_path = o.opt_str_len("urlPath", 0, 2048)?;
@@ -254,11 +237,7 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     };
     o.ignore(&["accessPolicyCount"]);
     o.finish()?;
-    Ok(Input {
-        base,
-        endpoint,
-        label,
-    })
+    Ok(Input { base, endpoint, label })
 }
 
 /// Two active server workloads of a resource set must not share (host, requestedPort, transport).
@@ -308,12 +287,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| {
-        taken::<ServerWorkload>(&w.st, id)
-    })?;
-    let mut meta = w
-        .new_meta(Kind::ServerWorkload, id, Some(rs), &author)
-        .await?;
+    let id = new_external_id(input.base.external_id, |id| taken::<ServerWorkload>(&w.st, id))?;
+    let mut meta = w.new_meta(Kind::ServerWorkload, id, Some(rs), &author).await?;
     input.base.apply_full(&mut meta);
     let mut endpoint = input.endpoint.expect("required");
     endpoint.id = Uuid::new_v4();
@@ -351,12 +326,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     Ok(ok(server_json(&st, &st.server_workloads[&id])))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse(body, Mode::Patch)?;
     let id = ids.one();
     let author = ctx.author();

@@ -21,10 +21,7 @@ const CATEGORY: &str = "SignOnPolicy";
 pub fn routes(app: &App) -> Router<App> {
     let p = Perm::SignOnPolicy;
     Router::new()
-        .route(
-            "/api/v1/signin-policies",
-            guarded(app, p, Scope::Global, get(read)),
-        )
+        .route("/api/v1/signin-policies", guarded(app, p, Scope::Global, get(read)))
         .route(
             "/api/v1/signin-policies/mfa",
             guarded(app, p, Scope::Global, put(put_mfa)),
@@ -66,13 +63,7 @@ async fn put_mfa(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     s.mfa_required = required;
     s.modified_at = w.now;
     w.put(s);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Updated,
-        "mfa",
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, "mfa");
     w.commit().await?;
     Ok(ok(json!({"mfaRequired": required})))
 }
@@ -93,13 +84,7 @@ async fn put_sso(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     s.sso_required = false;
     s.modified_at = w.now;
     w.put(s);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Updated,
-        "sso",
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, "sso");
     w.commit().await?;
     Ok(ok(json!({"ssoRequired": false})))
 }

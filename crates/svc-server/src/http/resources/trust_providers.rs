@@ -10,9 +10,7 @@ use svc_api::Obj;
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{
-    BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs,
-};
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
 use super::scoped::{find, for_update, taken};
 use crate::app::App;
 use crate::crypto::x509::{cert_info, pem_blocks, pem_text};
@@ -153,12 +151,7 @@ pub fn secret_json(s: &SecretInfo) -> Value {
 }
 
 /// `TrustProviderDTO` (`secret` set only by the single-secret read).
-pub fn trust_json(
-    app: &App,
-    st: &Snapshot,
-    tp: &TrustProvider,
-    secret: Option<&SecretInfo>,
-) -> Value {
+pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&SecretInfo>) -> Value {
     let mut o = base_json(&tp.meta, true);
     let rules: Vec<Value> = tp
         .match_rules
@@ -174,17 +167,11 @@ pub fn trust_json(
     o.insert("oidcUrl".into(), json!(tp.oidc_url));
     o.insert("isSvcTenantOidcToken".into(), json!(tp.svc_tenant));
     o.insert("publicKeyValidation".into(), public_key_validation(tp));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(&tp.meta.id)),
-    );
+    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&tp.meta.id)));
     o.insert("agentControllersCount".into(), json!(0));
     o.insert("agentControllerIds".into(), json!([]));
     o.insert("edgeSdkClientId".into(), json!(client_id(app, tp)));
-    o.insert(
-        "secret".into(),
-        secret.map(secret_json).unwrap_or(Value::Null),
-    );
+    o.insert("secret".into(), secret.map(secret_json).unwrap_or(Value::Null));
     Value::Object(o)
 }
 
@@ -238,10 +225,7 @@ fn parse_kind(s: &str) -> Result<TrustKind> {
     TrustKind::parse(s).ok_or_else(|| {
         Error::field(
             "provider",
-            format!(
-                "must be one of {}",
-                TrustKind::ALL.map(|k| k.as_str()).join(", ")
-            ),
+            format!("must be one of {}", TrustKind::ALL.map(|k| k.as_str()).join(", ")),
         )
     })
 }
@@ -295,13 +279,9 @@ fn validate(app: &App, tp: &TrustProvider) -> Result<()> {
         TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken => {
             &["oidcUrl", "jwks", "certificate", "isSvcTenantOidcToken"]
         }
-        TrustKind::CiAIdentityToken | TrustKind::CiBIdentityToken | TrustKind::CiCIdentityToken => {
-            &["oidcUrl"]
-        }
+        TrustKind::CiAIdentityToken | TrustKind::CiBIdentityToken | TrustKind::CiCIdentityToken => &["oidcUrl"],
         TrustKind::CloudAMetadataService => &["certificate"],
-        TrustKind::CloudARole
-        | TrustKind::CloudBMetadataService
-        | TrustKind::CloudCIdentityToken => &[],
+        TrustKind::CloudARole | TrustKind::CloudBMetadataService | TrustKind::CloudCIdentityToken => &[],
     };
     if let Some(f) = given.iter().find(|f| !permitted.contains(f)) {
         return Err(Error::field(
@@ -317,8 +297,7 @@ fn validate(app: &App, tp: &TrustProvider) -> Result<()> {
         ));
     }
     if let Some(u) = &tp.oidc_url {
-        let ok = u.starts_with("https://")
-            || (app.cfg.allow_insecure_upstream && u.starts_with("http://"));
+        let ok = u.starts_with("https://") || (app.cfg.allow_insecure_upstream && u.starts_with("http://"));
         if !ok || url::Url::parse(u).is_err() {
             return Err(Error::field("oidcUrl", "must be an https URL"));
         }
@@ -344,10 +323,7 @@ fn validate(app: &App, tp: &TrustProvider) -> Result<()> {
                 ));
             }
             if kind == TrustKind::CloudAMetadataService && pt != "Certificate" {
-                return Err(Error::field(
-                    "pemType",
-                    "must be Certificate for CloudAMetadataService",
-                ));
+                return Err(Error::field("pemType", "must be Certificate for CloudAMetadataService"));
             }
             crate::trust::compile::key_from_pem(c).map_err(|e| Error::field("certificate", e))?;
         }
@@ -427,12 +403,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| {
-        taken::<TrustProvider>(&w.st, id)
-    })?;
-    let mut meta = w
-        .new_meta(Kind::TrustProvider, id, Some(rs), &author)
-        .await?;
+    let id = new_external_id(input.base.external_id, |id| taken::<TrustProvider>(&w.st, id))?;
+    let mut meta = w.new_meta(Kind::TrustProvider, id, Some(rs), &author).await?;
     input.base.apply_full(&mut meta);
     let mut tp = TrustProvider {
         meta,
@@ -483,22 +455,17 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     Ok(ok(trust_json(&app, &st, &st.trust_providers[&id], None)))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse(body, Mode::Patch)?;
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut tp: TrustProvider = for_update(&w.st, &id, ctx.rs)?;
     check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    if let Some(p) = &input.provider {
-        if p != tp.kind.as_str() {
-            return Err(Error::field("provider", "must equal the stored provider"));
-        }
+    if let Some(p) = &input.provider
+        && p != tp.kind.as_str()
+    {
+        return Err(Error::field("provider", "must equal the stored provider"));
     }
     let was_active = tp.meta.active;
     input.base.apply_patch(&mut tp.meta);
@@ -535,12 +502,7 @@ const SECRET_SPEC: ListSpec = ListSpec {
     filters: &[("type", Filter::Field("type"))],
 };
 
-async fn list_secrets(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    q: QueryPairs,
-) -> Result<Response> {
+async fn list_secrets(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
     let st = app.state();
     let tp = find::<TrustProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
@@ -559,12 +521,7 @@ async fn read_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respo
     })
 }
 
-async fn add_secret(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let mut o = Obj::root(body)?;
     let requested = o.opt_uuid("externalId")?;
     let secret = o.req_str("secret")?;
@@ -599,13 +556,9 @@ async fn add_secret(
     }
     let info = cert_info(&blocks[0].1).map_err(|e| Error::field("secret", e))?;
     if !info.valid_at(w.now) {
-        return Err(Error::field(
-            "secret",
-            "the certificate is expired or not yet valid",
-        ));
+        return Err(Error::field("secret", "the certificate is expired or not yet valid"));
     }
-    crate::crypto::jose::VerifyingKey::from_spki_der(None, &info.spki_der)
-        .map_err(|e| Error::field("secret", e))?;
+    crate::crypto::jose::VerifyingKey::from_spki_der(None, &info.spki_der).map_err(|e| Error::field("secret", e))?;
     let all_ids: Vec<Uuid> =
         w.st.trust_providers
             .values()

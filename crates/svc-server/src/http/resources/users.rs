@@ -29,10 +29,7 @@ const CATEGORY: &str = "Users";
 pub fn routes(app: &App) -> Router<App> {
     let p = Perm::Users;
     Router::new()
-        .route(
-            "/api/v1/users",
-            guarded(app, p, Scope::Global, get(list).post(create)),
-        )
+        .route("/api/v1/users", guarded(app, p, Scope::Global, get(list).post(create)))
         .route(
             "/api/v1/users/{id}",
             guarded(
@@ -77,8 +74,11 @@ pub fn user_json(st: &Snapshot, u: &User) -> Value {
         .filter_map(|r| st.roles.get(r))
         .map(|r| super::roles::role_json(st, r))
         .collect();
-    let tokens: Vec<Value> =
-        u.tokens.iter().map(|t| json!({"id": t.id, "name": t.name, "verified": t.verified, "createdAt": t.created_at})).collect();
+    let tokens: Vec<Value> = u
+        .tokens
+        .iter()
+        .map(|t| json!({"id": t.id, "name": t.name, "verified": t.verified, "createdAt": t.created_at}))
+        .collect();
     json!({
         "externalId": u.id,
         "email": u.email,
@@ -151,13 +151,7 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
         }
         u.two_factor = o.opt_bool("twoFactorEnabled")?;
         u.tags = parse_tags(&mut o)?;
-        o.ignore(&[
-            "rolesDetails",
-            "createdAt",
-            "isLocked",
-            "userTokens",
-            "modifiedAt",
-        ]);
+        o.ignore(&["rolesDetails", "createdAt", "isLocked", "userTokens", "modifiedAt"]);
         for f in ["email", "firstName", "lastName"] {
             if !match f {
                 "email" => u.email.is_some(),
@@ -173,8 +167,7 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
 }
 
 fn email_taken(st: &Snapshot, email: &str, except: Option<Uuid>) -> bool {
-    st.user_by_email(email)
-        .is_some_and(|u| Some(u.id) != except)
+    st.user_by_email(email).is_some_and(|u| Some(u.id) != except)
 }
 
 /// Whether removing `id` from the active SuperAdmins would leave none.
@@ -258,13 +251,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         },
     };
     w.put(user);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Created,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
     Ok(created(
         StatusCode::CREATED,
@@ -283,12 +270,7 @@ fn is_self(ctx: &Ctx, id: Uuid) -> bool {
     ctx.caller.user().is_some_and(|u| u.id == id)
 }
 
-async fn replace(
-    State(app): State<App>,
-    ctx: Ctx,
-    raw: RawIds,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): JsonBody) -> Result<Response> {
     // The path id is typed as a plain string: a non-UUID names no user (404).
     let id = raw
         .0
@@ -340,23 +322,12 @@ async fn replace(
     u.modified_at = w.now;
     u.modified_by = author.actor.label();
     w.put(u);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Updated,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
     let st = w.commit().await?;
     Ok(ok(user_json(&st, &st.users[&id])))
 }
 
-async fn patch(
-    State(app): State<App>,
-    ctx: Ctx,
-    ids: Ids,
-    JsonBody(body): JsonBody,
-) -> Result<Response> {
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let id = ids.one();
     let input = parse(&app.state(), body, Mode::Patch)?;
     let password_hash = hash(input.password.clone()).await?;
@@ -397,13 +368,7 @@ async fn patch(
     u.modified_at = w.now;
     u.modified_by = author.actor.label();
     w.put(u);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Patched,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);
     let st = w.commit().await?;
     Ok(ok(user_json(&st, &st.users[&id])))
 }
@@ -419,18 +384,10 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
         return Err(Error::bad("user: you cannot delete yourself"));
     }
     if last_super_admin(&w.st, id) {
-        return Err(Error::bad(
-            "user: the last active SuperAdmin cannot be deleted",
-        ));
+        return Err(Error::bad("user: the last active SuperAdmin cannot be deleted"));
     }
     w.remove::<User>(&id);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Deleted,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Deleted, id);
     w.commit().await?;
     Ok(no_content())
 }
@@ -444,15 +401,7 @@ async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     u.failed_logins = 0;
     u.mfa_grace_from = w.now;
     w.put(u);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::Unlocked,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Unlocked, id);
     w.commit().await?;
-    Ok(ok(
-        json!({"success": true, "message": "User unlocked.", "id": 0}),
-    ))
+    Ok(ok(json!({"success": true, "message": "User unlocked.", "id": 0})))
 }
