@@ -39,6 +39,8 @@ pub struct Inner {
     pub upstream: crate::upstream::Upstream,
     /// Issuer keys fetched for JWT evidence (discovery / JWKS), shared by all requests.
     pub key_cache: crate::trust::keycache::KeyCache,
+    /// Upstream credentials reused until shortly before their expiry.
+    pub credential_cache: crate::credential::cache::CredentialCache,
     pub limits: crate::edge::ratelimit::Limiters,
 }
 
@@ -174,6 +176,7 @@ impl App {
             node_id: crate::crypto::hex(&random_bytes::<8>()),
             upstream,
             key_cache: Default::default(),
+            credential_cache: Default::default(),
             limits,
         }));
         crate::service::bootstrap::first_start(&app)

@@ -1,7 +1,16 @@
-//! `svc-access-token`: a management token carrying a role (contract §2.5, §3.5.2).
+//! `svc-access-token`: a management token carrying a role (contract §2.5, §3.5.2), so a workload
+//! can call the management API through the edge flow. Its audit actor is the role (§1.11).
 
+use serde_json::{Map, Value, json};
+use svc_api::edge::{CredentialType, EdgeCredentials};
+use svc_api::{FieldError, Obj, Timestamp};
 use uuid::Uuid;
 
+use super::types::{self, Mode, TypeSpec, put};
+use super::{Backend, IssueCx, Issued};
+use crate::config::Config;
+use crate::domain::credential::CredentialProvider;
+use crate::error::Error;
 use crate::state::State;
 
 pub const TYPE: &str = "svc-access-token";
@@ -17,3 +26,94 @@ pub fn role_of(st: &State, cp: &Uuid) -> Option<Uuid> {
         .and_then(|v| v.as_str())
         .and_then(|s| Uuid::parse_str(s).ok())
 }
+
+#[derive(Debug)]
+pub struct AccessToken {
+    role: Uuid,
+    lifetime: i64,
+}
+
+impl AccessToken {
+    pub fn issue(&self, cx: &IssueCx<'_>) -> Issued {
+        let ap = (cx.access_policy != Uuid::nil()).then_some(cx.access_policy);
+        let (token, exp) =
+            crate::service::auth::mint_workload_token(cx.app, cx.credential_provider, ap, self.role, self.lifetime);
+        Issued::Credential {
+            credential_type: CredentialType::OAuthToken,
+            data: EdgeCredentials(vec![("token", Some(token))]),
+            expires_at: Some(Timestamp::from_secs(exp)),
+        }
+    }
+}
+
+fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    let role = if mode == Mode::Full {
+        Some(o.req_uuid("roleId")?)
+    } else {
+        o.opt_uuid("roleId")?
+    };
+    put(&mut m, "roleId", role.map(|r| r.to_string()));
+    let life = if mode == Mode::Full {
+        Some(o.req_i32_range("lifetimeInSeconds", 300, 43200)?)
+    } else {
+        o.opt_i32_range("lifetimeInSeconds", 300, 43200)?
+    };
+    put(&mut m, "lifetimeInSeconds", life);
+    put(&mut m, "absoluteTokenLifetime", o.opt_i32("absoluteTokenLifetime")?);
+    Ok(m)
+}
+
+fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+    let role = p
+        .config
+        .get("roleId")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok());
+    if !role.is_some_and(|r| st.roles.contains_key(&r)) {
+        return Err(Error::field("roleId", "unknown role"));
+    }
+    let life = p.config.get("lifetimeInSeconds").and_then(Value::as_i64).unwrap_or(0);
+    if let Some(abs) = p.config.get("absoluteTokenLifetime").and_then(Value::as_i64) {
+        if abs <= life {
+            return Err(Error::field(
+                "absoluteTokenLifetime",
+                "must be greater than lifetimeInSeconds",
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
+    p.config
+        .insert("audience".into(), json!(crate::service::auth::MGMT_AUDIENCE));
+    Ok(())
+}
+
+fn compile(p: &CredentialProvider) -> Backend {
+    let role = p
+        .config
+        .get("roleId")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok());
+    let lifetime = p.config.get("lifetimeInSeconds").and_then(Value::as_i64);
+    match (role, lifetime) {
+        (Some(role), Some(lifetime)) => Backend::AccessToken(AccessToken { role, lifetime }),
+        _ => Backend::Broken("roleId or lifetimeInSeconds missing".into()),
+    }
+}
+
+pub const SPEC: TypeSpec = TypeSpec {
+    name: TYPE,
+    credential_type: |_| CredentialType::OAuthToken,
+    secret_fields: &[],
+    required_secrets: &[],
+    ro_fields: &["audience"],
+    lifetime: None,
+    parse,
+    check,
+    complete,
+    present: types::no_present,
+    compile,
+};

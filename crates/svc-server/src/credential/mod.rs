@@ -1,11 +1,25 @@
 //! Credential providers (contract §3.5, §4.10, §5.3): one module per type. Each type declares its
 //! variant fields and secrets in a [`types::TypeSpec`] (management validation) and compiles into a
-//! [`Backend`] the edge calls after the policy allowed the request (architecture invariant 1).
+//! [`Backend`] that the edge calls only after the policy allowed the request (architecture
+//! invariant 1): first `prepare` (dynamic values, §3.5.3; an unresolvable one is a 403), then
+//! `issue` (the upstream exchange, §5.3). Upstream credentials are reused from [`cache`] until 60 s
+//! before their expiry, never beyond.
 
 pub mod access_token;
 pub mod apikey;
+pub mod assertion;
+pub mod cache;
+pub mod clouda_sts;
+pub mod dynamic;
+pub mod issued_jwt;
+pub mod oauth;
+pub mod signed_jwt;
 pub mod types;
+pub mod upstream_call;
 pub mod username_password;
+pub mod vault;
+
+use std::collections::BTreeMap;
 
 use svc_api::Timestamp;
 use svc_api::edge::{CredentialType, EdgeCredentials};
@@ -15,7 +29,7 @@ use crate::app::App;
 use crate::domain::credential::CredentialProvider;
 
 /// What a backend produced.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub enum Issued {
     Credential {
         credential_type: CredentialType,
@@ -26,17 +40,47 @@ pub enum Issued {
     Nothing(String),
 }
 
-/// An upstream or internal failure (→ 500; the reason goes to the event only).
+/// An upstream or internal failure (→ 500; the reason goes to the event only, never a secret).
 #[derive(Debug, Clone, PartialEq)]
 pub struct IssueError(pub String);
 
-/// The request context a backend may use (dynamic values, assertion claims).
+impl From<crate::upstream::UpstreamError> for IssueError {
+    fn from(e: crate::upstream::UpstreamError) -> Self {
+        IssueError(e.to_string())
+    }
+}
+
+/// The request context a backend may use.
 pub struct IssueCx<'a> {
     pub app: &'a App,
-    pub client_workload: Uuid,
+    pub rs: Uuid,
+    /// The matched client workload (id, name); `None` for `verification`.
+    pub client_workload: Option<(Uuid, &'a str)>,
     pub server_workload: Uuid,
     pub access_policy: Uuid,
+    pub credential_provider: Uuid,
     pub trust_provider: Uuid,
+    /// Sources of dynamic values; `None` when there is no request (verification).
+    pub values: Option<&'a dynamic::Values<'a>>,
+    /// The request's PEM CSR (X509Svid).
+    pub csr: Option<&'a str>,
+}
+
+/// Inputs resolved before issuance (dynamic values), by name; also the cache key's inputs.
+#[derive(Debug, Default, Clone)]
+pub struct Prepared(pub BTreeMap<String, String>);
+
+impl Prepared {
+    pub fn get(&self, k: &str) -> Option<&str> {
+        self.0.get(k).map(String::as_str)
+    }
+    fn cache_inputs(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("\u{1f}")
+    }
 }
 
 /// The compiled backend of one provider.
@@ -44,6 +88,12 @@ pub struct IssueCx<'a> {
 pub enum Backend {
     ApiKey(apikey::ApiKey),
     UsernamePassword(username_password::UsernamePassword),
+    AccessToken(access_token::AccessToken),
+    SignedJwt(signed_jwt::SignedJwt),
+    IssuedJwt(issued_jwt::IssuedJwt),
+    OAuthClientCredentials(oauth::ClientCredentials),
+    CloudASts(clouda_sts::CloudASts),
+    Vault(vault::Vault),
     /// The stored configuration cannot be used (never for data written by this version).
     Broken(String),
 }
@@ -55,32 +105,77 @@ pub struct CompiledCredential {
     pub name: String,
     pub cp_type: String,
     pub active: bool,
+    /// Changes whenever the provider does (cache key).
+    pub version: i64,
+    pub issues: Option<CredentialType>,
     pub backend: Backend,
 }
 
 impl CompiledCredential {
     /// The `credentialType` this provider issues (§4.10).
     pub fn credential_type(&self) -> Option<CredentialType> {
+        self.issues
+    }
+
+    /// Resolves dynamic values; `Err(expression)` when one cannot be resolved.
+    pub fn prepare(&self, cx: &IssueCx<'_>) -> Result<Prepared, String> {
         match &self.backend {
-            Backend::ApiKey(_) => Some(CredentialType::ApiKey),
-            Backend::UsernamePassword(_) => Some(CredentialType::UsernamePassword),
-            Backend::Broken(_) => None,
+            Backend::IssuedJwt(b) => b.prepare(cx),
+            Backend::Vault(b) => b.prepare(cx),
+            Backend::CloudASts(_) => {
+                // RoleSessionName and the assertion's subject name the client workload.
+                let mut p = Prepared::default();
+                p.0.insert("clientWorkload".into(), assertion::default_subject(cx));
+                Ok(p)
+            }
+            _ => Ok(Prepared::default()),
         }
     }
 
-    pub async fn issue(&self, _cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
-        match &self.backend {
+    fn cacheable(&self) -> bool {
+        matches!(
+            self.backend,
+            Backend::OAuthClientCredentials(_) | Backend::CloudASts(_) | Backend::Vault(_)
+        )
+    }
+
+    pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        let key = self
+            .cacheable()
+            .then(|| format!("{}:{}:{}", self.id, self.version, prepared.cache_inputs()));
+        if let Some(k) = &key {
+            if let Some(hit) = cx.app.credential_cache.get(k) {
+                return Ok(hit);
+            }
+        }
+        let issued = match &self.backend {
             Backend::ApiKey(b) => Ok(b.issue()),
             Backend::UsernamePassword(b) => Ok(b.issue()),
+            Backend::AccessToken(b) => Ok(b.issue(cx)),
+            Backend::SignedJwt(b) => b.issue(),
+            Backend::IssuedJwt(b) => Ok(b.issue(prepared, cx)),
+            Backend::OAuthClientCredentials(b) => b.issue(cx).await,
+            Backend::CloudASts(b) => b.issue(prepared, cx).await,
+            Backend::Vault(b) => b.issue(prepared, cx).await,
             Backend::Broken(e) => Err(IssueError(format!("provider configuration unusable: {e}"))),
+        }?;
+        if let (
+            Some(k),
+            Issued::Credential {
+                expires_at: Some(exp), ..
+            },
+        ) = (&key, &issued)
+        {
+            cx.app.credential_cache.put(k.clone(), issued.clone(), exp.millis());
         }
+        Ok(issued)
     }
 }
 
 pub fn compile(p: &CredentialProvider) -> CompiledCredential {
-    let backend = match types::spec(&p.cp_type) {
-        Some(spec) => (spec.compile)(p),
-        None => Backend::Broken(format!("unknown type {}", p.cp_type)),
+    let (backend, issues) = match types::spec(&p.cp_type) {
+        Some(spec) => ((spec.compile)(p), Some((spec.credential_type)(&p.config))),
+        None => (Backend::Broken(format!("unknown type {}", p.cp_type)), None),
     };
     CompiledCredential {
         id: p.meta.id,
@@ -88,6 +183,8 @@ pub fn compile(p: &CredentialProvider) -> CompiledCredential {
         name: p.meta.name.clone(),
         cp_type: p.cp_type.clone(),
         active: p.meta.active,
+        version: p.meta.modified_at.millis(),
+        issues,
         backend,
     }
 }
@@ -96,12 +193,19 @@ pub fn compile(p: &CredentialProvider) -> CompiledCredential {
 pub async fn verify(app: &App, c: &CompiledCredential) -> Result<(), String> {
     let cx = IssueCx {
         app,
-        client_workload: Uuid::nil(),
+        rs: c.rs,
+        client_workload: None,
         server_workload: Uuid::nil(),
         access_policy: Uuid::nil(),
+        credential_provider: c.id,
         trust_provider: Uuid::nil(),
+        values: None,
+        csr: None,
     };
-    match c.issue(&cx).await {
+    let prepared = c
+        .prepare(&cx)
+        .map_err(|expr| format!("{expr} can only be resolved for a workload request"))?;
+    match c.issue(&prepared, &cx).await {
         Ok(Issued::Credential { .. }) => Ok(()),
         Ok(Issued::Nothing(reason)) => Err(reason),
         Err(IssueError(reason)) => Err(reason),

@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use svc_api::edge::{CredentialType, EdgeCredentials};
 use svc_api::{FieldError, Obj};
 
-use super::types::{Mode, TypeSpec};
+use super::types::{self, Mode, TypeSpec};
 use super::{Backend, Issued};
 use crate::domain::Secret;
 use crate::domain::credential::CredentialProvider;
@@ -66,6 +66,10 @@ pub const SPEC: TypeSpec = TypeSpec {
     secret_fields: &["password"],
     required_secrets: &["password"],
     ro_fields: &[],
+    lifetime: None,
     parse,
+    check: types::no_check,
+    complete: types::no_complete,
+    present: types::no_present,
     compile,
 };

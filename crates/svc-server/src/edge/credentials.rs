@@ -572,16 +572,41 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             ev.credential_provider = Some(cp_result);
             break 'd Decision::fail(StatusCode::FORBIDDEN, NOT_APPLICABLE, "CredentialTypeMismatch");
         }
-        ev.credential_provider = Some(cp_result);
-        // Step 12: fetch.
+        // Dynamic values resolve here (§3.5.3).
+        let cw_name = st
+            .client_workloads
+            .get(&policy.client_workload)
+            .map(|c| c.meta.name.clone())
+            .unwrap_or_default();
+        let values = crate::credential::dynamic::Values {
+            kind: &token.svc.tpk,
+            facts: &token.svc.facts,
+            claims: subject.claims(),
+            client,
+            client_workload: (policy.client_workload, &cw_name),
+        };
         let cx = IssueCx {
             app: &app,
-            client_workload: policy.client_workload,
+            rs,
+            client_workload: Some((policy.client_workload, &cw_name)),
             server_workload: policy.server_workload,
             access_policy: policy.meta.id,
+            credential_provider: cp.id,
             trust_provider: token.svc.tp,
+            values: Some(&values),
+            csr: valid.req.cert_signing_request.as_deref(),
         };
-        issued = Some(cp.issue(&cx).await.map_err(|e| e.0));
+        let prepared = match cp.prepare(&cx) {
+            Ok(p) => p,
+            Err(expr) => {
+                cp_result.reason = Some(format!("UnresolvableClaim: {expr}"));
+                ev.credential_provider = Some(cp_result);
+                break 'd Decision::fail(StatusCode::FORBIDDEN, NOT_APPLICABLE, "UnresolvableClaim");
+            }
+        };
+        ev.credential_provider = Some(cp_result);
+        // Step 12: fetch.
+        issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.0));
         chosen_cp = Some(cp);
         Decision {
             status: StatusCode::OK,

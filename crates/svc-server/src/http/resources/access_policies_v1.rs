@@ -147,7 +147,7 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
     o.insert("contentSecurity".into(), json!([]));
     let cp = single_cp(p)
         .and_then(|c| st.get::<CredentialProvider>(&c))
-        .map(|c| super::credential_providers::provider_v1_json(st, c));
+        .map(|c| super::credential_providers::provider_v1_json(st, &app.cfg, c));
     o.insert("credentialProvider".into(), cp.unwrap_or(Value::Null));
     o.insert(
         "policyNotes".into(),

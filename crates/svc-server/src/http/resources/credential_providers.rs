@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
 use super::scoped::{find, for_update, taken};
 use crate::app::App;
+use crate::config::Config;
 use crate::credential::types::{self, TypeSpec};
 use crate::domain::credential::{CredentialProvider, SecretFields};
 use crate::domain::{Kind, Perm};
@@ -91,31 +92,37 @@ fn spec_of(name: &str) -> Result<&'static TypeSpec> {
     types::spec(name).ok_or_else(|| Error::field("type", format!("must be one of {}", types::names().join(", "))))
 }
 
-/// The variant fields as the wire shows them: stored non-secret fields, secrets as `null`.
-fn variant_fields(p: &CredentialProvider, spec: Option<&TypeSpec>) -> Map<String, Value> {
+/// The variant fields as the wire shows them: stored non-secret fields and computed ones, with
+/// secrets as `null` (or removed, for the v1 text).
+fn variant_fields(p: &CredentialProvider, cfg: &Config, secrets_as_null: bool) -> Map<String, Value> {
     let mut m = p.config.clone();
-    if let Some(spec) = spec {
+    if let Some(spec) = types::spec(&p.cp_type) {
+        (spec.present)(p, cfg, &mut m);
         for s in spec.secret_fields {
-            m.insert(s.to_string(), Value::Null);
+            if secrets_as_null {
+                m.insert(s.to_string(), Value::Null);
+            } else {
+                m.remove(*s);
+            }
         }
     }
     m
 }
 
 /// `CredentialProviderV2DTO` (flat variant).
-pub fn provider_v2_json(st: &Snapshot, p: &CredentialProvider) -> Value {
+pub fn provider_v2_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
     let mut o = Map::new();
     o.insert("type".into(), json!(p.cp_type));
     o.extend(base_json(&p.meta, true));
     o.insert("lifetimeTimeSpanSeconds".into(), json!(p.lifetime_time_span_seconds));
     o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
     o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&p.meta.id)));
-    o.extend(variant_fields(p, types::spec(&p.cp_type)));
+    o.extend(variant_fields(p, cfg, true));
     Value::Object(o)
 }
 
 /// `CredentialProviderUIDTO` (v1): variant fields as JSON text, secrets removed.
-pub fn provider_v1_json(st: &Snapshot, p: &CredentialProvider) -> Value {
+pub fn provider_v1_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
     let mut o = base_json(&p.meta, true);
     o.insert("type".into(), json!(p.cp_type));
     let role = (p.cp_type == crate::credential::access_token::TYPE)
@@ -126,7 +133,7 @@ pub fn provider_v1_json(st: &Snapshot, p: &CredentialProvider) -> Value {
     o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
     o.insert(
         "providerDetailJSON".into(),
-        json!(Value::Object(p.config.clone()).to_string()),
+        json!(Value::Object(variant_fields(p, cfg, false)).to_string()),
     );
     o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&p.meta.id)));
     Value::Object(o)
@@ -245,6 +252,26 @@ fn check_required_secrets(spec: &TypeSpec, secrets: &SecretFields, prefix: &str)
     Ok(())
 }
 
+/// `lifetimeTimeSpanSeconds` per type: checked against the type's range, defaulted, or 0.
+fn resolve_lifetime(spec: &TypeSpec, given: Option<i32>, current: Option<i32>) -> Result<i32> {
+    match spec.lifetime {
+        None => Ok(0),
+        Some((min, max, default)) => match given {
+            Some(v) if v < min || v > max => {
+                Err(Error::field("lifetimeTimeSpanSeconds", format!("must be {min}..{max}")))
+            }
+            Some(v) => Ok(v),
+            None => Ok(current.unwrap_or(default)),
+        },
+    }
+}
+
+/// Type rules on the complete provider, then its server-made fields.
+fn finalize(p: &mut CredentialProvider, spec: &TypeSpec, st: &Snapshot, cfg: &Config) -> Result<()> {
+    (spec.check)(p, st, cfg)?;
+    (spec.complete)(p)
+}
+
 async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
     let spec = spec_of(input.cp_type.as_deref().unwrap_or_default())?;
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
@@ -256,14 +283,15 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
     let mut secrets = SecretFields::default();
     apply_secrets(&mut secrets, input.secrets);
     check_required_secrets(spec, &secrets, if v1 { "providerDetailJSON." } else { "" })?;
-    let p = CredentialProvider {
+    let mut p = CredentialProvider {
         meta,
         cp_type: spec.name.to_string(),
-        lifetime_time_span_seconds: input.lifetime.unwrap_or(0),
+        lifetime_time_span_seconds: resolve_lifetime(spec, input.lifetime, None)?,
         lifetime_expiration: None,
         config: input.config,
         secrets,
     };
+    finalize(&mut p, spec, &w.st, &app.cfg)?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
     Ok((id, w.commit().await?))
@@ -281,11 +309,13 @@ async fn replace(app: &App, ctx: &Ctx, input: Input) -> Result<(Uuid, std::sync:
     if input.cp_type.as_deref() != Some(p.cp_type.as_str()) {
         return Err(Error::field("type", "cannot be changed"));
     }
+    let spec = spec_of(&p.cp_type)?;
     input.base.apply_full(&mut p.meta);
-    p.lifetime_time_span_seconds = input.lifetime.unwrap_or(0);
+    p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, None)?;
     p.config = input.config;
     // Secrets absent or null keep their stored value.
     apply_secrets(&mut p.secrets, input.secrets);
+    finalize(&mut p, spec, &w.st, &app.cfg)?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
@@ -311,9 +341,8 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         apply_secrets(&mut p.secrets, secrets);
     }
     input.base.apply_patch(&mut p.meta);
-    if let Some(l) = input.lifetime {
-        p.lifetime_time_span_seconds = l;
-    }
+    p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
+    finalize(&mut p, spec, &w.st, &app.cfg)?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
@@ -344,7 +373,7 @@ async fn list_v2(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Resp
     let st = app.state();
     let items = st
         .in_rs::<CredentialProvider>(Some(ctx.rs))
-        .map(|c| provider_v2_json(&st, c))
+        .map(|c| provider_v2_json(&st, &app.cfg, c))
         .collect();
     Ok(ok(respond(items, &p, &SPEC_V2)?))
 }
@@ -352,7 +381,7 @@ async fn list_v2(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Resp
 async fn read_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     Ok(match find::<CredentialProvider>(&st, &ids.one(), ctx.rs) {
-        Some(c) => ok(provider_v2_json(&st, &c)),
+        Some(c) => ok(provider_v2_json(&st, &app.cfg, &c)),
         None => no_content(),
     })
 }
@@ -363,7 +392,7 @@ async fn create_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -
     Ok(created(
         StatusCode::CREATED,
         format!("/api/v2/credential-providers/{id}"),
-        provider_v2_json(&st, &st.credential_providers[&id]),
+        provider_v2_json(&st, &app.cfg, &st.credential_providers[&id]),
     ))
 }
 
@@ -387,14 +416,14 @@ async fn replace_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) 
     check_type_unchanged(&app, &ctx, &body)?;
     let input = parse_v2(body, Mode::Replace)?;
     let (id, st) = replace(&app, &ctx, input).await?;
-    Ok(ok(provider_v2_json(&st, &st.credential_providers[&id])))
+    Ok(ok(provider_v2_json(&st, &app.cfg, &st.credential_providers[&id])))
 }
 
 async fn patch_v2(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let input = parse_v2(body, Mode::Patch)?;
     let id = ids.one();
     let st = patch(&app, &ctx, id, input).await?;
-    Ok(ok(provider_v2_json(&st, &st.credential_providers[&id])))
+    Ok(ok(provider_v2_json(&st, &app.cfg, &st.credential_providers[&id])))
 }
 
 async fn remove_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -439,7 +468,7 @@ async fn list_v1(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Resp
     let st = app.state();
     let items = st
         .in_rs::<CredentialProvider>(Some(ctx.rs))
-        .map(|c| provider_v1_json(&st, c))
+        .map(|c| provider_v1_json(&st, &app.cfg, c))
         .collect();
     Ok(ok(respond(items, &p, &SPEC_V1)?))
 }
@@ -447,7 +476,7 @@ async fn list_v1(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Resp
 async fn read_v1(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     Ok(match find::<CredentialProvider>(&st, &ids.one(), ctx.rs) {
-        Some(c) => ok(provider_v1_json(&st, &c)),
+        Some(c) => ok(provider_v1_json(&st, &app.cfg, &c)),
         None => no_content(),
     })
 }
@@ -458,7 +487,7 @@ async fn create_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -
     Ok(created(
         StatusCode::CREATED,
         format!("/api/v1/credential-providers/{id}"),
-        provider_v1_json(&st, &st.credential_providers[&id]),
+        provider_v1_json(&st, &app.cfg, &st.credential_providers[&id]),
     ))
 }
 
@@ -468,7 +497,7 @@ async fn replace_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) 
     let (id, st) = replace(&app, &ctx, input).await?;
     Ok((
         StatusCode::CREATED,
-        axum::Json(provider_v1_json(&st, &st.credential_providers[&id])),
+        axum::Json(provider_v1_json(&st, &app.cfg, &st.credential_providers[&id])),
     )
         .into_response())
 }
@@ -479,7 +508,7 @@ async fn patch_v1(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): Js
     let st = patch(&app, &ctx, id, input).await?;
     Ok((
         StatusCode::CREATED,
-        axum::Json(provider_v1_json(&st, &st.credential_providers[&id])),
+        axum::Json(provider_v1_json(&st, &app.cfg, &st.credential_providers[&id])),
     )
         .into_response())
 }

@@ -1,0 +1,75 @@
+//! JWTs this service signs for upstreams and workloads (contract §5.2): federation assertions
+//! (RS256 under the published issuer key), and the `oidc-id-token` / `jwt-svid-token` credentials
+//! (ES256 or RS256).
+
+use serde_json::{Map, Value, json};
+use uuid::Uuid;
+
+use super::IssueCx;
+use crate::app::App;
+use crate::crypto::jose;
+
+/// Lifetime of exchange assertions (`exp = iat + 300`).
+pub const EXCHANGE_LIFETIME: i64 = 300;
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Alg {
+    ES256,
+    RS256,
+}
+
+/// Builds the standard claims (§5.2) around `sub` and `aud`; `with_svc` adds the `svc` object.
+pub fn claims(cx: &IssueCx<'_>, sub: &str, aud: &str, lifetime: i64, with_svc: bool) -> (Map<String, Value>, i64) {
+    let now = crate::clock::now_secs();
+    let mut c = Map::new();
+    c.insert("iss".into(), json!(cx.app.cfg.issuer()));
+    c.insert("sub".into(), json!(sub));
+    c.insert("aud".into(), json!(aud));
+    c.insert("iat".into(), json!(now));
+    c.insert("nbf".into(), json!(now));
+    c.insert("exp".into(), json!(now + lifetime));
+    c.insert("jti".into(), json!(Uuid::new_v4()));
+    if with_svc {
+        c.insert(
+            "svc".into(),
+            json!({
+                "tenant": cx.app.cfg.tenant,
+                "resourceSetId": cx.rs,
+                "clientWorkloadId": cx.client_workload.map(|c| c.0),
+                "serverWorkloadId": cx.server_workload,
+                "accessPolicyId": cx.access_policy,
+                "credentialProviderId": cx.credential_provider,
+                "trustProviderId": cx.trust_provider,
+            }),
+        );
+    }
+    (c, now + lifetime)
+}
+
+/// Signs claims with the issuer's current key of the algorithm.
+pub fn sign(app: &App, alg: Alg, claims: &Map<String, Value>) -> String {
+    let bytes = serde_json::to_vec(claims).expect("claims serialise");
+    let now = crate::clock::now_millis();
+    let ring = app.keys();
+    match alg {
+        Alg::ES256 => {
+            let k = ring.ec_signer(now);
+            jose::sign_es256(&k.pair, &k.kid, &bytes)
+        }
+        Alg::RS256 => {
+            let k = ring.rsa_signer(now);
+            jose::sign_rs256(&k.pair, Some(&k.kid), &bytes)
+        }
+    }
+}
+
+/// A federation assertion for an upstream (RS256, `exp = iat + 300`).
+pub fn federation(cx: &IssueCx<'_>, sub: &str, aud: &str) -> String {
+    let (c, _) = claims(cx, sub, aud, EXCHANGE_LIFETIME, true);
+    sign(cx.app, Alg::RS256, &c)
+}
+
+/// The default assertion subject: the matched client workload's id (§5.2).
+pub fn default_subject(cx: &IssueCx<'_>) -> String {
+    cx.client_workload.map(|c| c.0).unwrap_or(Uuid::nil()).to_string()
+}

@@ -1,0 +1,141 @@
+//! `oauth-client-credential` (RFC 6749 §4.4; contract §3.5.2, §5.3): the token endpoint's access
+//! token for the configured client, with HTTP Basic (`authHeader`, default) or form (`postBody`)
+//! client authentication, scopes and custom parameters.
+
+use serde_json::{Map, Value, json};
+use svc_api::edge::{CredentialType, EdgeCredentials};
+use svc_api::{FieldError, Obj, Timestamp};
+
+use super::types::{self, Mode, TypeSpec, cfg_str, check_url, field_str, put};
+use super::upstream_call::{access_token, basic, post_form};
+use super::{Backend, IssueCx, IssueError, Issued};
+use crate::config::Config;
+use crate::domain::Secret;
+use crate::domain::credential::CredentialProvider;
+use crate::error::Error;
+use crate::state::State;
+
+/// Reads `CPTypeOAuth2CustomParameters[]` into stored JSON.
+pub fn parse_custom_parameters(o: &mut Obj) -> Result<Option<Value>, FieldError> {
+    let list = o.opt_obj_list("customParameters", |c| {
+        let key = c.req_str_len("key", 1, 256)?;
+        let value = c.req_str_len("value", 0, 4096)?;
+        c.opt_enum("valueType", &["literal"])?;
+        Ok(json!({"key": key, "value": value, "valueType": "literal"}))
+    })?;
+    Ok(list.map(Value::Array))
+}
+
+pub fn custom_parameters(v: Option<&Value>) -> Vec<(String, String)> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|c| {
+                    Some((
+                        c.get("key")?.as_str()?.to_string(),
+                        c.get("value")?.as_str()?.to_string(),
+                    ))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub struct ClientCredentials {
+    url: String,
+    client_id: String,
+    secret: Secret<String>,
+    scope: Option<String>,
+    params: Vec<(String, String)>,
+    post_body: bool,
+}
+
+impl std::fmt::Debug for ClientCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClientCredentials({}, {}, secret ***)", self.url, self.client_id)
+    }
+}
+
+impl ClientCredentials {
+    pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        let mut form: Vec<(&str, &str)> = vec![("grant_type", "client_credentials")];
+        if let Some(s) = &self.scope {
+            form.push(("scope", s));
+        }
+        for (k, v) in &self.params {
+            form.push((k, v));
+        }
+        let auth = if self.post_body {
+            form.push(("client_id", &self.client_id));
+            form.push(("client_secret", self.secret.expose()));
+            None
+        } else {
+            Some(basic(&self.client_id, self.secret.expose()))
+        };
+        let f = post_form(cx.app, &self.url, &form, auth.as_deref()).await?;
+        let (token, expires_in, _) = access_token("token endpoint", &f)?;
+        Ok(Issued::Credential {
+            credential_type: CredentialType::OAuthToken,
+            data: EdgeCredentials(vec![("token", Some(token))]),
+            expires_at: expires_in
+                .map(|s| crate::clock::now().plus_secs(s))
+                .map(|t: Timestamp| t),
+        })
+    }
+}
+
+fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    put(&mut m, "clientID", field_str(o, mode, "clientID", 1, 1024)?);
+    put(&mut m, "scope", o.opt_str_len("scope", 0, 4096)?);
+    if let Some(p) = parse_custom_parameters(o)? {
+        m.insert("customParameters".into(), p);
+    }
+    put(&mut m, "url", field_str(o, mode, "url", 1, 2048)?);
+    put(
+        &mut m,
+        "credentialStyle",
+        o.opt_enum("credentialStyle", &["authHeader", "postBody"])?,
+    );
+    Ok(m)
+}
+
+fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
+    check_url("url", cfg_str(&p.config, "url").unwrap_or_default(), cfg)
+}
+
+fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    for k in ["scope", "customParameters", "credentialStyle"] {
+        out.entry(k).or_insert(Value::Null);
+    }
+}
+
+fn compile(p: &CredentialProvider) -> Backend {
+    let (Some(url), Some(client_id)) = (cfg_str(&p.config, "url"), cfg_str(&p.config, "clientID")) else {
+        return Backend::Broken("url or clientID missing".into());
+    };
+    Backend::OAuthClientCredentials(ClientCredentials {
+        url: url.to_string(),
+        client_id: client_id.to_string(),
+        secret: Secret::new(p.secrets.get("clientSecret").unwrap_or_default().to_string()),
+        scope: cfg_str(&p.config, "scope")
+            .filter(|s| !s.is_empty())
+            .map(str::to_string),
+        params: custom_parameters(p.config.get("customParameters")),
+        post_body: cfg_str(&p.config, "credentialStyle") == Some("postBody"),
+    })
+}
+
+pub const SPEC: TypeSpec = TypeSpec {
+    name: "oauth-client-credential",
+    credential_type: |_| CredentialType::OAuthToken,
+    secret_fields: &["clientSecret"],
+    required_secrets: &[],
+    ro_fields: &[],
+    lifetime: None,
+    parse,
+    check,
+    complete: types::no_complete,
+    present,
+    compile,
+};

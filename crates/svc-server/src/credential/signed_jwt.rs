@@ -1,0 +1,174 @@
+//! `signed-jwt` (contract §3.5.2, §5.3): a dataWarehouseA key-pair JWT, RS256, signed with the
+//! provider's own key pair (the warehouse pins one registered public key, so not the rotating
+//! issuer key). The private key is write-only; when none is given the server generates RSA-2048.
+//! `keyContent` shows the public key to register; `issuer` defaults to
+//! `ACCOUNT.USER.SHA256:<base64 SHA-256 of the DER public key>`.
+
+use aws_lc_rs::rsa::{KeyPair as RsaKeyPair, KeySize};
+use serde_json::{Map, Value, json};
+use svc_api::edge::{CredentialType, EdgeCredentials};
+use svc_api::{FieldError, Obj, Timestamp};
+
+use super::types::{self, Mode, TypeSpec, cfg_str, field_str, put};
+use super::{Backend, IssueError, Issued};
+use crate::config::Config;
+use crate::crypto::jose;
+use crate::domain::credential::CredentialProvider;
+use crate::error::Error;
+
+pub struct SignedJwt {
+    key: RsaKeyPair,
+    issuer: String,
+    subject: String,
+    lifetime: i64,
+}
+
+impl std::fmt::Debug for SignedJwt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SignedJwt({}, key ***)", self.subject)
+    }
+}
+
+impl SignedJwt {
+    pub fn issue(&self) -> Result<Issued, IssueError> {
+        let now = crate::clock::now_secs();
+        let exp = now + self.lifetime;
+        let claims = json!({"iss": self.issuer, "sub": self.subject, "iat": now, "exp": exp});
+        let token = jose::sign_rs256(&self.key, None, claims.to_string().as_bytes());
+        Ok(Issued::Credential {
+            credential_type: CredentialType::OAuthToken,
+            data: EdgeCredentials(vec![("token", Some(token))]),
+            expires_at: Some(Timestamp::from_secs(exp)),
+        })
+    }
+}
+
+/// Parses a PKCS#8 PEM RSA private key of at least 2048 bits.
+fn parse_key(pem: &str) -> Result<RsaKeyPair, String> {
+    let (label, der) =
+        der::pem::decode_vec(pem.trim().as_bytes()).map_err(|_| "must be a PKCS#8 PEM RSA private key".to_string())?;
+    if label != "PRIVATE KEY" {
+        return Err("must be a PKCS#8 PEM RSA private key (-----BEGIN PRIVATE KEY-----)".into());
+    }
+    let key = RsaKeyPair::from_pkcs8(&der).map_err(|_| "must be a PKCS#8 PEM RSA private key".to_string())?;
+    if key.public_modulus_len() < 256 {
+        return Err("the RSA key must have at least 2048 bits".into());
+    }
+    Ok(key)
+}
+
+fn public_pem(key: &RsaKeyPair) -> (String, Vec<u8>) {
+    let spki = jose::rsa_public_spki(key);
+    let pem = der::pem::encode_string("PUBLIC KEY", der::pem::LineEnding::LF, &spki).expect("PEM encodes");
+    (pem, spki)
+}
+
+fn derived_issuer(subject: &str, spki: &[u8]) -> String {
+    format!(
+        "{subject}.SHA256:{}",
+        crate::crypto::b64std(&crate::crypto::sha256(spki))
+    )
+}
+
+fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    let req_enum = |o: &mut Obj, k: &str, allowed: &[&str]| {
+        if mode == Mode::Full {
+            o.req_enum(k, allowed).map(Some)
+        } else {
+            o.opt_enum(k, allowed)
+        }
+    };
+    put(
+        &mut m,
+        "tokenConfiguration",
+        req_enum(o, "tokenConfiguration", &["dataWarehouseA"])?,
+    );
+    put(&mut m, "algorithmType", req_enum(o, "algorithmType", &["RS256"])?);
+    let lifetime = if mode == Mode::Full {
+        Some(o.req_i32_range("lifetime", 1, 3600)?)
+    } else {
+        o.opt_i32_range("lifetime", 1, 3600)?
+    };
+    put(&mut m, "lifetime", lifetime);
+    let subject = field_str(o, mode, "subject", 3, 512)?;
+    if let Some(s) = &subject {
+        let ok = s.contains('.')
+            && !s.starts_with('.')
+            && !s.ends_with('.')
+            && !s.chars().any(|c| c.is_lowercase() || c.is_whitespace());
+        if !ok {
+            return Err(FieldError::new(o.path("subject"), "must be ACCOUNT.USER in upper case"));
+        }
+    }
+    put(&mut m, "subject", subject);
+    put(&mut m, "issuer", o.opt_str_len("issuer", 1, 1024)?);
+    if let Some(k) = o.peek_str("privateKey") {
+        parse_key(k).map_err(|e| FieldError::new(o.path("privateKey"), e))?;
+    }
+    Ok(m)
+}
+
+/// Generates the key pair when none is stored, and records the public key and issuer to show.
+fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
+    let key = match p.secrets.get("privateKey") {
+        Some(pem) => parse_key(pem).map_err(|e| Error::field("privateKey", e))?,
+        None => {
+            let key = RsaKeyPair::generate(KeySize::Rsa2048).map_err(Error::internal)?;
+            let der =
+                aws_lc_rs::encoding::AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&key).map_err(Error::internal)?;
+            let pem = der::pem::encode_string("PRIVATE KEY", der::pem::LineEnding::LF, der.as_ref())
+                .map_err(Error::internal)?;
+            p.secrets.set("privateKey", pem);
+            key
+        }
+    };
+    let (pem, spki) = public_pem(&key);
+    p.config.insert("keyContent".into(), json!(pem));
+    p.config.insert(
+        "derivedIssuer".into(),
+        json!(derived_issuer(cfg_str(&p.config, "subject").unwrap_or_default(), &spki)),
+    );
+    Ok(())
+}
+
+/// `issuer` shows the effective value (given, or derived from subject and key).
+fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    let derived = out.remove("derivedIssuer");
+    if out.get("issuer").is_none_or(Value::is_null) {
+        out.insert("issuer".into(), derived.unwrap_or(Value::Null));
+    }
+}
+
+fn compile(p: &CredentialProvider) -> Backend {
+    let key = match p.secrets.get("privateKey").map(parse_key) {
+        Some(Ok(k)) => k,
+        _ => return Backend::Broken("private key missing or unreadable".into()),
+    };
+    let subject = cfg_str(&p.config, "subject").unwrap_or_default().to_string();
+    let issuer = cfg_str(&p.config, "issuer")
+        .or_else(|| cfg_str(&p.config, "derivedIssuer"))
+        .unwrap_or_default()
+        .to_string();
+    let lifetime = p.config.get("lifetime").and_then(Value::as_i64).unwrap_or(60);
+    Backend::SignedJwt(SignedJwt {
+        key,
+        issuer,
+        subject,
+        lifetime,
+    })
+}
+
+pub const SPEC: TypeSpec = TypeSpec {
+    name: "signed-jwt",
+    credential_type: |_| CredentialType::OAuthToken,
+    secret_fields: &["privateKey"],
+    required_secrets: &[],
+    ro_fields: &["keyContent"],
+    lifetime: None,
+    parse,
+    check: types::no_check,
+    complete,
+    present,
+    compile,
+};

@@ -1,0 +1,108 @@
+//! Shared shapes of upstream token calls (§5.3): form POSTs with optional HTTP Basic client
+//! authentication, and the parsing of OAuth2-style token answers. Error texts carry the status and
+//! the upstream's own error code/description — never a request secret.
+
+use base64::Engine as _;
+use serde_json::Value;
+
+use super::IssueError;
+use crate::app::App;
+use crate::upstream::{Fetched, excerpt};
+
+fn form_urlencode(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
+}
+
+/// `Authorization: Basic base64(urlenc(id):urlenc(secret))` (RFC 6749 §2.3.1).
+pub fn basic(id: &str, secret: &str) -> String {
+    let raw = format!("{}:{}", form_urlencode(id), form_urlencode(secret));
+    format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(raw))
+}
+
+/// POSTs a form to a server-chosen URL.
+pub async fn post_form(
+    app: &App,
+    url: &str,
+    form: &[(&str, &str)],
+    authorization: Option<&str>,
+) -> Result<Fetched, IssueError> {
+    let u = app.upstream.check_url(url)?;
+    let mut req = app
+        .upstream
+        .client
+        .post(u)
+        .form(form)
+        .header("accept", "application/json");
+    if let Some(a) = authorization {
+        req = req.header("authorization", a);
+    }
+    Ok(app.upstream.send(req).await?)
+}
+
+/// POSTs JSON to a server-chosen URL.
+pub async fn post_json(
+    app: &App,
+    url: &str,
+    body: &Value,
+    authorization: Option<&str>,
+    extra: &[(&str, &str)],
+) -> Result<Fetched, IssueError> {
+    let u = app.upstream.check_url(url)?;
+    let mut req = app
+        .upstream
+        .client
+        .post(u)
+        .json(body)
+        .header("accept", "application/json");
+    if let Some(a) = authorization {
+        req = req.header("authorization", a);
+    }
+    for (k, v) in extra {
+        req = req.header(*k, *v);
+    }
+    Ok(app.upstream.send(req).await?)
+}
+
+/// A non-success answer as an error naming the status and the upstream's error code.
+pub fn status_error(what: &str, f: &Fetched) -> IssueError {
+    let detail = serde_json::from_slice::<Value>(&f.body)
+        .ok()
+        .and_then(|v| {
+            let code = v.get("error").and_then(|e| {
+                e.as_str()
+                    .map(str::to_string)
+                    .or_else(|| e.get("message").and_then(Value::as_str).map(str::to_string))
+            });
+            let desc = v.get("error_description").and_then(Value::as_str);
+            code.map(|c| match desc {
+                Some(d) => format!("{c} ({d})"),
+                None => c,
+            })
+        })
+        .unwrap_or_else(|| excerpt(&f.body));
+    IssueError(format!("{what} answered {}: {detail}", f.status))
+}
+
+/// The JSON body of a 2xx answer.
+pub fn json_body(what: &str, f: &Fetched) -> Result<Value, IssueError> {
+    if !(200..300).contains(&f.status) {
+        return Err(status_error(what, f));
+    }
+    serde_json::from_slice(&f.body).map_err(|_| IssueError(format!("{what} answer is not JSON")))
+}
+
+/// `{access_token, expires_in?}` of an OAuth2 token answer.
+pub fn access_token(what: &str, f: &Fetched) -> Result<(String, Option<i64>, Value), IssueError> {
+    let v = json_body(what, f)?;
+    let token = v
+        .get("access_token")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| IssueError(format!("{what} answer has no access_token")))?;
+    let expires_in = match v.get("expires_in") {
+        Some(Value::Number(n)) => n.as_i64(),
+        Some(Value::String(s)) => s.parse().ok(),
+        _ => None,
+    };
+    Ok((token.to_string(), expires_in, v.clone()))
+}

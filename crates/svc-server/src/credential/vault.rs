@@ -1,0 +1,206 @@
+//! `vaultClientToken` (contract §3.5.2, §5.3): JWT login to a vault server — `POST
+//! {http|https}://<vaultHost>:<port>/v1/<authenticationPath>/login` with `{jwt, role}` — where the
+//! JWT is signed by this service's issuer (RS256) for the vault's audience, with a literal or
+//! dynamic subject and custom claims. The vault's `client_token` is the credential.
+
+use serde_json::{Map, Value, json};
+use svc_api::edge::{CredentialType, EdgeCredentials};
+use svc_api::{FieldError, Obj};
+
+use super::assertion::{self, Alg};
+use super::dynamic;
+use super::issued_jwt::{Claim, apply_claims, claims_of, parse_claims, resolve_into};
+use super::types::{Mode, TypeSpec, cfg_str, field_str, put};
+use super::upstream_call::{json_body, post_json};
+use super::{Backend, IssueCx, IssueError, Issued, Prepared};
+use crate::config::Config;
+use crate::domain::credential::CredentialProvider;
+use crate::error::Error;
+use crate::state::State;
+
+#[derive(Debug)]
+pub struct Vault {
+    base: String,
+    path: String,
+    namespace: Option<String>,
+    role: Option<String>,
+    subject: String,
+    subject_dynamic: bool,
+    lifetime: i64,
+    claims: Vec<Claim>,
+    default_audience: String,
+}
+
+impl Vault {
+    pub fn prepare(&self, cx: &IssueCx<'_>) -> Result<Prepared, String> {
+        let mut p = Prepared::default();
+        resolve_into(&mut p, &self.subject, self.subject_dynamic, &self.claims, cx)?;
+        p.0.insert("clientWorkload".into(), assertion::default_subject(cx));
+        Ok(p)
+    }
+
+    pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        let sub = prepared.get("subject").unwrap_or(&self.subject);
+        let aud = prepared.get("claim.aud").unwrap_or(&self.default_audience).to_string();
+        let (mut c, _) = assertion::claims(cx, sub, &aud, self.lifetime, true);
+        apply_claims(&mut c, &self.claims, prepared);
+        let jwt = assertion::sign(cx.app, Alg::RS256, &c);
+        let mut body = json!({"jwt": jwt});
+        if let Some(r) = &self.role {
+            body["role"] = json!(r);
+        }
+        let url = format!("{}/v1/{}/login", self.base, self.path);
+        let ns: Vec<(&str, &str)> = self
+            .namespace
+            .iter()
+            .map(|n| ("X-Vault-Namespace", n.as_str()))
+            .collect();
+        let f = post_json(cx.app, &url, &body, None, &ns).await?;
+        let v = json_body("vault login", &f).map_err(|e| {
+            // Vault reports failures as {"errors": [...]}.
+            let errs = serde_json::from_slice::<Value>(&f.body)
+                .ok()
+                .and_then(|v| v.get("errors").cloned());
+            match errs {
+                Some(Value::Array(a)) if !a.is_empty() => IssueError(format!(
+                    "vault login answered {}: {}",
+                    f.status,
+                    a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")
+                )),
+                _ => e,
+            }
+        })?;
+        let auth = v
+            .get("auth")
+            .ok_or_else(|| IssueError("vault login answer has no auth".into()))?;
+        let token = auth
+            .get("client_token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| IssueError("vault login answer has no client_token".into()))?;
+        let lease = auth.get("lease_duration").and_then(Value::as_i64).unwrap_or(0);
+        Ok(Issued::Credential {
+            credential_type: CredentialType::OAuthToken,
+            data: EdgeCredentials(vec![("token", Some(token.to_string()))]),
+            expires_at: (lease > 0).then(|| crate::clock::now().plus_secs(lease)),
+        })
+    }
+}
+
+fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    put(&mut m, "issuer", o.opt_str("issuer")?);
+    let subject = field_str(o, mode, "subject", 1, 2048)?;
+    let subject_type = o.opt_enum("subjectType", &["literal", "dynamic"])?;
+    if let (Some(s), Some("dynamic")) = (&subject, subject_type.as_deref()) {
+        dynamic::check_template(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
+    }
+    put(&mut m, "subject", subject);
+    put(&mut m, "subjectType", subject_type);
+    let lifetime = if mode == Mode::Full {
+        Some(o.req_i32_range("lifetime", 1, 3600)?)
+    } else {
+        o.opt_i32_range("lifetime", 1, 3600)?
+    };
+    put(&mut m, "lifetime", lifetime);
+    if let Some(c) = parse_claims(o, "customClaimNames")? {
+        m.insert("customClaimNames".into(), c);
+    }
+    put(&mut m, "vaultHost", field_str(o, mode, "vaultHost", 1, 253)?);
+    let port = if mode == Mode::Full {
+        Some(o.req_i32_range("port", 1, 65535)?)
+    } else {
+        o.opt_i32_range("port", 1, 65535)?
+    };
+    put(&mut m, "port", port);
+    put(&mut m, "tls", o.opt_bool("tls")?);
+    let path = field_str(o, mode, "authenticationPath", 1, 512)?.map(|p| p.trim_matches('/').to_string());
+    put(&mut m, "authenticationPath", path);
+    put(&mut m, "namespace", o.opt_str_len("namespace", 0, 512)?);
+    put(&mut m, "role", o.opt_str_len("role", 0, 512)?);
+    put(
+        &mut m,
+        "forwardingConfig",
+        o.opt_enum("forwardingConfig", &["", "conditional", "unconditional"])?,
+    );
+    put(&mut m, "privateNetworkAccess", o.opt_bool("privateNetworkAccess")?);
+    Ok(m)
+}
+
+fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
+    if let Some(i) = cfg_str(&p.config, "issuer") {
+        if i.trim_end_matches('/') != cfg.issuer() {
+            return Err(Error::field(
+                "issuer",
+                format!("must be this service's issuer {}", cfg.issuer()),
+            ));
+        }
+    }
+    if p.config.get("tls") == Some(&Value::Bool(false)) && !cfg.allow_insecure_upstream {
+        return Err(Error::field("tls", "plain http needs SVC_ALLOW_INSECURE_UPSTREAM=true"));
+    }
+    if let Some(h) = cfg_str(&p.config, "vaultHost") {
+        if h.contains(['/', ':', '@', ' ']) {
+            return Err(Error::field("vaultHost", "must be a host name"));
+        }
+    }
+    Ok(())
+}
+
+fn present(_: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
+    out.insert("issuer".into(), json!(cfg.issuer()));
+    out.entry("tls").or_insert(Value::Bool(true));
+    for k in [
+        "subjectType",
+        "customClaimNames",
+        "namespace",
+        "role",
+        "forwardingConfig",
+    ] {
+        out.entry(k).or_insert(Value::Null);
+    }
+    out.entry("privateNetworkAccess").or_insert(Value::Bool(false));
+}
+
+fn compile(p: &CredentialProvider) -> Backend {
+    let c = &p.config;
+    let (Some(host), Some(port), Some(path), Some(subject)) = (
+        cfg_str(c, "vaultHost"),
+        c.get("port").and_then(Value::as_i64),
+        cfg_str(c, "authenticationPath"),
+        cfg_str(c, "subject"),
+    ) else {
+        return Backend::Broken("vault configuration incomplete".into());
+    };
+    let scheme = if c.get("tls") == Some(&Value::Bool(false)) {
+        "http"
+    } else {
+        "https"
+    };
+    let base = format!("{scheme}://{host}:{port}");
+    Backend::Vault(Vault {
+        default_audience: base.clone(),
+        base,
+        path: path.to_string(),
+        namespace: cfg_str(c, "namespace").filter(|n| !n.is_empty()).map(str::to_string),
+        role: cfg_str(c, "role").filter(|r| !r.is_empty()).map(str::to_string),
+        subject: subject.to_string(),
+        subject_dynamic: cfg_str(c, "subjectType") == Some("dynamic"),
+        lifetime: c.get("lifetime").and_then(Value::as_i64).unwrap_or(60),
+        claims: claims_of(c.get("customClaimNames")),
+    })
+}
+
+pub const SPEC: TypeSpec = TypeSpec {
+    name: "vaultClientToken",
+    credential_type: |_| CredentialType::OAuthToken,
+    secret_fields: &[],
+    required_secrets: &[],
+    ro_fields: &[],
+    lifetime: None,
+    parse,
+    check,
+    complete: super::types::no_complete,
+    present,
+    compile,
+};
