@@ -41,6 +41,10 @@ pub struct Inner {
     pub key_cache: crate::trust::keycache::KeyCache,
     /// Upstream credentials reused until shortly before their expiry.
     pub credential_cache: crate::credential::cache::CredentialCache,
+    /// Serialises OAuth refresh-token use (a rotated refresh token must not be spent twice).
+    pub refresh_lock: tokio::sync::Mutex<()>,
+    /// The CA that signs X.509-SVIDs.
+    pub ca: crate::issuer::ca::Ca,
     pub limits: crate::edge::ratelimit::Limiters,
 }
 
@@ -160,6 +164,9 @@ impl App {
         let ring = KeyRing::from_rows(&store.load_keys().await?, &cipher)?;
         let last_change = store.last_change().await?;
         let state = crate::service::load::load_state(&store, &cipher).await?;
+        let ca = crate::issuer::ca::load(&cfg, &store, &cipher)
+            .await
+            .map_err(StartError)?;
         let events = EventSink::new(store.clone());
         let upstream = crate::upstream::Upstream::new(&cfg)?;
         let limits = crate::edge::ratelimit::Limiters::new(&cfg);
@@ -177,6 +184,8 @@ impl App {
             upstream,
             key_cache: Default::default(),
             credential_cache: Default::default(),
+            refresh_lock: tokio::sync::Mutex::new(()),
+            ca,
             limits,
         }));
         crate::service::bootstrap::first_start(&app)

@@ -8,6 +8,7 @@
 pub mod access_token;
 pub mod apikey;
 pub mod assertion;
+pub mod authorization_code;
 pub mod cache;
 pub mod clouda_sts;
 pub mod dynamic;
@@ -18,6 +19,7 @@ pub mod types;
 pub mod upstream_call;
 pub mod username_password;
 pub mod vault;
+pub mod x509svid;
 
 use std::collections::BTreeMap;
 
@@ -92,8 +94,10 @@ pub enum Backend {
     SignedJwt(signed_jwt::SignedJwt),
     IssuedJwt(issued_jwt::IssuedJwt),
     OAuthClientCredentials(oauth::ClientCredentials),
+    AuthorizationCode(authorization_code::AuthorizationCode),
     CloudASts(clouda_sts::CloudASts),
     Vault(vault::Vault),
+    X509Svid(x509svid::X509Svid),
     /// The stored configuration cannot be used (never for data written by this version).
     Broken(String),
 }
@@ -122,6 +126,7 @@ impl CompiledCredential {
         match &self.backend {
             Backend::IssuedJwt(b) => b.prepare(cx),
             Backend::Vault(b) => b.prepare(cx),
+            Backend::X509Svid(b) => b.prepare(cx),
             Backend::CloudASts(_) => {
                 // RoleSessionName and the assertion's subject name the client workload.
                 let mut p = Prepared::default();
@@ -155,8 +160,10 @@ impl CompiledCredential {
             Backend::SignedJwt(b) => b.issue(),
             Backend::IssuedJwt(b) => Ok(b.issue(prepared, cx)),
             Backend::OAuthClientCredentials(b) => b.issue(cx).await,
+            Backend::AuthorizationCode(b) => b.issue(cx).await,
             Backend::CloudASts(b) => b.issue(prepared, cx).await,
             Backend::Vault(b) => b.issue(prepared, cx).await,
+            Backend::X509Svid(b) => b.issue(prepared, cx),
             Backend::Broken(e) => Err(IssueError(format!("provider configuration unusable: {e}"))),
         }?;
         if let (
@@ -213,6 +220,6 @@ pub async fn verify(app: &App, c: &CompiledCredential) -> Result<(), String> {
 }
 
 /// Checks an X.509-SVID certificate signing request (§4.10); the reason is the 400 message tail.
-pub fn check_csr(_pem: &str) -> Result<(), String> {
-    Err("X.509-SVID issuance is not available in this build".into())
+pub fn check_csr(pem: &str) -> Result<(), String> {
+    x509svid::check_csr(pem)
 }

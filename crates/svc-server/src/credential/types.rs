@@ -59,6 +59,7 @@ pub fn no_present(_: &CredentialProvider, _: &Config, _: &mut Map<String, Value>
 pub const TYPES: &[TypeSpec] = &[
     super::access_token::SPEC,
     super::apikey::SPEC,
+    super::authorization_code::SPEC,
     super::clouda_sts::SPEC,
     super::oauth::SPEC,
     super::signed_jwt::SPEC,
@@ -66,6 +67,7 @@ pub const TYPES: &[TypeSpec] = &[
     super::vault::SPEC,
     super::issued_jwt::OIDC_SPEC,
     super::issued_jwt::SVID_SPEC,
+    super::x509svid::SPEC,
 ];
 
 pub fn spec(name: &str) -> Option<&'static TypeSpec> {

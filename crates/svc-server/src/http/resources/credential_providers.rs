@@ -15,12 +15,13 @@ use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external
 use super::scoped::{find, for_update, taken};
 use crate::app::App;
 use crate::config::Config;
+use crate::credential::authorization_code;
 use crate::credential::types::{self, TypeSpec};
 use crate::domain::credential::{CredentialProvider, SecretFields};
 use crate::domain::{Kind, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
 use crate::http::list::{Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
@@ -57,6 +58,7 @@ pub fn routes(app: &App) -> Router<App> {
             "/api/v1/credential-providers/{id}",
             guarded(app, p, Scope::Rs, get(read_v1).patch(patch_v1).delete(remove_v1)),
         )
+        .route("/api/v1/credential-providers/{id}/callback", get(callback))
         .route(
             "/api/v1/credential-providers/{id}/authorize",
             guarded_as(app, p, Scope::Rs, true, get(authorize)),
@@ -443,15 +445,45 @@ async fn verification(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
 }
 
 async fn authorize(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    let p = find::<CredentialProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
-    Err(Error::field(
-        "type",
-        format!(
-            "authorize applies only to oauth-authorization-code providers, not {}",
-            p.cp_type
-        ),
-    ))
+    let p = find::<CredentialProvider>(&app.state(), &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
+    if p.cp_type != authorization_code::TYPE {
+        return Err(Error::field(
+            "type",
+            format!(
+                "authorize applies only to oauth-authorization-code providers, not {}",
+                p.cp_type
+            ),
+        ));
+    }
+    let url = authorization_code::authorize_url(&app, &p, &ctx.author()).await?;
+    Ok(redirect(&url))
+}
+
+fn redirect(url: &str) -> Response {
+    let mut r = StatusCode::FOUND.into_response();
+    if let Ok(v) = axum::http::HeaderValue::from_str(url) {
+        r.headers_mut().insert(axum::http::header::LOCATION, v);
+    }
+    r
+}
+
+/// `GET /api/v1/credential-providers/{id}/callback` (public, §3.5.4 step 2).
+async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: QueryPairs) -> Result<Response> {
+    if let Some(err) = q.get("error") {
+        let desc = q
+            .get("error_description")
+            .map(|d| format!(" ({d})"))
+            .unwrap_or_default();
+        return Err(Error::bad(format!("Authorization failed: {err}{desc}")));
+    }
+    let state = q.get("state").ok_or_else(|| Error::field("state", "is required"))?;
+    let code = q.get("code").ok_or_else(|| Error::field("code", "is required"))?;
+    match authorization_code::complete_authorization(&app, ids.one(), code, state, client).await? {
+        Some(url) if !url.is_empty() => Ok(redirect(&url)),
+        _ => Ok(ok(
+            json!({"success": true, "message": "Authorization complete.", "id": 0}),
+        )),
+    }
 }
 
 // ---- v1 handlers (deprecated view) -----------------------------------------------------------

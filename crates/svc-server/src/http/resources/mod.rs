@@ -16,6 +16,7 @@ pub mod login;
 pub mod me;
 pub mod resource_sets;
 pub mod roles;
+pub mod root_ca;
 pub mod scoped;
 pub mod server_workloads;
 pub mod signin;
@@ -44,6 +45,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(server_workloads::routes(app))
         .merge(credential_providers::routes(app))
         .merge(access_policies::routes(app))
+        .merge(root_ca::routes(app))
         .merge(crate::edge::routes())
 }
 

@@ -1,0 +1,122 @@
+//! The X.509 certificate authority that signs `x509svid` credentials (contract §3.28, §4.10): a
+//! self-signed ECDSA P-256 CA valid ten years, generated at first start and stored sealed (shared by
+//! every node), or loaded from `SVC_X509_CA_CERT` / `SVC_X509_CA_KEY`.
+
+use der::asn1::{Ia5StringRef, PrintableStringRef, Utf8StringRef};
+use der::{Decode, Tag, Tagged};
+use rcgen::{
+    BasicConstraints, CertificateParams, DistinguishedName, DnType, DnValue, IsCa, Issuer, KeyPair, KeyUsagePurpose,
+};
+use serde_json::{Value, json};
+use x509_cert::Certificate;
+
+use crate::config::Config;
+use crate::crypto::aead::Cipher;
+use crate::store::Store;
+
+const META_KEY: &str = "x509_ca";
+const LABEL: &str = "meta:x509_ca";
+
+pub struct Ca {
+    pub cert_pem: String,
+    pub issuer: Issuer<'static, KeyPair>,
+    /// The CA's `notAfter` (Unix seconds): issued certificates never outlive it.
+    pub not_after: i64,
+}
+
+impl std::fmt::Debug for Ca {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Ca(key ***)")
+    }
+}
+
+fn generate() -> Result<(String, String), String> {
+    let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(|e| e.to_string())?;
+    let mut params = CertificateParams::default();
+    let mut dn = DistinguishedName::new();
+    dn.push(DnType::OrganizationName, "Svc");
+    dn.push(DnType::CommonName, "Svc X.509-SVID CA");
+    params.distinguished_name = dn;
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let now = time::OffsetDateTime::now_utc();
+    params.not_before = now - time::Duration::minutes(5);
+    params.not_after = now + time::Duration::days(3650);
+    let cert = params.self_signed(&key).map_err(|e| e.to_string())?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// A certificate's subject as rcgen's name, attribute by attribute with the same string types,
+/// so certificates issued under it name their issuer exactly as the CA names itself.
+fn subject_of(cert: &Certificate) -> Result<DistinguishedName, String> {
+    let mut dn = DistinguishedName::new();
+    for rdn in cert.tbs_certificate().subject().iter_rdn() {
+        for atv in rdn.iter() {
+            let arcs: Vec<u64> = atv.oid.arcs().map(u64::from).collect();
+            let v = &atv.value;
+            let value = match v.tag() {
+                Tag::PrintableString => {
+                    let s = PrintableStringRef::try_from(v).map_err(|e| e.to_string())?;
+                    DnValue::PrintableString(
+                        rcgen::string::PrintableString::try_from(s.as_str()).map_err(|e| e.to_string())?,
+                    )
+                }
+                Tag::Ia5String => {
+                    let s = Ia5StringRef::try_from(v).map_err(|e| e.to_string())?;
+                    DnValue::Ia5String(rcgen::string::Ia5String::try_from(s.as_str()).map_err(|e| e.to_string())?)
+                }
+                _ => DnValue::Utf8String(
+                    Utf8StringRef::try_from(v)
+                        .map_err(|e| e.to_string())?
+                        .as_str()
+                        .to_string(),
+                ),
+            };
+            dn.push(DnType::CustomDnType(arcs), value);
+        }
+    }
+    Ok(dn)
+}
+
+fn build(cert_pem: &str, key_pem: &str) -> Result<Ca, String> {
+    let key = KeyPair::from_pem(key_pem).map_err(|e| format!("CA key: {e}"))?;
+    let (_, der) = der::pem::decode_vec(cert_pem.trim().as_bytes()).map_err(|e| format!("CA certificate: {e}"))?;
+    let cert = Certificate::from_der(&der).map_err(|e| format!("CA certificate: {e}"))?;
+    let not_after = cert.tbs_certificate().validity().not_after.to_unix_duration().as_secs() as i64;
+    let mut params = CertificateParams::default();
+    params.distinguished_name = subject_of(&cert)?;
+    params.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+    Ok(Ca {
+        cert_pem: cert_pem.trim().to_string() + "\n",
+        issuer: Issuer::new(params, key),
+        not_after,
+    })
+}
+
+/// Loads (or on first start creates and stores) the CA.
+pub async fn load(cfg: &Config, store: &Store, cipher: &Cipher) -> Result<Ca, String> {
+    if let (Some(c), Some(k)) = (&cfg.x509_ca_cert, &cfg.x509_ca_key) {
+        let cert = std::fs::read_to_string(c).map_err(|e| format!("SVC_X509_CA_CERT: {e}"))?;
+        let key = std::fs::read_to_string(k).map_err(|e| format!("SVC_X509_CA_KEY: {e}"))?;
+        return build(&cert, &key).map_err(|e| format!("SVC_X509_CA_CERT/SVC_X509_CA_KEY: {e}"));
+    }
+    let sealed = match store.meta_get(META_KEY).await.map_err(|e| e.to_string())? {
+        Some(s) => s,
+        None => {
+            let (cert, key) = generate()?;
+            let sealed = cipher.seal(json!({"cert": cert, "key": key}).to_string().as_bytes(), LABEL);
+            // First writer wins when several nodes start together.
+            store.meta_init(META_KEY, &sealed).await.map_err(|e| e.to_string())?
+        }
+    };
+    let plain = cipher.open(&sealed, LABEL).map_err(|e| format!("X.509 CA: {e}"))?;
+    let v: Value = serde_json::from_slice(&plain).map_err(|e| e.to_string())?;
+    build(
+        v["cert"].as_str().unwrap_or_default(),
+        v["key"].as_str().unwrap_or_default(),
+    )
+}
