@@ -27,6 +27,7 @@
 //   curl -d grant_type=client_credentials -d scope=api:read -d client_id=svc-cc-post \
 //        -d client_secret=svc-cc-post-secret URL/token                      -> 200, same shape
 //   wrong secret -> 401 {"error":"invalid_client","error_description":"client authentication failed"}
+//   A `resource` whose host starts with `short.` (e.g. https://short.svc.test) gets expires_in 30.
 //   The JWT (header {"alg":"RS256","typ":"at+jwt","kid":"svc-test-rs256"}) has iss=URL,
 //   aud="https://api.svc.test" (or the `resource` sent), client_id, sub=<client_id>, scope, jti, iat, exp.
 //
@@ -45,7 +46,8 @@
 //        -> 200 {access_token (JWT, aud https://api.svc.test), expires_in, token_type:"Bearer",
 //                id_token (aud svc-ac, sub <login>), refresh_token, scope}
 //   7. POST URL/token  Basic svc-ac:svc-ac-secret  form: grant_type=refresh_token&refresh_token=RT
-//        -> 200 {access_token, id_token, refresh_token (rotated), ...}
+//        -> 200 {access_token, id_token, refresh_token (rotated), ...}; presenting a spent RT again
+//        -> 400 invalid_grant (rotateRefreshToken: true)
 //   A refresh token is issued whenever the client may use refresh_token (offline_access and
 //   prompt=consent are not required). With a jar that still holds the provider's `_session`
 //   cookie and scopes already granted, step 1 answers straight with the callback redirect (new
@@ -144,11 +146,15 @@ async function serve(port) {
     }),
     // Refresh tokens whenever the client is allowed the grant (no offline_access dance needed).
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    // Every refresh rotates the refresh token; presenting a spent one is invalid_grant (and the
+    // library then revokes the grant), so a client that loses a rotation is caught at once.
+    rotateRefreshToken: true,
     cookies: { keys: ['svc-test-peer-cookie-key'] },
     ttl: {
-      AccessToken: 3600,
+      // The resource server's accessTokenTTL (below) decides, as in the library's defaults.
+      AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 3600,
       AuthorizationCode: 600,
-      ClientCredentials: 3600,
+      ClientCredentials: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 3600,
       Grant: 86400,
       IdToken: 3600,
       Interaction: 3600,
@@ -177,7 +183,9 @@ async function serve(port) {
           return {
             scope: RESOURCE_SCOPES,
             audience: resourceIndicator,
-            accessTokenTTL: 3600,
+            // A resource on a host starting with `short.` gets 30 s access tokens (below Svc's
+            // 60 s reuse margin, so every issuance goes back to the token endpoint).
+            accessTokenTTL: u.hostname.startsWith('short.') ? 30 : 3600,
             accessTokenFormat: 'jwt',
             jwt: { sign: { alg: 'RS256' } },
           };
@@ -324,7 +332,7 @@ async function selfTest(base) {
   });
   const refreshed = await res.json();
   check(res.status === 200 && refreshed.access_token && refreshed.refresh_token, 'refresh_token grant -> 200', refreshed);
-  console.log(`   (refresh token ${refreshed.refresh_token === body.refresh_token ? 'kept' : 'rotated'})`);
+  check(refreshed.refresh_token && refreshed.refresh_token !== body.refresh_token, 'refresh token rotated');
 
   res = await fetch(`${base}/token`, {
     method: 'POST',
@@ -332,6 +340,14 @@ async function selfTest(base) {
     body: form({ grant_type: 'refresh_token', refresh_token: refreshed.refresh_token }),
   });
   check(res.status === 401, 'refresh with wrong secret -> 401');
+
+  res = await fetch(`${base}/token`, {
+    method: 'POST',
+    headers: { ...formHeaders, authorization: basic('svc-ac', 'svc-ac-secret') },
+    body: form({ grant_type: 'refresh_token', refresh_token: body.refresh_token }),
+  });
+  const spent = await res.json();
+  check(res.status === 400 && spent.error === 'invalid_grant', 'spent refresh token -> 400 invalid_grant', spent);
   console.log('oidc-provider self-test passed');
 }
 

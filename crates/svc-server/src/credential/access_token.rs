@@ -74,13 +74,13 @@ fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
         return Err(Error::field("roleId", "unknown role"));
     }
     let life = p.config.get("lifetimeInSeconds").and_then(Value::as_i64).unwrap_or(0);
-    if let Some(abs) = p.config.get("absoluteTokenLifetime").and_then(Value::as_i64) {
-        if abs <= life {
-            return Err(Error::field(
-                "absoluteTokenLifetime",
-                "must be greater than lifetimeInSeconds",
-            ));
-        }
+    if let Some(abs) = p.config.get("absoluteTokenLifetime").and_then(Value::as_i64)
+        && abs <= life
+    {
+        return Err(Error::field(
+            "absoluteTokenLifetime",
+            "must be greater than lifetimeInSeconds",
+        ));
     }
     Ok(())
 }

@@ -263,10 +263,10 @@ fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
     for k in ["authorizationUrl", "tokenUrl"] {
         check_url(k, cfg_str(&p.config, k).unwrap_or_default(), cfg)?;
     }
-    if let Some(u) = cfg_str(&p.config, "finalCallbackUrl").filter(|u| !u.is_empty()) {
-        if url::Url::parse(u).map(|u| matches!(u.scheme(), "https" | "http")) != Ok(true) {
-            return Err(Error::field("finalCallbackUrl", "must be an absolute http(s) URL"));
-        }
+    if let Some(u) = cfg_str(&p.config, "finalCallbackUrl").filter(|u| !u.is_empty())
+        && url::Url::parse(u).map(|u| matches!(u.scheme(), "https" | "http")) != Ok(true)
+    {
+        return Err(Error::field("finalCallbackUrl", "must be an absolute http(s) URL"));
     }
     Ok(())
 }

@@ -151,13 +151,13 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     } else {
         o.opt_str_len("cloudAIAMRoleArn", 1, 2048)?
     };
-    if let Some(a) = &arn {
-        if !valid_role_arn(a) {
-            return Err(FieldError::new(
-                o.path("cloudAIAMRoleArn"),
-                "must match ^arn:[^:]+:iam::\\d{12}:role/.+$",
-            ));
-        }
+    if let Some(a) = &arn
+        && !valid_role_arn(a)
+    {
+        return Err(FieldError::new(
+            o.path("cloudAIAMRoleArn"),
+            "must match ^arn:[^:]+:iam::\\d{12}:role/.+$",
+        ));
     }
     put(&mut m, "cloudAIAMRoleArn", arn);
     put(&mut m, "lifetime", o.opt_i32_range("lifetime", 900, 43200)?);

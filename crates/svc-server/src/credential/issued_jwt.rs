@@ -133,7 +133,11 @@ fn parse(o: &mut Obj, mode: Mode, svid: bool) -> Result<Map<String, Value>, Fiel
     let mut m = Map::new();
     let subject = field_str(o, mode, "subject", 1, 2048)?;
     let subject_type = o.opt_enum("subjectType", &["literal", "dynamic"])?;
-    if let Some(s) = &subject {
+    // In a PATCH without `subjectType` the stored type decides; the merged re-check catches it.
+    if let Some(s) = subject
+        .as_ref()
+        .filter(|_| mode == Mode::Full || subject_type.is_some())
+    {
         if subject_type.as_deref() == Some("dynamic") {
             dynamic::check_template(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
         } else if svid && !s.starts_with("spiffe://") {

@@ -148,10 +148,10 @@ impl CompiledCredential {
         let key = self
             .cacheable()
             .then(|| format!("{}:{}:{}", self.id, self.version, prepared.cache_inputs()));
-        if let Some(k) = &key {
-            if let Some(hit) = cx.app.credential_cache.get(k) {
-                return Ok(hit);
-            }
+        if let Some(k) = &key
+            && let Some(hit) = cx.app.credential_cache.get(k)
+        {
+            return Ok(hit);
         }
         let issued = match &self.backend {
             Backend::ApiKey(b) => Ok(b.issue()),

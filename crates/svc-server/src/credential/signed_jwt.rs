@@ -50,7 +50,10 @@ fn parse_key(pem: &str) -> Result<RsaKeyPair, String> {
     if label != "PRIVATE KEY" {
         return Err("must be a PKCS#8 PEM RSA private key (-----BEGIN PRIVATE KEY-----)".into());
     }
-    let key = RsaKeyPair::from_pkcs8(&der).map_err(|_| "must be a PKCS#8 PEM RSA private key".to_string())?;
+    let key = RsaKeyPair::from_pkcs8(&der).map_err(|e| match e.description_() {
+        "TooSmall" => "the RSA key must have at least 2048 bits".to_string(),
+        _ => "must be a PKCS#8 PEM RSA private key".to_string(),
+    })?;
     if key.public_modulus_len() < 256 {
         return Err("the RSA key must have at least 2048 bits".into());
     }

@@ -128,21 +128,21 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
 }
 
 fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
-    if let Some(i) = cfg_str(&p.config, "issuer") {
-        if i.trim_end_matches('/') != cfg.issuer() {
-            return Err(Error::field(
-                "issuer",
-                format!("must be this service's issuer {}", cfg.issuer()),
-            ));
-        }
+    if let Some(i) = cfg_str(&p.config, "issuer")
+        && i.trim_end_matches('/') != cfg.issuer()
+    {
+        return Err(Error::field(
+            "issuer",
+            format!("must be this service's issuer {}", cfg.issuer()),
+        ));
     }
     if p.config.get("tls") == Some(&Value::Bool(false)) && !cfg.allow_insecure_upstream {
         return Err(Error::field("tls", "plain http needs SVC_ALLOW_INSECURE_UPSTREAM=true"));
     }
-    if let Some(h) = cfg_str(&p.config, "vaultHost") {
-        if h.contains(['/', ':', '@', ' ']) {
-            return Err(Error::field("vaultHost", "must be a host name"));
-        }
+    if let Some(h) = cfg_str(&p.config, "vaultHost")
+        && h.contains(['/', ':', '@', ' '])
+    {
+        return Err(Error::field("vaultHost", "must be a host name"));
     }
     Ok(())
 }

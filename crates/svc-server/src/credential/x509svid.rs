@@ -239,7 +239,8 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     let mut m = Map::new();
     let id = field_str(o, mode, "spiffeId", 1, 2048)?;
     let id_type = o.opt_enum("spiffeIdType", &["literal", "dynamic"])?;
-    if let Some(i) = &id {
+    // In a PATCH without the `…Type` field the stored type decides; the merged re-check catches it.
+    if let Some(i) = id.as_ref().filter(|_| mode == Mode::Full || id_type.is_some()) {
         if id_type.as_deref() == Some("dynamic") {
             dynamic::check_template(i).map_err(|e| FieldError::new(o.path("spiffeId"), e))?;
         } else {
@@ -250,7 +251,10 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     put(&mut m, "spiffeIdType", id_type);
     let subject = o.opt_str_len("subject", 0, 1024)?;
     let subject_type = o.opt_enum("subjectType", &["literal", "dynamic"])?;
-    if let Some(s) = &subject {
+    if let Some(s) = subject
+        .as_ref()
+        .filter(|_| mode == Mode::Full || subject_type.is_some())
+    {
         if subject_type.as_deref() == Some("dynamic") {
             dynamic::check_template(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
         } else {

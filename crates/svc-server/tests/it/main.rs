@@ -5,6 +5,9 @@ mod harness;
 
 mod config_policies;
 mod config_resources;
+mod cred_minted;
+mod cred_support;
+mod cred_upstream;
 mod edge_credentials;
 mod edge_example;
 mod edge_support;

@@ -341,6 +341,9 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         inner.finish()?;
         p.config.extend(fields);
         apply_secrets(&mut p.secrets, secrets);
+        // Rules across fields (a literal vs. dynamic subject, …) apply to the merged configuration.
+        let mut merged = Obj::nested(Value::Object(p.config.clone()), "providerDetailJSON".into())?;
+        (spec.parse)(&mut merged, types::Mode::Full)?;
     }
     input.base.apply_patch(&mut p.meta);
     p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
