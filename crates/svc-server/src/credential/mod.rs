@@ -6,11 +6,15 @@
 //! before their expiry, never beyond.
 
 pub mod access_token;
+pub mod ai_wif;
 pub mod apikey;
 pub mod assertion;
 pub mod authorization_code;
 pub mod cache;
+pub mod cib_account;
 pub mod clouda_sts;
+pub mod cloudb;
+pub mod cloudc_wif;
 pub mod dynamic;
 pub mod issued_jwt;
 pub mod oauth;
@@ -98,6 +102,11 @@ pub enum Backend {
     CloudASts(clouda_sts::CloudASts),
     Vault(vault::Vault),
     X509Svid(x509svid::X509Svid),
+    AiWif(ai_wif::AiWif),
+    CloudCWif(cloudc_wif::CloudCWif),
+    CloudBDirectory(cloudb::DirectoryFederation),
+    CloudBKeyVault(cloudb::KeyVaultValue),
+    CiBAccount(cib_account::ManagedAccount),
     /// The stored configuration cannot be used (never for data written by this version).
     Broken(String),
 }
@@ -127,8 +136,9 @@ impl CompiledCredential {
             Backend::IssuedJwt(b) => b.prepare(cx),
             Backend::Vault(b) => b.prepare(cx),
             Backend::X509Svid(b) => b.prepare(cx),
-            Backend::CloudASts(_) => {
-                // RoleSessionName and the assertion's subject name the client workload.
+            Backend::CloudASts(_) | Backend::AiWif(_) | Backend::CloudCWif(_) | Backend::CloudBDirectory(_) => {
+                // The assertion's subject (and cloudA's RoleSessionName) name the client workload;
+                // its `svc` claim does in every case, so reuse is per client workload.
                 let mut p = Prepared::default();
                 p.0.insert("clientWorkload".into(), assertion::default_subject(cx));
                 Ok(p)
@@ -140,7 +150,12 @@ impl CompiledCredential {
     fn cacheable(&self) -> bool {
         matches!(
             self.backend,
-            Backend::OAuthClientCredentials(_) | Backend::CloudASts(_) | Backend::Vault(_)
+            Backend::OAuthClientCredentials(_)
+                | Backend::CloudASts(_)
+                | Backend::Vault(_)
+                | Backend::AiWif(_)
+                | Backend::CloudCWif(_)
+                | Backend::CloudBDirectory(_)
         )
     }
 
@@ -164,6 +179,11 @@ impl CompiledCredential {
             Backend::CloudASts(b) => b.issue(prepared, cx).await,
             Backend::Vault(b) => b.issue(prepared, cx).await,
             Backend::X509Svid(b) => b.issue(prepared, cx),
+            Backend::AiWif(b) => b.issue(prepared, cx).await,
+            Backend::CloudCWif(b) => b.issue(prepared, cx).await,
+            Backend::CloudBDirectory(b) => b.issue(cx).await,
+            Backend::CloudBKeyVault(b) => b.issue(cx).await,
+            Backend::CiBAccount(b) => b.issue(cx).await,
             Backend::Broken(e) => Err(IssueError(format!("provider configuration unusable: {e}"))),
         }?;
         if let (

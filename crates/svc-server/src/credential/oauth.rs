@@ -3,11 +3,11 @@
 //! client authentication, scopes and custom parameters.
 
 use serde_json::{Map, Value, json};
-use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::edge::CredentialType;
+use svc_api::{FieldError, Obj};
 
 use super::types::{self, Mode, TypeSpec, cfg_str, check_url, field_str, put};
-use super::upstream_call::{access_token, basic, post_form};
+use super::upstream_call::{basic, oauth_credential, post_form};
 use super::{Backend, IssueCx, IssueError, Issued};
 use crate::config::Config;
 use crate::domain::Secret;
@@ -73,14 +73,7 @@ impl ClientCredentials {
             Some(basic(&self.client_id, self.secret.expose()))
         };
         let f = post_form(cx.app, &self.url, &form, auth.as_deref()).await?;
-        let (token, expires_in, _) = access_token("token endpoint", &f)?;
-        Ok(Issued::Credential {
-            credential_type: CredentialType::OAuthToken,
-            data: EdgeCredentials(vec![("token", Some(token))]),
-            expires_at: expires_in
-                .map(|s| crate::clock::now().plus_secs(s))
-                .map(|t: Timestamp| t),
-        })
+        oauth_credential("token endpoint", &f)
     }
 }
 

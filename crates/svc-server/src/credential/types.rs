@@ -68,7 +68,34 @@ pub const TYPES: &[TypeSpec] = &[
     super::issued_jwt::OIDC_SPEC,
     super::issued_jwt::SVID_SPEC,
     super::x509svid::SPEC,
+    super::ai_wif::AIA_SPEC,
+    super::ai_wif::AIB_SPEC,
+    super::cloudc_wif::SPEC,
+    super::cloudb::DIRECTORY_SPEC,
+    super::cloudb::KEY_VAULT_SPEC,
+    super::cib_account::SPEC,
 ];
+
+/// Stored fields a PUT or PATCH body cannot change: read-only server state, internal bookkeeping
+/// and create-only fields. They are carried over from the stored provider.
+pub fn kept_fields(spec: &TypeSpec) -> impl Iterator<Item = &'static str> {
+    let extra: &[&str] = match spec.name {
+        "ciB-managed-account" => &["username"],
+        "oauth-authorization-code" => &["accessTokenExpiresAt"],
+        _ => &[],
+    };
+    spec.ro_fields.iter().chain(extra).copied()
+}
+
+/// Restores the [`kept_fields`] of `old` into `new` (removing them where `old` has none).
+pub fn keep_fields(spec: &TypeSpec, old: &Map<String, Value>, new: &mut Map<String, Value>) {
+    for k in kept_fields(spec) {
+        match old.get(k) {
+            Some(v) => new.insert(k.to_string(), v.clone()),
+            None => new.remove(k),
+        };
+    }
+}
 
 pub fn spec(name: &str) -> Option<&'static TypeSpec> {
     TYPES.iter().find(|t| t.name == name)
@@ -107,4 +134,54 @@ pub fn check_url(field: &str, url: &str, cfg: &Config) -> Result<(), Error> {
     } else {
         Err(Error::field(field, "must be an https URL"))
     }
+}
+
+/// A string field that must satisfy `ok` (described by `pattern` in the error). Required fields
+/// are required in Full mode only; an optional field given as `""` counts as absent.
+pub fn field_match(
+    o: &mut Obj,
+    mode: Mode,
+    required: bool,
+    k: &str,
+    max: usize,
+    ok: fn(&str) -> bool,
+    pattern: &str,
+) -> Result<Option<String>, FieldError> {
+    let v = if required && mode == Mode::Full {
+        Some(o.req_str_len(k, 1, max)?)
+    } else {
+        o.opt_str_len(k, 0, max)?.filter(|s| !s.is_empty() || required)
+    };
+    if let Some(s) = &v
+        && !ok(s)
+    {
+        return Err(FieldError::new(o.path(k), format!("must match {pattern}")));
+    }
+    Ok(v)
+}
+
+/// `prefix` followed by at least one character.
+pub fn prefixed(s: &str, prefix: &str) -> bool {
+    s.len() > prefix.len() && s.starts_with(prefix)
+}
+
+/// UUID text (any case, hyphenated).
+pub fn uuid_text(s: &str) -> bool {
+    s.len() == 36 && uuid::Uuid::parse_str(s).is_ok()
+}
+
+/// A plausible e-mail address: `local@domain.tld` with the usual characters only (so it is safe
+/// in a URL path).
+pub fn email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    let local_ok = |c: char| c.is_ascii_alphanumeric() || "._%+-".contains(c);
+    let domain_ok = |c: char| c.is_ascii_alphanumeric() || ".-".contains(c);
+    !local.is_empty()
+        && local.chars().all(local_ok)
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && domain.chars().all(domain_ok)
 }

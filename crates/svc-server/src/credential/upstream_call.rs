@@ -106,3 +106,26 @@ pub fn access_token(what: &str, f: &Fetched) -> Result<(String, Option<i64>, Val
     };
     Ok((token.to_string(), expires_in, v.clone()))
 }
+
+/// GETs a server-chosen URL with a bearer token (and optional extra headers).
+pub async fn get_bearer(app: &App, url: &str, bearer: &str) -> Result<Fetched, IssueError> {
+    let u = app.upstream.check_url(url)?;
+    let req = app
+        .upstream
+        .client
+        .get(u)
+        .bearer_auth(bearer)
+        .header("accept", "application/json");
+    Ok(app.upstream.send(req).await?)
+}
+
+/// An OAuth2 token answer as an `OAuthToken` credential expiring at now + `expires_in` (or never
+/// stated).
+pub fn oauth_credential(what: &str, f: &Fetched) -> Result<super::Issued, IssueError> {
+    let (token, expires_in, _) = access_token(what, f)?;
+    Ok(super::Issued::Credential {
+        credential_type: svc_api::edge::CredentialType::OAuthToken,
+        data: svc_api::edge::EdgeCredentials(vec![("token", Some(token))]),
+        expires_at: expires_in.map(|s| crate::clock::now().plus_secs(s)),
+    })
+}

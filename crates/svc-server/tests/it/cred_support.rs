@@ -246,6 +246,8 @@ pub enum Answer {
     Proxy(String),
     /// A fixed answer: status, content type, body, delay before answering.
     Fixed(u16, &'static str, Vec<u8>, std::time::Duration),
+    /// A JSON answer computed from the request (routes of a fake API).
+    Func(fn(&Seen) -> (u16, Value)),
 }
 
 /// A loopback HTTP server that records every request and answers per [`Answer`] (changeable).
@@ -283,7 +285,16 @@ impl Recorder {
                     body: body.clone(),
                 });
                 let answer = a.lock().unwrap().clone();
+                let seen_now = s.lock().unwrap().last().cloned().unwrap();
                 match answer {
+                    Answer::Func(f) => {
+                        let (status, v) = f(&seen_now);
+                        axum::http::Response::builder()
+                            .status(status)
+                            .header("content-type", "application/json")
+                            .body(Body::from(v.to_string()))
+                            .unwrap()
+                    }
                     Answer::Fixed(status, ct, bytes, delay) => {
                         tokio::time::sleep(delay).await;
                         axum::http::Response::builder()

@@ -15,8 +15,8 @@ use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external
 use super::scoped::{find, for_update, taken};
 use crate::app::App;
 use crate::config::Config;
-use crate::credential::authorization_code;
 use crate::credential::types::{self, TypeSpec};
+use crate::credential::{authorization_code, cib_account};
 use crate::domain::credential::{CredentialProvider, SecretFields};
 use crate::domain::{Kind, Perm};
 use crate::error::{Error, Result};
@@ -296,7 +296,11 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
     finalize(&mut p, spec, &w.st, &app.cfg)?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
-    Ok((id, w.commit().await?))
+    let st = w.commit().await?;
+    if spec.name == cib_account::TYPE {
+        tokio::spawn(cib_account::provision(app.clone(), id));
+    }
+    Ok((id, st))
 }
 
 async fn replace(app: &App, ctx: &Ctx, input: Input) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
@@ -314,7 +318,8 @@ async fn replace(app: &App, ctx: &Ctx, input: Input) -> Result<(Uuid, std::sync:
     let spec = spec_of(&p.cp_type)?;
     input.base.apply_full(&mut p.meta);
     p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, None)?;
-    p.config = input.config;
+    let old = std::mem::replace(&mut p.config, input.config);
+    types::keep_fields(spec, &old, &mut p.config);
     // Secrets absent or null keep their stored value.
     apply_secrets(&mut p.secrets, input.secrets);
     finalize(&mut p, spec, &w.st, &app.cfg)?;
@@ -339,7 +344,17 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         let mut inner = Obj::from_json_text(text, "providerDetailJSON".into())?;
         let (fields, secrets) = read_variant(&mut inner, spec, types::Mode::Patch)?;
         inner.finish()?;
+        let old = p.config.clone();
+        // A key given as null clears that field; other given keys replace theirs.
+        if let Ok(Value::Object(given)) = serde_json::from_str::<Value>(text) {
+            for (k, v) in given {
+                if v.is_null() {
+                    p.config.remove(&k);
+                }
+            }
+        }
         p.config.extend(fields);
+        types::keep_fields(spec, &old, &mut p.config);
         apply_secrets(&mut p.secrets, secrets);
         // Rules across fields (a literal vs. dynamic subject, …) apply to the merged configuration.
         let mut merged = Obj::nested(Value::Object(p.config.clone()), "providerDetailJSON".into())?;
@@ -365,9 +380,12 @@ async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<
         };
     }
     release(&mut w, &author, id, RefField::CredentialProvider)?;
-    w.remove::<CredentialProvider>(&id);
+    let gone = w.remove::<CredentialProvider>(&id);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
     w.commit().await?;
+    if let Some(p) = gone.filter(|p| p.cp_type == cib_account::TYPE) {
+        cib_account::revoke_after_delete(app, &p);
+    }
     Ok(no_content())
 }
 

@@ -7,6 +7,7 @@ pub mod audit_logs;
 pub mod client_workloads;
 pub mod common;
 pub mod compliance;
+pub mod credential_integrations;
 pub mod credential_providers;
 pub mod event_query;
 pub mod events;
@@ -44,6 +45,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(client_workloads::routes(app))
         .merge(server_workloads::routes(app))
         .merge(credential_providers::routes(app))
+        .merge(credential_integrations::routes(app))
         .merge(access_policies::routes(app))
         .merge(root_ca::routes(app))
         .merge(crate::edge::routes())

@@ -1,0 +1,422 @@
+//! `ciB-managed-account` (contract §3.5.2, §5.3): a service account this service creates and owns
+//! in a ciB instance (through a `CiB` integration, §3.7), whose personal access tokens are the
+//! credential. Provisioning runs right after the provider is created (`Pending` → `Provisioned` /
+//! `Error`); a token is minted on first use, stored sealed, and reused until 60 s before it
+//! expires. Deleting the provider revokes the current token (best effort).
+//!
+//! Like the authorization-code refresh, minting persists state from the edge path (the new token),
+//! one mint at a time under the application's refresh lock.
+
+use serde_json::{Map, Value, json};
+use svc_api::edge::{CredentialType, EdgeCredentials};
+use svc_api::{FieldError, Obj, Timestamp};
+use uuid::Uuid;
+
+use super::types::{self, Mode, TypeSpec, cfg_str, put};
+use super::upstream_call::{json_body, status_error};
+use super::{Backend, IssueCx, IssueError, Issued};
+use crate::app::App;
+use crate::config::Config;
+use crate::domain::credential::{CredentialIntegration, CredentialProvider};
+use crate::error::Error;
+use crate::service::write::Write;
+use crate::state::State;
+use crate::upstream::Fetched;
+
+pub const TYPE: &str = "ciB-managed-account";
+pub const INTEGRATION_KIND: &str = "CiB";
+const ACCESS_LEVELS: &[i32] = &[0, 5, 10, 15, 20, 30, 40, 50];
+const REUSE_MARGIN_SECS: i64 = 60;
+/// Server-maintained fields (read-only on the wire, kept across PUT/PATCH).
+pub const STATE_FIELDS: &[&str] = &[
+    "userId",
+    "tokenSensitiveDataId",
+    "tokenId",
+    "tokenExpiration",
+    "lastOperationTimestamp",
+    "status",
+    "errorMessage",
+    "tokenFor",
+];
+
+#[derive(Debug)]
+pub struct ManagedAccount {
+    id: Uuid,
+}
+
+/// The ciB API of an integration: base URL and administrator token.
+struct Api {
+    base: String,
+    token: String,
+}
+
+impl Api {
+    fn of(integ: &CredentialIntegration) -> Option<Api> {
+        Some(Api {
+            base: cfg_str(&integ.config, "url")?.trim_end_matches('/').to_string(),
+            token: integ.secrets.get("personalAccessToken")?.to_string(),
+        })
+    }
+
+    async fn call(
+        &self,
+        app: &App,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Result<Fetched, IssueError> {
+        let u = app.upstream.check_url(&format!("{}/api/v4/{path}", self.base))?;
+        let mut req = app
+            .upstream
+            .client
+            .request(method, u)
+            .header("PRIVATE-TOKEN", &self.token)
+            .header("accept", "application/json");
+        if let Some(b) = body {
+            req = req.json(b);
+        }
+        Ok(app.upstream.send(req).await?)
+    }
+}
+
+fn integration_of(st: &State, p: &CredentialProvider) -> Option<CredentialIntegration> {
+    let id = cfg_str(&p.config, "credentialProviderIntegrationExternalId").and_then(|s| Uuid::parse_str(s).ok())?;
+    st.credential_integrations
+        .get(&id)
+        .filter(|i| i.int_type == INTEGRATION_KIND)
+        .map(|i| (**i).clone())
+}
+
+/// Path segments of a comma-separated id/path list, URL-encoded (`group/sub` → `group%2Fsub`).
+fn ids(list: Option<&str>) -> Vec<String> {
+    list.unwrap_or_default()
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|s| url::form_urlencoded::byte_serialize(s.as_bytes()).collect())
+        .collect()
+}
+
+/// What the stored token was minted for: a change of scope or lifetime mints a new one.
+fn token_for(p: &CredentialProvider) -> String {
+    format!(
+        "{}|{}",
+        cfg_str(&p.config, "scope").unwrap_or_default(),
+        p.config.get("lifetimeInSeconds").and_then(Value::as_i64).unwrap_or(0)
+    )
+}
+
+/// Provisioning right after create (§5.3): the service account, then its memberships.
+pub async fn provision(app: App, id: Uuid) {
+    let outcome = provision_steps(&app, id).await;
+    let result = update(&app, id, |p| {
+        p.config
+            .insert("lastOperationTimestamp".into(), json!(crate::clock::now()));
+        match &outcome {
+            Ok(user_id) => {
+                p.config.insert("userId".into(), json!(user_id));
+                p.config.insert("status".into(), json!("Provisioned"));
+                p.config.remove("errorMessage");
+            }
+            Err(e) => {
+                p.config.insert("status".into(), json!("Error"));
+                p.config.insert("errorMessage".into(), json!(e.0));
+            }
+        }
+    })
+    .await;
+    match (&outcome, result) {
+        (_, Err(e)) => tracing::warn!(provider = %id, error = %e.0, "storing the provisioning outcome failed"),
+        (Err(e), _) => tracing::warn!(provider = %id, reason = %e.0, "ciB managed account provisioning failed"),
+        (Ok(user), _) => tracing::info!(provider = %id, user, "ciB managed account provisioned"),
+    }
+}
+
+async fn provision_steps(app: &App, id: Uuid) -> Result<i64, IssueError> {
+    let st = app.state();
+    let p = st
+        .credential_providers
+        .get(&id)
+        .cloned()
+        .ok_or_else(|| IssueError("provider deleted".into()))?;
+    let integ = integration_of(&st, &p).ok_or_else(|| IssueError("integration missing".into()))?;
+    drop(st);
+    let api = Api::of(&integ).ok_or_else(|| IssueError("integration incomplete".into()))?;
+    let username = cfg_str(&p.config, "username").unwrap_or_default();
+    let body = json!({"name": username, "username": username});
+    let f = api
+        .call(app, reqwest::Method::POST, "service_accounts", Some(&body))
+        .await?;
+    let v = json_body("ciB service_accounts", &f)?;
+    let user_id = v
+        .get("id")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| IssueError("ciB service_accounts answer has no id".into()))?;
+    let level = p.config.get("accessLevel").and_then(Value::as_i64).unwrap_or(0);
+    let member = json!({"user_id": user_id, "access_level": level});
+    for (kind, list) in [("groups", "groupIds"), ("projects", "projectIds")] {
+        for target in ids(cfg_str(&p.config, list)) {
+            let path = format!("{kind}/{target}/members");
+            let f = api.call(app, reqwest::Method::POST, &path, Some(&member)).await?;
+            if !(200..300).contains(&f.status) {
+                return Err(status_error(&format!("ciB {kind} members"), &f));
+            }
+        }
+    }
+    Ok(user_id)
+}
+
+/// Applies `f` to the stored provider in one write (no audit entry: server-maintained state).
+async fn update(app: &App, id: Uuid, f: impl FnOnce(&mut CredentialProvider)) -> Result<(), IssueError> {
+    let fail = |e: Error| IssueError(format!("storing the provider state failed: {e}"));
+    let mut w = Write::begin(app).await.map_err(fail)?;
+    let Some(current) = w.st.credential_providers.get(&id).cloned() else {
+        return Err(IssueError("provider deleted".into()));
+    };
+    let mut p = (*current).clone();
+    f(&mut p);
+    w.put(p);
+    w.commit().await.map_err(fail)?;
+    Ok(())
+}
+
+/// UTC date of `t` rounded up to a whole day, as (`YYYY-MM-DD`, that day 00:00Z in seconds).
+fn expiry_date(t: i64) -> (String, i64) {
+    let day = t.div_euclid(86400) + i64::from(t.rem_euclid(86400) != 0);
+    let midnight = day * 86400;
+    let d = Timestamp::from_secs(midnight).to_offset().date();
+    (
+        format!("{:04}-{:02}-{:02}", d.year(), u8::from(d.month()), d.day()),
+        midnight,
+    )
+}
+
+fn stored(p: &CredentialProvider, now: i64) -> Option<(String, Timestamp)> {
+    let exp = p
+        .config
+        .get("tokenExpiration")
+        .and_then(Value::as_str)
+        .and_then(Timestamp::parse)?;
+    let token = p.secrets.get("token")?;
+    (cfg_str(&p.config, "tokenFor") == Some(token_for(p).as_str()) && exp.millis() / 1000 - REUSE_MARGIN_SECS > now)
+        .then(|| (token.to_string(), exp))
+}
+
+fn credential(token: String, exp: Timestamp) -> Issued {
+    Issued::Credential {
+        credential_type: CredentialType::OAuthToken,
+        data: EdgeCredentials(vec![("token", Some(token))]),
+        expires_at: Some(exp),
+    }
+}
+
+impl ManagedAccount {
+    pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        let app = cx.app;
+        let lookup = || app.state().credential_providers.get(&self.id).cloned();
+        let p = lookup().ok_or_else(|| IssueError("provider no longer exists".into()))?;
+        if cfg_str(&p.config, "status") != Some("Provisioned") {
+            return Ok(Issued::Nothing(format!(
+                "the managed account is not provisioned (status {})",
+                cfg_str(&p.config, "status").unwrap_or("Pending")
+            )));
+        }
+        if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
+            return Ok(credential(t, exp));
+        }
+        let _g = app.refresh_lock.lock().await;
+        let p = lookup().ok_or_else(|| IssueError("provider no longer exists".into()))?;
+        if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
+            return Ok(credential(t, exp));
+        }
+        let integ = integration_of(&app.state(), &p).ok_or_else(|| IssueError("integration missing".into()))?;
+        let api = Api::of(&integ).ok_or_else(|| IssueError("integration incomplete".into()))?;
+        let user_id = p
+            .config
+            .get("userId")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| IssueError("the managed account has no user id".into()))?;
+        let lifetime = p
+            .config
+            .get("lifetimeInSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(3600);
+        let (date, midnight) = expiry_date(crate::clock::now_secs() + lifetime);
+        let scopes: Vec<&str> = cfg_str(&p.config, "scope")
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect();
+        let body = json!({"name": format!("svc-{}", Uuid::new_v4()), "scopes": scopes, "expires_at": date});
+        let path = format!("users/{user_id}/personal_access_tokens");
+        let f = api.call(app, reqwest::Method::POST, &path, Some(&body)).await?;
+        let v = json_body("ciB personal_access_tokens", &f)?;
+        let token = v
+            .get("token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| IssueError("ciB personal_access_tokens answer has no token".into()))?
+            .to_string();
+        let token_id = v.get("id").cloned().unwrap_or(Value::Null);
+        let exp = Timestamp::from_secs(midnight);
+        let (t2, for_) = (token.clone(), token_for(&p));
+        update(app, self.id, move |p| {
+            p.secrets.set("token", t2);
+            p.config
+                .insert("tokenId".into(), json!(token_id.to_string().trim_matches('"')));
+            p.config.insert("tokenExpiration".into(), json!(exp));
+            p.config.insert("tokenSensitiveDataId".into(), json!(Uuid::new_v4()));
+            p.config
+                .insert("lastOperationTimestamp".into(), json!(crate::clock::now()));
+            p.config.insert("tokenFor".into(), json!(for_));
+        })
+        .await?;
+        Ok(credential(token, exp))
+    }
+}
+
+/// Deleting the provider revokes its current token, best effort (after the delete committed).
+pub fn revoke_after_delete(app: &App, p: &CredentialProvider) {
+    let (Some(token_id), Some(integ)) = (cfg_str(&p.config, "tokenId"), integration_of(&app.state(), p)) else {
+        return;
+    };
+    let Some(api) = Api::of(&integ) else { return };
+    let (app, path) = (app.clone(), format!("personal_access_tokens/{token_id}"));
+    tokio::spawn(async move {
+        match api.call(&app, reqwest::Method::DELETE, &path, None).await {
+            Ok(f) if (200..300).contains(&f.status) => {}
+            Ok(f) => tracing::warn!(status = f.status, "revoking the managed account's token failed"),
+            Err(e) => tracing::warn!(reason = %e.0, "revoking the managed account's token failed"),
+        }
+    });
+}
+
+fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    put(
+        &mut m,
+        "groupIds",
+        o.opt_str_len("groupIds", 0, 4096)?.filter(|s| !s.trim().is_empty()),
+    );
+    put(
+        &mut m,
+        "projectIds",
+        o.opt_str_len("projectIds", 0, 4096)?.filter(|s| !s.trim().is_empty()),
+    );
+    let level = if mode == Mode::Full {
+        Some(o.req_i32_range("accessLevel", 0, 50)?)
+    } else {
+        o.opt_i32_range("accessLevel", 0, 50)?
+    };
+    if let Some(l) = level
+        && !ACCESS_LEVELS.contains(&l)
+    {
+        return Err(FieldError::new(
+            o.path("accessLevel"),
+            "must be one of 0, 5, 10, 15, 20, 30, 40, 50",
+        ));
+    }
+    put(&mut m, "accessLevel", level);
+    let life = if mode == Mode::Full {
+        Some(o.req_i32_range("lifetimeInSeconds", 3600, 31_536_000)?)
+    } else {
+        o.opt_i32_range("lifetimeInSeconds", 3600, 31_536_000)?
+    };
+    put(&mut m, "lifetimeInSeconds", life);
+    put(&mut m, "scope", types::field_str(o, mode, "scope", 1, 1024)?);
+    let integ = if mode == Mode::Full {
+        Some(o.req_uuid("credentialProviderIntegrationExternalId")?)
+    } else {
+        o.opt_uuid("credentialProviderIntegrationExternalId")?
+    };
+    put(
+        &mut m,
+        "credentialProviderIntegrationExternalId",
+        integ.map(|u| u.to_string()),
+    );
+    put(
+        &mut m,
+        "username",
+        o.opt_str_len("username", 0, 255)?.filter(|s| !s.is_empty()),
+    );
+    o.ignore(STATE_FIELDS);
+    Ok(m)
+}
+
+fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+    if cfg_str(&p.config, "groupIds").is_none() && cfg_str(&p.config, "projectIds").is_none() {
+        return Err(Error::field("groupIds", "groupIds or projectIds is required"));
+    }
+    if let Some(u) = cfg_str(&p.config, "username")
+        && !u.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+    {
+        return Err(Error::field(
+            "username",
+            "may contain letters, digits, '.', '_' and '-' only",
+        ));
+    }
+    super::cloudb::check_integration(p, st, INTEGRATION_KIND)
+}
+
+/// Default username and the initial provisioning state.
+fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
+    if cfg_str(&p.config, "username").is_none() {
+        let name: String = p
+            .meta
+            .name
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || "._-".contains(c) {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        p.config
+            .insert("username".into(), json!(format!("Svc_{name}_managed_service_account")));
+    }
+    if cfg_str(&p.config, "status").is_none() {
+        p.config.insert("status".into(), json!("Pending"));
+    }
+    Ok(())
+}
+
+fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    out.remove("tokenFor");
+    for k in ["groupIds", "projectIds"]
+        .iter()
+        .chain(STATE_FIELDS.iter().filter(|k| **k != "tokenFor"))
+    {
+        out.entry(*k).or_insert(Value::Null);
+    }
+}
+
+fn compile(p: &CredentialProvider) -> Backend {
+    Backend::CiBAccount(ManagedAccount { id: p.meta.id })
+}
+
+pub const SPEC: TypeSpec = TypeSpec {
+    name: TYPE,
+    credential_type: |_| CredentialType::OAuthToken,
+    secret_fields: &[],
+    required_secrets: &[],
+    ro_fields: STATE_FIELDS,
+    lifetime: None,
+    parse,
+    check,
+    complete,
+    present,
+    compile,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiry_dates_round_up() {
+        assert_eq!(expiry_date(86400 * 20000).0, "2024-10-04");
+        assert_eq!(expiry_date(86400 * 20000 + 1), ("2024-10-05".into(), 86400 * 20001));
+        assert_eq!(ids(Some(" 12, acme/platform ,")), vec!["12", "acme%2Fplatform"]);
+    }
+}

@@ -1,0 +1,308 @@
+//! cloudB credential types (contract §3.5.2, §5.3). `cloudB-directory-federation`: the directory's
+//! client-credentials grant with a federation assertion signed by this service as the client
+//! assertion. `cloudB-key-vault-value`: the same grant through a `CloudBDirectoryFederation`
+//! integration (§3.7) for the key-vault scope, then one or two secrets read from the vault; a
+//! missing secret is "no credential" (200 `Unknown`).
+
+use serde_json::{Map, Value};
+use svc_api::edge::{CredentialType, EdgeCredentials};
+use svc_api::{FieldError, Obj};
+use uuid::Uuid;
+
+use super::types::{self, Mode, TypeSpec, cfg_str, field_match, put};
+use super::upstream_call::{access_token, get_bearer, json_body, oauth_credential, post_form, status_error};
+use super::{Backend, IssueCx, IssueError, Issued, assertion};
+use crate::config::Config;
+use crate::domain::credential::CredentialProvider;
+use crate::error::Error;
+use crate::state::State;
+
+pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
+pub const DIRECTORY: &str = "cloudB-directory-federation";
+pub const KEY_VAULT: &str = "cloudB-key-vault-value";
+pub const INTEGRATION_KIND: &str = "CloudBDirectoryFederation";
+
+/// A tenant id or verified domain: letters, digits, `.` and `-` (it becomes a URL path segment).
+pub fn tenant_text(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+}
+
+/// Key-vault secret names: `^[0-9a-zA-Z-]{1,127}$`.
+pub fn secret_name(s: &str) -> bool {
+    (1..=127).contains(&s.len()) && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+}
+
+/// Key-vault names: `^[a-zA-Z](?!.*--)[a-zA-Z0-9-]{1,22}[a-zA-Z0-9]$`.
+pub fn vault_name(s: &str) -> bool {
+    let b = s.as_bytes();
+    (3..=24).contains(&b.len())
+        && b[0].is_ascii_alphabetic()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+        && !s.contains("--")
+}
+
+/// Who asks the directory for a token: tenant, application, and the assertion's `sub`/`aud`.
+#[derive(Debug, Clone)]
+pub struct DirectoryClient {
+    pub tenant: String,
+    pub client_id: String,
+    pub subject: String,
+    pub audience: String,
+}
+
+impl DirectoryClient {
+    /// The client-credentials token request with our assertion (§5.3).
+    pub async fn token(&self, cx: &IssueCx<'_>, scope: &str) -> Result<crate::upstream::Fetched, IssueError> {
+        let jwt = assertion::federation(cx, &self.subject, &self.audience);
+        let url = format!(
+            "{}/{}/oauth2/v2.0/token",
+            cx.app.cfg.cloudb_login_url.trim_end_matches('/'),
+            self.tenant
+        );
+        let form = [
+            ("client_id", self.client_id.as_str()),
+            ("scope", scope),
+            ("grant_type", "client_credentials"),
+            ("client_assertion_type", JWT_BEARER),
+            ("client_assertion", jwt.as_str()),
+        ];
+        post_form(cx.app, &url, &form, None).await
+    }
+
+    pub fn from_config(c: &Map<String, Value>) -> Option<DirectoryClient> {
+        Some(DirectoryClient {
+            tenant: cfg_str(c, "cloudBTenant")?.to_string(),
+            client_id: cfg_str(c, "clientId")?.to_string(),
+            subject: cfg_str(c, "subject")?.to_string(),
+            audience: cfg_str(c, "audience")?.to_string(),
+        })
+    }
+}
+
+// ---- cloudB-directory-federation ------------------------------------------------------------------
+
+#[derive(Debug)]
+pub struct DirectoryFederation {
+    client: DirectoryClient,
+    scope: String,
+}
+
+impl DirectoryFederation {
+    pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        let f = self.client.token(cx, &self.scope).await?;
+        oauth_credential("directory token endpoint", &f)
+    }
+}
+
+fn parse_directory(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    put(&mut m, "audience", types::field_str(o, mode, "audience", 1, 2048)?);
+    put(&mut m, "subject", types::field_str(o, mode, "subject", 1, 2048)?);
+    put(&mut m, "scope", types::field_str(o, mode, "scope", 1, 4096)?);
+    put(
+        &mut m,
+        "cloudBTenant",
+        field_match(o, mode, true, "cloudBTenant", 256, tenant_text, "^[A-Za-z0-9.-]+$")?,
+    );
+    put(&mut m, "clientId", types::field_str(o, mode, "clientId", 1, 256)?);
+    Ok(m)
+}
+
+fn compile_directory(p: &CredentialProvider) -> Backend {
+    match (DirectoryClient::from_config(&p.config), cfg_str(&p.config, "scope")) {
+        (Some(client), Some(scope)) => Backend::CloudBDirectory(DirectoryFederation {
+            client,
+            scope: scope.to_string(),
+        }),
+        _ => Backend::Broken("directory fields missing".into()),
+    }
+}
+
+pub const DIRECTORY_SPEC: TypeSpec = TypeSpec {
+    name: DIRECTORY,
+    credential_type: |_| CredentialType::OAuthToken,
+    secret_fields: &[],
+    required_secrets: &[],
+    ro_fields: &[],
+    lifetime: None,
+    parse: parse_directory,
+    check: types::no_check,
+    complete: types::no_complete,
+    present: types::no_present,
+    compile: compile_directory,
+};
+
+// ---- cloudB-key-vault-value -----------------------------------------------------------------------
+
+#[derive(Debug)]
+pub struct KeyVaultValue {
+    integration: Uuid,
+    secret1: String,
+    secret2: Option<String>,
+}
+
+impl KeyVaultValue {
+    pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        // The integration is read at issuance: its changes apply to the next request.
+        let integ = cx
+            .app
+            .state()
+            .credential_integrations
+            .get(&self.integration)
+            .cloned()
+            .filter(|i| i.int_type == INTEGRATION_KIND)
+            .ok_or_else(|| IssueError("the credential provider integration no longer exists".into()))?;
+        let client = DirectoryClient::from_config(&integ.config)
+            .ok_or_else(|| IssueError("the integration's directory fields are incomplete".into()))?;
+        let vault = cfg_str(&integ.config, "keyVaultName").unwrap_or_default().to_string();
+        let key = format!("kv-token:{}:{}", integ.meta.id, integ.meta.modified_at.millis());
+        let bearer = match cx.app.credential_cache.get(&key) {
+            Some(Issued::Credential { data, .. }) => data.0[0].1.clone().unwrap_or_default(),
+            _ => {
+                let f = client.token(cx, &cx.app.cfg.cloudb_keyvault_scope).await?;
+                let (token, expires_in, _) = access_token("directory token endpoint", &f)?;
+                if let Some(s) = expires_in {
+                    let exp = crate::clock::now().plus_secs(s);
+                    let cached = Issued::Credential {
+                        credential_type: CredentialType::OAuthToken,
+                        data: EdgeCredentials(vec![("token", Some(token.clone()))]),
+                        expires_at: Some(exp),
+                    };
+                    cx.app.credential_cache.put(key, cached, exp.millis());
+                }
+                token
+            }
+        };
+        let base = cx.app.cfg.cloudb_keyvault_url_template.replace("{vault}", &vault);
+        let mut values = Vec::new();
+        for name in std::iter::once(&self.secret1).chain(self.secret2.as_ref()) {
+            let url = format!("{}/secrets/{name}?api-version=7.4", base.trim_end_matches('/'));
+            let f = get_bearer(cx.app, &url, &bearer).await?;
+            if f.status == 404 {
+                return Ok(Issued::Nothing(format!("secret {name} not found in key vault {vault}")));
+            }
+            if !(200..300).contains(&f.status) {
+                return Err(status_error("key vault", &f));
+            }
+            let v = json_body("key vault", &f)?;
+            let value = v
+                .get("value")
+                .and_then(Value::as_str)
+                .ok_or_else(|| IssueError(format!("key vault answer for {name} has no value")))?;
+            values.push(value.to_string());
+        }
+        let mut values = values.into_iter();
+        let first = values.next();
+        Ok(Issued::Credential {
+            credential_type: if self.secret2.is_some() {
+                CredentialType::UsernamePassword
+            } else {
+                CredentialType::ApiKey
+            },
+            data: match values.next() {
+                Some(password) => EdgeCredentials(vec![("username", first), ("password", Some(password))]),
+                None => EdgeCredentials(vec![("apiKey", first)]),
+            },
+            expires_at: None,
+        })
+    }
+}
+
+fn parse_key_vault(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    let pat = "^[0-9a-zA-Z-]{1,127}$";
+    put(
+        &mut m,
+        "secretName1",
+        field_match(o, mode, true, "secretName1", 127, secret_name, pat)?,
+    );
+    put(
+        &mut m,
+        "secretName2",
+        field_match(o, mode, false, "secretName2", 127, secret_name, pat)?,
+    );
+    let integ = if mode == Mode::Full {
+        Some(o.req_uuid("credentialProviderIntegrationExternalId")?)
+    } else {
+        o.opt_uuid("credentialProviderIntegrationExternalId")?
+    };
+    put(
+        &mut m,
+        "credentialProviderIntegrationExternalId",
+        integ.map(|u| u.to_string()),
+    );
+    put(&mut m, "privateNetworkAccess", o.opt_bool("privateNetworkAccess")?);
+    Ok(m)
+}
+
+/// The referenced integration exists in the provider's resource set and has the needed kind.
+pub fn check_integration(p: &CredentialProvider, st: &State, kind: &str) -> Result<(), Error> {
+    let field = "credentialProviderIntegrationExternalId";
+    let id = cfg_str(&p.config, field)
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .ok_or_else(|| Error::field(field, "is required"))?;
+    match st.credential_integrations.get(&id) {
+        Some(i) if i.meta.scope() == p.meta.scope() && i.int_type == kind => Ok(()),
+        Some(i) if i.meta.scope() == p.meta.scope() => Err(Error::field(
+            field,
+            format!("must be a {kind} integration, not {}", i.int_type),
+        )),
+        _ => Err(Error::field(field, "unknown integration in this resource set")),
+    }
+}
+
+fn check_key_vault(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+    check_integration(p, st, INTEGRATION_KIND)
+}
+
+fn present_key_vault(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    out.entry("secretName2").or_insert(Value::Null);
+    out.entry("privateNetworkAccess").or_insert(Value::Bool(false));
+}
+
+fn compile_key_vault(p: &CredentialProvider) -> Backend {
+    let integ = cfg_str(&p.config, "credentialProviderIntegrationExternalId").and_then(|s| Uuid::parse_str(s).ok());
+    match (integ, cfg_str(&p.config, "secretName1")) {
+        (Some(integration), Some(s1)) => Backend::CloudBKeyVault(KeyVaultValue {
+            integration,
+            secret1: s1.to_string(),
+            secret2: cfg_str(&p.config, "secretName2").map(str::to_string),
+        }),
+        _ => Backend::Broken("integration or secretName1 missing".into()),
+    }
+}
+
+pub const KEY_VAULT_SPEC: TypeSpec = TypeSpec {
+    name: KEY_VAULT,
+    credential_type: |c| {
+        if cfg_str(c, "secretName2").is_some() {
+            CredentialType::UsernamePassword
+        } else {
+            CredentialType::ApiKey
+        }
+    },
+    secret_fields: &[],
+    required_secrets: &[],
+    ro_fields: &[],
+    lifetime: None,
+    parse: parse_key_vault,
+    check: check_key_vault,
+    complete: types::no_complete,
+    present: present_key_vault,
+    compile: compile_key_vault,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names() {
+        assert!(vault_name("my-vault1") && vault_name("abc"));
+        assert!(!vault_name("ab") && !vault_name("1vault") && !vault_name("my--vault") && !vault_name("vault-"));
+        assert!(!vault_name(&"a".repeat(25)));
+        assert!(secret_name("db-password") && !secret_name("a/b") && !secret_name("") && !secret_name("a?b"));
+        assert!(tenant_text("contoso.onmicrosoft.com") && !tenant_text("a/b") && !tenant_text(""));
+    }
+}

@@ -1,0 +1,114 @@
+//! `cloudC-identity-federation` (contract §3.5.2, §5.3): workload identity federation into cloudC.
+//! (1) RFC 8693 token exchange of a federation assertion at the STS for a federated token, then
+//! (2) `generateAccessToken` for the configured service account with that token as bearer. The
+//! e-mail is validated to URL-path-safe characters, so it goes into the path verbatim.
+
+use serde_json::{Map, Value, json};
+use svc_api::edge::{CredentialType, EdgeCredentials};
+use svc_api::{FieldError, Obj, Timestamp};
+
+use super::ai_wif::{JWT_TOKEN_TYPE, TOKEN_EXCHANGE};
+use super::types::{self, Mode, TypeSpec, cfg_str, email, field_match, put};
+use super::upstream_call::{json_body, post_json};
+use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
+use crate::config::Config;
+use crate::domain::credential::CredentialProvider;
+
+const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+#[derive(Debug)]
+pub struct CloudCWif {
+    audience: String,
+    service_account: String,
+    lifetime: i64,
+}
+
+impl CloudCWif {
+    pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        let cfg = &cx.app.cfg;
+        let jwt = assertion::federation(cx, prepared.get("clientWorkload").unwrap_or_default(), &self.audience);
+        let exchange = json!({
+            "grantType": TOKEN_EXCHANGE,
+            "audience": self.audience,
+            "scope": cfg.cloudc_scope,
+            "requestedTokenType": ACCESS_TOKEN_TYPE,
+            "subjectToken": jwt,
+            "subjectTokenType": JWT_TOKEN_TYPE,
+        });
+        let f = post_json(cx.app, &cfg.cloudc_sts_url, &exchange, None, &[]).await?;
+        let v = json_body("STS", &f)?;
+        let federated = v
+            .get("access_token")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| IssueError("STS answer has no access_token".into()))?;
+        let url = format!(
+            "{}/v1/projects/-/serviceAccounts/{}:generateAccessToken",
+            cfg.cloudc_iamcredentials_url.trim_end_matches('/'),
+            self.service_account
+        );
+        let body = json!({"scope": [cfg.cloudc_scope], "lifetime": format!("{}s", self.lifetime)});
+        let bearer = format!("Bearer {federated}");
+        let f = post_json(cx.app, &url, &body, Some(&bearer), &[]).await?;
+        let v = json_body("generateAccessToken", &f)?;
+        let token = v
+            .get("accessToken")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty())
+            .ok_or_else(|| IssueError("generateAccessToken answer has no accessToken".into()))?;
+        let expires_at = v
+            .get("expireTime")
+            .and_then(Value::as_str)
+            .and_then(Timestamp::parse)
+            .ok_or_else(|| IssueError("generateAccessToken answer has no readable expireTime".into()))?;
+        Ok(Issued::Credential {
+            credential_type: CredentialType::CloudCWorkloadIdentityFederation,
+            data: EdgeCredentials(vec![("token", Some(token.to_string()))]),
+            expires_at: Some(expires_at),
+        })
+    }
+}
+
+fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
+    let mut m = Map::new();
+    put(&mut m, "audience", types::field_str(o, mode, "audience", 1, 2048)?);
+    put(
+        &mut m,
+        "serviceAccountEmail",
+        field_match(o, mode, true, "serviceAccountEmail", 320, email, "an e-mail address")?,
+    );
+    put(&mut m, "lifetime", o.opt_i32_range("lifetime", 1, 43200)?);
+    Ok(m)
+}
+
+fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    out.entry("lifetime").or_insert(Value::from(3600));
+}
+
+fn compile(p: &CredentialProvider) -> Backend {
+    match (
+        cfg_str(&p.config, "audience"),
+        cfg_str(&p.config, "serviceAccountEmail"),
+    ) {
+        (Some(a), Some(e)) => Backend::CloudCWif(CloudCWif {
+            audience: a.to_string(),
+            service_account: e.to_string(),
+            lifetime: p.config.get("lifetime").and_then(Value::as_i64).unwrap_or(3600),
+        }),
+        _ => Backend::Broken("audience or serviceAccountEmail missing".into()),
+    }
+}
+
+pub const SPEC: TypeSpec = TypeSpec {
+    name: "cloudC-identity-federation",
+    credential_type: |_| CredentialType::CloudCWorkloadIdentityFederation,
+    secret_fields: &[],
+    required_secrets: &[],
+    ro_fields: &[],
+    lifetime: None,
+    parse,
+    check: types::no_check,
+    complete: types::no_complete,
+    present,
+    compile,
+};

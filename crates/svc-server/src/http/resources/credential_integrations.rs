@@ -1,0 +1,378 @@
+//! Credential provider integrations (contract §3.7, ext): the `CiB` administrator connection used by
+//! `ciB-managed-account` providers and the `CloudBDirectoryFederation` connection used by
+//! `cloudB-key-vault-value` providers. `personalAccessToken` is write-only. An integration that a
+//! credential provider references cannot be deleted (§1.10 rule 4).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Map, Value, json};
+use svc_api::{FieldError, Obj};
+
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
+use super::scoped::{find, for_update, taken};
+use crate::app::App;
+use crate::config::Config;
+use crate::credential::cloudb::{tenant_text, vault_name};
+use crate::credential::types::uuid_text;
+use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
+use crate::domain::{Kind, Perm};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::{created, no_content, ok};
+use crate::service::write::Write;
+
+const CATEGORY: &str = "CredentialProviderIntegrations";
+const KINDS: &[&str] = &["CiB", "CloudBDirectoryFederation"];
+const RO: &[&str] = &["tokenExpiration", "lastOperationTimestamp", "status", "errorMessage"];
+
+pub fn routes(app: &App) -> Router<App> {
+    let p = Perm::CredentialProviderIntegrations;
+    Router::new()
+        .route(
+            "/api/v1/credential-integrations",
+            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
+        )
+        .route(
+            "/api/v1/credential-integrations/{id}",
+            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
+        )
+}
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "entities",
+    fields: &[
+        "externalId",
+        "name",
+        "description",
+        "isActive",
+        "createdAt",
+        "modifiedAt",
+        "createdBy",
+        "modifiedBy",
+        "resourceSet",
+        "type",
+        "status",
+    ],
+    default_order: ("name", false),
+    filters: &[("type", Filter::Field("type"))],
+};
+
+/// The `CiB` URL rule: `https://host.tld[:port][/path]`; with `SVC_ALLOW_INSECURE_UPSTREAM` any
+/// absolute http(s) URL (so loopback servers can be used).
+fn cib_url(s: &str, cfg: &Config) -> bool {
+    let Ok(u) = url::Url::parse(s) else { return false };
+    if cfg.allow_insecure_upstream {
+        return matches!(u.scheme(), "http" | "https") && u.host_str().is_some();
+    }
+    let host = u.host_str().unwrap_or_default();
+    let tld = host.rsplit('.').next().unwrap_or_default();
+    u.scheme() == "https"
+        && s.starts_with("https://")
+        && host.contains('.')
+        && tld.len() >= 2
+        && tld.chars().all(|c| c.is_ascii_alphabetic())
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
+        && u.query().is_none()
+        && u.fragment().is_none()
+        && !s.chars().any(char::is_whitespace)
+}
+
+/// Variant fields of a kind; `full` requires the required ones.
+fn parse_variant(
+    o: &mut Obj,
+    kind: &str,
+    full: bool,
+    cfg: &Config,
+) -> std::result::Result<(Map<String, Value>, Option<String>), FieldError> {
+    let mut m = Map::new();
+    let s = |o: &mut Obj, k: &str, max: usize| {
+        if full {
+            o.req_str_len(k, 1, max).map(Some)
+        } else {
+            o.opt_str_len(k, 1, max)
+        }
+    };
+    let check =
+        |o: &Obj, m: &mut Map<String, Value>, k: &str, v: Option<String>, ok: &dyn Fn(&str) -> bool, rule: &str| {
+            if let Some(v) = v {
+                if !ok(&v) {
+                    return Err(FieldError::new(o.path(k), rule));
+                }
+                m.insert(k.to_string(), json!(v));
+            }
+            Ok(())
+        };
+    let mut secret = None;
+    match kind {
+        "CiB" => {
+            let url = s(o, "url", 2048)?;
+            check(
+                o,
+                &mut m,
+                "url",
+                url,
+                &|u| cib_url(u, cfg),
+                r"must match ^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$",
+            )?;
+            secret = o.opt_str("personalAccessToken")?.filter(|t| !t.is_empty());
+            for k in ["userId", "topLevelGroupId"] {
+                if let Some(v) = o.opt_str_len(k, 0, 256)? {
+                    m.insert(k.into(), json!(v));
+                }
+            }
+        }
+        _ => {
+            let v = s(o, "audience", 2048)?;
+            check(
+                o,
+                &mut m,
+                "audience",
+                v,
+                &|a| !a.chars().any(char::is_whitespace),
+                r"must match ^\S+$",
+            )?;
+            let v = s(o, "subject", 2048)?;
+            check(o, &mut m, "subject", v, &|_| true, "")?;
+            let v = s(o, "cloudBTenant", 36)?;
+            check(
+                o,
+                &mut m,
+                "cloudBTenant",
+                v,
+                &|t| uuid_text(t) && tenant_text(t),
+                "must be a UUID",
+            )?;
+            let v = s(o, "clientId", 36)?;
+            check(o, &mut m, "clientId", v, &uuid_text, "must be a UUID")?;
+            let v = s(o, "keyVaultName", 24)?;
+            check(
+                o,
+                &mut m,
+                "keyVaultName",
+                v,
+                &vault_name,
+                "must match ^[a-zA-Z](?!.*--)[a-zA-Z0-9-]{1,22}[a-zA-Z0-9]$",
+            )?;
+            if let Some(b) = o.opt_bool("fetchSecretNames")? {
+                m.insert("fetchSecretNames".into(), json!(b));
+            }
+        }
+    }
+    o.ignore(RO);
+    Ok((m, secret))
+}
+
+struct Input {
+    base: BaseInput,
+    kind: Option<String>,
+    config: Map<String, Value>,
+    secret: Option<String>,
+}
+
+fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Result<Input> {
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, true)?;
+    let kind = o.opt_str("type")?;
+    o.ignore(super::common::BASE_RO);
+    let k = match (mode, kind.as_deref(), stored_kind) {
+        (Mode::Patch, _, Some(s)) => s.to_string(),
+        (_, None, _) => return Err(Error::field("type", "is required")),
+        (_, Some(k), _) if !KINDS.contains(&k) => {
+            return Err(Error::field("type", format!("must be one of {}", KINDS.join(", "))));
+        }
+        (_, Some(k), Some(s)) if k != s => return Err(Error::field("type", "cannot be changed")),
+        (_, Some(k), _) => k.to_string(),
+    };
+    let (config, secret) = if mode == Mode::Patch {
+        (Map::new(), None)
+    } else {
+        parse_variant(&mut o, &k, true, cfg)?
+    };
+    o.finish()?;
+    Ok(Input {
+        base,
+        kind: Some(k),
+        config,
+        secret,
+    })
+}
+
+fn to_json(i: &CredentialIntegration) -> Value {
+    let mut o = Map::new();
+    o.insert("type".into(), json!(i.int_type));
+    o.extend(base_json(&i.meta, true));
+    o.extend(i.config.clone());
+    if i.int_type == "CiB" {
+        o.insert("personalAccessToken".into(), Value::Null);
+        for k in ["userId", "topLevelGroupId"] {
+            o.entry(k).or_insert(Value::Null);
+        }
+    } else {
+        o.entry("fetchSecretNames").or_insert(json!(false));
+    }
+    o.insert("tokenExpiration".into(), json!(i.token_expiration));
+    o.insert("lastOperationTimestamp".into(), json!(i.last_operation));
+    o.insert("status".into(), json!(i.status));
+    o.insert("errorMessage".into(), json!(i.error_message));
+    Value::Object(o)
+}
+
+fn require_token(i: &CredentialIntegration) -> Result<()> {
+    if i.int_type == "CiB" && i.secrets.get("personalAccessToken").is_none() {
+        return Err(Error::field("personalAccessToken", "is required"));
+    }
+    Ok(())
+}
+
+async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let items = st
+        .in_rs::<CredentialIntegration>(Some(ctx.rs))
+        .map(|i| to_json(i))
+        .collect();
+    Ok(ok(respond(items, &p, &SPEC)?))
+}
+
+async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    Ok(match find::<CredentialIntegration>(&app.state(), &ids.one(), ctx.rs) {
+        Some(i) => ok(to_json(&i)),
+        None => no_content(),
+    })
+}
+
+async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse(body, Mode::Create, None, &app.cfg)?;
+    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let id = new_external_id(input.base.external_id, |id| taken::<CredentialIntegration>(&w.st, id))?;
+    let mut meta = w.new_meta(Kind::CredentialIntegration, id, Some(rs), &author).await?;
+    input.base.apply_full(&mut meta);
+    let mut secrets = SecretFields::default();
+    if let Some(t) = input.secret {
+        secrets.set("personalAccessToken", t);
+    }
+    let i = CredentialIntegration {
+        meta,
+        int_type: input.kind.unwrap_or_default(),
+        config: input.config,
+        token_expiration: None,
+        last_operation: None,
+        status: None,
+        error_message: None,
+        secrets,
+    };
+    require_token(&i)?;
+    w.put(i);
+    w.audit(&author, rs, CATEGORY, Activity::Created, id);
+    let st = w.commit().await?;
+    Ok(created(
+        StatusCode::CREATED,
+        format!("/api/v1/credential-integrations/{id}"),
+        to_json(&st.credential_integrations[&id]),
+    ))
+}
+
+async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let id = body
+        .get("externalId")
+        .and_then(Value::as_str)
+        .and_then(svc_api::reader::parse_uuid);
+    let stored = id.and_then(|id| find::<CredentialIntegration>(&app.state(), &id, ctx.rs));
+    let input = parse(
+        body,
+        Mode::Replace,
+        stored.as_ref().map(|i| i.int_type.as_str()),
+        &app.cfg,
+    )?;
+    let id = input
+        .base
+        .external_id
+        .ok_or_else(|| Error::field("externalId", "is required"))?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut i: CredentialIntegration = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    input.base.apply_full(&mut i.meta);
+    i.config = input.config;
+    if let Some(t) = input.secret {
+        i.secrets.set("personalAccessToken", t);
+    }
+    require_token(&i)?;
+    w.touch_meta(&mut i.meta, &author);
+    w.put(i);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
+    let st = w.commit().await?;
+    Ok(ok(to_json(&st.credential_integrations[&id])))
+}
+
+async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
+    let id = ids.one();
+    let stored = find::<CredentialIntegration>(&app.state(), &id, ctx.rs).ok_or(Error::NotFound)?;
+    let input = parse(body, Mode::Patch, Some(&stored.int_type), &app.cfg)?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut i: CredentialIntegration = for_update(&w.st, &id, ctx.rs)?;
+    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    input.base.apply_patch(&mut i.meta);
+    w.touch_meta(&mut i.meta, &author);
+    w.put(i);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
+    let st = w.commit().await?;
+    Ok(ok(to_json(&st.credential_integrations[&id])))
+}
+
+async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    if find::<CredentialIntegration>(&w.st, &id, ctx.rs).is_none() {
+        return Err(Error::NotFound);
+    }
+    let field = "credentialProviderIntegrationExternalId";
+    let user =
+        w.st.credential_providers
+            .values()
+            .find(|p: &&std::sync::Arc<CredentialProvider>| {
+                p.config.get(field).and_then(Value::as_str) == Some(id.to_string().as_str())
+            });
+    if let Some(p) = user {
+        return Err(Error::bad(format!(
+            "credentialProviders: referenced by credential provider '{}' ({})",
+            p.meta.name, p.meta.id
+        )));
+    }
+    w.remove::<CredentialIntegration>(&id);
+    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
+    w.commit().await?;
+    Ok(no_content())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cib_urls() {
+        let cfg = Config::from_map(&Default::default()).unwrap();
+        for ok in ["https://gitlab.example.com", "https://gitlab.example.com:8443/gl/"] {
+            assert!(cib_url(ok, &cfg), "{ok}");
+        }
+        for bad in [
+            "http://gitlab.example.com",
+            "https://localhost",
+            "https://10.0.0.1",
+            "ftp://x.example",
+            "https://a.b1",
+        ] {
+            assert!(!cib_url(bad, &cfg), "{bad}");
+        }
+    }
+}
