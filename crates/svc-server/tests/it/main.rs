@@ -5,6 +5,7 @@ mod harness;
 
 mod config_policies;
 mod config_resources;
+mod cred_canaries;
 mod cred_fakes;
 mod cred_minted;
 mod cred_support;
