@@ -40,6 +40,8 @@ pub struct Inner {
     /// Issuer keys fetched for JWT evidence (discovery / JWKS), shared by all requests.
     pub key_cache: crate::trust::keycache::KeyCache,
     pub limits: crate::edge::ratelimit::Limiters,
+    /// The platforms' trust anchors (cloudA signers, cloudB roots) and the AIA cache.
+    pub platform: crate::trust::anchors::PlatformTrust,
 }
 
 impl std::ops::Deref for App {
@@ -135,6 +137,8 @@ fn write_private_file(path: &std::path::Path, text: &str) -> Result<(), StartErr
 impl App {
     /// Opens storage and loads everything; does not start background jobs or listen.
     pub async fn open(cfg: Config) -> Result<App, StartError> {
+        // Configuration first: an unusable trust bundle stops the start before storage is touched.
+        let platform = crate::trust::anchors::PlatformTrust::load(&cfg)?;
         let store = Store::open(&cfg.database_url)
             .await
             .map_err(|e| StartError(format!("database: {e}")))?;
@@ -175,6 +179,7 @@ impl App {
             upstream,
             key_cache: Default::default(),
             limits,
+            platform,
         }));
         crate::service::bootstrap::first_start(&app)
             .await

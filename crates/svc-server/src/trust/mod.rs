@@ -3,6 +3,7 @@
 //! request's `client` evidence and returns [`Verified`] facts or a [`TrustError`] — never a
 //! decision about access (architecture invariant 1: `edge` and the policy evaluation decide).
 
+pub mod anchors;
 pub mod ci;
 pub mod cloudc;
 pub mod compile;
