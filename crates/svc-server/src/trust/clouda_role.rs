@@ -660,6 +660,7 @@ mod tests {
             format!("{XML}<GetCallerIdentityResponse/>"),
             format!("{{\"x\":1}}{XML}"),
             XML.replace("GetCallerIdentityResponse xmlns", "ns:GetCallerIdentityResponse xmlns"),
+            format!("<?xml version=\"1.0\"?><AssumeRoleResponse>{XML}</AssumeRoleResponse>"),
         ];
         for b in bad {
             assert!(parse_caller_identity(b.as_bytes()).is_err(), "{b}");

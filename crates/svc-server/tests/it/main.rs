@@ -5,6 +5,7 @@ mod harness;
 
 mod config_policies;
 mod config_resources;
+mod edge_cloud;
 mod edge_credentials;
 mod edge_example;
 mod edge_support;
