@@ -46,6 +46,8 @@ pub struct Inner {
     /// The CA that signs X.509-SVIDs.
     pub ca: crate::issuer::ca::Ca,
     pub limits: crate::edge::ratelimit::Limiters,
+    /// The platforms' trust anchors (cloudA signers, cloudB roots) and the AIA cache.
+    pub platform: crate::trust::anchors::PlatformTrust,
 }
 
 impl std::ops::Deref for App {
@@ -141,6 +143,8 @@ fn write_private_file(path: &std::path::Path, text: &str) -> Result<(), StartErr
 impl App {
     /// Opens storage and loads everything; does not start background jobs or listen.
     pub async fn open(cfg: Config) -> Result<App, StartError> {
+        // Configuration first: an unusable trust bundle stops the start before storage is touched.
+        let platform = crate::trust::anchors::PlatformTrust::load(&cfg)?;
         let store = Store::open(&cfg.database_url)
             .await
             .map_err(|e| StartError(format!("database: {e}")))?;
@@ -187,6 +191,7 @@ impl App {
             refresh_lock: tokio::sync::Mutex::new(()),
             ca,
             limits,
+            platform,
         }));
         crate::service::bootstrap::first_start(&app)
             .await

@@ -139,6 +139,9 @@ fn main() -> ExitCode {
                 Err(e) => fail(e),
             },
             ["config", "check"] => {
+                if let Err(e) = svc_server::trust::anchors::PlatformTrust::load(&cfg) {
+                    return fail(e);
+                }
                 println!("configuration is valid:");
                 for (k, _) in KEYS {
                     let shown = match std::env::var(k) {

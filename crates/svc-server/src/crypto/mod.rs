@@ -2,9 +2,11 @@
 //! randomness, the at-rest cipher, password hashing, TOTP and the JWS formats the service uses.
 
 pub mod aead;
+pub mod chain;
 pub mod jose;
 pub mod jws;
 pub mod password;
+pub mod pkcs7;
 pub mod totp;
 pub mod x509;
 

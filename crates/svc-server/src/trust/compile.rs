@@ -100,6 +100,14 @@ pub fn compile(tp: &TrustProvider) -> CompiledTrust {
         pems.push(c);
     }
     for pem in pems {
+        if tp.kind == TrustKind::CloudAMetadataService {
+            // Used as raw keys by the cloudA verifier, which also accepts the platform's RSA-1024.
+            match crate::trust::clouda_iid::certificate_info(pem) {
+                Ok(info) => extra_certs.push(info),
+                Err(e) => broken = Some(format!("certificate: {e}")),
+            }
+            continue;
+        }
         match key_from_pem(pem) {
             Ok((k, info)) => {
                 extra_keys.push(Arc::new(k));

@@ -3,7 +3,11 @@
 //! request's `client` evidence and returns [`Verified`] facts or a [`TrustError`] — never a
 //! decision about access (architecture invariant 1: `edge` and the policy evaluation decide).
 
+pub mod anchors;
 pub mod ci;
+pub mod clouda_iid;
+pub mod clouda_role;
+pub mod cloudb;
 pub mod cloudc;
 pub mod compile;
 pub mod jwt;
@@ -118,6 +122,16 @@ pub fn evidence_token(kind: TrustKind, c: &ClientWorkloadDetails) -> Option<&str
     }
 }
 
+/// Whether the request carries evidence of the provider's kind (§4.4 step 4; absent → `NoDataFound`).
+pub fn has_evidence(kind: TrustKind, c: &ClientWorkloadDetails) -> bool {
+    match kind {
+        TrustKind::CloudAMetadataService => clouda_iid::evidence(c).is_some(),
+        TrustKind::CloudARole => clouda_role::evidence(c).is_some(),
+        TrustKind::CloudBMetadataService => cloudb::evidence(c).is_some(),
+        _ => evidence_token(kind, c).is_some(),
+    }
+}
+
 /// Verifies the request's evidence against one provider, then its match rules.
 pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetails) -> Result<Verified, TrustError> {
     if let Some(e) = &tp.broken {
@@ -138,12 +152,9 @@ pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetail
         TrustKind::CloudCIdentityToken => {
             cloudc::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
-        TrustKind::CloudAMetadataService | TrustKind::CloudARole | TrustKind::CloudBMetadataService => {
-            return Err(TrustError::InvalidEvidence(format!(
-                "{} evidence is not verifiable in this build",
-                tp.kind.as_str()
-            )));
-        }
+        TrustKind::CloudAMetadataService => clouda_iid::verify(app, tp, client).await?,
+        TrustKind::CloudARole => clouda_role::verify(app, tp, client).await?,
+        TrustKind::CloudBMetadataService => cloudb::verify(app, tp, client).await?,
     };
     rules::check(&tp.rules, &verified)?;
     Ok(verified)

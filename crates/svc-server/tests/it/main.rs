@@ -10,6 +10,7 @@ mod cred_fakes;
 mod cred_minted;
 mod cred_support;
 mod cred_upstream;
+mod edge_cloud;
 mod edge_credentials;
 mod edge_example;
 mod edge_support;

@@ -325,7 +325,12 @@ fn validate(app: &App, tp: &TrustProvider) -> Result<()> {
             if kind == TrustKind::CloudAMetadataService && pt != "Certificate" {
                 return Err(Error::field("pemType", "must be Certificate for CloudAMetadataService"));
             }
-            crate::trust::compile::key_from_pem(c).map_err(|e| Error::field("certificate", e))?;
+            if kind == TrustKind::CloudAMetadataService {
+                // The platform's own signers include RSA-1024 keys: accepted for this kind only.
+                crate::trust::clouda_iid::certificate_info(c).map_err(|e| Error::field("certificate", e))?;
+            } else {
+                crate::trust::compile::key_from_pem(c).map_err(|e| Error::field("certificate", e))?;
+            }
         }
         (Some(_), None) => return Err(Error::field("pemType", "is required with certificate")),
         (None, Some(_)) => return Err(Error::field("pemType", "is only allowed with certificate")),
@@ -558,7 +563,12 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     if !info.valid_at(w.now) {
         return Err(Error::field("secret", "the certificate is expired or not yet valid"));
     }
-    crate::crypto::jose::VerifyingKey::from_spki_der(None, &info.spki_der).map_err(|e| Error::field("secret", e))?;
+    if tp.kind == TrustKind::CloudAMetadataService {
+        crate::trust::anchors::CloudAKey::from_cert(&info.der).map_err(|e| Error::field("secret", e))?;
+    } else {
+        crate::crypto::jose::VerifyingKey::from_spki_der(None, &info.spki_der)
+            .map_err(|e| Error::field("secret", e))?;
+    }
     let all_ids: Vec<Uuid> =
         w.st.trust_providers
             .values()
