@@ -45,17 +45,20 @@ fn endpoint(p: &CredentialProvider) -> Option<Endpoint<'_>> {
     })
 }
 
-fn stored_access(p: &CredentialProvider, now: i64) -> Option<(String, Timestamp)> {
+/// The stored access token while it is reusable, with its stated expiry (`None` when the token
+/// endpoint stated none: it is then reused for an assumed hour but reported without expiry).
+fn stored_access(p: &CredentialProvider, now: i64) -> Option<(String, Option<Timestamp>)> {
     let exp = p.config.get("accessTokenExpiresAt").and_then(Value::as_i64)?;
     let token = p.secrets.get("accessToken")?;
-    (exp - REUSE_MARGIN_MS > now).then(|| (token.to_string(), Timestamp(exp)))
+    let stated = p.config.get("accessTokenExpiryStated") != Some(&Value::Bool(false));
+    (exp - REUSE_MARGIN_MS > now).then(|| (token.to_string(), stated.then_some(Timestamp(exp))))
 }
 
-fn credential(token: String, exp: Timestamp) -> Issued {
+fn credential(token: String, exp: Option<Timestamp>) -> Issued {
     Issued::Credential {
         credential_type: CredentialType::OAuthToken,
         data: EdgeCredentials(vec![("token", Some(token))]),
-        expires_at: Some(exp),
+        expires_at: exp,
     }
 }
 
@@ -64,6 +67,8 @@ fn store_tokens(p: &mut CredentialProvider, answer: &Value, access: &str, expire
     p.secrets.set("accessToken", access.to_string());
     let exp = now.plus_secs(expires_in.unwrap_or(3600));
     p.config.insert("accessTokenExpiresAt".into(), json!(exp.millis()));
+    p.config
+        .insert("accessTokenExpiryStated".into(), json!(expires_in.is_some()));
     if let Some(rt) = answer
         .get("refresh_token")
         .and_then(Value::as_str)
@@ -114,7 +119,7 @@ impl AuthorizationCode {
         let mut p = (*latest).clone();
         let now = crate::clock::now();
         store_tokens(&mut p, &answer, &access, expires_in, now);
-        let exp = now.plus_secs(expires_in.unwrap_or(3600));
+        let exp = expires_in.map(|s| now.plus_secs(s));
         w.put(p);
         w.commit()
             .await
@@ -273,6 +278,7 @@ fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
 
 fn present(p: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
     out.remove("accessTokenExpiresAt");
+    out.remove("accessTokenExpiryStated");
     out.insert("callBackUrl".into(), json!(callback_url(cfg, p.meta.id)));
     out.insert(
         "userAuthorizationUrl".into(),
@@ -295,7 +301,7 @@ fn compile(p: &CredentialProvider) -> Backend {
 pub const SPEC: TypeSpec = TypeSpec {
     name: TYPE,
     credential_type: |_| CredentialType::OAuthToken,
-    secret_fields: &["clientSecret", "accessToken", "refreshToken"],
+    secret_fields: &["clientSecret"],
     required_secrets: &[],
     ro_fields: &["callBackUrl", "userAuthorizationUrl", "state"],
     lifetime: Some((86400, i32::MAX, 2_592_000)),

@@ -2,7 +2,8 @@
 //! in a ciB instance (through a `CiB` integration, §3.7), whose personal access tokens are the
 //! credential. Provisioning runs right after the provider is created (`Pending` → `Provisioned` /
 //! `Error`); a token is minted on first use, stored sealed, and reused until 60 s before it
-//! expires. Deleting the provider revokes the current token (best effort).
+//! expires; a replaced token is revoked. Deleting the provider revokes the current token (best
+//! effort).
 //!
 //! Like the authorization-code refresh, minting persists state from the edge path (the new token),
 //! one mint at a time under the application's refresh lock.
@@ -108,13 +109,17 @@ fn token_for(p: &CredentialProvider) -> String {
 
 /// Provisioning right after create (§5.3): the service account, then its memberships.
 pub async fn provision(app: App, id: Uuid) {
-    let outcome = provision_steps(&app, id).await;
+    let mut user = None;
+    let outcome = provision_steps(&app, id, &mut user).await;
     let result = update(&app, id, |p| {
         p.config
             .insert("lastOperationTimestamp".into(), json!(crate::clock::now()));
+        // A created account is recorded even when a membership failed, so it is never orphaned.
+        if let Some(u) = user {
+            p.config.insert("userId".into(), json!(u));
+        }
         match &outcome {
-            Ok(user_id) => {
-                p.config.insert("userId".into(), json!(user_id));
+            Ok(_) => {
                 p.config.insert("status".into(), json!("Provisioned"));
                 p.config.remove("errorMessage");
             }
@@ -132,7 +137,7 @@ pub async fn provision(app: App, id: Uuid) {
     }
 }
 
-async fn provision_steps(app: &App, id: Uuid) -> Result<i64, IssueError> {
+async fn provision_steps(app: &App, id: Uuid, created: &mut Option<i64>) -> Result<i64, IssueError> {
     let st = app.state();
     let p = st
         .credential_providers
@@ -152,6 +157,7 @@ async fn provision_steps(app: &App, id: Uuid) -> Result<i64, IssueError> {
         .get("id")
         .and_then(Value::as_i64)
         .ok_or_else(|| IssueError("ciB service_accounts answer has no id".into()))?;
+    *created = Some(user_id);
     let level = p.config.get("accessLevel").and_then(Value::as_i64).unwrap_or(0);
     let member = json!({"user_id": user_id, "access_level": level});
     for (kind, list) in [("groups", "groupIds"), ("projects", "projectIds")] {
@@ -221,6 +227,13 @@ impl ManagedAccount {
                 cfg_str(&p.config, "status").unwrap_or("Pending")
             )));
         }
+        let integ = integration_of(&app.state(), &p).ok_or_else(|| IssueError("integration missing".into()))?;
+        if !integ.meta.active {
+            return Ok(Issued::Nothing(format!(
+                "the integration '{}' is inactive",
+                integ.meta.name
+            )));
+        }
         if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
             return Ok(credential(t, exp));
         }
@@ -229,7 +242,6 @@ impl ManagedAccount {
         if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
             return Ok(credential(t, exp));
         }
-        let integ = integration_of(&app.state(), &p).ok_or_else(|| IssueError("integration missing".into()))?;
         let api = Api::of(&integ).ok_or_else(|| IssueError("integration incomplete".into()))?;
         let user_id = p
             .config
@@ -258,6 +270,7 @@ impl ManagedAccount {
             .to_string();
         let token_id = v.get("id").cloned().unwrap_or(Value::Null);
         let exp = Timestamp::from_secs(midnight);
+        let replaced = cfg_str(&p.config, "tokenId").map(str::to_string);
         let (t2, for_) = (token.clone(), token_for(&p));
         update(app, self.id, move |p| {
             p.secrets.set("token", t2);
@@ -270,8 +283,23 @@ impl ManagedAccount {
             p.config.insert("tokenFor".into(), json!(for_));
         })
         .await?;
+        if let Some(old) = replaced {
+            spawn_revoke(app, api, old);
+        }
         Ok(credential(token, exp))
     }
+}
+
+/// Revokes a personal access token in the background, best effort (a failure is logged).
+fn spawn_revoke(app: &App, api: Api, token_id: String) {
+    let (app, path) = (app.clone(), format!("personal_access_tokens/{token_id}"));
+    tokio::spawn(async move {
+        match api.call(&app, reqwest::Method::DELETE, &path, None).await {
+            Ok(f) if (200..300).contains(&f.status) || f.status == 404 => {}
+            Ok(f) => tracing::warn!(status = f.status, "revoking a managed account token failed"),
+            Err(e) => tracing::warn!(reason = %e.0, "revoking a managed account token failed"),
+        }
+    });
 }
 
 /// Deleting the provider revokes its current token, best effort (after the delete committed).
@@ -279,15 +307,9 @@ pub fn revoke_after_delete(app: &App, p: &CredentialProvider) {
     let (Some(token_id), Some(integ)) = (cfg_str(&p.config, "tokenId"), integration_of(&app.state(), p)) else {
         return;
     };
-    let Some(api) = Api::of(&integ) else { return };
-    let (app, path) = (app.clone(), format!("personal_access_tokens/{token_id}"));
-    tokio::spawn(async move {
-        match api.call(&app, reqwest::Method::DELETE, &path, None).await {
-            Ok(f) if (200..300).contains(&f.status) => {}
-            Ok(f) => tracing::warn!(status = f.status, "revoking the managed account's token failed"),
-            Err(e) => tracing::warn!(reason = %e.0, "revoking the managed account's token failed"),
-        }
-    });
+    if let Some(api) = Api::of(&integ) {
+        spawn_revoke(app, api, token_id.to_string());
+    }
 }
 
 fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {

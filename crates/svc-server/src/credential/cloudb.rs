@@ -153,10 +153,25 @@ impl KeyVaultValue {
             .cloned()
             .filter(|i| i.int_type == INTEGRATION_KIND)
             .ok_or_else(|| IssueError("the credential provider integration no longer exists".into()))?;
+        if !integ.meta.active {
+            return Ok(Issued::Nothing(format!(
+                "the integration '{}' is inactive",
+                integ.meta.name
+            )));
+        }
         let client = DirectoryClient::from_config(&integ.config)
             .ok_or_else(|| IssueError("the integration's directory fields are incomplete".into()))?;
         let vault = cfg_str(&integ.config, "keyVaultName").unwrap_or_default().to_string();
-        let key = format!("kv-token:{}:{}", integ.meta.id, integ.meta.modified_at.millis());
+        // Keyed like every reused credential (§4.8): the assertion names the policy and workloads.
+        let key = format!(
+            "kv-token:{}:{}:{}:{}:{}:{}",
+            integ.meta.id,
+            integ.meta.modified_at.millis(),
+            cx.access_policy,
+            cx.server_workload,
+            cx.trust_provider,
+            assertion::default_subject(cx)
+        );
         let bearer = match cx.app.credential_cache.get(&key) {
             Some(Issued::Credential { data, .. }) => data.0[0].1.clone().unwrap_or_default(),
             _ => {

@@ -89,6 +89,14 @@ pub fn resolve(template: &str, values: Option<&Values<'_>>) -> Result<String, St
 }
 
 /// Checks an expression template's syntax on write (balanced `${…}`, known roots).
+/// The environment variables a request reports (§4.1 ClientWorkloadDetails `os.environment`).
+const ENV_VARS: &[&str] = &[
+    "ORCH_POD_NAME",
+    "CLIENT_WORKLOAD_ID",
+    "ORCH_PROVIDER_ID",
+    "SVC_RESOURCE_SET_ID",
+];
+
 pub fn check_template(template: &str) -> Result<(), String> {
     let mut rest = template;
     while let Some(start) = rest.find("${") {
@@ -98,7 +106,9 @@ pub fn check_template(template: &str) -> Result<(), String> {
         let known = TOKEN_PREFIXES
             .iter()
             .any(|(p, _)| expr.starts_with(p) && expr.len() > p.len())
-            || expr.starts_with("os.environment.")
+            || expr
+                .strip_prefix("os.environment.")
+                .is_some_and(|var| ENV_VARS.contains(&var))
             || matches!(
                 expr,
                 "cloudA.account" | "cloudA.region" | "svc.clientWorkload.id" | "svc.clientWorkload.name"

@@ -110,8 +110,10 @@ impl IssuedJwt {
     pub fn prepare(&self, cx: &IssueCx<'_>) -> Result<Prepared, String> {
         let mut p = Prepared::default();
         resolve_into(&mut p, &self.subject, self.subject_dynamic, &self.claims, cx)?;
-        if self.svid && !p.get("subject").is_some_and(|s| s.starts_with("spiffe://")) {
-            return Err(format!("{} (not a spiffe:// id)", self.subject));
+        if self.svid
+            && let Err(e) = super::x509svid::check_spiffe_id(p.get("subject").unwrap_or_default())
+        {
+            return Err(format!("{} (not a SPIFFE ID: {e})", self.subject));
         }
         Ok(p)
     }
@@ -140,8 +142,8 @@ fn parse(o: &mut Obj, mode: Mode, svid: bool) -> Result<Map<String, Value>, Fiel
     {
         if subject_type.as_deref() == Some("dynamic") {
             dynamic::check_template(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
-        } else if svid && !s.starts_with("spiffe://") {
-            return Err(FieldError::new(o.path("subject"), "must start with spiffe://"));
+        } else if svid {
+            super::x509svid::check_spiffe_id(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
         }
     }
     put(&mut m, "subject", subject);
@@ -153,6 +155,13 @@ fn parse(o: &mut Obj, mode: Mode, svid: bool) -> Result<Map<String, Value>, Fiel
         o.opt_enum("algorithmType", &["ES256", "RS256"])?,
     );
     if let Some(c) = parse_claims(o, "customClaims")? {
+        // A JWT-SVID's `sub` is its SPIFFE ID: a custom claim may not replace it.
+        if svid && let Some(i) = c.as_array().and_then(|a| a.iter().position(|c| c["key"] == "sub")) {
+            return Err(FieldError::new(
+                format!("{}[{i}].key", o.path("customClaims")),
+                "cannot be sub in a JWT-SVID",
+            ));
+        }
         m.insert("customClaims".into(), c);
     }
     Ok(m)

@@ -160,9 +160,19 @@ impl CompiledCredential {
     }
 
     pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
-        let key = self
-            .cacheable()
-            .then(|| format!("{}:{}:{}", self.id, self.version, prepared.cache_inputs()));
+        // Everything an assertion's claims name is part of the key: a credential obtained for
+        // one policy, server workload or attestation is never handed out for another.
+        let key = self.cacheable().then(|| {
+            format!(
+                "{}:{}:{}:{}:{}:{}",
+                self.id,
+                self.version,
+                cx.access_policy,
+                cx.server_workload,
+                cx.trust_provider,
+                prepared.cache_inputs()
+            )
+        });
         if let Some(k) = &key
             && let Some(hit) = cx.app.credential_cache.get(k)
         {
@@ -216,8 +226,13 @@ pub fn compile(p: &CredentialProvider) -> CompiledCredential {
     }
 }
 
-/// `GET …/verification`: one real issuance whose result is discarded (§3.5).
+/// `GET …/verification`: one real issuance whose result is discarded (§3.5). An X.509-SVID
+/// provider signs a certificate for a throw-away key, since no workload sent a CSR.
 pub async fn verify(app: &App, c: &CompiledCredential) -> Result<(), String> {
+    let probe_csr = match &c.backend {
+        Backend::X509Svid(_) => Some(x509svid::probe_csr()?),
+        _ => None,
+    };
     let cx = IssueCx {
         app,
         rs: c.rs,
@@ -227,7 +242,7 @@ pub async fn verify(app: &App, c: &CompiledCredential) -> Result<(), String> {
         credential_provider: c.id,
         trust_provider: Uuid::nil(),
         values: None,
-        csr: None,
+        csr: probe_csr.as_deref(),
     };
     let prepared = c
         .prepare(&cx)

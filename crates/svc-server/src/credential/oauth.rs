@@ -15,10 +15,31 @@ use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
 use crate::state::State;
 
+/// Protocol parameters the service sets itself; a custom parameter cannot add a second value.
+const RESERVED_PARAMETERS: &[&str] = &[
+    "grant_type",
+    "client_id",
+    "client_secret",
+    "client_assertion",
+    "client_assertion_type",
+    "scope",
+    "code",
+    "code_verifier",
+    "code_challenge",
+    "code_challenge_method",
+    "redirect_uri",
+    "refresh_token",
+    "response_type",
+    "state",
+];
+
 /// Reads `CPTypeOAuth2CustomParameters[]` into stored JSON.
 pub fn parse_custom_parameters(o: &mut Obj) -> Result<Option<Value>, FieldError> {
     let list = o.opt_obj_list("customParameters", |c| {
         let key = c.req_str_len("key", 1, 256)?;
+        if RESERVED_PARAMETERS.contains(&key.as_str()) {
+            return Err(FieldError::new(c.path("key"), format!("{key} is set by the service")));
+        }
         let value = c.req_str_len("value", 0, 4096)?;
         c.opt_enum("valueType", &["literal"])?;
         Ok(json!({"key": key, "value": value, "valueType": "literal"}))

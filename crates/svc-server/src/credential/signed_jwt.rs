@@ -126,6 +126,11 @@ fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
             key
         }
     };
+    // An `issuer` equal to the derived value (a GET → PUT round trip) stays derived, so it follows
+    // later changes of the subject or the key.
+    if p.config.get("issuer").is_some() && p.config.get("issuer") == p.config.get("derivedIssuer") {
+        p.config.remove("issuer");
+    }
     let (pem, spki) = public_pem(&key);
     p.config.insert("keyContent".into(), json!(pem));
     p.config.insert(

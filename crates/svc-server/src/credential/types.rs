@@ -81,7 +81,8 @@ pub const TYPES: &[TypeSpec] = &[
 pub fn kept_fields(spec: &TypeSpec) -> impl Iterator<Item = &'static str> {
     let extra: &[&str] = match spec.name {
         "ciB-managed-account" => &["username"],
-        "oauth-authorization-code" => &["accessTokenExpiresAt"],
+        "oauth-authorization-code" => &["accessTokenExpiresAt", "accessTokenExpiryStated"],
+        "signed-jwt" => &["derivedIssuer"],
         _ => &[],
     };
     spec.ro_fields.iter().chain(extra).copied()

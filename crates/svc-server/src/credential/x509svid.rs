@@ -93,6 +93,14 @@ pub fn check_csr(pem: &str) -> Result<(), String> {
     parse_csr(pem).map(|_| ())
 }
 
+/// A CSR for a fresh, discarded P-256 key (verification of a provider without a workload).
+pub fn probe_csr() -> Result<String, String> {
+    let key = rcgen::KeyPair::generate().map_err(|e| e.to_string())?;
+    let params = CertificateParams::new(Vec::<String>::new()).map_err(|e| e.to_string())?;
+    let csr = params.serialize_request(&key).map_err(|e| e.to_string())?;
+    csr.pem().map_err(|e| e.to_string())
+}
+
 /// `spiffe://<trust-domain>/<path>` (SPIFFE ID syntax).
 pub fn check_spiffe_id(id: &str) -> Result<(), String> {
     let rest = id.strip_prefix("spiffe://").ok_or("must start with spiffe://")?;
@@ -229,7 +237,7 @@ impl X509Svid {
             .map_err(|e| IssueError(format!("signing failed: {e}")))?;
         Ok(Issued::Credential {
             credential_type: CredentialType::X509Svid,
-            data: EdgeCredentials(vec![("certificateChain", Some(cert.pem()))]),
+            data: EdgeCredentials(vec![("certificateChain", Some(cert.pem() + &ca.chain_pem))]),
             expires_at: Some(Timestamp::from_secs(not_after)),
         })
     }

@@ -19,6 +19,9 @@ const LABEL: &str = "meta:x509_ca";
 
 pub struct Ca {
     pub cert_pem: String,
+    /// PEM certificates that follow an issued leaf: empty for a self-signed CA, else the CA
+    /// certificate and its intermediates.
+    pub chain_pem: String,
     pub issuer: Issuer<'static, KeyPair>,
     /// The CA's `notAfter` (Unix seconds): issued certificates never outlive it.
     pub not_after: i64,
@@ -82,16 +85,68 @@ fn subject_of(cert: &Certificate) -> Result<DistinguishedName, String> {
     Ok(dn)
 }
 
+/// The PEM `CERTIFICATE` blocks of a bundle, in order.
+fn pem_blocks(bundle: &str) -> Vec<String> {
+    const END: &str = "-----END CERTIFICATE-----";
+    let mut out = Vec::new();
+    let mut rest = bundle;
+    while let Some(start) = rest.find("-----BEGIN CERTIFICATE-----") {
+        let Some(len) = rest[start..].find(END) else { break };
+        out.push(format!("{}\n", &rest[start..start + len + END.len()]));
+        rest = &rest[start + len + END.len()..];
+    }
+    out
+}
+
+fn parse_cert(pem: &str) -> Result<Certificate, String> {
+    let (_, der) = der::pem::decode_vec(pem.trim().as_bytes()).map_err(|e| format!("CA certificate: {e}"))?;
+    Certificate::from_der(&der).map_err(|e| format!("CA certificate: {e}"))
+}
+
+/// The certificate's SubjectKeyIdentifier, if it has one.
+fn subject_key_id(c: &Certificate) -> Option<Vec<u8>> {
+    use der::oid::AssociatedOid;
+    use x509_cert::ext::pkix::SubjectKeyIdentifier;
+    let ext = c
+        .tbs_certificate()
+        .extensions()?
+        .iter()
+        .find(|e| e.extn_id == SubjectKeyIdentifier::OID)?;
+    let ski = SubjectKeyIdentifier::from_der(ext.extn_value.as_bytes()).ok()?;
+    Some(ski.0.as_bytes().to_vec())
+}
+
+fn self_signed(c: &Certificate) -> bool {
+    c.tbs_certificate().subject() == c.tbs_certificate().issuer()
+}
+
+/// `cert_pem` is the CA certificate, optionally followed by its own chain. When the CA is not a
+/// self-signed root, it and its intermediates (never a self-signed root) follow every leaf.
 fn build(cert_pem: &str, key_pem: &str) -> Result<Ca, String> {
     let key = KeyPair::from_pem(key_pem).map_err(|e| format!("CA key: {e}"))?;
-    let (_, der) = der::pem::decode_vec(cert_pem.trim().as_bytes()).map_err(|e| format!("CA certificate: {e}"))?;
-    let cert = Certificate::from_der(&der).map_err(|e| format!("CA certificate: {e}"))?;
+    let blocks = pem_blocks(cert_pem);
+    let first = blocks.first().ok_or("CA certificate: no PEM CERTIFICATE block")?;
+    let cert = parse_cert(first)?;
+    let mut chain_pem = String::new();
+    if !self_signed(&cert) {
+        for b in &blocks {
+            if !self_signed(&parse_cert(b)?) {
+                chain_pem.push_str(b);
+            }
+        }
+    }
+    let cert_pem = first.clone();
     let not_after = cert.tbs_certificate().validity().not_after.to_unix_duration().as_secs() as i64;
     let mut params = CertificateParams::default();
     params.distinguished_name = subject_of(&cert)?;
     params.key_usages = vec![KeyUsagePurpose::KeyCertSign];
+    // Leaves name the CA by its own subject key identifier (verifiers match AKI against it).
+    if let Some(ski) = subject_key_id(&cert) {
+        params.key_identifier_method = rcgen::KeyIdMethod::PreSpecified(ski);
+    }
     Ok(Ca {
-        cert_pem: cert_pem.trim().to_string() + "\n",
+        cert_pem,
+        chain_pem,
         issuer: Issuer::new(params, key),
         not_after,
     })

@@ -713,3 +713,138 @@ async fn x509svid_validation_and_ca_persistence() {
     let r = t.send(t.client.get(t.url("/api/v1/root-ca"))).await;
     assert_eq!(r.status, 401);
 }
+
+#[tokio::test]
+async fn x509svid_under_a_configured_intermediate_ca_returns_the_chain_without_the_root() {
+    let dir = temp_dir();
+    let p = |f: &str| dir.join(f).to_str().unwrap().to_string();
+    let ext = p("ext.cnf");
+    std::fs::write(
+        &ext,
+        "[ca]\nbasicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n",
+    )
+    .unwrap();
+    openssl(
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            &p("root.key"),
+        ],
+        b"",
+    );
+    openssl(
+        &[
+            "req",
+            "-x509",
+            "-new",
+            "-key",
+            &p("root.key"),
+            "-subj",
+            "/CN=Acme Root",
+            "-days",
+            "30",
+            "-out",
+            &p("root.pem"),
+        ],
+        b"",
+    );
+    openssl(
+        &[
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-out",
+            &p("int.key"),
+        ],
+        b"",
+    );
+    openssl(
+        &[
+            "req",
+            "-new",
+            "-key",
+            &p("int.key"),
+            "-subj",
+            "/CN=Acme SVID Intermediate",
+            "-out",
+            &p("int.csr"),
+        ],
+        b"",
+    );
+    openssl(
+        &[
+            "x509",
+            "-req",
+            "-in",
+            &p("int.csr"),
+            "-CA",
+            &p("root.pem"),
+            "-CAkey",
+            &p("root.key"),
+            "-CAcreateserial",
+            "-days",
+            "20",
+            "-extfile",
+            &ext,
+            "-extensions",
+            "ca",
+            "-out",
+            &p("int.pem"),
+        ],
+        b"",
+    );
+    let bundle = std::fs::read_to_string(p("int.pem")).unwrap() + &std::fs::read_to_string(p("root.pem")).unwrap();
+    std::fs::write(p("bundle.pem"), bundle).unwrap();
+    let (bundle_path, key_path) = (p("bundle.pem"), p("int.key"));
+    let t = TestApp::start_with(move |env| {
+        env.insert("SVC_X509_CA_CERT".into(), bundle_path);
+        env.insert("SVC_X509_CA_KEY".into(), key_path);
+    })
+    .await;
+    let root_ca = t.get("/api/v1/root-ca").await;
+    assert!(
+        cert_text(&root_ca.text).contains("Acme SVID Intermediate"),
+        "root-ca shows the signing CA"
+    );
+    let rig = Rig::new(&t).await;
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "x509svid", "name": "m", "isActive": true, "spiffeId": "spiffe://acme.test/job"}),
+        )
+        .await;
+    rig.attach(&t, &cp).await;
+    let r = rig
+        .request(&t, "X509Svid", json!({"certSigningRequest": csr("ec")}))
+        .await;
+    let chain = r.expect(200)["data"]["certificateChain"].as_str().unwrap().to_string();
+    assert_eq!(
+        chain.matches("BEGIN CERTIFICATE").count(),
+        2,
+        "leaf, then the intermediate; no root"
+    );
+    std::fs::write(p("chain.pem"), &chain).unwrap();
+    let leaf = chain.split("-----END CERTIFICATE-----").next().unwrap().to_string() + "-----END CERTIFICATE-----\n";
+    let ok = openssl(
+        &["verify", "-CAfile", &p("root.pem"), "-untrusted", &p("chain.pem")],
+        leaf.as_bytes(),
+    );
+    assert!(ok.contains("OK"), "{ok}");
+    // The leaf's notAfter is capped at the CA's expiry (20 days) even with a longer lifetime.
+    t.patch(
+        &format!("/api/v2/credential-providers/{cp}"),
+        json!({"lifetimeTimeSpanSeconds": 124416000}),
+    )
+    .await
+    .expect(200);
+    let r = rig
+        .request(&t, "X509Svid", json!({"certSigningRequest": csr("ec")}))
+        .await;
+    assert!(expires_at_secs(r.expect(200)) <= now() + 20 * 86400 + 5);
+}

@@ -8,6 +8,7 @@ mod config_resources;
 mod cred_canaries;
 mod cred_fakes;
 mod cred_minted;
+mod cred_rules;
 mod cred_support;
 mod cred_upstream;
 mod edge_cloud;

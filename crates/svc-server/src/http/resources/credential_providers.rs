@@ -153,6 +153,27 @@ struct Input {
     secrets: Vec<(&'static str, String)>,
     /// PATCH: `providerDetailJSON` text, read against the stored type.
     detail: Option<String>,
+    /// v1 PATCH: the top-level `roleId`.
+    role: Option<Uuid>,
+}
+
+/// v1's top-level `roleId` mirrors `svc-access-token.roleId`: it goes into the variant fields
+/// (unless `providerDetailJSON` names one too). For other types a non-null `roleId` is refused.
+fn with_role(detail: Option<String>, role: Option<Uuid>, cp_type: &str) -> Result<Option<String>> {
+    let Some(role) = role else { return Ok(detail) };
+    if cp_type != crate::credential::access_token::TYPE {
+        return Err(Error::field("roleId", "applies only to svc-access-token providers"));
+    }
+    let mut v: Value = match &detail {
+        Some(t) => {
+            serde_json::from_str(t).map_err(|e| Error::field("providerDetailJSON", format!("malformed JSON ({e})")))?
+        }
+        None => json!({}),
+    };
+    if let Some(m) = v.as_object_mut() {
+        m.entry("roleId").or_insert(json!(role));
+    }
+    Ok(Some(v.to_string()))
 }
 
 /// Reads secrets and variant fields of `spec` from `o` (a v2 body or a v1 providerDetailJSON).
@@ -186,6 +207,7 @@ fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
             config: Map::new(),
             secrets: vec![],
             detail,
+            role: None,
         });
     }
     let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
@@ -199,6 +221,7 @@ fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
         config,
         secrets,
         detail: None,
+        role: None,
     })
 }
 
@@ -212,6 +235,7 @@ fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
     o.ignore(BASE_RO);
     o.finish()?;
     if mode == Mode::Patch {
+        // The top-level roleId mirrors svc-access-token's field; it is applied in `patch`.
         return Ok(Input {
             base,
             cp_type,
@@ -219,16 +243,15 @@ fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
             config: Map::new(),
             secrets: vec![],
             detail,
+            role,
         });
     }
     let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
     let spec = spec_of(name)?;
+    let detail = with_role(detail, role, name)?;
     let mut inner = Obj::from_json_text(detail.as_deref().unwrap_or("{}"), "providerDetailJSON".into())?;
-    let (mut config, secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
+    let (config, secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
     inner.finish()?;
-    if let Some(r) = role {
-        config.insert("roleId".into(), json!(r));
-    }
     Ok(Input {
         base,
         cp_type,
@@ -236,6 +259,7 @@ fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
         config,
         secrets,
         detail: None,
+        role: None,
     })
 }
 
@@ -340,15 +364,21 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         return Err(Error::field("type", "must equal the stored type"));
     }
     let spec = spec_of(&p.cp_type)?;
-    if let Some(text) = &input.detail {
+    let detail = if input.role.is_some() {
+        with_role(input.detail.clone(), input.role, &p.cp_type)?
+    } else {
+        input.detail.clone()
+    };
+    if let Some(text) = &detail {
         let mut inner = Obj::from_json_text(text, "providerDetailJSON".into())?;
         let (fields, secrets) = read_variant(&mut inner, spec, types::Mode::Patch)?;
         inner.finish()?;
         let old = p.config.clone();
-        // A key given as null clears that field; other given keys replace theirs.
+        // A key given as null (or as "" where the type reads "" as absent) clears that field;
+        // other given keys replace theirs.
         if let Ok(Value::Object(given)) = serde_json::from_str::<Value>(text) {
             for (k, v) in given {
-                if v.is_null() {
+                if v.is_null() || (v == "" && !fields.contains_key(&k)) {
                     p.config.remove(&k);
                 }
             }
