@@ -2,8 +2,8 @@
 //! in a ciB instance (through a `CiB` integration, §3.7), whose personal access tokens are the
 //! credential. Provisioning runs right after the provider is created (`Pending` → `Provisioned` /
 //! `Error`); a token is minted on first use, stored sealed, and reused until 60 s before it
-//! expires; a replaced token is revoked. Deleting the provider revokes the current token (best
-//! effort).
+//! expires; a replaced token is left to expire (workloads may hold it). Deleting the provider
+//! revokes the current token (best effort).
 //!
 //! Like the authorization-code refresh, minting persists state from the edge path (the new token),
 //! one mint at a time under the application's refresh lock.
@@ -146,6 +146,9 @@ async fn provision_steps(app: &App, id: Uuid, created: &mut Option<i64>) -> Resu
         .ok_or_else(|| IssueError("provider deleted".into()))?;
     let integ = integration_of(&st, &p).ok_or_else(|| IssueError("integration missing".into()))?;
     drop(st);
+    if !integ.meta.active {
+        return Err(IssueError(format!("the integration '{}' is inactive", integ.meta.name)));
+    }
     let api = Api::of(&integ).ok_or_else(|| IssueError("integration incomplete".into()))?;
     let username = cfg_str(&p.config, "username").unwrap_or_default();
     let body = json!({"name": username, "username": username});
@@ -270,7 +273,6 @@ impl ManagedAccount {
             .to_string();
         let token_id = v.get("id").cloned().unwrap_or(Value::Null);
         let exp = Timestamp::from_secs(midnight);
-        let replaced = cfg_str(&p.config, "tokenId").map(str::to_string);
         let (t2, for_) = (token.clone(), token_for(&p));
         update(app, self.id, move |p| {
             p.secrets.set("token", t2);
@@ -283,9 +285,7 @@ impl ManagedAccount {
             p.config.insert("tokenFor".into(), json!(for_));
         })
         .await?;
-        if let Some(old) = replaced {
-            spawn_revoke(app, api, old);
-        }
+        // A replaced token is left to expire: workloads may still hold it until its `expiresAt`.
         Ok(credential(token, exp))
     }
 }

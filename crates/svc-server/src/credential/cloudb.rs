@@ -164,9 +164,10 @@ impl KeyVaultValue {
         let vault = cfg_str(&integ.config, "keyVaultName").unwrap_or_default().to_string();
         // Keyed like every reused credential (§4.8): the assertion names the policy and workloads.
         let key = format!(
-            "kv-token:{}:{}:{}:{}:{}:{}",
+            "kv-token:{}:{}:{}:{}:{}:{}:{}",
             integ.meta.id,
             integ.meta.modified_at.millis(),
+            cx.credential_provider,
             cx.access_policy,
             cx.server_workload,
             cx.trust_provider,

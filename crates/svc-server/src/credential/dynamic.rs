@@ -88,7 +88,6 @@ pub fn resolve(template: &str, values: Option<&Values<'_>>) -> Result<String, St
     Ok(out)
 }
 
-/// Checks an expression template's syntax on write (balanced `${…}`, known roots).
 /// The environment variables a request reports (§4.1 ClientWorkloadDetails `os.environment`).
 const ENV_VARS: &[&str] = &[
     "ORCH_POD_NAME",
@@ -97,6 +96,7 @@ const ENV_VARS: &[&str] = &[
     "SVC_RESOURCE_SET_ID",
 ];
 
+/// Checks an expression template's syntax on write (balanced `${…}`, known roots).
 pub fn check_template(template: &str) -> Result<(), String> {
     let mut rest = template;
     while let Some(start) = rest.find("${") {

@@ -122,6 +122,10 @@ impl IssuedJwt {
         let sub = prepared.get("subject").unwrap_or(&self.subject);
         let (mut c, exp) = assertion::claims(cx, sub, &self.audience, self.lifetime, !self.svid);
         apply_claims(&mut c, &self.claims, prepared);
+        if self.svid {
+            // A JWT-SVID's `sub` is its SPIFFE ID, whatever custom claims an older record holds.
+            c.insert("sub".into(), json!(sub));
+        }
         let token = assertion::sign(cx.app, self.alg, &c);
         Issued::Credential {
             credential_type: CredentialType::OAuthToken,

@@ -160,9 +160,14 @@ impl CompiledCredential {
     }
 
     pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
+        self.issue_with(prepared, cx, true).await
+    }
+
+    /// Issues, reusing a cached upstream credential only when `reuse` (verification never does).
+    async fn issue_with(&self, prepared: &Prepared, cx: &IssueCx<'_>, reuse: bool) -> Result<Issued, IssueError> {
         // Everything an assertion's claims name is part of the key: a credential obtained for
         // one policy, server workload or attestation is never handed out for another.
-        let key = self.cacheable().then(|| {
+        let key = (reuse && self.cacheable()).then(|| {
             format!(
                 "{}:{}:{}:{}:{}:{}",
                 self.id,
@@ -247,7 +252,7 @@ pub async fn verify(app: &App, c: &CompiledCredential) -> Result<(), String> {
     let prepared = c
         .prepare(&cx)
         .map_err(|expr| format!("{expr} can only be resolved for a workload request"))?;
-    match c.issue(&prepared, &cx).await {
+    match c.issue_with(&prepared, &cx, false).await {
         Ok(Issued::Credential { .. }) => Ok(()),
         Ok(Issued::Nothing(reason)) => Err(reason),
         Err(IssueError(reason)) => Err(reason),

@@ -378,7 +378,8 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         // other given keys replace theirs.
         if let Ok(Value::Object(given)) = serde_json::from_str::<Value>(text) {
             for (k, v) in given {
-                if v.is_null() || (v == "" && !fields.contains_key(&k)) {
+                let blank = v.as_str().is_some_and(|t| t.trim().is_empty());
+                if v.is_null() || (blank && !fields.contains_key(&k)) {
                     p.config.remove(&k);
                 }
             }
