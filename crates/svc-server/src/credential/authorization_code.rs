@@ -95,7 +95,7 @@ impl AuthorizationCode {
             ));
         }
         // One refresh at a time: a rotated refresh token must not be spent twice.
-        let _g = cx.app.refresh_lock.lock().await;
+        let _g = super::renewal_lock(cx.app, self.id).await?;
         let current = lookup(&cx.app.state()).ok_or_else(|| IssueError("provider no longer exists".into()))?;
         if let Some((token, exp)) = stored_access(&current, crate::clock::now_millis()) {
             return Ok(credential(token, exp));

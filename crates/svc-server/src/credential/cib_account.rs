@@ -240,7 +240,7 @@ impl ManagedAccount {
         if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
             return Ok(credential(t, exp));
         }
-        let _g = app.refresh_lock.lock().await;
+        let _g = super::renewal_lock(app, self.id).await?;
         let p = lookup().ok_or_else(|| IssueError("provider no longer exists".into()))?;
         if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
             return Ok(credential(t, exp));

@@ -231,6 +231,35 @@ pub fn compile(p: &CredentialProvider) -> CompiledCredential {
     }
 }
 
+/// Held while a stored upstream credential is renewed (authorization-code refresh, ciB mint).
+pub struct RenewalGuard<'a> {
+    _node: tokio::sync::MutexGuard<'a, ()>,
+    _cluster: Option<crate::store::ClusterLock>,
+}
+
+/// One renewal of a provider at a time: on this node (the refresh lock) and across nodes (a
+/// database lock on PostgreSQL), after which the state has caught up with other nodes' writes, so a
+/// token another node just stored is seen instead of renewed again (a spent rotating refresh token
+/// would otherwise be presented twice).
+pub async fn renewal_lock<'a>(app: &'a App, provider: Uuid) -> Result<RenewalGuard<'a>, IssueError> {
+    let node = app.refresh_lock.lock().await;
+    let cluster = app
+        .store
+        .cluster_lock(&format!("svc-renewal:{provider}"))
+        .await
+        .map_err(|e| IssueError(format!("renewal lock: {e}")))?;
+    if cluster.is_some() {
+        let _w = app.write_lock.lock().await;
+        crate::service::load::sync_changes(app)
+            .await
+            .map_err(|e| IssueError(format!("catching up before renewal: {e}")))?;
+    }
+    Ok(RenewalGuard {
+        _node: node,
+        _cluster: cluster,
+    })
+}
+
 /// `GET …/verification`: one real issuance whose result is discarded (§3.5). An X.509-SVID
 /// provider signs a certificate for a throw-away key, since no workload sent a CSR.
 pub async fn verify(app: &App, c: &CompiledCredential) -> Result<(), String> {

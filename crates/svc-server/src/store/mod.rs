@@ -181,6 +181,22 @@ impl Store {
         Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
     }
 
+    /// A lock shared by every node (PostgreSQL advisory transaction lock on a hash of `name`),
+    /// held until the guard is dropped. SQLite serves one node: no lock, `None`.
+    pub async fn cluster_lock(&self, name: &str) -> Result<Option<ClusterLock>> {
+        if self.dialect != Dialect::Postgres {
+            return Ok(None);
+        }
+        let digest = crate::crypto::sha256(name.as_bytes());
+        let key = i64::from_be_bytes(digest[..8].try_into().expect("8 bytes"));
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(key)
+            .execute(&mut *tx)
+            .await?;
+        Ok(Some(ClusterLock { _tx: tx }))
+    }
+
     pub async fn begin(&self) -> Result<StoreTx> {
         Ok(StoreTx {
             tx: self.pool.begin().await?,
@@ -285,6 +301,11 @@ fn entity_row(r: &AnyRow) -> EntityRow {
         secrets: r.get(5),
         updated_at: r.get(6),
     }
+}
+
+/// A held [`Store::cluster_lock`]; dropping it ends its transaction, which releases the lock.
+pub struct ClusterLock {
+    _tx: Transaction<'static, Any>,
 }
 
 /// A write transaction over configuration entities and their audit entries.

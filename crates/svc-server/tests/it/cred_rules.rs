@@ -287,3 +287,81 @@ async fn an_inactive_integration_gives_no_credential() {
         "{ev}"
     );
 }
+
+/// A token endpoint whose refresh tokens rotate and can be spent once (a spent one is
+/// `invalid_grant`), counting refreshes in the access token it returns.
+fn rotating(s: &Seen) -> (u16, Value) {
+    use std::sync::Mutex;
+    static CURRENT: Mutex<Option<(String, u32)>> = Mutex::new(None);
+    let mut cur = CURRENT.lock().unwrap();
+    match s.form_value("grant_type").as_deref() {
+        Some("authorization_code") => {
+            *cur = Some(("rt-0".into(), 0));
+            (
+                200,
+                json!({"access_token": "at-0", "refresh_token": "rt-0", "expires_in": 30}),
+            )
+        }
+        Some("refresh_token") => match cur.as_mut() {
+            Some((rt, n)) if s.form_value("refresh_token").as_deref() == Some(rt.as_str()) => {
+                *n += 1;
+                *rt = format!("rt-{n}");
+                (
+                    200,
+                    json!({"access_token": format!("at-{n}"), "refresh_token": rt.clone(), "expires_in": 30}),
+                )
+            }
+            _ => (
+                400,
+                json!({"error": "invalid_grant", "error_description": "refresh token spent"}),
+            ),
+        },
+        _ => (400, json!({"error": "unsupported_grant_type"})),
+    }
+}
+
+#[tokio::test]
+async fn two_nodes_never_spend_a_rotating_refresh_token_twice() {
+    if !crate::harness::use_postgres() {
+        eprintln!("multi-node renewal runs in the PostgreSQL pass only (SQLite serves one node)");
+        return;
+    }
+    let fake = Recorder::start(Answer::Func(rotating)).await;
+    let a = TestApp::start().await;
+    let rig = Rig::new(&a).await;
+    let cp = rig
+        .provider(&a, json!({"type": "oauth-authorization-code", "name": "ac", "isActive": true, "clientID": "c", "clientSecret": "s",
+                             "oAuthUrl": fake.url, "authorizationUrl": format!("{}/auth", fake.url), "tokenUrl": format!("{}/token", fake.url)}))
+        .await;
+    rig.attach(&a, &cp).await;
+    let r = a.get(&format!("/api/v2/credential-providers/{cp}/authorize")).await;
+    let loc = r.header("location").unwrap().to_string();
+    let state = url::Url::parse(&loc)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .to_string();
+    a.send(a.client.get(a.url(&format!(
+        "/api/v1/credential-providers/{cp}/callback?code=c&state={state}"
+    ))))
+    .await
+    .expect(200);
+    let b = a.join().await;
+    // Tokens live 30 s (< the 60 s margin): every request renews. Both nodes at once, repeatedly.
+    let body = json!({"client": {"oidc": {"identityToken": rig.id_token}}, "server": {"host": rig.host, "port": 443}, "credentialType": "OAuthToken"});
+    for _ in 0..5 {
+        let (ra, rb) = tokio::join!(
+            crate::edge_support::credentials(&a, &rig.access, body.clone()),
+            crate::edge_support::credentials(&b, &rig.access, body.clone())
+        );
+        assert_eq!((ra.status, rb.status), (200, 200), "{} / {}", ra.text, rb.text);
+    }
+    let spent = fake
+        .seen()
+        .iter()
+        .filter(|s| s.form_value("grant_type").as_deref() == Some("refresh_token"))
+        .count();
+    assert_eq!(spent, 10, "one refresh per request, none with a spent token");
+}

@@ -237,6 +237,17 @@ impl TestApp {
         Self::launch(dir, db, env, public, |_| {}).await
     }
 
+    /// A second node on the same database and keys (PostgreSQL multi-node), with the same public
+    /// URL, on its own port. The first node keeps ownership of the directory.
+    #[allow(dead_code)]
+    pub async fn join(&self) -> TestApp {
+        let env = self.env.clone();
+        let public = env.get("SVC_PUBLIC_URL").cloned();
+        let mut node = Self::launch(self.dir.clone(), self.db_url.clone(), env, public, |_| {}).await;
+        node.dir = PathBuf::new();
+        node
+    }
+
     pub async fn shutdown(&mut self) {
         if let Some(s) = self.stop.take() {
             let _ = s.send(());
