@@ -226,6 +226,7 @@ BENCH_HEADER_VALUE=
 point() {
   local name=$1 conc=$2 url=$3 method=$4 pool=$5 header=$6 dur=${7:-$DURATION} record=${8:-1}
   local logf=$OUT/wrk-$name-c$conc.log perf_pid=
+  CPU_BEFORE=$(cpu_ticks "$SERVER_PID")
   ((record)) || logf=$OUT/wrk-$name-warmup.log
   # BENCH_PERF=1: a CPU profile of the server during each recorded Svc point at c=10.
   if [[ -n ${BENCH_PERF:-} ]] && ((record)) && [[ $name == svc.* && $conc == 10 ]]; then
@@ -270,7 +271,12 @@ measure() {
   done
 }
 
-# Counts of stored events; waits until the event writer has drained (counts stable).
+# CPU time (user + system, clock ticks) a process has used.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+CPU_BEFORE=0
+
+# Counts of stored events, once the event writer has drained (counts stable for 0.6 s), and the
+# seconds it took from the call until the last change.
 SVC_DB=$OUT/svc-data/svc.db
 event_counts() {
   "$PY" - "$SVC_DB" <<'PY'
@@ -282,33 +288,44 @@ def counts():
                      for t in ("authorization_events", "workload_events"))
     finally:
         c.close()
-prev, stable = None, 0
-for _ in range(600):
+t0 = time.monotonic()
+prev, stable, changed = None, 0, 0.0
+for _ in range(3000):
     cur = counts()
-    stable = stable + 1 if cur == prev else 0
+    if cur == prev:
+        stable += 1
+    else:
+        stable, changed = 0, time.monotonic() - t0
     if stable >= 3:
         break
     prev = cur
     time.sleep(0.2)
-print(*cur)
+print(*cur, f"{changed:.1f}")
 PY
 }
-EVENTS_BEFORE="0 0"
+EVENTS_BEFORE="0 0 0"
+# after_point NAME: waits for the event writer to drain, then adds to the point's result the
+# events stored during it, how long the backlog took to drain after wrk stopped, and svc's CPU
+# time per request over the point and the drain (so work deferred to the writer is counted).
 after_point() {
-  [[ $1 == svc.* ]] || return 0
-  local now
-  now=$(event_counts)
-  "$PY" - "$RESULTS" "$EVENTS_BEFORE" "$now" <<'PY'
+  local now="0 0 0" cpu
+  if [[ $1 == svc.* ]]; then now=$(event_counts); fi
+  cpu=$(cpu_ticks "$SERVER_PID")
+  "$PY" - "$RESULTS" "$EVENTS_BEFORE" "$now" "$CPU_BEFORE" "$cpu" "$(getconf CLK_TCK)" <<'PY'
 import json, sys
 path = sys.argv[1]
 lines = open(path).read().splitlines()
 r = json.loads(lines[-1])
-b, a = list(map(int, sys.argv[2].split())), list(map(int, sys.argv[3].split()))
-r["auth_events"], r["workload_events"] = a[0] - b[0], a[1] - b[1]
+b, a = sys.argv[2].split(), sys.argv[3].split()
+if r["name"].startswith("svc."):
+    r["auth_events"], r["workload_events"] = int(a[0]) - int(b[0]), int(a[1]) - int(b[1])
+    r["drain_s"] = float(a[2])
+ticks = int(sys.argv[5]) - int(sys.argv[4])
+r["cpu_us_per_req"] = ticks / int(sys.argv[6]) * 1e6 / max(r["requests"], 1)
 lines[-1] = json.dumps(r)
 open(path, "w").write("\n".join(lines) + "\n")
 PY
-  EVENTS_BEFORE=$now
+  if [[ $1 == svc.* ]]; then EVENTS_BEFORE=$now; fi
 }
 
 # ------------------------------------------------------------------------------------------------
@@ -316,7 +333,8 @@ PY
 
 log "issuer on $ISSUER; minting $ID_TOKENS ID tokens"
 "$PY" "$BENCH/lib/issuer.py" keygen "$OUT/issuer"
-on_load "$PY" "$BENCH/lib/issuer.py" serve "$OUT/issuer" "$ISSUER_PORT" >"$OUT/issuer.log" 2>&1 &
+# (taskset directly, not through a shell function: $! must be the issuer itself for cleanup)
+taskset -c "$LOAD_CPU" "$PY" "$BENCH/lib/issuer.py" serve "$OUT/issuer" "$ISSUER_PORT" >"$OUT/issuer.log" 2>&1 &
 PIDS+=($!)
 "$PY" "$BENCH/lib/issuer.py" mint "$OUT/issuer" --iss "$ISSUER" --aud "$SVC" --sub system:job:bench \
   --count "$ID_TOKENS" --ttl 7200 --out "$OUT/id-tokens.txt"
@@ -326,6 +344,7 @@ for _ in $(seq 1 100); do curl -sf -o /dev/null "$ISSUER/jwks" && break || sleep
 # Svc
 
 SVC_PID=
+SERVER_PID=
 start_svc() {
   local since
   since=$(date +%s%N)
@@ -336,6 +355,7 @@ start_svc() {
     SVC_EDGE_CREDENTIALS_RATE=10000000 SVC_EDGE_CREDENTIALS_BURST=10000000 \
     taskset -c "$SERVER_CPU" "$SVC_BIN" serve >>"$OUT/svc.log" 2>&1 &
   SVC_PID=$!
+  SERVER_PID=$SVC_PID
   PIDS+=("$SVC_PID")
   STARTUP=$("$PY" "$BENCH/lib/svcbench.py" wait-healthy --base "$SVC" --since-ns "$since" --timeout 120)
 }
@@ -399,6 +419,7 @@ if ((BAO)); then
   env HOME="$OUT/bao-home" GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$BAO_BIN" server -dev \
     -dev-root-token-id=root -dev-listen-address="127.0.0.1:$BAO_PORT" >"$OUT/bao.log" 2>&1 &
   BAO_PID=$!
+  SERVER_PID=$BAO_PID
   PIDS+=("$BAO_PID")
   for _ in $(seq 1 300); do curl -sf -o /dev/null "$BAO_ADDR/v1/sys/health" && break || sleep 0.1; done
   BAO_TOKEN=$("$PY" "$BENCH/lib/svcbench.py" bao-configure --addr "$BAO_ADDR" --issuer "$ISSUER" \

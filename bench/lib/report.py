@@ -38,8 +38,8 @@ def main() -> int:
       f"{run['access_tokens']} distinct edge access tokens; Svc rate limits raised to 10,000,000/s "
       f"(SVC_EDGE_AUTH_RATE/BURST, SVC_EDGE_CREDENTIALS_RATE/BURST) so no request is answered 429.")
     w("")
-    w("| point | conc | req/s | p50 ms | p99 ms | events stored / req |")
-    w("|---|---:|---:|---:|---:|---:|")
+    w("| point | conc | req/s | p50 ms | p99 ms | server CPU µs/req | events stored / req | event drain s |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
     expected = {"svc.auth": "1", "svc.cred": "3+1"}
     for (name, c), p in points.items():
         ev = ""
@@ -47,7 +47,9 @@ def main() -> int:
             a, wl = p["auth_events"] / p["requests"], p["workload_events"] / p["requests"]
             want = expected.get(name.split("@")[0], "0")
             ev = f"{a:.2f}" + (f"+{wl:.2f}" if wl else "") + f" (want {want})"
-        w(f"| {name} | {c} | {p['rps']:,.0f} | {p['p50_us'] / 1000:.2f} | {p['p99_us'] / 1000:.2f} | {ev} |")
+        cpu = f"{p['cpu_us_per_req']:.0f}" if "cpu_us_per_req" in p else ""
+        drain = f"{p['drain_s']:.1f}" if "drain_s" in p and name != "svc.health" else ""
+        w(f"| {name} | {c} | {p['rps']:,.0f} | {p['p50_us'] / 1000:.2f} | {p['p99_us'] / 1000:.2f} | {cpu} | {ev} | {drain} |")
     w("")
 
     def fmt(x, pct=False):
