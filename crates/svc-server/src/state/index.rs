@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use imbl::{HashMap, OrdSet};
+use imbl::{HashMap, OrdMap, OrdSet};
 use uuid::Uuid;
 
 use crate::credential::CompiledCredential;
@@ -21,6 +21,8 @@ pub type IdentKey = (Uuid, &'static str, Option<String>, String);
 /// (resource set, lower-cased host or wildcard suffix, requested port, transport).
 pub type EndpointKey = (Uuid, String, i32, String);
 
+/// The big maps (one entry per workload or policy) are B-trees (`OrdMap`), whose dense leaves cost
+/// far less memory per entry than a hash trie's nodes; lookups stay O(log n).
 #[derive(Clone, Default)]
 pub struct Indexes {
     /// Lower-cased e-mail → user id.
@@ -30,19 +32,19 @@ pub struct Indexes {
     /// Credential providers compiled for the edge.
     pub credentials: HashMap<Uuid, Arc<CompiledCredential>>,
     /// Client workloads by the values of their index identity group.
-    pub clients_by_identity: HashMap<IdentKey, IdSet>,
+    pub clients_by_identity: OrdMap<IdentKey, IdSet>,
     /// Per resource set: the (type, key) groups used as index keys, with their workload counts.
     pub identity_groups: HashMap<Uuid, HashMap<(&'static str, Option<String>), u32>>,
     /// Per resource set: client workloads with no indexable identity (evaluated one by one).
-    pub clients_scan: HashMap<Uuid, IdSet>,
+    pub clients_scan: OrdMap<Uuid, IdSet>,
     /// Server workloads by exact host.
-    pub servers_exact: HashMap<EndpointKey, IdSet>,
+    pub servers_exact: OrdMap<EndpointKey, IdSet>,
     /// Server workloads by wildcard suffix (`*.example.com` → `example.com`).
-    pub servers_wildcard: HashMap<EndpointKey, IdSet>,
+    pub servers_wildcard: OrdMap<EndpointKey, IdSet>,
     /// Policies by (client workload, server workload).
-    pub policies_by_pair: HashMap<(Uuid, Uuid), IdSet>,
+    pub policies_by_pair: OrdMap<(Uuid, Uuid), IdSet>,
     /// Entity (workload, provider, condition …) → policies that reference it.
-    pub policy_refs: HashMap<Uuid, IdSet>,
+    pub policy_refs: OrdMap<Uuid, IdSet>,
 }
 
 /// The ids under one index key. Nearly every key of the big indexes (an identity value, a host, a
@@ -139,7 +141,7 @@ impl<'a> IntoIterator for &'a IdSet {
     }
 }
 
-fn set_add<K: std::hash::Hash + Eq + Clone>(m: &mut HashMap<K, IdSet>, k: K, id: Uuid) {
+fn set_add<K: Ord + Clone>(m: &mut OrdMap<K, IdSet>, k: K, id: Uuid) {
     match m.get_mut(&k) {
         Some(s) => s.insert(id),
         None => {
@@ -148,7 +150,7 @@ fn set_add<K: std::hash::Hash + Eq + Clone>(m: &mut HashMap<K, IdSet>, k: K, id:
     }
 }
 
-fn set_remove<K: std::hash::Hash + Eq + Clone>(m: &mut HashMap<K, IdSet>, k: &K, id: &Uuid) {
+fn set_remove<K: Ord + Clone>(m: &mut OrdMap<K, IdSet>, k: &K, id: &Uuid) {
     let empty = match m.get_mut(k) {
         Some(s) => s.remove(id),
         None => false,
