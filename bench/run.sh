@@ -399,12 +399,17 @@ if ((BIG > MID)); then
   load_policies "$BIG"
 fi
 extra mem_after_$BIG "$(mem)"
-log "restarting svc with $BIG policies in the database"
-stop_pid "$SVC_PID"
-start_svc
-extra startup_$BIG "$STARTUP"
+# Start-up with BIG policies, three times (the first start after heavy writing can find much of
+# the database out of the page cache); the report judges the median.
+STARTUPS=()
+for i in 1 2 3; do
+  stop_pid "$SVC_PID"
+  start_svc
+  STARTUPS+=("$STARTUP")
+  log "svc healthy after ${STARTUP}s with $BIG policies; $(mem)"
+done
+extra startup_$BIG "[$(IFS=,; echo "${STARTUPS[*]}")]"
 extra mem_start_$BIG "$(mem)"
-log "svc healthy after ${STARTUP}s with $BIG policies; $(mem)"
 EVENTS_BEFORE=$(event_counts)
 measure "svc.cred@$BIG" "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
 extra mem_end_$BIG "$(mem)"

@@ -93,7 +93,12 @@ def main() -> int:
         if mib(k) is not None:
             w(f"| {label} | {mib(k):.0f} MiB (RSS now {mib(k, 'VmRSS'):.0f} MiB) |")
     st = extra.get(f"startup_{big}")
-    if st is not None:
+    if isinstance(st, list):
+        starts = [float(x) for x in st]
+        st = sorted(starts)[len(starts) // 2]
+        w(f"| start-up with {big:,} policies (exec to Healthy), three starts | "
+          f"{', '.join(f'{x:.2f}' for x in starts)} s (median {st:.2f} s) |")
+    elif st is not None:
         w(f"| start-up with {big:,} policies (exec to Healthy) | {float(st):.2f} s |")
     w("")
 
@@ -114,7 +119,7 @@ def main() -> int:
         ("/edge/v1/credentials ≥ 50% of health (both c)", worst(ratios[2][1]), lambda v: v >= 0.5, lambda v: fmt(v, True)),
         (f"/edge/v1/credentials at {big:,} policies ≥ 90% of 10 (both c)", worst(ratios[4][1]), lambda v: v >= 0.9, lambda v: fmt(v, True)),
         (f"peak RSS ≤ 300 MB with {big:,} policies", peak_big, lambda v: v * 1.048576 <= 300, lambda v: f"{v * 1.048576:.0f} MB"),
-        (f"start-up ≤ 5 s with {big:,} policies", float(st) if st is not None else None, lambda v: v <= 5, lambda v: f"{v:.2f} s"),
+        (f"start-up ≤ 5 s with {big:,} policies (median of 3)", float(st) if st is not None else None, lambda v: v <= 5, lambda v: f"{v:.2f} s"),
         ("p99 /edge/v1/auth ≤ 2 ms at c=10", p99("svc.auth", 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
         ("p99 /edge/v1/credentials ≤ 2 ms at c=10 (10 policies)", p99(cred10, 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
         (f"p99 /edge/v1/credentials ≤ 2 ms at c=10 ({big:,} policies)", p99(credbig, 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
