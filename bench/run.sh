@@ -222,10 +222,28 @@ log "mode $MODE, ${DURATION}s per point, load average $(cut -d' ' -f1-3 /proc/lo
 
 BENCH_HEADER_VALUE=
 
+# settle: waits (at most 120 s) until the server under test is idle, i.e. used under 4% of a CPU
+# in each of two consecutive half seconds, so background work (an event backlog, start-up jobs)
+# never overlaps a measurement. Sets SETTLED to the seconds waited.
+settle() {
+  local t0=$SECONDS a b quiet=0
+  a=$(cpu_ticks "$SERVER_PID")
+  while ((SECONDS - t0 < 120)); do
+    sleep 0.5
+    b=$(cpu_ticks "$SERVER_PID")
+    if ((b - a <= 2)); then quiet=$((quiet + 1)); else quiet=0; fi
+    a=$b
+    ((quiet >= 2)) && break
+  done
+  SETTLED=$((SECONDS - t0))
+}
+
 # point NAME CONC URL METHOD POOL HEADER: one measurement; appends a JSON line to results.jsonl.
 point() {
   local name=$1 conc=$2 url=$3 method=$4 pool=$5 header=$6 dur=${7:-$DURATION} record=${8:-1}
   local logf=$OUT/wrk-$name-c$conc.log perf_pid=
+  settle
+  ((SETTLED <= 2)) || log "$name: waited ${SETTLED}s for the server to be idle"
   CPU_BEFORE=$(cpu_ticks "$SERVER_PID")
   ((record)) || logf=$OUT/wrk-$name-warmup.log
   # BENCH_PERF=1: a CPU profile of the server during each recorded Svc point at c=10.
