@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one test command (README, .ci/run). See docs/TESTING.md.
 #
-#   scripts/test.sh [--quick] [-- ARGS...]
+#   scripts/test.sh [--quick] [--no-bench] [-- ARGS...]
 #
 # Stages, in order; the first failure stops the run and is named at the end:
 #   peers      scripts/peers.sh start + check (stopped again on exit, whatever happens)
@@ -9,6 +9,8 @@
 #   clippy     cargo clippy --workspace --all-targets -- -D warnings (skipped with --quick)
 #   test-sqlite    cargo test --workspace ARGS      with SVC_TEST_DATABASE unset (SQLite)
 #   test-postgres  cargo test --workspace --test it ARGS   with SVC_TEST_DATABASE=postgres
+#   bench-smoke    bench/run.sh --smoke with the debug svc (~45 s; skipped with --quick or
+#                  --no-bench): the benchmark harness still runs end to end; judges nothing
 #
 # ARGS after `--` go to both `cargo test` runs as they are: a test-name filter
 # (`scripts/test.sh --quick -- oidc`), or test-binary flags after a second `--`
@@ -22,13 +24,15 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-usage() { sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 QUICK=0
+BENCH=1
 EXTRA=()
 while (($#)); do
   case $1 in
   --quick) QUICK=1 ;;
+  --no-bench) BENCH=0 ;;
   -h | --help)
     usage
     exit 0
@@ -185,5 +189,19 @@ else
   stage clippy cargo clippy --workspace --all-targets -- -D warnings
 fi
 
+bench_smoke() {
+  cargo build -q -p svc-server --bin svc || return
+  bash "$ROOT/bench/run.sh" --smoke --svc-bin "${CARGO_TARGET_DIR:-$ROOT/target}/debug/svc" \
+    --out "${CARGO_TARGET_DIR:-$ROOT/target}/bench/smoke"
+}
+
 stage test-sqlite test_sqlite
 stage test-postgres test_postgres
+
+if ((QUICK)); then
+  skip bench-smoke --quick
+elif ((BENCH == 0)); then
+  skip bench-smoke --no-bench
+else
+  stage bench-smoke bench_smoke
+fi

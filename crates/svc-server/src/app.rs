@@ -18,6 +18,9 @@ use crate::issuer::{KeyRing, keys};
 use crate::state::State;
 use crate::store::Store;
 
+/// How long after start the first event-retention purge waits.
+const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
+
 /// Shared application state; cheap to clone.
 #[derive(Clone)]
 pub struct App(Arc<Inner>);
@@ -277,7 +280,17 @@ impl App {
                 if let Err(e) = app.reload_keys().await {
                     tracing::warn!(error = %e, "key reload failed");
                 }
-                let cutoff = now - 90 * 86_400_000;
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            }
+        });
+        // Event retention, hourly. The first purge waits: it scans the event tables, which a
+        // busy node holds millions of rows in, and a node that has just (re)started is taking
+        // over traffic (docs/PERFORMANCE.md).
+        let app = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(RETENTION_FIRST_DELAY).await;
+            loop {
+                let cutoff = crate::clock::now_millis() - 90 * 86_400_000;
                 if let Err(e) = app.store.purge_events(cutoff).await {
                     tracing::warn!(error = %e, "event retention purge failed");
                 }

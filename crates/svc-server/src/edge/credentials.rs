@@ -172,7 +172,7 @@ fn respond(d: &Decision) -> Response {
 /// Step 6: exact host first, then the longest wildcard suffix (§4.8).
 pub fn server_candidates(st: &Snapshot, rs: Uuid, host: &str, port: i32) -> Vec<Arc<ServerWorkload>> {
     let host = host.to_lowercase();
-    let active = |ids: Option<&imbl::OrdSet<Uuid>>| -> Vec<Arc<ServerWorkload>> {
+    let active = |ids: Option<&crate::state::index::IdSet>| -> Vec<Arc<ServerWorkload>> {
         ids.into_iter()
             .flatten()
             .filter_map(|id| st.server_workloads.get(id))

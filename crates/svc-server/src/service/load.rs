@@ -80,13 +80,20 @@ fn remove_from<T: Record>(st: &mut State, id: &Uuid) {
 /// Loads every entity. A row that cannot be read stops the start (never silently dropped).
 pub async fn load_state(store: &Store, cipher: &Cipher) -> Result<State, StoreError> {
     let mut st = State::default();
-    let rows = store.load_entities().await?;
-    // Independent entities first so indexes that resolve references see their targets.
-    let mut rows = rows;
-    rows.sort_by_key(|r| Kind::parse(&r.kind).map(|k| k as u8).unwrap_or(u8::MAX));
-    for row in &rows {
-        let kind = Kind::parse(&row.kind).ok_or_else(|| StoreError(format!("unknown entity kind {}", row.kind)))?;
-        for_kind!(kind, load_into(&mut st, row, cipher)).map_err(StoreError)?;
+    if let Some(k) = store
+        .entity_kinds()
+        .await?
+        .into_iter()
+        .find(|k| Kind::parse(k).is_none())
+    {
+        return Err(StoreError(format!("unknown entity kind {k}")));
+    }
+    // Kind by kind, independent entities first so indexes that resolve references see their
+    // targets; each row is parsed as it arrives (never all rows in memory at once).
+    for kind in Kind::ALL {
+        store
+            .each_entity(kind.as_str(), |row| for_kind!(kind, load_into(&mut st, &row, cipher)))
+            .await?;
     }
     Ok(st)
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use imbl::{HashMap, OrdSet};
+use imbl::{HashMap, OrdMap, OrdSet};
 use uuid::Uuid;
 
 use crate::credential::CompiledCredential;
@@ -21,6 +21,8 @@ pub type IdentKey = (Uuid, &'static str, Option<String>, String);
 /// (resource set, lower-cased host or wildcard suffix, requested port, transport).
 pub type EndpointKey = (Uuid, String, i32, String);
 
+/// The big maps (one entry per workload or policy) are B-trees (`OrdMap`), whose dense leaves cost
+/// far less memory per entry than a hash trie's nodes; lookups stay O(log n).
 #[derive(Clone, Default)]
 pub struct Indexes {
     /// Lower-cased e-mail → user id.
@@ -30,31 +32,127 @@ pub struct Indexes {
     /// Credential providers compiled for the edge.
     pub credentials: HashMap<Uuid, Arc<CompiledCredential>>,
     /// Client workloads by the values of their index identity group.
-    pub clients_by_identity: HashMap<IdentKey, OrdSet<Uuid>>,
+    pub clients_by_identity: OrdMap<IdentKey, IdSet>,
     /// Per resource set: the (type, key) groups used as index keys, with their workload counts.
     pub identity_groups: HashMap<Uuid, HashMap<(&'static str, Option<String>), u32>>,
     /// Per resource set: client workloads with no indexable identity (evaluated one by one).
-    pub clients_scan: HashMap<Uuid, OrdSet<Uuid>>,
+    pub clients_scan: OrdMap<Uuid, IdSet>,
     /// Server workloads by exact host.
-    pub servers_exact: HashMap<EndpointKey, OrdSet<Uuid>>,
+    pub servers_exact: OrdMap<EndpointKey, IdSet>,
     /// Server workloads by wildcard suffix (`*.example.com` → `example.com`).
-    pub servers_wildcard: HashMap<EndpointKey, OrdSet<Uuid>>,
+    pub servers_wildcard: OrdMap<EndpointKey, IdSet>,
     /// Policies by (client workload, server workload).
-    pub policies_by_pair: HashMap<(Uuid, Uuid), OrdSet<Uuid>>,
+    pub policies_by_pair: OrdMap<(Uuid, Uuid), IdSet>,
     /// Entity (workload, provider, condition …) → policies that reference it.
-    pub policy_refs: HashMap<Uuid, OrdSet<Uuid>>,
+    pub policy_refs: OrdMap<Uuid, IdSet>,
 }
 
-fn set_add<K: std::hash::Hash + Eq + Clone>(m: &mut HashMap<K, OrdSet<Uuid>>, k: K, id: Uuid) {
-    m.entry(k).or_default().insert(id);
+/// The ids under one index key. Nearly every key of the big indexes (an identity value, a host, a
+/// workload pair, a workload's policies) holds exactly one id, so that case is stored inline: a
+/// one-element `OrdSet` allocates a whole B-tree leaf (about 300 bytes), which at 100,000
+/// policies was hundreds of megabytes (docs/PERFORMANCE.md).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdSet {
+    One(Uuid),
+    Many(OrdSet<Uuid>),
 }
 
-fn set_remove<K: std::hash::Hash + Eq + Clone>(m: &mut HashMap<K, OrdSet<Uuid>>, k: &K, id: &Uuid) {
-    let empty = match m.get_mut(k) {
-        Some(s) => {
-            s.remove(id);
-            s.is_empty()
+impl IdSet {
+    pub fn len(&self) -> usize {
+        match self {
+            IdSet::One(_) => 1,
+            IdSet::Many(s) => s.len(),
         }
+    }
+
+    /// Always false for a set stored in an index (emptied sets are removed); kept for clippy.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn contains(&self, id: &Uuid) -> bool {
+        match self {
+            IdSet::One(x) => x == id,
+            IdSet::Many(s) => s.contains(id),
+        }
+    }
+
+    /// In ascending order, like the `OrdSet` it replaces.
+    pub fn iter(&self) -> IdIter<'_> {
+        match self {
+            IdSet::One(x) => IdIter::One(Some(x)),
+            IdSet::Many(s) => IdIter::Many(s.iter()),
+        }
+    }
+
+    fn insert(&mut self, id: Uuid) {
+        match self {
+            IdSet::One(x) if *x == id => {}
+            IdSet::One(x) => {
+                let first = *x;
+                *self = IdSet::Many(OrdSet::from(vec![first, id]));
+            }
+            IdSet::Many(s) => {
+                s.insert(id);
+            }
+        }
+    }
+
+    /// Removes `id`; `true` when the set is now empty (the caller drops the key).
+    fn remove(&mut self, id: &Uuid) -> bool {
+        match self {
+            IdSet::One(x) => x == id,
+            IdSet::Many(s) => {
+                s.remove(id);
+                match s.len() {
+                    0 => true,
+                    1 => {
+                        let last = *s.get_min().expect("one element");
+                        *self = IdSet::One(last);
+                        false
+                    }
+                    _ => false,
+                }
+            }
+        }
+    }
+}
+
+pub enum IdIter<'a> {
+    One(Option<&'a Uuid>),
+    Many(imbl::ordset::Iter<'a, Uuid, imbl::shared_ptr::DefaultSharedPtr>),
+}
+
+impl<'a> Iterator for IdIter<'a> {
+    type Item = &'a Uuid;
+    fn next(&mut self) -> Option<&'a Uuid> {
+        match self {
+            IdIter::One(x) => x.take(),
+            IdIter::Many(i) => i.next(),
+        }
+    }
+}
+
+impl<'a> IntoIterator for &'a IdSet {
+    type Item = &'a Uuid;
+    type IntoIter = IdIter<'a>;
+    fn into_iter(self) -> IdIter<'a> {
+        self.iter()
+    }
+}
+
+fn set_add<K: Ord + Clone>(m: &mut OrdMap<K, IdSet>, k: K, id: Uuid) {
+    match m.get_mut(&k) {
+        Some(s) => s.insert(id),
+        None => {
+            m.insert(k, IdSet::One(id));
+        }
+    }
+}
+
+fn set_remove<K: Ord + Clone>(m: &mut OrdMap<K, IdSet>, k: &K, id: &Uuid) {
+    let empty = match m.get_mut(k) {
+        Some(s) => s.remove(id),
         None => false,
     };
     if empty {
@@ -102,7 +200,7 @@ fn client_index(w: &ClientWorkload) -> ClientIndex {
 }
 
 /// Server endpoint index keys: exact host, or wildcard suffix.
-fn endpoint_key(w: &ServerWorkload) -> (bool, EndpointKey) {
+pub fn endpoint_key(w: &ServerWorkload) -> (bool, EndpointKey) {
     let host = w.endpoint.host.to_lowercase();
     let rs = w.meta.scope();
     let port = w.endpoint.requested_port;

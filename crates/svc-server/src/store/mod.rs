@@ -153,6 +153,32 @@ impl Store {
         Ok(rows.iter().map(entity_row).collect())
     }
 
+    /// The distinct kinds of the stored entities.
+    pub async fn entity_kinds(&self) -> Result<Vec<String>> {
+        let rows = sqlx::query("SELECT DISTINCT kind FROM entities")
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.iter().map(|r| r.get::<String, _>(0)).collect())
+    }
+
+    /// Hands every entity of one kind to `f`, one row at a time, as the database returns them:
+    /// start-up reads hundreds of thousands of rows, and holding them all at once (as
+    /// [`Store::load_entities`] does) tripled its peak memory. The first error of `f` stops the read.
+    pub async fn each_entity(
+        &self,
+        kind: &str,
+        mut f: impl FnMut(EntityRow) -> std::result::Result<(), String>,
+    ) -> Result<()> {
+        use futures_util::TryStreamExt;
+        let mut rows = sqlx::query("SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1")
+            .bind(kind)
+            .fetch(&self.pool);
+        while let Some(r) = rows.try_next().await? {
+            f(entity_row(&r)).map_err(StoreError)?;
+        }
+        Ok(())
+    }
+
     pub async fn load_entity(&self, kind: &str, id: &str) -> Result<Option<EntityRow>> {
         let row = sqlx::query(
             "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2",

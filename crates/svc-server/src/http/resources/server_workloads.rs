@@ -245,8 +245,22 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
     if !w.meta.active {
         return Ok(());
     }
-    let clash = st.in_rs::<ServerWorkload>(w.meta.rs).find(|o| {
+    // Candidates from the endpoint index (same resource set, lower-cased host, port, transport): a
+    // superset of the clashes, so loading n workloads no longer scans n workloads each time.
+    let (wildcard, key) = crate::state::index::endpoint_key(w);
+    let index = if wildcard {
+        &st.idx.servers_wildcard
+    } else {
+        &st.idx.servers_exact
+    };
+    let mut candidates = index
+        .get(&key)
+        .into_iter()
+        .flatten()
+        .filter_map(|id| st.server_workloads.get(id));
+    let clash = candidates.find(|o| {
         o.meta.id != w.meta.id
+            && o.meta.rs == w.meta.rs
             && o.meta.active
             && o.endpoint.host.eq_ignore_ascii_case(&w.endpoint.host)
             && o.endpoint.requested_port == w.endpoint.requested_port

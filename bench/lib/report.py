@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""Prints the benchmark's table (Markdown) from a run directory: run.json and results.jsonl as
+written by bench/run.sh. The issue-6 targets are judged here, and only here (never in tests)."""
+import json
+import sys
+
+
+def main() -> int:
+    d = sys.argv[1]
+    run = json.load(open(f"{d}/run.json"))
+    points, extra = {}, {}
+    for line in open(f"{d}/results.jsonl"):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if "extra" in r:
+            extra[r["extra"]] = r["value"]
+        else:
+            points[(r["name"], r["conc"])] = r
+    smoke = run["mode"] == "smoke"
+    _, mid, big = run["policies"]
+    concs = sorted({c for _, c in points})
+
+    def rps(name, c):
+        p = points.get((name, c))
+        return p["rps"] if p else None
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    out = []
+    w = out.append
+    w(f"## {run['date']} · commit {run['commit']} · {run['mode']} run")
+    w("")
+    lb, la = run.get("load_before", ["?"] * 3), run.get("load_after", ["?"] * 3)
+    w(f"Load average before {' '.join(lb)}, after {' '.join(la)}; {run['cpus']} CPUs; server on CPU 0, "
+      f"`wrk -t1` on CPU 1; {run['duration_s']} s per point after a warm-up; {run['id_tokens']} distinct ID tokens, "
+      f"{run['access_tokens']} distinct edge access tokens; Svc rate limits raised to 10,000,000/s "
+      f"(SVC_EDGE_AUTH_RATE/BURST, SVC_EDGE_CREDENTIALS_RATE/BURST) so no request is answered 429.")
+    w("")
+    w("| point | conc | req/s | p50 ms | p99 ms | server CPU µs/req | events stored / req | event drain s |")
+    w("|---|---:|---:|---:|---:|---:|---:|---:|")
+    expected = {"svc.auth": "1", "svc.cred": "3+1"}
+    for (name, c), p in points.items():
+        ev = ""
+        if "auth_events" in p and p["requests"]:
+            a, wl = p["auth_events"] / p["requests"], p["workload_events"] / p["requests"]
+            want = expected.get(name.split("@")[0], "0")
+            ev = f"{a:.2f}" + (f"+{wl:.2f}" if wl else "") + f" (want {want})"
+        cpu = f"{p['cpu_us_per_req']:.0f}" if "cpu_us_per_req" in p else ""
+        drain = f"{p['drain_s']:.1f}" if "drain_s" in p and name != "svc.health" else ""
+        w(f"| {name} | {c} | {p['rps']:,.0f} | {p['p50_us'] / 1000:.2f} | {p['p99_us'] / 1000:.2f} | {cpu} | {ev} | {drain} |")
+    w("")
+
+    def fmt(x, pct=False):
+        if x is None:
+            return "n/a"
+        return f"{x * 100:.0f}%" if pct else f"{x:.1f}x"
+
+    cred10, credmid, credbig = "svc.cred@10", f"svc.cred@{mid}", f"svc.cred@{big}"
+    ratios = [
+        ("/edge/v1/auth ÷ OpenBao jwt login", [ratio(rps("svc.auth", c), rps("bao.jwt-login", c)) for c in concs], False),
+        ("/edge/v1/credentials (10 policies) ÷ OpenBao kv-v2 read", [ratio(rps(cred10, c), rps("bao.kv-read", c)) for c in concs], False),
+        ("/edge/v1/credentials (10 policies) ÷ Svc health", [ratio(rps(cred10, c), rps("svc.health", c)) for c in concs], True),
+        (f"/edge/v1/credentials {mid:,} ÷ 10 policies", [ratio(rps(credmid, c), rps(cred10, c)) for c in concs], True),
+        (f"/edge/v1/credentials {big:,} ÷ 10 policies", [ratio(rps(credbig, c), rps(cred10, c)) for c in concs], True),
+    ]
+    w("| ratio | " + " | ".join(f"c={c}" for c in concs) + " |")
+    w("|---|" + "---:|" * len(concs))
+    if mid == big:
+        ratios[3] = (ratios[3][0], [None] * len(concs), True)
+    for label, vals, pct in [r for r in ratios if any(v is not None for v in r[1]) or "OpenBao" in r[0]]:
+        w(f"| {label} | " + " | ".join(fmt(v, pct) for v in vals) + " |")
+    w("")
+
+    def mib(key, field="VmHWM"):
+        v = extra.get(key)
+        return v.get(field) if isinstance(v, dict) else None
+
+    w("| memory and start-up | value |")
+    w("|---|---:|")
+    for k, label in dict.fromkeys([(f"load_{mid}", f"loading to {mid:,} policies (management API)"),
+                                   (f"load_{big}", f"loading to {big:,} policies (management API)")]):
+        v = extra.get(k)
+        if isinstance(v, dict):
+            w(f"| {label} | {v['added']:,} policies in {v['seconds']} s ({v['writes_per_s']:,.0f} writes/s) |")
+    rows = [(f"mem_after_{mid}", f"peak RSS (VmHWM) after loading {mid:,} policies"),
+            (f"mem_after_{big}", f"peak RSS (VmHWM) after loading {big:,} policies")][: 1 if mid == big else 2] + [
+
+        (f"mem_start_{big}", f"peak RSS (VmHWM) of a fresh start with {big:,} policies"),
+        (f"mem_end_{big}", f"peak RSS (VmHWM) of that process after its credential points")]
+    for k, label in rows:
+        if mib(k) is not None:
+            w(f"| {label} | {mib(k):.0f} MiB (RSS now {mib(k, 'VmRSS'):.0f} MiB) |")
+    st = extra.get(f"startup_{big}")
+    if isinstance(st, list):
+        starts = [float(x) for x in st]
+        st = sorted(starts)[len(starts) // 2]
+        w(f"| start-up with {big:,} policies (exec to Healthy), three starts | "
+          f"{', '.join(f'{x:.2f}' for x in starts)} s (median {st:.2f} s) |")
+    elif st is not None:
+        w(f"| start-up with {big:,} policies (exec to Healthy) | {float(st):.2f} s |")
+    w("")
+
+    # Targets of issue 6.
+    def worst(vals):
+        vals = [v for v in vals if v is not None]
+        return min(vals) if vals else None
+
+    def p99(name, c):
+        p = points.get((name, c))
+        return p["p99_us"] / 1000 if p else None
+
+    peak_big = max([v for v in (mib(f"mem_after_{big}"), mib(f"mem_start_{big}"), mib(f"mem_end_{big}")) if v is not None],
+                   default=None)
+    targets = [
+        ("/edge/v1/auth ≥ 6x OpenBao jwt login (both c)", worst(ratios[0][1]), lambda v: v >= 6, lambda v: fmt(v)),
+        ("/edge/v1/credentials ≥ 20x OpenBao kv-v2 read (both c)", worst(ratios[1][1]), lambda v: v >= 20, lambda v: fmt(v)),
+        ("/edge/v1/credentials ≥ 50% of health (both c)", worst(ratios[2][1]), lambda v: v >= 0.5, lambda v: fmt(v, True)),
+        (f"/edge/v1/credentials at {big:,} policies ≥ 90% of 10 (both c)", worst(ratios[4][1]), lambda v: v >= 0.9, lambda v: fmt(v, True)),
+        (f"peak RSS ≤ 300 MB with {big:,} policies", peak_big, lambda v: v * 1.048576 <= 300, lambda v: f"{v * 1.048576:.0f} MB"),
+        (f"start-up ≤ 5 s with {big:,} policies (median of 3)", float(st) if st is not None else None, lambda v: v <= 5, lambda v: f"{v:.2f} s"),
+        ("p99 /edge/v1/auth ≤ 2 ms at c=10", p99("svc.auth", 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
+        ("p99 /edge/v1/credentials ≤ 2 ms at c=10 (10 policies)", p99(cred10, 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
+        (f"p99 /edge/v1/credentials ≤ 2 ms at c=10 ({big:,} policies)", p99(credbig, 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
+    ]
+    w("| issue-6 target | measured | verdict |")
+    w("|---|---:|---|")
+    failed = 0
+    for label, v, ok, show in targets:
+        if v is None:
+            verdict = "n/a"
+        elif smoke:
+            verdict = "not judged (smoke)"
+        elif ok(v):
+            verdict = "PASS"
+        else:
+            verdict, failed = "**FAIL**", failed + 1
+        w(f"| {label} | {show(v) if v is not None else 'n/a'} | {verdict} |")
+    w("")
+    if smoke:
+        w("Smoke run: small pools and 1 s points; the figures only show that every point works.")
+    else:
+        w(f"{len(targets) - failed} of {len(targets)} targets pass." if failed else "All targets pass.")
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

