@@ -31,6 +31,7 @@ pub struct EntityResult {
     pub id: Uuid,
     pub name: String,
     pub result: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub matches: Option<Vec<Uuid>>,
 }
 
@@ -40,11 +41,17 @@ pub struct AttestationResult {
     pub id: Uuid,
     pub name: String,
     pub result: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub matches: Option<Vec<Uuid>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub attribute: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expected_value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub expected_values: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_value: Option<String>,
 }
 
@@ -54,9 +61,11 @@ pub struct CpResult {
     pub id: Uuid,
     pub name: String,
     pub result: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub matches: Option<Vec<Uuid>>,
     #[serde(rename = "type")]
     pub cp_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
 }
 
@@ -77,6 +86,7 @@ pub struct Parts {
 #[serde(rename_all = "camelCase")]
 struct Meta<'a> {
     #[serde(rename = "clientIP")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     client_ip: Option<&'a str>,
     timestamp: Timestamp,
     event_type: &'a str,
@@ -90,6 +100,7 @@ struct Meta<'a> {
 #[derive(Serialize)]
 struct Outcome<'a> {
     result: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     reason: Option<&'a str>,
 }
 
@@ -97,10 +108,12 @@ struct Outcome<'a> {
 #[serde(rename_all = "camelCase")]
 struct Network<'a> {
     #[serde(rename = "sourceIP")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     source_ip: Option<&'a str>,
     source_port: u16,
     transport_protocol: &'a str,
     proxy_port: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     target_host: Option<&'a str>,
     target_port: i32,
 }
@@ -119,8 +132,11 @@ struct AuthorizationEvent<'a> {
     outcome: Outcome<'a>,
     client_request: ClientRequest<'a>,
     environment: &'a RawValue,
+    #[serde(skip_serializing_if = "none_ref")]
     client_workload: &'a Option<EntityResult>,
+    #[serde(skip_serializing_if = "none_ref")]
     server_workload: &'a Option<EntityResult>,
+    #[serde(skip_serializing_if = "none_ref")]
     access_policy: &'a Option<EntityResult>,
     client_workloads: &'a [EntityResult],
     server_workloads: &'a [EntityResult],
@@ -128,8 +144,19 @@ struct AuthorizationEvent<'a> {
     trust_providers: &'a [AttestationResult],
     access_conditions: [(); 0],
     content_security: [(); 0],
+    #[serde(skip_serializing_if = "none_ref")]
     credential_provider: &'a Option<CpResult>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     user: Option<()>,
+}
+
+fn none_ref<T>(o: &&Option<T>) -> bool {
+    o.is_none()
+}
+
+/// `skip_serializing_if` for the environment's sub-objects: an object with no value is left out.
+fn is_default<T: Default + PartialEq>(t: &T) -> bool {
+    *t == T::default()
 }
 
 pub fn severity_for(status: u16) -> &'static str {
@@ -328,13 +355,16 @@ struct WorkloadMeta<'a> {
     event_type: &'static str,
     event_id: Uuid,
     resource_set_id: Uuid,
+    #[serde(skip_serializing_if = "Option::is_none")]
     policy_id: Option<Uuid>,
     action: &'a str,
     connection_id: Uuid,
     severity: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     client_workload_id: Option<Uuid>,
     server_workload_id: Uuid,
     application_protocol: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
     user_id: Option<()>,
 }
 
@@ -342,11 +372,14 @@ struct WorkloadMeta<'a> {
 #[serde(rename_all = "camelCase")]
 struct WorkloadNetwork<'a> {
     #[serde(rename = "clientWorkloadIP")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     client_workload_ip: Option<&'a str>,
     client_workload_port: u16,
     #[serde(rename = "serverWorkloadIP")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     server_workload_ip: Option<()>,
     server_workload_port: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
     proxy_port: Option<()>,
 }
 
@@ -355,114 +388,160 @@ struct WorkloadOutcome {
     result: &'static str,
 }
 
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct Env<'a> {
+    #[serde(skip_serializing_if = "is_default")]
     network: EnvNetwork<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     host: EnvHost<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     process: EnvProcess<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     svc: EnvSvc<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     #[serde(rename = "cloudA")]
     cloud_a: EnvCloudA<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     #[serde(rename = "cloudC")]
     cloud_c: EnvCloudC<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     #[serde(rename = "cloudB")]
     cloud_b: EnvCloudB<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     orchestrator: EnvOrchestrator<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     #[serde(rename = "ciB")]
     ci_b: EnvCiB<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     #[serde(rename = "ciA")]
     ci_a: EnvCiA<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     oidc: EnvOidc<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     #[serde(rename = "ciC")]
     ci_c: EnvCiC<'a>,
 }
 
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 struct EnvNetwork<'a> {
     #[serde(rename = "sourceIP")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     source_ip: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 struct EnvHost<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     hostname: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvProcess<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     user_name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     exe_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     command_line: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvSvc<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     client_id: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvCloudA<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     account_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     instance_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     region: Option<String>,
+    #[serde(skip_serializing_if = "is_default")]
     ecs: EnvEcs<'a>,
+    #[serde(skip_serializing_if = "is_default")]
     lambda: EnvLambda<'a>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvEcs<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     task_family: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     service_name: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 struct EnvLambda<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     arn: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvCloudC<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     service_account: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvCloudB<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     vm_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     subscription_id: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvOrchestrator<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     namespace: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pod_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     service_account_name: Option<&'a str>,
     #[serde(rename = "serviceAccountUID")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     service_account_uid: Option<String>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvCiB<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     namespace_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     project_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     ref_path: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     subject: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 struct EnvCiA<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     repository: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     subject: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 struct EnvOidc<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     sub: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     aud: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     iss: Option<&'a str>,
 }
-#[derive(Serialize, Default)]
+#[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct EnvCiC<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
     workspace_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     organization_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     project_id: Option<&'a str>,
 }
 
@@ -561,4 +640,458 @@ pub fn environment(
         },
     };
     serde_json::value::to_raw_value(&env).expect("environment serialises")
+}
+
+// ------------------------------------------------------------------------------------------------
+// Stored form. The event bodies are stored without their null values (a typical `/credentials`
+// event is mostly nulls: about 60% of its bytes, written to the WAL and again at each checkpoint,
+// see docs/PERFORMANCE.md). `expand` puts every documented key back, in the documented order, when
+// the events are read, so the API shows the same objects as before; bodies stored in full (older
+// rows) pass through unchanged.
+
+/// The key tree of a stored event body.
+#[derive(Clone, Copy)]
+pub enum Shape {
+    /// A value: `null` when absent.
+    Leaf,
+    /// An object that is always present (`{}` with null values when absent).
+    Obj(&'static [(&'static str, Shape)]),
+    /// An object or `null`.
+    Nullable(&'static [(&'static str, Shape)]),
+    /// An array of objects (`[]` when absent).
+    List(&'static [(&'static str, Shape)]),
+}
+
+use Shape::{Leaf, List, Nullable, Obj};
+
+const ENTITY: &[(&str, Shape)] = &[("id", Leaf), ("name", Leaf), ("result", Leaf), ("matches", Leaf)];
+const ATTESTATION: &[(&str, Shape)] = &[
+    ("id", Leaf),
+    ("name", Leaf),
+    ("result", Leaf),
+    ("matches", Leaf),
+    ("reason", Leaf),
+    ("attribute", Leaf),
+    ("expectedValue", Leaf),
+    ("expectedValues", Leaf),
+    ("actualValue", Leaf),
+];
+const CREDENTIAL_PROVIDER: &[(&str, Shape)] = &[
+    ("id", Leaf),
+    ("name", Leaf),
+    ("result", Leaf),
+    ("matches", Leaf),
+    ("type", Leaf),
+    ("reason", Leaf),
+];
+const ENVIRONMENT: &[(&str, Shape)] = &[
+    ("network", Obj(&[("sourceIP", Leaf)])),
+    ("host", Obj(&[("hostname", Leaf)])),
+    (
+        "process",
+        Obj(&[
+            ("name", Leaf),
+            ("userName", Leaf),
+            ("exePath", Leaf),
+            ("commandLine", Leaf),
+        ]),
+    ),
+    ("svc", Obj(&[("clientId", Leaf)])),
+    (
+        "cloudA",
+        Obj(&[
+            ("accountId", Leaf),
+            ("instanceId", Leaf),
+            ("region", Leaf),
+            ("ecs", Obj(&[("taskFamily", Leaf), ("serviceName", Leaf)])),
+            ("lambda", Obj(&[("arn", Leaf)])),
+        ]),
+    ),
+    ("cloudC", Obj(&[("serviceAccount", Leaf)])),
+    ("cloudB", Obj(&[("vmId", Leaf), ("subscriptionId", Leaf)])),
+    (
+        "orchestrator",
+        Obj(&[
+            ("namespace", Leaf),
+            ("podName", Leaf),
+            ("serviceAccountName", Leaf),
+            ("serviceAccountUID", Leaf),
+        ]),
+    ),
+    (
+        "ciB",
+        Obj(&[
+            ("namespacePath", Leaf),
+            ("projectPath", Leaf),
+            ("refPath", Leaf),
+            ("subject", Leaf),
+        ]),
+    ),
+    ("ciA", Obj(&[("repository", Leaf), ("subject", Leaf)])),
+    ("oidc", Obj(&[("sub", Leaf), ("aud", Leaf), ("iss", Leaf)])),
+    (
+        "ciC",
+        Obj(&[("workspaceId", Leaf), ("organizationId", Leaf), ("projectId", Leaf)]),
+    ),
+];
+
+/// AuthorizationEventDTO (§3.24) as `authorization` writes it.
+pub const AUTHORIZATION_EVENT: Shape = Obj(&[
+    ("authorizationChain", List(&[])),
+    (
+        "meta",
+        Obj(&[
+            ("clientIP", Leaf),
+            ("timestamp", Leaf),
+            ("eventType", Leaf),
+            ("eventId", Leaf),
+            ("resourceSetId", Leaf),
+            ("contextId", Leaf),
+            ("directiveId", Leaf),
+            ("severity", Leaf),
+        ]),
+    ),
+    ("outcome", Obj(&[("result", Leaf), ("reason", Leaf)])),
+    (
+        "clientRequest",
+        Obj(&[
+            ("version", Leaf),
+            (
+                "network",
+                Obj(&[
+                    ("sourceIP", Leaf),
+                    ("sourcePort", Leaf),
+                    ("transportProtocol", Leaf),
+                    ("proxyPort", Leaf),
+                    ("targetHost", Leaf),
+                    ("targetPort", Leaf),
+                ]),
+            ),
+        ]),
+    ),
+    ("environment", Obj(ENVIRONMENT)),
+    ("clientWorkload", Nullable(ENTITY)),
+    ("serverWorkload", Nullable(ENTITY)),
+    ("accessPolicy", Nullable(ENTITY)),
+    ("clientWorkloads", List(ENTITY)),
+    ("serverWorkloads", List(ENTITY)),
+    ("accessPolicies", List(ENTITY)),
+    ("trustProviders", List(ATTESTATION)),
+    ("accessConditions", List(&[])),
+    ("contentSecurity", List(&[])),
+    ("credentialProvider", Nullable(CREDENTIAL_PROVIDER)),
+    ("user", Leaf),
+]);
+
+/// EventDTO (§3.25) as `workload` writes it.
+pub const WORKLOAD_EVENT: Shape = Obj(&[
+    (
+        "meta",
+        Obj(&[
+            ("timestamp", Leaf),
+            ("eventType", Leaf),
+            ("eventId", Leaf),
+            ("resourceSetId", Leaf),
+            ("policyId", Leaf),
+            ("action", Leaf),
+            ("connectionId", Leaf),
+            ("severity", Leaf),
+            ("clientWorkloadId", Leaf),
+            ("serverWorkloadId", Leaf),
+            ("applicationProtocol", Leaf),
+            ("userId", Leaf),
+        ]),
+    ),
+    (
+        "network",
+        Obj(&[
+            ("clientWorkloadIP", Leaf),
+            ("clientWorkloadPort", Leaf),
+            ("serverWorkloadIP", Leaf),
+            ("serverWorkloadPort", Leaf),
+            ("proxyPort", Leaf),
+        ]),
+    ),
+    ("outcome", Obj(&[("result", Leaf)])),
+]);
+
+/// A stored event body with every key of `shape` back in place (absent keys become `null`, `{}`
+/// or `[]` as the shape says), in the shape's order; keys the shape does not name follow.
+pub fn expand(value: serde_json::Value, shape: Shape) -> serde_json::Value {
+    use serde_json::Value;
+    fn object(mut map: serde_json::Map<String, Value>, fields: &[(&str, Shape)]) -> Value {
+        let mut out = serde_json::Map::with_capacity(fields.len().max(map.len()));
+        for (key, shape) in fields {
+            let v = map.remove(*key);
+            let v = match (shape, v) {
+                (Leaf, v) => v.unwrap_or(Value::Null),
+                (Obj(f), Some(Value::Object(m))) => object(m, f),
+                (Obj(f), _) => object(Default::default(), f),
+                (Nullable(f), Some(Value::Object(m))) => object(m, f),
+                (Nullable(_), v) => v.unwrap_or(Value::Null),
+                (List(f), Some(Value::Array(items))) => Value::Array(
+                    items
+                        .into_iter()
+                        .map(|i| match i {
+                            Value::Object(m) if !f.is_empty() => object(m, f),
+                            other => other,
+                        })
+                        .collect(),
+                ),
+                (List(_), v) => v.unwrap_or(Value::Array(vec![])),
+            };
+            out.insert((*key).to_string(), v);
+        }
+        out.extend(map);
+        Value::Object(out)
+    }
+    match (shape, value) {
+        (Obj(f) | Nullable(f), Value::Object(m)) => object(m, f),
+        (_, v) => v,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// Every key path of a body, in order (arrays: their first element).
+    fn paths(v: &Value, prefix: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let p = format!("{prefix}/{k}");
+                    out.push(p.clone());
+                    paths(v, &p, out);
+                }
+            }
+            Value::Array(a) => {
+                if let Some(first) = a.first() {
+                    paths(first, &format!("{prefix}[]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn all_paths(v: &Value) -> Vec<String> {
+        let mut out = vec![];
+        paths(v, "", &mut out);
+        out
+    }
+
+    fn full_env() -> Box<RawValue> {
+        let s = Some("x");
+        let o = Some("x".to_string());
+        let env = Env {
+            network: EnvNetwork { source_ip: s },
+            host: EnvHost { hostname: s },
+            process: EnvProcess {
+                name: s,
+                user_name: s,
+                exe_path: s,
+                command_line: s,
+            },
+            svc: EnvSvc { client_id: s },
+            cloud_a: EnvCloudA {
+                account_id: o.clone(),
+                instance_id: o.clone(),
+                region: o.clone(),
+                ecs: EnvEcs {
+                    task_family: s,
+                    service_name: s,
+                },
+                lambda: EnvLambda { arn: s },
+            },
+            cloud_c: EnvCloudC { service_account: s },
+            cloud_b: EnvCloudB {
+                vm_id: s,
+                subscription_id: s,
+            },
+            orchestrator: EnvOrchestrator {
+                namespace: s,
+                pod_name: o.clone(),
+                service_account_name: s,
+                service_account_uid: o.clone(),
+            },
+            ci_b: EnvCiB {
+                namespace_path: s,
+                project_path: s,
+                ref_path: s,
+                subject: s,
+            },
+            ci_a: EnvCiA {
+                repository: s,
+                subject: s,
+            },
+            oidc: EnvOidc { sub: s, aud: o, iss: s },
+            ci_c: EnvCiC {
+                workspace_id: s,
+                organization_id: s,
+                project_id: s,
+            },
+        };
+        serde_json::value::to_raw_value(&env).unwrap()
+    }
+
+    fn event(full: bool) -> Value {
+        let id = Uuid::nil();
+        let entity = || EntityResult {
+            id,
+            name: "n".into(),
+            result: "Success",
+            matches: full.then(|| vec![id]),
+        };
+        let parts = Parts {
+            client_workload: full.then(entity),
+            server_workload: full.then(entity),
+            access_policy: full.then(entity),
+            client_workloads: vec![entity()],
+            server_workloads: vec![entity()],
+            access_policies: vec![entity()],
+            trust_providers: vec![AttestationResult {
+                id,
+                name: "t".into(),
+                result: "Failure",
+                matches: full.then(|| vec![id]),
+                reason: full.then(|| "r".into()),
+                attribute: full.then(|| "a".into()),
+                expected_value: full.then(|| "e".into()),
+                expected_values: full.then(|| vec!["e".into()]),
+                actual_value: full.then(|| "v".into()),
+            }],
+            credential_provider: full.then(|| CpResult {
+                id,
+                name: "c".into(),
+                result: "Success",
+                matches: Some(vec![id]),
+                cp_type: "apikey".into(),
+                reason: Some("r".into()),
+            }),
+        };
+        let env = if full {
+            full_env()
+        } else {
+            serde_json::value::to_raw_value(&Env::default()).unwrap()
+        };
+        let ip = full.then_some("127.0.0.1");
+        let ev = AuthorizationEvent {
+            authorization_chain: [],
+            meta: Meta {
+                client_ip: ip,
+                timestamp: crate::clock::now(),
+                event_type: "access.credential",
+                event_id: id,
+                resource_set_id: id,
+                context_id: id,
+                directive_id: id,
+                severity: "Info",
+            },
+            outcome: Outcome {
+                result: "Success",
+                reason: full.then_some("r"),
+            },
+            client_request: ClientRequest {
+                version: "edge/v1",
+                network: Network {
+                    source_ip: ip,
+                    source_port: 1,
+                    transport_protocol: "TCP",
+                    proxy_port: 0,
+                    target_host: full.then_some("h"),
+                    target_port: 443,
+                },
+            },
+            environment: &env,
+            client_workload: &parts.client_workload,
+            server_workload: &parts.server_workload,
+            access_policy: &parts.access_policy,
+            client_workloads: &parts.client_workloads,
+            server_workloads: &parts.server_workloads,
+            access_policies: &parts.access_policies,
+            trust_providers: &parts.trust_providers,
+            access_conditions: [],
+            content_security: [],
+            credential_provider: &parts.credential_provider,
+            user: None,
+        };
+        serde_json::to_value(&ev).unwrap()
+    }
+
+    #[test]
+    fn stored_authorization_events_carry_no_nulls_and_expand_to_every_documented_key() {
+        let full = event(true);
+        let sparse = event(false);
+        let text = sparse.to_string();
+        assert!(!text.contains("null"), "{text}");
+        assert!(text.len() * 2 < full.to_string().len(), "{text}");
+        let mut expected = all_paths(&full);
+        // `user` is always null, so the full event leaves it out too; the shape restores it.
+        expected.push("/user".into());
+        assert_eq!(all_paths(&expand(full.clone(), AUTHORIZATION_EVENT)), expected);
+        let restored = expand(sparse, AUTHORIZATION_EVENT);
+        // The sparse event's single objects are null: their keys are absent, as before.
+        let nullable = [
+            "/clientWorkload/",
+            "/serverWorkload/",
+            "/accessPolicy/",
+            "/credentialProvider/",
+        ];
+        let expected_sparse: Vec<String> = expected
+            .iter()
+            .filter(|p| !nullable.iter().any(|n| p.starts_with(n)))
+            .cloned()
+            .collect();
+        assert_eq!(all_paths(&restored), expected_sparse);
+        assert_eq!(restored["environment"]["cloudA"]["ecs"]["taskFamily"], Value::Null);
+        assert_eq!(restored["clientWorkload"], Value::Null);
+        assert_eq!(restored["trustProviders"][0]["expectedValues"], Value::Null);
+        assert_eq!(restored["user"], Value::Null);
+        // A body stored in full (before this format) passes through unchanged.
+        let mut old = full.clone();
+        old["user"] = Value::Null;
+        assert_eq!(expand(old.clone(), AUTHORIZATION_EVENT), old);
+    }
+
+    #[test]
+    fn stored_workload_events_expand_to_every_documented_key() {
+        let body = |full: bool| {
+            let id = Uuid::nil();
+            serde_json::to_value(WorkloadEventBody {
+                meta: WorkloadMeta {
+                    timestamp: crate::clock::now(),
+                    event_type: "workload.credential",
+                    event_id: id,
+                    resource_set_id: id,
+                    policy_id: full.then_some(id),
+                    action: "Credential",
+                    connection_id: id,
+                    severity: "Info",
+                    client_workload_id: full.then_some(id),
+                    server_workload_id: id,
+                    application_protocol: "HTTP",
+                    user_id: None,
+                },
+                network: WorkloadNetwork {
+                    client_workload_ip: full.then_some("127.0.0.1"),
+                    client_workload_port: 1,
+                    server_workload_ip: None,
+                    server_workload_port: 443,
+                    proxy_port: None,
+                },
+                outcome: WorkloadOutcome { result: "Success" },
+            })
+            .unwrap()
+        };
+        let expected = all_paths(&expand(body(true), WORKLOAD_EVENT));
+        assert_eq!(expected.len(), 3 + 12 + 5 + 1, "{expected:?}");
+        let sparse = body(false);
+        assert!(!sparse.to_string().contains("null"));
+        assert_eq!(all_paths(&expand(sparse, WORKLOAD_EVENT)), expected);
+        let full_paths = all_paths(&body(true));
+        for p in &full_paths {
+            assert!(expected.contains(p), "{p} missing from WORKLOAD_EVENT");
+        }
+    }
 }

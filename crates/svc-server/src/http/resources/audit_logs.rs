@@ -63,7 +63,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
         ..p.query()
     };
     let page = app.store.query_events(EventTable::Audit, &query).await?;
-    page_response("auditLogs", page, &p)
+    page_response("auditLogs", page, &p, None)
 }
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {

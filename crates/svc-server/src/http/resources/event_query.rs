@@ -1,6 +1,7 @@
 //! Query parameters shared by the three event lists (contract §3.26): paging, ordering, `search`
 //! and the time window (absolute dates win over spans; `span-last-minutes` over the unit span).
 
+use crate::edge::events::Shape;
 use axum::response::Response;
 use serde_json::Value;
 
@@ -127,13 +128,14 @@ impl EventParams {
     }
 }
 
-pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams) -> Result<Response> {
+/// One page of event bodies; `shape` restores the keys an edge event is stored without
+/// (`edge::events::expand`).
+pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: Option<Shape>) -> Result<Response> {
     let items: Vec<Value> = page
         .bodies
         .iter()
-        .map(|b| serde_json::from_str(b))
-        .collect::<Result<_, _>>()
-        .map_err(Error::internal)?;
+        .map(|b| body_value(b, shape))
+        .collect::<Result<_>>()?;
     let order = format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" });
     Ok(crate::http::ok(svc_api::common::list_wrapper(
         items_key,
@@ -143,4 +145,13 @@ pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams) -> Resul
         Some(order),
         page.total as usize,
     )))
+}
+
+/// A stored event body as the API shows it.
+pub fn body_value(body: &str, shape: Option<Shape>) -> Result<Value> {
+    let v: Value = serde_json::from_str(body).map_err(Error::internal)?;
+    Ok(match shape {
+        Some(shape) => crate::edge::events::expand(v, shape),
+        None => v,
+    })
 }

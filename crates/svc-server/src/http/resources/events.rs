@@ -6,9 +6,10 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 
-use super::event_query::{EventParams, Span, page_response};
+use super::event_query::{EventParams, Span, body_value, page_response};
 use crate::app::App;
 use crate::domain::Perm;
+use crate::edge::events::{AUTHORIZATION_EVENT, WORKLOAD_EVENT};
 use crate::error::{Error, Result};
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
@@ -82,7 +83,7 @@ async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> 
         ..p.query()
     };
     let page = app.store.query_events(EventTable::Authorization, &query).await?;
-    page_response("authorizationEvents", page, &p)
+    page_response("authorizationEvents", page, &p, Some(AUTHORIZATION_EVENT))
 }
 
 async fn read_authorization(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -144,7 +145,7 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
         ..p.query()
     };
     let page = app.store.query_events(EventTable::Workload, &query).await?;
-    page_response("workloadEvents", page, &p)
+    page_response("workloadEvents", page, &p, Some(WORKLOAD_EVENT))
 }
 
 async fn read_workload(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -157,7 +158,13 @@ async fn read(app: &App, ctx: &Ctx, table: EventTable, ids: Ids) -> Result<Respo
         .get_event(table, &ids.one().to_string(), &[ctx.rs.to_string()])
         .await?
     {
-        Some(body) => Ok(ok(serde_json::from_str(&body).map_err(Error::internal)?)),
+        Some(body) => {
+            let shape = match table {
+                EventTable::Workload => WORKLOAD_EVENT,
+                _ => AUTHORIZATION_EVENT,
+            };
+            Ok(ok(body_value(&body, Some(shape))?))
+        }
         None => Ok(no_content()),
     }
 }
