@@ -498,4 +498,60 @@ mod tests {
         );
         assert!(split(&crit).is_err());
     }
+
+    /// Bounded fuzzing (proptest, in every `cargo test`) of the JWS and JWKS parsers under every
+    /// JWT trust kind, `CloudCIdentityToken` included: arbitrary input never panics.
+    mod fuzz {
+        use proptest::prelude::*;
+
+        use super::super::*;
+        use crate::crypto::b64url;
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+            #[test]
+            fn split_never_panics(token in ".{0,300}") {
+                let _ = split(&token);
+            }
+
+            #[test]
+            fn structured_tokens_never_panic(
+                kid in ".{0,60}",
+                alg in "(RS256|ES256|PS256|none|HS256|[A-Za-z0-9]{0,6})",
+                payload in proptest::collection::vec(any::<u8>(), 0..200),
+                sig in proptest::collection::vec(any::<u8>(), 0..300),
+            ) {
+                let header = serde_json::json!({"alg": alg, "kid": kid}).to_string();
+                let token = format!("{}.{}.{}", b64url(header.as_bytes()), b64url(&payload), b64url(&sig));
+                if let Ok(jws) = split(&token) {
+                    if let Ok(a) = check_alg(&jws.header, &[Alg::RS256, Alg::ES256, Alg::PS256]) {
+                        let _ = verify_with(&jws, a, &[]);
+                    }
+                    if let Ok(Value::Object(claims)) = serde_json::from_slice::<Value>(&jws.payload) {
+                        let _ = crate::trust::jwt::audiences(&claims);
+                    }
+                }
+            }
+
+            #[test]
+            fn jwks_text_never_panics(text in ".{0,400}") {
+                let _ = parse_jwks(&text);
+            }
+
+            #[test]
+            fn jwk_shaped_input_never_panics(
+                kty in "(RSA|EC|OKP|oct|[A-Z]{0,3})",
+                n in "[A-Za-z0-9_-]{0,80}",
+                e in "[A-Za-z0-9_-]{0,8}",
+                crv in "(P-256|P-384|[A-Z0-9-]{0,6})",
+                x in "[A-Za-z0-9_-]{0,60}",
+                y in "[A-Za-z0-9_-]{0,60}",
+            ) {
+                let v = serde_json::json!({"keys": [{"kty": kty, "n": n, "e": e, "crv": crv, "x": x, "y": y, "kid": "k"}]});
+                let _ = parse_jwks_value(&v, true);
+                let _ = parse_jwks_value(&v, false);
+            }
+        }
+    }
 }
