@@ -283,9 +283,9 @@ impl App {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
             }
         });
-        // Event retention, hourly. The first purge waits: it scans the event tables, which a
-        // busy node holds millions of rows in, and a node that has just (re)started is taking
-        // over traffic (docs/PERFORMANCE.md).
+        // Event retention, hourly: old rows are deleted from the head of each table in short
+        // chunks (`Store::purge_events`). The first purge still waits: a node that has just
+        // (re)started is taking over traffic (docs/PERFORMANCE.md).
         let app = self.clone();
         tokio::spawn(async move {
             tokio::time::sleep(RETENTION_FIRST_DELAY).await;

@@ -353,20 +353,40 @@ impl Store {
         }))
     }
 
-    /// Deletes records older than `before` (ms) from every event table (retention).
+    /// Deletes records older than `before` (ms) from every event table (retention). Rows are
+    /// appended in time order, so the old ones are the head of each table by `seq`: the purge
+    /// deletes them from the head in chunks of [`PURGE_CHUNK`], each its own short statement,
+    /// and stops at the first chunk with nothing old in it. It never scans a table (there is no
+    /// index on the time column) and never holds the write lock long enough to stall the event
+    /// writer. A row written out of order (another node's clock, seconds at most) waits for a
+    /// later purge.
     pub async fn purge_events(&self, before: i64) -> Result<u64> {
         let mut total = 0;
         for t in [EventTable::Audit, EventTable::Authorization, EventTable::Workload] {
-            let sql = format!("DELETE FROM {} WHERE {} < $1", t.name(), t.time_col());
-            total += sqlx::query(sqlx::AssertSqlSafe(sql))
-                .bind(before)
-                .execute(self.pool())
-                .await?
-                .rows_affected();
+            let (name, time) = (t.name(), t.time_col());
+            let sql = format!(
+                "DELETE FROM {name} WHERE seq IN (SELECT seq FROM \
+                 (SELECT seq, {time} FROM {name} ORDER BY seq LIMIT {PURGE_CHUNK}) AS head WHERE {time} < $1)"
+            );
+            loop {
+                let n = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                    .bind(before)
+                    .execute(self.pool())
+                    .await?
+                    .rows_affected();
+                total += n;
+                if n == 0 {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
         }
         Ok(total)
     }
 }
+
+/// Rows per retention `DELETE` (see [`Store::purge_events`]).
+pub const PURGE_CHUNK: usize = 2000;
 
 enum BindValue {
     Text(String),

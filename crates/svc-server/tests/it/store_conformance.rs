@@ -238,6 +238,31 @@ async fn event_queries_filter_order_and_page() {
     wq.any_of = vec![("server_workload", vec!["nope".into()])];
     assert_eq!(s.query_events(EventTable::Workload, &wq).await.unwrap().total, 0);
     assert_eq!(s.purge_events(10_000).await.unwrap(), 5);
+
+    // Retention purges from the head in chunks: more old rows than one chunk all go, the newer
+    // rows behind them stay.
+    let old_rows: Vec<EventRow> = (0..svc_server::store::PURGE_CHUNK + 150)
+        .map(|i| ev(&format!("old{i}"), EventTable::Authorization))
+        .collect();
+    s.insert_events(&old_rows).await.unwrap();
+    let new_rows: Vec<EventRow> = (0..3)
+        .map(|i| EventRow {
+            ts: 20_000,
+            ..ev(&format!("new{i}"), EventTable::Authorization)
+        })
+        .collect();
+    s.insert_events(&new_rows).await.unwrap();
+    assert_eq!(
+        s.purge_events(10_000).await.unwrap(),
+        (svc_server::store::PURGE_CHUNK + 150) as u64
+    );
+    let all = EventQuery {
+        rs: vec!["rs1".into()],
+        order_col: "ts",
+        limit: 10,
+        ..Default::default()
+    };
+    assert_eq!(s.query_events(EventTable::Authorization, &all).await.unwrap().total, 3);
     s.close().await;
     let _ = std::fs::remove_dir_all(dir);
 }
