@@ -664,6 +664,47 @@ pub enum Shape {
 
 use Shape::{Leaf, List, Nullable, Obj};
 
+impl Shape {
+    /// The canonical key path of a scalar field named by `field` (case-insensitive): a dotted
+    /// path through objects (`meta.contextId`), or a bare name found first in shape order
+    /// (`contextId` → `meta.contextId`). Fields inside arrays are not scalar fields of the item.
+    pub fn leaf_path(self, field: &str) -> Option<Vec<&'static str>> {
+        fn fields(shape: Shape) -> &'static [(&'static str, Shape)] {
+            match shape {
+                Obj(f) | Nullable(f) => f,
+                Leaf | List(_) => &[],
+            }
+        }
+        fn find(shape: Shape, name: &str, path: &mut Vec<&'static str>) -> bool {
+            for (key, s) in fields(shape) {
+                if matches!(s, Leaf) && key.eq_ignore_ascii_case(name) {
+                    path.push(key);
+                    return true;
+                }
+            }
+            for (key, s) in fields(shape) {
+                path.push(key);
+                if find(*s, name, path) {
+                    return true;
+                }
+                path.pop();
+            }
+            false
+        }
+        let mut path = Vec::new();
+        if field.contains('.') {
+            let mut shape = self;
+            for part in field.split('.') {
+                let (key, s) = fields(shape).iter().find(|(k, _)| k.eq_ignore_ascii_case(part))?;
+                path.push(*key);
+                shape = *s;
+            }
+            return matches!(shape, Leaf).then_some(path);
+        }
+        find(self, field, &mut path).then_some(path)
+    }
+}
+
 const ENTITY: &[(&str, Shape)] = &[("id", Leaf), ("name", Leaf), ("result", Leaf), ("matches", Leaf)];
 const ATTESTATION: &[(&str, Shape)] = &[
     ("id", Leaf),

@@ -168,6 +168,43 @@ impl AuditEntry<'_> {
     }
 }
 
+/// The key tree of an audit entry's body (AuditLogDTO, §3.23), for `order` on any scalar field.
+pub const AUDIT_LOG: crate::edge::events::Shape = {
+    use crate::edge::events::Shape::{Leaf, Obj};
+    Obj(&[
+        ("externalId", Leaf),
+        ("resourceSetId", Leaf),
+        ("category", Leaf),
+        (
+            "actor",
+            Obj(&[
+                ("type", Leaf),
+                ("displayName", Leaf),
+                ("userName", Leaf),
+                ("email", Leaf),
+                ("credentialProviderId", Leaf),
+                ("accessPolicyId", Leaf),
+            ]),
+        ),
+        ("activity", Leaf),
+        ("target", Leaf),
+        (
+            "client",
+            Obj(&[
+                ("ipAddress", Leaf),
+                (
+                    "userAgent",
+                    Obj(&[("browser", Leaf), ("operatingSystem", Leaf), ("raw", Leaf)]),
+                ),
+            ]),
+        ),
+        ("outcome", Obj(&[("reason", Leaf), ("result", Leaf)])),
+        ("trustProvider", Leaf),
+        ("severity", Leaf),
+        ("createdAt", Leaf),
+    ])
+};
+
 /// Best-effort browser and operating-system names from a User-Agent header.
 pub fn parse_user_agent(ua: &str) -> (Option<String>, Option<String>) {
     let browser = [

@@ -61,15 +61,18 @@ pub struct ListSpec {
     pub filters: &'static [(&'static str, Filter)],
 }
 
-/// Filter keys every list understands (§1.6).
+/// Filter keys every list understands (§1.6), apart from `resourceSet` ([`RESOURCE_SET_FILTER`]).
 const COMMON_FILTERS: &[(&str, Filter)] = &[
     ("name", Filter::Field("name")),
     ("description", Filter::Field("description")),
     ("isActive", Filter::Field("isActive")),
     ("externalId", Filter::Field("externalId")),
-    ("resourceSet", Filter::Field("resourceSet")),
     ("tag", Filter::Func(tag_filter)),
 ];
+
+/// `resourceSet` is a filter key only of the lists without an `X-Svc-ResourceSet` header (§1.6);
+/// elsewhere `resourceSet:…` is text like any other unknown key.
+pub const RESOURCE_SET_FILTER: (&str, Filter) = ("resourceSet", Filter::Field("resourceSet"));
 
 pub const BASE_FIELDS: &[&str] = &[
     "externalId",
@@ -306,6 +309,24 @@ mod tests {
         assert_eq!(count("tag:env"), 1);
         assert_eq!(count("ALPHA"), 2);
         assert_eq!(count("key:thing"), 1, "unknown key degrades to text search");
+    }
+
+    #[test]
+    fn resource_set_is_a_filter_key_only_where_a_list_declares_it() {
+        let mut with_rs = items();
+        for i in &mut with_rs {
+            i["resourceSet"] = json!("ffffffff-ffff-ffff-ffff-ffffffffffff");
+        }
+        let f = "resourceSet:ffffffff-ffff-ffff-ffff-ffffffffffff";
+        // A list with an X-Svc-ResourceSet header: text search on name/description, no match.
+        let r = respond(with_rs.clone(), &params(Some(f), None), &SPEC).unwrap();
+        assert_eq!(r["recordsTotal"], 0);
+        const NO_RS: ListSpec = ListSpec {
+            filters: &[RESOURCE_SET_FILTER],
+            ..SPEC
+        };
+        let r = respond(with_rs, &params(Some(f), None), &NO_RS).unwrap();
+        assert_eq!(r["recordsTotal"], 3);
     }
 
     #[test]

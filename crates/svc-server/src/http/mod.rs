@@ -59,6 +59,17 @@ async fn request_id(mut req: Request, next: Next) -> Response {
     if let Ok(v) = HeaderValue::from_str(&id.to_string()) {
         resp.headers_mut().insert(REQUEST_ID, v);
     }
+    // §1.1: JSON bodies are `application/json; charset=utf-8` (axum's `Json` says only
+    // `application/json`); every handler's JSON passes here, so one place says it.
+    let ct = axum::http::header::CONTENT_TYPE;
+    if resp
+        .headers()
+        .get(&ct)
+        .is_some_and(|v| v.as_bytes() == b"application/json")
+    {
+        resp.headers_mut()
+            .insert(ct, HeaderValue::from_static("application/json; charset=utf-8"));
+    }
     let status = resp.status().as_u16();
     let micros = started.elapsed().as_micros() as u64;
     if status >= 500 {

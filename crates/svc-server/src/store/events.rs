@@ -104,6 +104,9 @@ pub struct EventQuery {
     /// Case-insensitive substring of the `search` column.
     pub search: Option<String>,
     pub order_col: &'static str,
+    /// When set, order by this key path of the JSON body instead of `order_col` (§3.26: any
+    /// scalar field). The names come from a static shape, never from the request.
+    pub order_json: Option<Vec<&'static str>>,
     pub desc: bool,
     pub limit: i64,
     pub offset: i64,
@@ -320,9 +323,20 @@ impl Store {
         let name = table.name();
         let count_sql = format!("SELECT COUNT(*) FROM {name} WHERE {where_}");
         let dir = if q.desc { "DESC" } else { "ASC" };
+        let order_expr = match &q.order_json {
+            None => q.order_col.to_string(),
+            Some(path) => match self.dialect() {
+                Dialect::Sqlite => {
+                    let p: Vec<String> = path.iter().map(|k| format!("\"{k}\"")).collect();
+                    format!("json_extract(body, '$.{}')", p.join("."))
+                }
+                Dialect::Postgres => format!("(body::jsonb #> '{{{}}}')", path.join(",")),
+            },
+        };
+        // §1.6: ties break on the record's id (`externalId` / `eventId`) ascending.
         let page_sql = format!(
-            "SELECT body FROM {name} WHERE {where_} ORDER BY {} {dir}, seq {dir} LIMIT {} OFFSET {}",
-            q.order_col, q.limit, q.offset
+            "SELECT body FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}, id ASC LIMIT {} OFFSET {}",
+            q.limit, q.offset
         );
         let mut count = sqlx::query(sqlx::AssertSqlSafe(count_sql));
         let mut page = sqlx::query(sqlx::AssertSqlSafe(page_sql));

@@ -157,6 +157,20 @@ async fn every_response_has_a_request_id_and_echoes_a_uuid() {
 }
 
 #[tokio::test]
+async fn json_responses_say_charset_utf_8() {
+    let t = TestApp::start().await;
+    let ok = t.send(t.client.get(t.url("/api/v1/health"))).await;
+    assert_eq!(ok.header("content-type"), Some("application/json; charset=utf-8"));
+    let not_found = t.send(t.client.get(t.url("/nope"))).await;
+    assert_eq!(
+        not_found.header("content-type"),
+        Some("application/json; charset=utf-8")
+    );
+    let edge = t.send(t.client.post(t.url("/edge/v1/auth")).body("{")).await;
+    assert_eq!(edge.header("content-type"), Some("application/json; charset=utf-8"));
+}
+
+#[tokio::test]
 async fn health_is_public_and_names_the_user_of_a_valid_token() {
     let t = TestApp::start().await;
     let anon = t.send(t.client.get(t.url("/api/v1/health"))).await;

@@ -588,6 +588,7 @@ const SPEC: ListSpec = ListSpec {
     ],
     default_order: ("modifiedAt", true),
     filters: &[
+        crate::http::list::RESOURCE_SET_FILTER,
         ("clientWorkload", Filter::Func(|i, v| refs_any(i, "clientWorkload", v))),
         ("serverWorkload", Filter::Func(|i, v| refs_any(i, "serverWorkload", v))),
         (

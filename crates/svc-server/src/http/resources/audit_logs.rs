@@ -32,7 +32,6 @@ const ORDER: &[(&str, &str)] = &[
     ("severity", "severity"),
     ("actor.type", "actor_type"),
     ("actor.email", "actor_email"),
-    ("actor.userName", "actor_email"),
     ("actor.displayName", "actor_name"),
     ("outcome.result", "result"),
     ("client.ipAddress", "ip"),
@@ -42,6 +41,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
     let p = EventParams::parse(
         &q,
         ORDER,
+        crate::events::audit::AUDIT_LOG,
         "createdAt",
         Span {
             minutes_key: "span-last-minutes",

@@ -20,8 +20,11 @@ pub struct Span {
 pub struct EventParams {
     pub page: i32,
     pub per_page: i32,
-    pub order_field: &'static str,
+    /// The sort field as the response's `order` names it.
+    pub order_field: String,
     pub order_col: &'static str,
+    /// Sorting on a body field that has no column of its own (§3.26: any scalar field).
+    pub order_json: Option<Vec<&'static str>>,
     pub desc: bool,
     pub search: Option<String>,
     pub from: Option<i64>,
@@ -49,26 +52,53 @@ fn parse_i64(q: &QueryPairs, key: &str, default: i64) -> Result<i64> {
     }
 }
 
+/// `span-last-minutes`: any integer; zero or less means "not given" (§3.26: only a value > 0
+/// selects the minutes span).
+fn parse_minutes(q: &QueryPairs, key: &str) -> Result<i64> {
+    match q.get(key) {
+        None => Ok(0),
+        Some(s) => s
+            .trim()
+            .parse::<i64>()
+            .map_err(|_| Error::field(key, "must be an integer")),
+    }
+}
+
 impl EventParams {
+    /// `order_map` names the fields with a column of their own; any other scalar field of
+    /// `shape` sorts on the stored body.
     pub fn parse(
         q: &QueryPairs,
         order_map: &[(&'static str, &'static str)],
+        shape: Shape,
         default_order: &'static str,
         span: Span,
     ) -> Result<EventParams> {
         let page = parse_int(q, "page", 1, 1, i32::MAX)?;
         let per_page = parse_int(q, "per-page", 100, 1, 1000)?;
-        let (mut order_field, mut desc) = (default_order, true);
-        if let Some(o) = q.get("order") {
+        let column = |name: &str| order_map.iter().find(|(n, _)| *n == name).map(|(_, c)| *c);
+        let (mut order_field, mut order_col, mut order_json, mut desc) = (
+            default_order.to_string(),
+            column(default_order).unwrap_or("ts"),
+            None,
+            true,
+        );
+        if let Some(o) = q.get("order").map(str::trim).filter(|o| !o.is_empty()) {
             let mut parts = o.split_whitespace();
             let f = parts.next().unwrap_or("");
             // Nested fields may be written with or without their `meta.` prefix.
             let bare = f.strip_prefix("meta.").unwrap_or(f);
-            order_field = order_map
+            if let Some((name, col)) = order_map
                 .iter()
                 .find(|(name, _)| name.eq_ignore_ascii_case(f) || name.eq_ignore_ascii_case(bare))
-                .map(|(name, _)| *name)
-                .ok_or_else(|| Error::field("order", format!("unknown field '{f}'")))?;
+            {
+                (order_field, order_col) = (name.to_string(), *col);
+            } else if let Some(path) = shape.leaf_path(f) {
+                order_field = path.join(".");
+                order_json = Some(path);
+            } else {
+                return Err(Error::field("order", format!("unknown field '{f}'")));
+            }
             desc = match parts.next().map(|d| d.to_ascii_lowercase()) {
                 None => false,
                 Some(d) if d == "asc" => false,
@@ -77,12 +107,10 @@ impl EventParams {
                     return Err(Error::field("order", format!("unknown direction '{d}' (asc or desc)")));
                 }
             };
+            if parts.next().is_some() {
+                return Err(Error::field("order", "must be '<field> [asc|desc]'"));
+            }
         }
-        let order_col = order_map
-            .iter()
-            .find(|(n, _)| *n == order_field)
-            .map(|(_, c)| *c)
-            .unwrap_or("ts");
         let start = parse_date(q, "start-date")?;
         let end = parse_date(q, "end-date")?;
         let now = crate::clock::now_millis();
@@ -94,7 +122,7 @@ impl EventParams {
             }
             (start, end)
         } else {
-            let minutes = parse_i64(q, span.minutes_key, 0)?;
+            let minutes = parse_minutes(q, span.minutes_key)?;
             if minutes > 0 {
                 (Some(now - minutes.saturating_mul(60_000)), None)
             } else {
@@ -107,6 +135,7 @@ impl EventParams {
             per_page,
             order_field,
             order_col,
+            order_json,
             desc,
             search: q.get("search").map(str::to_string),
             from,
@@ -120,6 +149,7 @@ impl EventParams {
             to: self.to,
             search: self.search.clone(),
             order_col: self.order_col,
+            order_json: self.order_json.clone(),
             desc: self.desc,
             limit: self.per_page as i64,
             offset: (self.page as i64 - 1) * self.per_page as i64,

@@ -62,6 +62,7 @@ async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> 
     let p = EventParams::parse(
         &q,
         AUTHZ_ORDER,
+        AUTHORIZATION_EVENT,
         "timestamp",
         Span {
             minutes_key: "span-last-minutes",
@@ -113,6 +114,7 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
     let p = EventParams::parse(
         &q,
         WORKLOAD_ORDER,
+        WORKLOAD_EVENT,
         "timestamp",
         Span {
             minutes_key: "span-last-minutes",
