@@ -53,19 +53,6 @@ fn validate_body(parsed: &Option<ApiCredentialsRequest>) -> Result<Valid<'_>, St
     let Some(ct) = req.credential_type.as_deref() else {
         return Err(invalid("credentialType", "is required"));
     };
-    let credential_type = match CredentialType::parse(ct) {
-        Some(CredentialType::Unknown) => {
-            return Err(invalid("credentialType", "must not be Unknown"));
-        }
-        Some(t) => t,
-        None => {
-            let names: Vec<&str> = CredentialType::ALL[1..].iter().map(|t| t.as_str()).collect();
-            return Err(invalid(
-                "credentialType",
-                &format!("must be one of {}", names.join(", ")),
-            ));
-        }
-    };
     let host = server
         .host
         .as_deref()
@@ -79,6 +66,20 @@ fn validate_body(parsed: &Option<ApiCredentialsRequest>) -> Result<Valid<'_>, St
     if server.transport_protocol.as_deref().is_some_and(|t| t != "TCP") {
         return Err(invalid("server.transportProtocol", "must be TCP"));
     }
+    // §4.8 step 3 checks the server before the credential type's value.
+    let credential_type = match CredentialType::parse(ct) {
+        Some(CredentialType::Unknown) => {
+            return Err(invalid("credentialType", "must not be Unknown"));
+        }
+        Some(t) => t,
+        None => {
+            let names: Vec<&str> = CredentialType::ALL[1..].iter().map(|t| t.as_str()).collect();
+            return Err(invalid(
+                "credentialType",
+                &format!("must be one of {}", names.join(", ")),
+            ));
+        }
+    };
     if let Some(cm) = &req.connection_metadata {
         if let Some(k) = &cm.access_key_id
             && (k.is_empty() || !k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()))
