@@ -333,9 +333,15 @@ impl Store {
                 Dialect::Postgres => format!("(body::jsonb #> '{{{}}}')", path.join(",")),
             },
         };
-        // §1.6: ties break on the record's id (`externalId` / `eventId`) ascending.
+        // Ties: audit entries on `externalId` ascending (§1.6); events have no `externalId`, so
+        // they keep the order they were written in, newest first when descending
+        // (docs/API-CONVENTIONS.md): the three events of one request share a millisecond.
+        let tie = match table {
+            EventTable::Audit => "id ASC".to_string(),
+            _ => format!("seq {dir}"),
+        };
         let page_sql = format!(
-            "SELECT body FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}, id ASC LIMIT {} OFFSET {}",
+            "SELECT body FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}, {tie} LIMIT {} OFFSET {}",
             q.limit, q.offset
         );
         let mut count = sqlx::query(sqlx::AssertSqlSafe(count_sql));

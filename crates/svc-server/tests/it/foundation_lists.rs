@@ -187,7 +187,7 @@ async fn audit_log_query_semantics() {
 }
 
 #[tokio::test]
-async fn event_lists_order_on_any_scalar_field_with_ties_on_the_id() {
+async fn event_lists_order_on_any_scalar_field_and_audit_ties_on_the_external_id() {
     let t = TestApp::start().await;
     for name in ["r1", "r2", "r3"] {
         t.post("/api/v1/roles", json!({"name": name, "isActive": true}))
