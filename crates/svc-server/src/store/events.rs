@@ -251,7 +251,7 @@ impl Store {
         if batch.iter().any(|e| e.table == EventTable::Audit) {
             return Err(super::StoreError("audit rows are written with their entity".into()));
         }
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin_write().await?;
         for table in [EventTable::Authorization, EventTable::Workload] {
             let rows: Vec<&EventRow> = batch.iter().filter(|e| e.table == table).collect();
             for chunk in rows.chunks(EVENT_ROWS_PER_INSERT) {
@@ -264,7 +264,7 @@ impl Store {
 
     /// Audit entries written outside an entity change (logins).
     pub async fn insert_audit_now(&self, rows: &[AuditRow]) -> Result<()> {
-        let mut tx = self.pool().begin().await?;
+        let mut tx = self.begin_write().await?;
         for a in rows {
             insert_audit(&mut tx, a).await?;
         }

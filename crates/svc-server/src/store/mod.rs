@@ -225,7 +225,19 @@ impl Store {
 
     pub async fn begin(&self) -> Result<StoreTx> {
         Ok(StoreTx {
-            tx: self.pool.begin().await?,
+            tx: self.begin_write().await?,
+        })
+    }
+
+    /// A transaction that will write. On SQLite it starts with `BEGIN IMMEDIATE`: a deferred
+    /// transaction that reads first and then writes cannot wait for the write lock — when another
+    /// connection (the event writer, every few milliseconds under load) commits in between, the
+    /// upgrade fails at once with "database is locked" whatever the busy timeout. Taking the
+    /// lock up front makes it wait like any other writer.
+    pub(crate) async fn begin_write(&self) -> Result<Transaction<'static, Any>> {
+        Ok(match self.dialect {
+            Dialect::Sqlite => self.pool.begin_with("BEGIN IMMEDIATE").await?,
+            Dialect::Postgres => self.pool.begin().await?,
         })
     }
 
@@ -250,7 +262,7 @@ impl Store {
 
     /// Inserts keys and updates retirement times in one transaction.
     pub async fn save_keys(&self, insert: &[KeyRow], retire: &[(String, i64)], delete: &[String]) -> Result<()> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         for k in insert {
             sqlx::query(
                 "INSERT INTO signing_keys (kid, alg, created_at, active_at, retire_at, material) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kid) DO NOTHING",
@@ -299,7 +311,7 @@ impl Store {
 
     /// Takes (deletes and returns) a pending value if it exists, matches `purpose` and is unexpired.
     pub async fn take_pending(&self, state: &str, purpose: &str, now: i64) -> Result<Option<String>> {
-        let mut tx = self.pool.begin().await?;
+        let mut tx = self.begin_write().await?;
         let row = sqlx::query("SELECT data, expires_at, purpose FROM pending_states WHERE state = $1")
             .bind(state)
             .fetch_optional(&mut *tx)

@@ -266,3 +266,49 @@ async fn event_queries_filter_order_and_page() {
     s.close().await;
     let _ = std::fs::remove_dir_all(dir);
 }
+
+/// A transaction that reads before it writes (taking an OAuth state) never fails with "database
+/// is locked" while the event writer commits batch after batch on another connection: write
+/// transactions take the lock up front (`BEGIN IMMEDIATE` on SQLite) and wait for it.
+#[tokio::test]
+async fn read_then_write_transactions_wait_for_concurrent_event_batches() {
+    let (s, dir) = open().await;
+    let writer = {
+        let s = s.clone();
+        tokio::spawn(async move {
+            for b in 0..150 {
+                let rows: Vec<EventRow> = (0..20)
+                    .map(|i| EventRow {
+                        table: EventTable::Authorization,
+                        id: format!("busy-{b}-{i}"),
+                        rs: "rs1".into(),
+                        ts: 1,
+                        event_type: "access.request".into(),
+                        severity: "Info".into(),
+                        result: None,
+                        client_ip: None,
+                        client_workload: None,
+                        server_workload: None,
+                        app_protocol: None,
+                        user_id: None,
+                        search: String::new(),
+                        body: "{}".into(),
+                    })
+                    .collect();
+                s.insert_events(&rows).await.unwrap();
+            }
+        })
+    };
+    let mut taken = 0;
+    while !writer.is_finished() {
+        let state = format!("st-{taken}");
+        s.put_pending(&state, "p", "data", i64::MAX).await.unwrap();
+        let got = s.take_pending(&state, "p", 0).await.expect("no 'database is locked'");
+        assert_eq!(got.as_deref(), Some("data"));
+        taken += 1;
+    }
+    writer.await.unwrap();
+    assert!(taken > 0);
+    s.close().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
