@@ -183,13 +183,16 @@ async fn serve(cfg: Config) -> ExitCode {
         Ok(a) => a,
         Err(e) => return fail(e),
     };
+    // Signal handlers first: a SIGTERM that arrives once the port answers stops the server
+    // gracefully.
+    let shutdown = app::shutdown_signal();
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
     };
     app.spawn_background();
     tracing::info!(%addr, %public, version = env!("CARGO_PKG_VERSION"), "svc is serving");
-    match app.serve(listener, app::shutdown_signal()).await {
+    match app.serve(listener, shutdown).await {
         Ok(()) => {
             tracing::info!("stopped");
             ExitCode::SUCCESS
