@@ -85,24 +85,18 @@ impl EventSink {
                 // far less per event than one small transaction per wake-up (docs/PERFORMANCE.md).
                 let deadline = tokio::time::Instant::now() + LINGER;
                 let mut next = Some(first);
-                loop {
-                    while let Some(m) = next.take() {
-                        match m {
-                            Msg::Event(e) => batch.push(*e),
-                            Msg::Flush(w) => waiters.push(w),
-                        }
-                        if batch.len() >= BATCH || !waiters.is_empty() {
-                            break;
-                        }
-                        next = rx.try_recv().ok();
+                while let Some(m) = next.take() {
+                    match m {
+                        Msg::Event(e) => batch.push(*e),
+                        Msg::Flush(w) => waiters.push(w),
                     }
                     if batch.len() >= BATCH || !waiters.is_empty() {
                         break;
                     }
-                    match tokio::time::timeout_at(deadline, rx.recv()).await {
-                        Ok(Some(m)) => next = Some(m),
-                        Ok(None) | Err(_) => break,
-                    }
+                    next = match rx.try_recv() {
+                        Ok(m) => Some(m),
+                        Err(_) => tokio::time::timeout_at(deadline, rx.recv()).await.ok().flatten(),
+                    };
                 }
                 if !batch.is_empty() {
                     write_batch(&store, &batch, &written).await;

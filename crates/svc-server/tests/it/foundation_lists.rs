@@ -203,7 +203,33 @@ async fn event_lists_order_on_any_scalar_field_and_audit_ties_on_the_external_id
             .map(|e| e["externalId"].as_str().unwrap().to_string())
             .collect()
     };
-    // Fields without a column of their own sort on the stored body, nested or by bare name.
+    // A field without a column of its own sorts on the stored body: failed logins by unknown
+    // e-mails are entries whose actor userName is that e-mail.
+    for email in ["zz-nobody@svc.test", "aa-nobody@svc.test"] {
+        t.post_anon(
+            "/api/v1/login",
+            json!({"email": email, "password": "wrong-password-123"}),
+        )
+        .await
+        .expect_error(401, "Invalid email or password.");
+    }
+    let user_names = |v: &Value| -> Vec<String> {
+        v["auditLogs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e["actor"]["userName"].as_str().map(str::to_lowercase))
+            .collect()
+    };
+    let asc = user_names(t.get(&q("order=actor.userName%20asc")).await.expect(200));
+    assert!(asc.contains(&"zz-nobody@svc.test".to_string()) && asc.contains(&"aa-nobody@svc.test".to_string()));
+    let mut sorted = asc.clone();
+    sorted.sort();
+    assert_eq!(asc, sorted);
+    let mut desc = user_names(t.get(&q("order=actor.userName%20desc")).await.expect(200));
+    desc.reverse();
+    assert_eq!(desc, sorted);
+    // Nested or bare names; the response names the full path.
     for (order, field) in [
         ("actor.userName%20desc", "actor.userName desc"),
         ("client.userAgent.raw", "client.userAgent.raw asc"),

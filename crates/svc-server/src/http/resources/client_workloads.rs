@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use svc_api::Obj;
 
 use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{find, for_update, taken};
+use super::scoped::{delete_released, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::domain::identity::{IDENTITY_TYPES, lookup};
 use crate::domain::workload::{ClientWorkload, Identity};
@@ -17,9 +17,9 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Filter, ListSpec};
 use crate::http::{no_content, ok};
-use crate::service::refs::{RefField, release};
+use crate::service::refs::RefField;
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
 
@@ -172,21 +172,15 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
 }
 
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = ListParams::parse(&q)?;
     let st = app.state();
-    let items = st
-        .in_rs::<ClientWorkload>(Some(ctx.rs))
-        .map(|w| client_json(&st, w))
-        .collect();
-    Ok(ok(respond(items, &p, &SPEC)?))
+    list_in_rs::<ClientWorkload>(&st, ctx.rs, &q, &SPEC, |w| client_json(&st, w))
 }
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    Ok(match find::<ClientWorkload>(&st, &ids.one(), ctx.rs) {
-        Some(w) => ok(client_json(&st, &w)),
-        None => no_content(),
-    })
+    Ok(read_in_rs::<ClientWorkload>(&st, ids.one(), ctx.rs, |w| {
+        client_json(&st, w)
+    }))
 }
 
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -250,12 +244,9 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    if find::<ClientWorkload>(&w.st, &id, ctx.rs).is_none() {
+    if delete_released::<ClientWorkload>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::ClientWorkload)?.is_none() {
         return Err(Error::NotFound);
     }
-    release(&mut w, &author, id, RefField::ClientWorkload)?;
-    w.remove::<ClientWorkload>(&id);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
     w.commit().await?;
     Ok(no_content())
 }

@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 use svc_api::{FieldError, Obj};
 
 use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{find, for_update, taken};
+use super::scoped::{find, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::config::Config;
 use crate::credential::cloudb::{tenant_text, vault_name};
@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Filter, ListSpec};
 use crate::http::{created, no_content, ok};
 use crate::service::write::Write;
 
@@ -231,20 +231,16 @@ fn require_token(i: &CredentialIntegration) -> Result<()> {
 }
 
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = ListParams::parse(&q)?;
-    let st = app.state();
-    let items = st
-        .in_rs::<CredentialIntegration>(Some(ctx.rs))
-        .map(|i| to_json(i))
-        .collect();
-    Ok(ok(respond(items, &p, &SPEC)?))
+    list_in_rs::<CredentialIntegration>(&app.state(), ctx.rs, &q, &SPEC, to_json)
 }
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    Ok(match find::<CredentialIntegration>(&app.state(), &ids.one(), ctx.rs) {
-        Some(i) => ok(to_json(&i)),
-        None => no_content(),
-    })
+    Ok(read_in_rs::<CredentialIntegration>(
+        &app.state(),
+        ids.one(),
+        ctx.rs,
+        to_json,
+    ))
 }
 
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {

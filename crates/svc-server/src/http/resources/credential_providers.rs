@@ -12,7 +12,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{find, for_update, taken};
+use super::scoped::{delete_released, find, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::config::Config;
 use crate::credential::types::{self, TypeSpec};
@@ -23,9 +23,9 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
-use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Filter, ListSpec};
 use crate::http::{created, no_content, ok};
-use crate::service::refs::{RefField, release};
+use crate::service::refs::RefField;
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
 
@@ -403,19 +403,18 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
 async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<Response> {
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
-    if find::<CredentialProvider>(&w.st, &id, ctx.rs).is_none() {
+    let Some(gone) =
+        delete_released::<CredentialProvider>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::CredentialProvider)?
+    else {
         return if missing_is_404 {
             Err(Error::NotFound)
         } else {
             Ok(no_content())
         };
-    }
-    release(&mut w, &author, id, RefField::CredentialProvider)?;
-    let gone = w.remove::<CredentialProvider>(&id);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
+    };
     w.commit().await?;
-    if let Some(p) = gone.filter(|p| p.cp_type == cib_account::TYPE) {
-        cib_account::revoke_after_delete(app, &p);
+    if gone.cp_type == cib_account::TYPE {
+        cib_account::revoke_after_delete(app, &gone);
     }
     Ok(no_content())
 }
@@ -423,21 +422,15 @@ async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<
 // ---- v2 handlers ------------------------------------------------------------------------------
 
 async fn list_v2(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = ListParams::parse(&q)?;
     let st = app.state();
-    let items = st
-        .in_rs::<CredentialProvider>(Some(ctx.rs))
-        .map(|c| provider_v2_json(&st, &app.cfg, c))
-        .collect();
-    Ok(ok(respond(items, &p, &SPEC_V2)?))
+    list_in_rs::<CredentialProvider>(&st, ctx.rs, &q, &SPEC_V2, |c| provider_v2_json(&st, &app.cfg, c))
 }
 
 async fn read_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    Ok(match find::<CredentialProvider>(&st, &ids.one(), ctx.rs) {
-        Some(c) => ok(provider_v2_json(&st, &app.cfg, &c)),
-        None => no_content(),
-    })
+    Ok(read_in_rs::<CredentialProvider>(&st, ids.one(), ctx.rs, |c| {
+        provider_v2_json(&st, &app.cfg, c)
+    }))
 }
 
 async fn create_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -548,21 +541,15 @@ const SPEC_V1: ListSpec = ListSpec {
 };
 
 async fn list_v1(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = ListParams::parse(&q)?;
     let st = app.state();
-    let items = st
-        .in_rs::<CredentialProvider>(Some(ctx.rs))
-        .map(|c| provider_v1_json(&st, &app.cfg, c))
-        .collect();
-    Ok(ok(respond(items, &p, &SPEC_V1)?))
+    list_in_rs::<CredentialProvider>(&st, ctx.rs, &q, &SPEC_V1, |c| provider_v1_json(&st, &app.cfg, c))
 }
 
 async fn read_v1(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    Ok(match find::<CredentialProvider>(&st, &ids.one(), ctx.rs) {
-        Some(c) => ok(provider_v1_json(&st, &app.cfg, &c)),
-        None => no_content(),
-    })
+    Ok(read_in_rs::<CredentialProvider>(&st, ids.one(), ctx.rs, |c| {
+        provider_v1_json(&st, &app.cfg, c)
+    }))
 }
 
 async fn create_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {

@@ -10,7 +10,7 @@ use svc_api::common::KeyValue;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{find, for_update, taken};
+use super::scoped::{delete_released, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
 use crate::domain::{Kind, Perm};
@@ -18,9 +18,9 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Filter, ListSpec};
 use crate::http::{no_content, ok};
-use crate::service::refs::{RefField, release};
+use crate::service::refs::RefField;
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
 
@@ -279,21 +279,15 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
 }
 
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = ListParams::parse(&q)?;
     let st = app.state();
-    let items = st
-        .in_rs::<ServerWorkload>(Some(ctx.rs))
-        .map(|w| server_json(&st, w))
-        .collect();
-    Ok(ok(respond(items, &p, &SPEC)?))
+    list_in_rs::<ServerWorkload>(&st, ctx.rs, &q, &SPEC, |w| server_json(&st, w))
 }
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    Ok(match find::<ServerWorkload>(&st, &ids.one(), ctx.rs) {
-        Some(w) => ok(server_json(&st, &w)),
-        None => no_content(),
-    })
+    Ok(read_in_rs::<ServerWorkload>(&st, ids.one(), ctx.rs, |w| {
+        server_json(&st, w)
+    }))
 }
 
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -361,12 +355,9 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.
-    if find::<ServerWorkload>(&w.st, &id, ctx.rs).is_none() {
+    if delete_released::<ServerWorkload>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::ServerWorkload)?.is_none() {
         return Ok(no_content());
     }
-    release(&mut w, &author, id, RefField::ServerWorkload)?;
-    w.remove::<ServerWorkload>(&id);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
     w.commit().await?;
     Ok(no_content())
 }

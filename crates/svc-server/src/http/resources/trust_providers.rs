@@ -11,7 +11,7 @@ use svc_api::reader::check_len;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{find, for_update, taken};
+use super::scoped::{delete_released, find, for_update, read_in_rs, taken};
 use crate::app::App;
 use crate::crypto::x509::{cert_info, pem_blocks, pem_text};
 use crate::domain::trust::{MatchRule, SealedCert, SecretInfo, TrustKind, TrustProvider};
@@ -22,7 +22,7 @@ use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
-use crate::service::refs::{RefField, release};
+use crate::service::refs::RefField;
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
 
@@ -396,10 +396,9 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    Ok(match find::<TrustProvider>(&st, &ids.one(), ctx.rs) {
-        Some(tp) => ok(trust_json(&app, &st, &tp, None)),
-        None => no_content(),
-    })
+    Ok(read_in_rs::<TrustProvider>(&st, ids.one(), ctx.rs, |tp| {
+        trust_json(&app, &st, tp, None)
+    }))
 }
 
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -488,12 +487,9 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    if find::<TrustProvider>(&w.st, &id, ctx.rs).is_none() {
+    if delete_released::<TrustProvider>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::TrustProvider)?.is_none() {
         return Err(Error::NotFound);
     }
-    release(&mut w, &author, id, RefField::TrustProvider)?;
-    w.remove::<TrustProvider>(&id);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
     w.commit().await?;
     Ok(no_content())
 }
