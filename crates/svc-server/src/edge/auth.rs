@@ -155,7 +155,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
 
     let source_ip_text = source_ip.map(|i| i.to_string());
     let info = RequestInfo {
-        context_id: Uuid::new_v4(),
+        context_id: crate::util::uuid_v4(),
         rs: selected.unwrap_or(DEFAULT_RESOURCE_SET),
         client_ip: source_ip_text.clone(),
         source_port: peer_port,

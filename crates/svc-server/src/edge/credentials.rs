@@ -289,7 +289,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let server = parsed.as_ref().and_then(|r| r.server.as_ref());
     let empty = Facts::new();
     let mut info = RequestInfo {
-        context_id: Uuid::new_v4(),
+        context_id: crate::util::uuid_v4(),
         rs: selected_rs
             .or(token.as_ref().map(|t| t.svc.rs))
             .unwrap_or(DEFAULT_RESOURCE_SET),

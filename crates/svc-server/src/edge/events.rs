@@ -191,12 +191,7 @@ fn names(parts: &Parts) -> String {
 /// at its end instead of taking each insert on a random page, which made every batch rewrite one
 /// index page per event (profiled in docs/PERFORMANCE.md).
 fn event_id(now_ms: i64) -> Uuid {
-    let ms = now_ms.max(0) as u64;
-    Uuid::new_v7(uuid::Timestamp::from_unix(
-        uuid::NoContext,
-        ms / 1000,
-        (ms % 1000) as u32 * 1_000_000,
-    ))
+    crate::util::uuid_v7(now_ms)
 }
 
 /// Queues one authorization event.

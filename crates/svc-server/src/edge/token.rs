@@ -57,7 +57,7 @@ pub fn issue(
         iat: now,
         nbf: now,
         exp: now + ttl,
-        jti: Uuid::new_v4(),
+        jti: crate::util::uuid_v4(),
         svc: IssueSvc {
             tp,
             tpk,

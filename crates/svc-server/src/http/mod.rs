@@ -50,7 +50,7 @@ async fn request_id(mut req: Request, next: Next) -> Response {
         .get(REQUEST_ID)
         .and_then(|v| v.to_str().ok())
         .and_then(|s| svc_api::reader::parse_uuid(s.trim()))
-        .unwrap_or_else(Uuid::new_v4);
+        .unwrap_or_else(crate::util::uuid_v4);
     req.extensions_mut().insert(RequestId(id));
     let method = req.method().clone();
     let path = req.uri().path().to_string();
