@@ -55,7 +55,7 @@ pub struct Mapping {
 pub struct Note {
     pub note: String,
     pub created_at: Timestamp,
-    pub created_by: Option<String>,
+    pub created_by: Option<super::Label>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -68,4 +68,16 @@ pub struct Policy {
     pub access_conditions: Vec<Uuid>,
     pub content_security: Vec<Uuid>,
     pub notes: Vec<Note>,
+}
+
+impl Policy {
+    /// See `Record::compact`.
+    pub fn shrink_lists(&mut self) {
+        self.meta.tags.shrink_to_fit();
+        self.mappings.shrink_to_fit();
+        self.trust_providers.shrink_to_fit();
+        self.access_conditions.shrink_to_fit();
+        self.content_security.shrink_to_fit();
+        self.notes.shrink_to_fit();
+    }
 }

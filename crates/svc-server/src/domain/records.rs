@@ -143,8 +143,8 @@ pub struct User {
     pub tokens: Vec<UserToken>,
     pub created_at: Timestamp,
     pub modified_at: Timestamp,
-    pub created_by: Option<String>,
-    pub modified_by: Option<String>,
+    pub created_by: Option<super::Label>,
+    pub modified_by: Option<super::Label>,
     /// Start of the user's own MFA grace period (creation or last unlock).
     pub mfa_grace_from: Timestamp,
     #[serde(skip)]

@@ -42,7 +42,8 @@ pub struct Endpoint {
     pub port: i32,
     pub tls: bool,
     pub tls_verification: String,
-    pub auth: Option<ServiceAuth>,
+    /// Boxed: rarely set, and three strings inline in every server workload otherwise.
+    pub auth: Option<Box<ServiceAuth>>,
     pub url_path: Option<String>,
     pub http_headers: Vec<KeyValue>,
 }
@@ -52,4 +53,21 @@ pub struct ServerWorkload {
     pub meta: Meta,
     pub endpoint: Endpoint,
     pub label: Option<String>,
+}
+
+impl ClientWorkload {
+    /// See `Record::compact`.
+    pub fn shrink_lists(&mut self) {
+        self.meta.tags.shrink_to_fit();
+        self.identities.shrink_to_fit();
+        self.sso_identity_providers.shrink_to_fit();
+    }
+}
+
+impl ServerWorkload {
+    /// See `Record::compact`.
+    pub fn shrink_lists(&mut self) {
+        self.meta.tags.shrink_to_fit();
+        self.endpoint.http_headers.shrink_to_fit();
+    }
 }

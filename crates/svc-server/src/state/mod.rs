@@ -42,6 +42,11 @@ pub trait Record: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
     }
     /// Keeps secondary indexes in step with a change (`old` → `new`).
     fn reindex(_idx: &mut Indexes, _old: Option<&Self>, _new: Option<&Self>) {}
+    /// Drops spare list capacity before the record is shared (a stored record is never grown in
+    /// place: a change clones it). serde and `push` leave room for at least four elements, so the
+    /// one-element lists of most workloads and policies carried three empty slots each: ~85 MB
+    /// at 100,000 policies (docs/PERFORMANCE.md, heap profile).
+    fn compact(&mut self) {}
 }
 
 /// Implements [`Record`] for a type whose base block is `self.meta`.
@@ -145,6 +150,9 @@ macro_rules! indexed_record {
             fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
                 idx.$reindex(old, new);
             }
+            fn compact(&mut self) {
+                self.shrink_lists();
+            }
         }
     };
 }
@@ -235,7 +243,8 @@ impl State {
     }
 
     /// Inserts or replaces a record, keeping the indexes in step.
-    pub fn put<T: Record>(&mut self, v: T) -> Arc<T> {
+    pub fn put<T: Record>(&mut self, mut v: T) -> Arc<T> {
+        v.compact();
         let id = v.id();
         let new = Arc::new(v);
         let old = T::table_mut(self).insert(id, new.clone());
@@ -304,3 +313,47 @@ has_meta!(
     CredentialIntegration,
     Policy
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::policy::{Mapping, MappingType, Policy};
+
+    #[test]
+    fn stored_records_keep_no_spare_list_capacity() {
+        let meta: Meta = serde_json::from_value(serde_json::json!({
+            "id": Uuid::from_u128(1), "seq": 1, "rs": Uuid::nil(), "name": "p", "description": null,
+            "active": true, "tags": [], "created_at": "2026-11-22T00:00:00.000Z", "modified_at": "2026-11-22T00:00:00.000Z",
+            "created_by": "system", "modified_by": "system"
+        }))
+        .unwrap();
+        let mut mappings = Vec::with_capacity(4);
+        mappings.extend([Mapping {
+            credential_provider: Uuid::from_u128(2),
+            mapping_type: MappingType::None,
+            access_key_id: None,
+            account_name: None,
+            header_name: None,
+            header_value: None,
+            body_field_path: None,
+            body_field_value: None,
+        }]);
+        let mut trust_providers = Vec::with_capacity(4);
+        trust_providers.extend([Uuid::from_u128(3)]);
+        assert!(mappings.capacity() > 1 && trust_providers.capacity() > 1);
+        let p = Policy {
+            meta,
+            client_workload: Uuid::from_u128(4),
+            server_workload: Uuid::from_u128(5),
+            mappings,
+            trust_providers,
+            access_conditions: vec![],
+            content_security: vec![],
+            notes: vec![],
+        };
+        let mut st = State::default();
+        let stored = st.put(p);
+        assert_eq!(stored.mappings.capacity(), 1);
+        assert_eq!(stored.trust_providers.capacity(), 1);
+    }
+}

@@ -177,7 +177,7 @@ fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldEr
                 ));
             }
             a.finish()?;
-            Some(ServiceAuth { method, scheme, config })
+            Some(Box::new(ServiceAuth { method, scheme, config }))
         }
     };
     let url_path = o.opt_str_len("urlPath", 0, 2048)?;
