@@ -300,7 +300,6 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             .and_then(|s| s.port)
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
-        transport: "TCP",
         environment: events::environment(
             token.as_ref().map(|t| &t.svc.facts).unwrap_or(&empty),
             None,

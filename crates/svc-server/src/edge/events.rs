@@ -21,7 +21,6 @@ pub struct RequestInfo {
     pub source_port: u16,
     pub target_host: Option<String>,
     pub target_port: i32,
-    pub transport: &'static str,
     pub environment: Box<RawValue>,
 }
 
@@ -104,6 +103,8 @@ struct Outcome<'a> {
     reason: Option<&'a str>,
 }
 
+/// `transportProtocol` (always `TCP`) and `proxyPort` (always 0) are not stored: the shape
+/// restores them (`Fixed`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Network<'a> {
@@ -111,23 +112,20 @@ struct Network<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     source_ip: Option<&'a str>,
     source_port: u16,
-    transport_protocol: &'a str,
-    proxy_port: i32,
     #[serde(skip_serializing_if = "Option::is_none")]
     target_host: Option<&'a str>,
     target_port: i32,
 }
 
+/// `version` (always `edge/v1`) is not stored: the shape restores it.
 #[derive(Serialize)]
 struct ClientRequest<'a> {
-    version: &'a str,
     network: Network<'a>,
 }
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AuthorizationEvent<'a> {
-    authorization_chain: [(); 0],
     meta: Meta<'a>,
     outcome: Outcome<'a>,
     client_request: ClientRequest<'a>,
@@ -138,12 +136,16 @@ struct AuthorizationEvent<'a> {
     server_workload: &'a Option<EntityResult>,
     #[serde(skip_serializing_if = "none_ref")]
     access_policy: &'a Option<EntityResult>,
+    // Empty lists (and the always-empty `authorizationChain`, `accessConditions`,
+    // `contentSecurity`) are not stored: the shape restores `[]`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     client_workloads: &'a [EntityResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     server_workloads: &'a [EntityResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     access_policies: &'a [EntityResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
     trust_providers: &'a [AttestationResult],
-    access_conditions: [(); 0],
-    content_security: [(); 0],
     #[serde(skip_serializing_if = "none_ref")]
     credential_provider: &'a Option<CpResult>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -207,7 +209,6 @@ pub fn authorization(
     let now = crate::clock::now();
     let event_id = event_id(now.millis());
     let ev = AuthorizationEvent {
-        authorization_chain: [],
         meta: Meta {
             client_ip: info.client_ip.as_deref(),
             timestamp: now,
@@ -220,12 +221,9 @@ pub fn authorization(
         },
         outcome: Outcome { result, reason },
         client_request: ClientRequest {
-            version: "edge/v1",
             network: Network {
                 source_ip: info.client_ip.as_deref(),
                 source_port: info.source_port,
-                transport_protocol: info.transport,
-                proxy_port: 0,
                 target_host: info.target_host.as_deref(),
                 target_port: info.target_port,
             },
@@ -238,8 +236,6 @@ pub fn authorization(
         server_workloads: &parts.server_workloads,
         access_policies: &parts.access_policies,
         trust_providers: &parts.trust_providers,
-        access_conditions: [],
-        content_security: [],
         credential_provider: &parts.credential_provider,
         user: None,
     };
@@ -655,9 +651,11 @@ pub enum Shape {
     Nullable(&'static [(&'static str, Shape)]),
     /// An array of objects (`[]` when absent).
     List(&'static [(&'static str, Shape)]),
+    /// A value the writer never stores because it is always the same: this JSON literal.
+    Fixed(&'static str),
 }
 
-use Shape::{Leaf, List, Nullable, Obj};
+use Shape::{Fixed, Leaf, List, Nullable, Obj};
 
 impl Shape {
     /// The canonical key path of a scalar field named by `field` (case-insensitive): a dotted
@@ -667,12 +665,12 @@ impl Shape {
         fn fields(shape: Shape) -> &'static [(&'static str, Shape)] {
             match shape {
                 Obj(f) | Nullable(f) => f,
-                Leaf | List(_) => &[],
+                Leaf | List(_) | Fixed(_) => &[],
             }
         }
         fn find(shape: Shape, name: &str, path: &mut Vec<&'static str>) -> bool {
             for (key, s) in fields(shape) {
-                if matches!(s, Leaf) && key.eq_ignore_ascii_case(name) {
+                if matches!(s, Leaf | Fixed(_)) && key.eq_ignore_ascii_case(name) {
                     path.push(key);
                     return true;
                 }
@@ -694,7 +692,7 @@ impl Shape {
                 path.push(*key);
                 shape = *s;
             }
-            return matches!(shape, Leaf).then_some(path);
+            return matches!(shape, Leaf | Fixed(_)).then_some(path);
         }
         find(self, field, &mut path).then_some(path)
     }
@@ -791,14 +789,14 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
     (
         "clientRequest",
         Obj(&[
-            ("version", Leaf),
+            ("version", Fixed("\"edge/v1\"")),
             (
                 "network",
                 Obj(&[
                     ("sourceIP", Leaf),
                     ("sourcePort", Leaf),
-                    ("transportProtocol", Leaf),
-                    ("proxyPort", Leaf),
+                    ("transportProtocol", Fixed("\"TCP\"")),
+                    ("proxyPort", Fixed("0")),
                     ("targetHost", Leaf),
                     ("targetPort", Leaf),
                 ]),
@@ -861,6 +859,7 @@ pub fn expand(value: serde_json::Value, shape: Shape) -> serde_json::Value {
             let v = map.remove(*key);
             let v = match (shape, v) {
                 (Leaf, v) => v.unwrap_or(Value::Null),
+                (Fixed(literal), v) => v.unwrap_or_else(|| serde_json::from_str(literal).expect("a JSON literal")),
                 (Obj(f), Some(Value::Object(m))) => object(m, f),
                 (Obj(f), _) => object(Default::default(), f),
                 (Nullable(f), Some(Value::Object(m))) => object(m, f),
@@ -1013,7 +1012,6 @@ mod tests {
         };
         let ip = full.then_some("127.0.0.1");
         let ev = AuthorizationEvent {
-            authorization_chain: [],
             meta: Meta {
                 client_ip: ip,
                 timestamp: crate::clock::now(),
@@ -1029,12 +1027,9 @@ mod tests {
                 reason: full.then_some("r"),
             },
             client_request: ClientRequest {
-                version: "edge/v1",
                 network: Network {
                     source_ip: ip,
                     source_port: 1,
-                    transport_protocol: "TCP",
-                    proxy_port: 0,
                     target_host: full.then_some("h"),
                     target_port: 443,
                 },
@@ -1046,9 +1041,7 @@ mod tests {
             client_workloads: &parts.client_workloads,
             server_workloads: &parts.server_workloads,
             access_policies: &parts.access_policies,
-            trust_providers: &parts.trust_providers,
-            access_conditions: [],
-            content_security: [],
+            trust_providers: if full { &parts.trust_providers } else { &[] },
             credential_provider: &parts.credential_provider,
             user: None,
         };
@@ -1061,18 +1054,62 @@ mod tests {
         let sparse = event(false);
         let text = sparse.to_string();
         assert!(!text.contains("null"), "{text}");
+        assert!(!text.contains("[]"), "empty lists are not stored: {text}");
+        assert!(
+            !text.contains("edge/v1") && !text.contains("TCP"),
+            "fixed values are not stored: {text}"
+        );
         assert!(text.len() * 2 < full.to_string().len(), "{text}");
-        let mut expected = all_paths(&full);
-        // `user` is always null, so the full event leaves it out too; the shape restores it.
-        expected.push("/user".into());
-        assert_eq!(all_paths(&expand(full.clone(), AUTHORIZATION_EVENT)), expected);
+        // Every documented key (§3.24), in the documented order: what the full event carries plus
+        // what is never stored (always-empty lists, fixed values, `user`).
+        let expected = all_paths(&expand(full.clone(), AUTHORIZATION_EVENT));
+        let top: Vec<&str> = expected
+            .iter()
+            .filter(|p| p.matches('/').count() == 1)
+            .map(|p| p.as_str())
+            .collect();
+        assert_eq!(
+            top,
+            [
+                "/authorizationChain",
+                "/meta",
+                "/outcome",
+                "/clientRequest",
+                "/environment",
+                "/clientWorkload",
+                "/serverWorkload",
+                "/accessPolicy",
+                "/clientWorkloads",
+                "/serverWorkloads",
+                "/accessPolicies",
+                "/trustProviders",
+                "/accessConditions",
+                "/contentSecurity",
+                "/credentialProvider",
+                "/user"
+            ]
+        );
+        for p in [
+            "/clientRequest/version",
+            "/clientRequest/network/transportProtocol",
+            "/clientRequest/network/proxyPort",
+        ] {
+            assert!(expected.iter().any(|e| e == p), "{p}");
+        }
+        let full_expanded = expand(full.clone(), AUTHORIZATION_EVENT);
+        assert_eq!(full_expanded["clientRequest"]["version"], "edge/v1");
+        assert_eq!(full_expanded["clientRequest"]["network"]["transportProtocol"], "TCP");
+        assert_eq!(full_expanded["clientRequest"]["network"]["proxyPort"], 0);
+        assert_eq!(full_expanded["accessConditions"], serde_json::json!([]));
         let restored = expand(sparse, AUTHORIZATION_EVENT);
-        // The sparse event's single objects are null: their keys are absent, as before.
+        // The sparse event's single objects are null: their keys are absent, as before; its
+        // empty trust-provider list has no item keys.
         let nullable = [
             "/clientWorkload/",
             "/serverWorkload/",
             "/accessPolicy/",
             "/credentialProvider/",
+            "/trustProviders[]/",
         ];
         let expected_sparse: Vec<String> = expected
             .iter()
@@ -1082,11 +1119,14 @@ mod tests {
         assert_eq!(all_paths(&restored), expected_sparse);
         assert_eq!(restored["environment"]["cloudA"]["ecs"]["taskFamily"], Value::Null);
         assert_eq!(restored["clientWorkload"], Value::Null);
-        assert_eq!(restored["trustProviders"][0]["expectedValues"], Value::Null);
+        assert_eq!(restored["trustProviders"], serde_json::json!([]));
+        assert_eq!(
+            full_expanded["trustProviders"][0]["expectedValues"],
+            serde_json::json!(["e"])
+        );
         assert_eq!(restored["user"], Value::Null);
         // A body stored in full (before this format) passes through unchanged.
-        let mut old = full.clone();
-        old["user"] = Value::Null;
+        let old = full_expanded.clone();
         assert_eq!(expand(old.clone(), AUTHORIZATION_EVENT), old);
     }
 
