@@ -134,6 +134,19 @@ fn escape_like(s: &str) -> String {
 /// instead of one per event; 64 × 12 parameters stays far below both dialects' limits.
 const EVENT_ROWS_PER_INSERT: usize = 64;
 
+/// Rows in the next `INSERT` when `left` remain: 64, else the largest power of two that fits.
+/// Every row count is its own SQL text, and each connection keeps its prepared statements (up to
+/// 100, tens of KB each at this size), so allowing any count from 1 to 64 filled every pooled
+/// connection's cache with ~100 large statements (~30 MB in all, seen as RSS growth during the
+/// benchmark's credential points); powers of two allow only seven per table.
+fn insert_size(left: usize) -> usize {
+    if left >= EVENT_ROWS_PER_INSERT {
+        EVENT_ROWS_PER_INSERT
+    } else {
+        1 << left.ilog2()
+    }
+}
+
 /// `INSERT INTO <table> (<columns>) VALUES ($1, …), ($n, …)` for `rows` rows. SQLite gets
 /// anonymous `?` placeholders: its driver resolves every `$n` by name, a linear search per
 /// parameter, which made binding quadratic in the number of rows.
@@ -254,8 +267,11 @@ impl Store {
         let mut tx = self.begin_write().await?;
         for table in [EventTable::Authorization, EventTable::Workload] {
             let rows: Vec<&EventRow> = batch.iter().filter(|e| e.table == table).collect();
-            for chunk in rows.chunks(EVENT_ROWS_PER_INSERT) {
-                insert_event_rows(&mut tx, self.dialect(), table, chunk).await?;
+            let mut rest = rows.as_slice();
+            while !rest.is_empty() {
+                let n = insert_size(rest.len());
+                insert_event_rows(&mut tx, self.dialect(), table, &rest[..n]).await?;
+                rest = &rest[n..];
             }
         }
         tx.commit().await?;
@@ -421,5 +437,25 @@ impl BindValue {
             BindValue::Text(s) => q.bind(s.clone()),
             BindValue::Int(i) => q.bind(*i),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn event_inserts_use_a_few_statement_sizes() {
+        let mut sizes = std::collections::BTreeSet::new();
+        for total in 1..=1000 {
+            let (mut left, mut rows) = (total, 0);
+            while left > 0 {
+                let n = super::insert_size(left);
+                assert!(n >= 1 && n <= left);
+                sizes.insert(n);
+                rows += n;
+                left -= n;
+            }
+            assert_eq!(rows, total);
+        }
+        assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8, 16, 32, 64]);
     }
 }
