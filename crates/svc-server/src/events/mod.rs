@@ -1,8 +1,11 @@
 //! Authorization and workload events leave the request path through [`EventSink`]: a bounded
 //! channel drained by one writer task that inserts in batches. A request never waits for the
-//! database; when the channel is full the event is dropped, counted, and a log line says so
-//! (architecture invariant 2). Audit entries of management writes do not pass here: they commit
-//! in the same transaction as the change they describe.
+//! database while the queue has room; when it is nearly full, an edge request waits (without
+//! blocking a thread) for the writer to take a batch before it starts, so a sustained overload
+//! slows the edge down to what the database can store instead of losing events (architecture
+//! invariant 2). Should the queue still be full, the event is dropped, counted, and a log line
+//! says so. Audit entries of management writes do not pass here: they commit in the same
+//! transaction as the change they describe.
 
 pub mod audit;
 
@@ -13,7 +16,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::store::{EventRow, Store};
 
-const CAPACITY: usize = 65_536;
+/// Queued events at most: ~1 KB each, so the queue's memory stays around 20 MB.
+const CAPACITY: usize = 16_384;
+/// Free slots an edge request waits for before it starts (it records at most a handful of
+/// events; the margin covers the requests already past the wait).
+const ROOM: usize = 256;
 const BATCH: usize = 512;
 /// The longest an event waits in the writer for its batch to fill.
 const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
@@ -29,6 +36,7 @@ pub struct EventSink {
     store: Store,
     dropped: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
+    waited: AtomicU64,
 }
 
 impl EventSink {
@@ -40,7 +48,26 @@ impl EventSink {
             store,
             dropped: Arc::new(AtomicU64::new(0)),
             written: Arc::new(AtomicU64::new(0)),
+            waited: AtomicU64::new(0),
         }
+    }
+
+    /// Waits until the queue has room for a request's events (see the module comment). Free
+    /// while the writer keeps up.
+    pub async fn wait_for_room(&self) {
+        if self.tx.capacity() >= ROOM {
+            return;
+        }
+        let n = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
+        if n.is_power_of_two() {
+            tracing::warn!(
+                waits_total = n,
+                "event queue nearly full: edge requests wait for the event writer"
+            );
+        }
+        // The permits are given back at once: they only mark the moment the writer has taken
+        // enough events off the queue.
+        let _ = self.tx.reserve_many(ROOM).await;
     }
 
     /// Queues an event without waiting.
@@ -124,6 +151,60 @@ async fn write_batch(store: &Store, batch: &[EventRow], written: &AtomicU64) {
             Err(e) => {
                 tracing::error!(error = %e, lost = batch.len(), "event batch could not be written")
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::EventTable;
+
+    fn row() -> EventRow {
+        EventRow {
+            table: EventTable::Authorization,
+            id: crate::util::uuid_v7(crate::clock::now_millis()).to_string(),
+            rs: crate::domain::DEFAULT_RESOURCE_SET.to_string(),
+            ts: crate::clock::now_millis(),
+            event_type: "access.request".into(),
+            severity: "Info".into(),
+            result: Some("Received".into()),
+            client_ip: None,
+            client_workload: None,
+            server_workload: None,
+            app_protocol: None,
+            user_id: None,
+            search: "access.request".into(),
+            body: "{}".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn edge_requests_wait_for_room_instead_of_dropping_events() {
+        let path = std::env::temp_dir().join(format!("svc-events-{}.db", crate::util::uuid_v4()));
+        let store = Store::open(&crate::config::DatabaseUrl::Sqlite(path.clone()))
+            .await
+            .unwrap();
+        let sink = EventSink::new(store);
+        let queued = CAPACITY - ROOM + 1;
+        for _ in 0..queued {
+            sink.record(row());
+        }
+        // The writer has not started: no room, the request waits.
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(200), sink.wait_for_room()).await;
+        assert!(waiting.is_err(), "a nearly full queue makes the request wait");
+        sink.start();
+        tokio::time::timeout(std::time::Duration::from_secs(30), sink.wait_for_room())
+            .await
+            .expect("room once the writer drains the queue");
+        sink.flush().await;
+        assert_eq!(
+            sink.counters(),
+            (0, queued as u64),
+            "nothing dropped, everything written"
+        );
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
     }
 }
