@@ -164,15 +164,11 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     Ok(m)
 }
 
-fn present(_: &CredentialProvider, _: &crate::config::Config, out: &mut Map<String, Value>) {
-    out.entry("lifetime").or_insert(Value::from(3600));
-}
-
 fn compile(p: &CredentialProvider) -> Backend {
     match cfg_str(&p.config, "cloudAIAMRoleArn") {
         Some(arn) => Backend::CloudASts(CloudASts {
             role_arn: arn.to_string(),
-            lifetime: p.config.get("lifetime").and_then(Value::as_i64).unwrap_or(3600),
+            lifetime: types::cfg_lifetime(&p.config),
         }),
         None => Backend::Broken("cloudAIAMRoleArn missing".into()),
     }
@@ -188,7 +184,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     parse,
     check: types::no_check,
     complete: types::no_complete,
-    present,
+    present: types::present_lifetime,
     compile,
 };
 

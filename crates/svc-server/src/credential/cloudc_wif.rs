@@ -11,7 +11,6 @@ use super::ai_wif::{JWT_TOKEN_TYPE, TOKEN_EXCHANGE};
 use super::types::{self, Mode, TypeSpec, cfg_str, email, field_match, put};
 use super::upstream_call::{json_body, post_json};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
-use crate::config::Config;
 use crate::domain::credential::CredentialProvider;
 
 const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
@@ -81,10 +80,6 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     Ok(m)
 }
 
-fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    out.entry("lifetime").or_insert(Value::from(3600));
-}
-
 fn compile(p: &CredentialProvider) -> Backend {
     match (
         cfg_str(&p.config, "audience"),
@@ -93,7 +88,7 @@ fn compile(p: &CredentialProvider) -> Backend {
         (Some(a), Some(e)) => Backend::CloudCWif(CloudCWif {
             audience: a.to_string(),
             service_account: e.to_string(),
-            lifetime: p.config.get("lifetime").and_then(Value::as_i64).unwrap_or(3600),
+            lifetime: types::cfg_lifetime(&p.config),
         }),
         _ => Backend::Broken("audience or serviceAccountEmail missing".into()),
     }
@@ -109,6 +104,6 @@ pub const SPEC: TypeSpec = TypeSpec {
     parse,
     check: types::no_check,
     complete: types::no_complete,
-    present,
+    present: types::present_lifetime,
     compile,
 };

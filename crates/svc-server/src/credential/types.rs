@@ -56,6 +56,19 @@ pub fn no_complete(_: &mut CredentialProvider) -> Result<(), Error> {
 
 pub fn no_present(_: &CredentialProvider, _: &Config, _: &mut Map<String, Value>) {}
 
+/// The `lifetime` (seconds) of the cloud federation types when none is stored.
+const FEDERATION_LIFETIME: i64 = 3600;
+
+/// `PresentFn` of the cloud federation types: `lifetime` shows its default when none is stored.
+pub fn present_lifetime(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    out.entry("lifetime").or_insert(Value::from(FEDERATION_LIFETIME));
+}
+
+/// The stored `lifetime` of a cloud federation type, or its default.
+pub fn cfg_lifetime(c: &Map<String, Value>) -> i64 {
+    c.get("lifetime").and_then(Value::as_i64).unwrap_or(FEDERATION_LIFETIME)
+}
+
 pub const TYPES: &[TypeSpec] = &[
     super::access_token::SPEC,
     super::apikey::SPEC,

@@ -148,8 +148,7 @@ struct AuthorizationEvent<'a> {
     trust_providers: &'a [AttestationResult],
     #[serde(skip_serializing_if = "none_ref")]
     credential_provider: &'a Option<CpResult>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    user: Option<()>,
+    // `user` (always null for edge requests) is not stored: the shape restores it.
 }
 
 fn none_ref<T>(o: &&Option<T>) -> bool {
@@ -189,13 +188,6 @@ fn names(parts: &Parts) -> String {
     s
 }
 
-/// A time-ordered (version 7) UUID for an event: the event tables' unique index on `id` then grows
-/// at its end instead of taking each insert on a random page, which made every batch rewrite one
-/// index page per event (profiled in docs/PERFORMANCE.md).
-fn event_id(now_ms: i64) -> Uuid {
-    crate::util::uuid_v7(now_ms)
-}
-
 thread_local! {
     static JSON_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(4096));
 }
@@ -224,7 +216,8 @@ pub fn authorization(
     parts: &Parts,
 ) {
     let now = crate::clock::now();
-    let event_id = event_id(now.millis());
+    // Time-ordered (v7): see `util::uuid_v7`.
+    let event_id = crate::util::uuid_v7(now.millis());
     let ev = AuthorizationEvent {
         meta: Meta {
             client_ip: info.client_ip.as_deref(),
@@ -254,7 +247,6 @@ pub fn authorization(
         access_policies: &parts.access_policies,
         trust_providers: &parts.trust_providers,
         credential_provider: &parts.credential_provider,
-        user: None,
     };
     let body = to_json(&ev);
     let search = format!(
@@ -295,7 +287,8 @@ pub struct WorkloadEvent<'a> {
 
 pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent<'_>) {
     let now = crate::clock::now();
-    let event_id = event_id(now.millis());
+    // Time-ordered (v7): see `util::uuid_v7`.
+    let event_id = crate::util::uuid_v7(now.millis());
     let body = WorkloadEventBody {
         meta: WorkloadMeta {
             timestamp: now,
@@ -309,14 +302,11 @@ pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent<'_>) {
             client_workload_id: w.client_workload,
             server_workload_id: w.server_workload,
             application_protocol: w.app_protocol,
-            user_id: None,
         },
         network: WorkloadNetwork {
             client_workload_ip: info.client_ip.as_deref(),
             client_workload_port: info.source_port,
-            server_workload_ip: None,
             server_workload_port: w.server_port,
-            proxy_port: None,
         },
         outcome: WorkloadOutcome {
             result: if w.success { "Success" } else { "Failure" },
@@ -369,8 +359,7 @@ struct WorkloadMeta<'a> {
     client_workload_id: Option<Uuid>,
     server_workload_id: Uuid,
     application_protocol: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    user_id: Option<()>,
+    // `userId` (always null) is not stored: the shape restores it.
 }
 
 #[derive(Serialize)]
@@ -380,12 +369,8 @@ struct WorkloadNetwork<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     client_workload_ip: Option<&'a str>,
     client_workload_port: u16,
-    #[serde(rename = "serverWorkloadIP")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    server_workload_ip: Option<()>,
+    // `serverWorkloadIP` and `proxyPort` (always null) are not stored: the shape restores them.
     server_workload_port: i32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    proxy_port: Option<()>,
 }
 
 #[derive(Serialize)]
@@ -1057,7 +1042,6 @@ mod tests {
             access_policies: &parts.access_policies,
             trust_providers: if full { &parts.trust_providers } else { &[] },
             credential_provider: &parts.credential_provider,
-            user: None,
         };
         serde_json::to_value(&ev).unwrap()
     }
@@ -1161,14 +1145,11 @@ mod tests {
                     client_workload_id: full.then_some(id),
                     server_workload_id: id,
                     application_protocol: "HTTP",
-                    user_id: None,
                 },
                 network: WorkloadNetwork {
                     client_workload_ip: full.then_some("127.0.0.1"),
                     client_workload_port: 1,
-                    server_workload_ip: None,
                     server_workload_port: 443,
-                    proxy_port: None,
                 },
                 outcome: WorkloadOutcome { result: "Success" },
             })

@@ -222,13 +222,7 @@ async fn authorization_code_token_without_expires_in_has_no_expiry() {
     rig.attach(&t, &cp).await;
     let r = t.get(&format!("/api/v2/credential-providers/{cp}/authorize")).await;
     let loc = r.header("location").unwrap().to_string();
-    let state = url::Url::parse(&loc)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .unwrap()
-        .1
-        .to_string();
+    let state = state_of(&loc);
     let cb = t
         .send(t.client.get(t.url(&format!(
             "/api/v1/credential-providers/{cp}/callback?code=c1&state={state}"
@@ -336,13 +330,7 @@ async fn two_nodes_never_spend_a_rotating_refresh_token_twice() {
     rig.attach(&a, &cp).await;
     let r = a.get(&format!("/api/v2/credential-providers/{cp}/authorize")).await;
     let loc = r.header("location").unwrap().to_string();
-    let state = url::Url::parse(&loc)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .unwrap()
-        .1
-        .to_string();
+    let state = state_of(&loc);
     a.send(a.client.get(a.url(&format!(
         "/api/v1/credential-providers/{cp}/callback?code=c&state={state}"
     ))))

@@ -12,6 +12,17 @@ use crate::harness::{Resp, TestApp};
 
 pub const SUBJECT: &str = "system:job:deploy";
 
+/// The `state` parameter of an authorization redirect (`Location` of `…/authorize`).
+pub fn state_of(location: &str) -> String {
+    url::Url::parse(location)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "state")
+        .unwrap()
+        .1
+        .to_string()
+}
+
 pub struct Rig {
     /// The issuer that signed `id_token` (kept so its JWKS stays served).
     pub _iss: FakeIssuer,

@@ -448,13 +448,7 @@ async fn oauth_authorization_code_callback_errors_and_final_redirect() {
     let r = t.get(&format!("/api/v1/credential-providers/{cp}/authorize")).await;
     assert_eq!(r.status, 302);
     let loc = r.header("location").unwrap().to_string();
-    let state = url::Url::parse(&loc)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .unwrap()
-        .1
-        .to_string();
+    let state = state_of(&loc);
     assert!(!loc.contains("code_challenge"), "no PKCE unless required");
     let r = t
         .send(
@@ -467,13 +461,7 @@ async fn oauth_authorization_code_callback_errors_and_final_redirect() {
     // A code the provider does not know → 400 naming the failed exchange.
     let r = t.get(&format!("/api/v2/credential-providers/{cp}/authorize")).await;
     let loc = r.header("location").unwrap().to_string();
-    let state = url::Url::parse(&loc)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "state")
-        .unwrap()
-        .1
-        .to_string();
+    let state = state_of(&loc);
     t.send(t.client.get(t.url(&format!("{callback}?code=bogus&state={state}"))))
         .await
         .expect_error_prefix(400, "Authorization failed: ");
