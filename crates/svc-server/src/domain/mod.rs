@@ -93,6 +93,37 @@ impl Label {
     }
 }
 
+impl std::ops::Deref for Label {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl PartialEq<str> for Label {
+    fn eq(&self, other: &str) -> bool {
+        *self.0 == *other
+    }
+}
+
+impl PartialEq<&str> for Label {
+    fn eq(&self, other: &&str) -> bool {
+        *self.0 == **other
+    }
+}
+
+impl PartialOrd for Label {
+    fn partial_cmp(&self, other: &Label) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Label {
+    fn cmp(&self, other: &Label) -> std::cmp::Ordering {
+        self.0.cmp(&other.0)
+    }
+}
+
 impl From<&str> for Label {
     fn from(s: &str) -> Label {
         Label::new(s)

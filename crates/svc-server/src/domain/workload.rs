@@ -4,12 +4,13 @@ use serde::{Deserialize, Serialize};
 use svc_api::common::KeyValue;
 use uuid::Uuid;
 
-use super::Meta;
+use super::{Label, Meta};
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Identity {
+    /// Interned: one of the identity-type names (§4.6).
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: Label,
     pub value: String,
     pub key: Option<String>,
 }
@@ -35,13 +36,15 @@ pub struct Endpoint {
     pub id: Uuid,
     pub seq: i32,
     pub host: String,
-    pub app_protocol: String,
-    pub transport_protocol: String,
+    /// Interned (as are `transport_protocol` and `tls_verification`): one of a few enum values
+    /// in every server workload (docs/PERFORMANCE.md).
+    pub app_protocol: Label,
+    pub transport_protocol: Label,
     pub requested_port: i32,
     pub requested_tls: bool,
     pub port: i32,
     pub tls: bool,
-    pub tls_verification: String,
+    pub tls_verification: Label,
     /// Boxed: rarely set, and three strings inline in every server workload otherwise.
     pub auth: Option<Box<ServiceAuth>>,
     pub url_path: Option<String>,

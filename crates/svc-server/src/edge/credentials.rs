@@ -16,9 +16,9 @@ use super::token::{self, Token};
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
 use crate::credential::{CompiledCredential, IssueCx, Issued};
-use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
+use crate::domain::{DEFAULT_RESOURCE_SET, Label};
 use crate::state::State as Snapshot;
 use crate::trust::{Facts, TrustError};
 
@@ -129,7 +129,7 @@ fn entity(id: Uuid, name: &str) -> EntityResult {
 /// What a workload event records once a server workload was identified.
 struct Identified {
     server: Uuid,
-    app_protocol: String,
+    app_protocol: Label,
     port: i32,
     policy: Option<Uuid>,
     client: Option<Uuid>,
@@ -181,14 +181,15 @@ pub fn server_candidates(st: &Snapshot, rs: Uuid, host: &str, port: i32) -> Vec<
             .cloned()
             .collect()
     };
-    let exact = active(st.idx.servers_exact.get(&(rs, host.clone(), port, "TCP".to_string())));
+    static TCP: std::sync::LazyLock<Label> = std::sync::LazyLock::new(|| Label::new("TCP"));
+    let exact = active(st.idx.servers_exact.get(&(rs, host.clone(), port, TCP.clone())));
     if !exact.is_empty() {
         return exact;
     }
     let labels: Vec<&str> = host.split('.').collect();
     for start in 1..labels.len().saturating_sub(1) {
         let suffix = labels[start..].join(".");
-        let found = active(st.idx.servers_wildcard.get(&(rs, suffix, port, "TCP".to_string())));
+        let found = active(st.idx.servers_wildcard.get(&(rs, suffix, port, TCP.clone())));
         if !found.is_empty() {
             return found;
         }
@@ -235,22 +236,23 @@ pub fn client_candidates(st: &Snapshot, rs: Uuid, subject: &Subject<'_>) -> Vec<
 
 /// Step 10's selector (§4.8): which mapping `connectionMetadata` names.
 fn selected(m: &Mapping, cm: &ConnectionMetadata) -> bool {
+    let s = m.selectors();
     match m.mapping_type {
-        MappingType::AccessKeyId => cm.access_key_id.is_some() && cm.access_key_id == m.access_key_id,
-        MappingType::AccountName => cm.account_name.is_some() && cm.account_name == m.account_name,
+        MappingType::AccessKeyId => cm.access_key_id.is_some() && cm.access_key_id == s.access_key_id,
+        MappingType::AccountName => cm.account_name.is_some() && cm.account_name == s.account_name,
         MappingType::HttpHeader => {
             cm.header_name
                 .as_deref()
-                .zip(m.header_name.as_deref())
+                .zip(s.header_name.as_deref())
                 .is_some_and(|(a, b)| a.eq_ignore_ascii_case(b))
                 && cm.header_value.is_some()
-                && cm.header_value == m.header_value
+                && cm.header_value == s.header_value
         }
         MappingType::HttpBody => {
             cm.http_body_field_path.is_some()
-                && cm.http_body_field_path == m.body_field_path
+                && cm.http_body_field_path == s.body_field_path
                 && cm.http_body_field_value.is_some()
-                && cm.http_body_field_value == m.body_field_value
+                && cm.http_body_field_value == s.body_field_value
         }
         MappingType::None => false,
     }
@@ -723,7 +725,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                 policy,
                 client_workload: client,
                 server_workload: server,
-                app_protocol: &app_protocol,
+                app_protocol: app_protocol.as_str(),
                 server_port: port,
             },
         );

@@ -9,17 +9,17 @@ use uuid::Uuid;
 
 use crate::credential::CompiledCredential;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
-use crate::domain::identity;
 use crate::domain::policy::Policy;
 use crate::domain::records::User;
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
+use crate::domain::{Label, identity};
 use crate::trust::CompiledTrust;
 
 /// (resource set, identity type, claim key, normalised value).
 pub type IdentKey = (Uuid, &'static str, Option<String>, String);
 /// (resource set, lower-cased host or wildcard suffix, requested port, transport).
-pub type EndpointKey = (Uuid, String, i32, String);
+pub type EndpointKey = (Uuid, String, i32, Label);
 
 /// The big maps (one entry per workload or policy) are B-trees (`OrdMap`), whose dense leaves cost
 /// far less memory per entry than a hash trie's nodes; lookups stay O(log n).

@@ -328,16 +328,7 @@ mod tests {
         }))
         .unwrap();
         let mut mappings = Vec::with_capacity(4);
-        mappings.extend([Mapping {
-            credential_provider: Uuid::from_u128(2),
-            mapping_type: MappingType::None,
-            access_key_id: None,
-            account_name: None,
-            header_name: None,
-            header_value: None,
-            body_field_path: None,
-            body_field_value: None,
-        }]);
+        mappings.extend([Mapping::new(Uuid::from_u128(2), MappingType::None, Default::default())]);
         let mut trust_providers = Vec::with_capacity(4);
         trust_providers.extend([Uuid::from_u128(3)]);
         assert!(mappings.capacity() > 1 && trust_providers.capacity() > 1);

@@ -16,7 +16,7 @@ use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, entity_meta,
 use super::scoped::taken;
 use crate::app::App;
 use crate::domain::credential::CredentialProvider;
-use crate::domain::policy::{Mapping, MappingType, Note, Policy};
+use crate::domain::policy::{Mapping, MappingType, Note, Policy, Selectors};
 use crate::domain::records::ComplianceLevel;
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
@@ -64,15 +64,16 @@ pub fn routes(app: &App) -> Router<App> {
 /// `PolicyCredentialMappingDTO`: unused selectors are written as `""`.
 pub fn mapping_json(m: &Mapping) -> Value {
     let s = |v: &Option<String>| json!(v.clone().unwrap_or_default());
+    let sel = m.selectors();
     json!({
         "credentialProviderId": m.credential_provider,
         "mappingType": m.mapping_type.as_str(),
-        "accessKeyId": s(&m.access_key_id),
-        "accountName": s(&m.account_name),
-        "headerName": s(&m.header_name),
-        "headerValue": s(&m.header_value),
-        "httpbodyFieldPath": s(&m.body_field_path),
-        "httpbodyFieldValue": s(&m.body_field_value),
+        "accessKeyId": s(&sel.access_key_id),
+        "accountName": s(&sel.account_name),
+        "headerName": s(&sel.header_name),
+        "headerValue": s(&sel.header_value),
+        "httpbodyFieldPath": s(&sel.body_field_path),
+        "httpbodyFieldValue": s(&sel.body_field_value),
     })
 }
 
@@ -181,9 +182,7 @@ fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldErro
         }
         Ok(v.filter(|s| !s.is_empty()))
     };
-    let mapping = Mapping {
-        credential_provider: cp,
-        mapping_type: mt,
+    let selectors = Selectors {
         access_key_id: sel("accessKeyId")?,
         account_name: sel("accountName")?,
         header_name: sel("headerName")?,
@@ -199,12 +198,12 @@ fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldErro
         MappingType::HttpBody => &["httpbodyFieldPath", "httpbodyFieldValue"],
     };
     let fields = [
-        ("accessKeyId", &mapping.access_key_id),
-        ("accountName", &mapping.account_name),
-        ("headerName", &mapping.header_name),
-        ("headerValue", &mapping.header_value),
-        ("httpbodyFieldPath", &mapping.body_field_path),
-        ("httpbodyFieldValue", &mapping.body_field_value),
+        ("accessKeyId", &selectors.access_key_id),
+        ("accountName", &selectors.account_name),
+        ("headerName", &selectors.header_name),
+        ("headerValue", &selectors.header_value),
+        ("httpbodyFieldPath", &selectors.body_field_path),
+        ("httpbodyFieldValue", &selectors.body_field_value),
     ];
     for (name, v) in fields {
         match (used.contains(&name), v.is_some()) {
@@ -223,7 +222,7 @@ fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldErro
             _ => {}
         }
     }
-    Ok(mapping)
+    Ok(Mapping::new(cp, mt, selectors))
 }
 
 /// Reads the v2 body (`CreatePolicyDTO` or `PatchPolicyV2DTO`).
@@ -374,12 +373,12 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
             let key = |x: &Mapping| {
                 (
                     x.mapping_type,
-                    x.access_key_id.clone(),
-                    x.account_name.clone(),
-                    x.header_name.as_ref().map(|h| h.to_lowercase()),
-                    x.header_value.clone(),
-                    x.body_field_path.clone(),
-                    x.body_field_value.clone(),
+                    x.selectors().access_key_id.clone(),
+                    x.selectors().account_name.clone(),
+                    x.selectors().header_name.as_ref().map(|h| h.to_lowercase()),
+                    x.selectors().header_value.clone(),
+                    x.selectors().body_field_path.clone(),
+                    x.selectors().body_field_value.clone(),
                 )
             };
             if p.mappings[..i].iter().any(|o| key(o) == key(m)) {

@@ -197,18 +197,9 @@ fn parse(body: Value, mode: Mode) -> Result<(PolicyInput, Option<Option<Uuid>>)>
 }
 
 fn mapping_for(cp: Option<Uuid>) -> Vec<Mapping> {
-    cp.map(|c| Mapping {
-        credential_provider: c,
-        mapping_type: MappingType::None,
-        access_key_id: None,
-        account_name: None,
-        header_name: None,
-        header_value: None,
-        body_field_path: None,
-        body_field_value: None,
-    })
-    .into_iter()
-    .collect()
+    cp.map(|c| Mapping::new(c, MappingType::None, Default::default()))
+        .into_iter()
+        .collect()
 }
 
 fn in_rs(p: &Policy, rs: Uuid) -> Result<()> {

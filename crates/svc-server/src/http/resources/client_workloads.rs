@@ -12,7 +12,7 @@ use super::scoped::{delete_released, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::domain::identity::{IDENTITY_TYPES, lookup};
 use crate::domain::workload::{ClientWorkload, Identity};
-use crate::domain::{Kind, Perm};
+use crate::domain::{Kind, Label, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
@@ -127,7 +127,11 @@ fn parse_identities(o: &mut Obj) -> Result<Option<Vec<Identity>>> {
                 "must be an IP address or CIDR",
             ));
         }
-        Ok(Identity { kind, value, key })
+        Ok(Identity {
+            kind: Label::new(&kind),
+            value,
+            key,
+        })
     })?;
     if ids.as_ref().is_some_and(|v| v.len() > 50) {
         return Err(Error::field("identities", "at most 50 identities"));

@@ -13,7 +13,7 @@ use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external
 use super::scoped::{delete_released, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
-use crate::domain::{Kind, Perm};
+use crate::domain::{Kind, Label, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
@@ -205,13 +205,13 @@ fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldEr
         id: Uuid::nil(),
         seq: 0,
         host,
-        app_protocol,
-        transport_protocol,
+        app_protocol: Label::new(&app_protocol),
+        transport_protocol: Label::new(&transport_protocol),
         requested_port,
         requested_tls,
         port,
         tls,
-        tls_verification,
+        tls_verification: Label::new(&tls_verification),
         auth,
         url_path,
         http_headers,
