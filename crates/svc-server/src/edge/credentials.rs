@@ -307,7 +307,6 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             token.as_ref().map(|t| &t.svc.facts).unwrap_or(&empty),
             None,
             client,
-            source_ip_text.as_deref(),
             token.as_ref().map(|t| t.sub.as_str()),
         ),
     };
@@ -361,13 +360,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         client,
         source_ip,
     );
-    info.environment = events::environment(
-        &token.svc.facts,
-        Some(&subject),
-        Some(client),
-        source_ip_text.as_deref(),
-        Some(&token.sub),
-    );
+    info.environment = events::environment(&token.svc.facts, Some(&subject), Some(client), Some(&token.sub));
 
     let mut ev = Parts::default();
     let mut workload_event: Option<Identified> = None;

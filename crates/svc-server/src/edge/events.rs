@@ -5,12 +5,11 @@
 
 use serde::Serialize;
 use serde_json::value::RawValue;
-use svc_api::Timestamp;
 use svc_api::edge::ClientWorkloadDetails;
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::store::{EventRow, EventTable};
+use crate::store::{Columns, EventRow, EventTable};
 use crate::trust::Facts;
 
 /// What every event of one request shares.
@@ -81,36 +80,26 @@ pub struct Parts {
     pub credential_provider: Option<CpResult>,
 }
 
+/// `clientIP`, `timestamp`, `eventType`, `eventId`, `resourceSetId` and `severity` are columns
+/// of the row and `directiveId` equals `contextId`: none of them is stored in the body, the shape
+/// restores them (`Col`, `TimeCol`, `Sibling`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct Meta<'a> {
-    #[serde(rename = "clientIP")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client_ip: Option<&'a str>,
-    timestamp: Timestamp,
-    event_type: &'a str,
-    event_id: Uuid,
-    resource_set_id: Uuid,
+struct Meta {
     context_id: Uuid,
-    directive_id: Uuid,
-    severity: &'a str,
 }
 
+/// `result` is the row's `result` column.
 #[derive(Serialize)]
 struct Outcome<'a> {
-    result: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    reason: Option<&'a str>,
+    reason: &'a str,
 }
 
-/// `transportProtocol` (always `TCP`) and `proxyPort` (always 0) are not stored: the shape
-/// restores them (`Fixed`).
+/// `sourceIP` is the row's `client_ip`; `transportProtocol` (always `TCP`) and `proxyPort`
+/// (always 0) are not stored either: the shape restores them (`Col`, `Fixed`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Network<'a> {
-    #[serde(rename = "sourceIP")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source_ip: Option<&'a str>,
     source_port: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
     target_host: Option<&'a str>,
@@ -126,8 +115,9 @@ struct ClientRequest<'a> {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AuthorizationEvent<'a> {
-    meta: Meta<'a>,
-    outcome: Outcome<'a>,
+    meta: Meta,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    outcome: Option<Outcome<'a>>,
     client_request: ClientRequest<'a>,
     environment: &'a RawValue,
     #[serde(skip_serializing_if = "none_ref")]
@@ -220,19 +210,11 @@ pub fn authorization(
     let event_id = crate::util::uuid_v7(now.millis());
     let ev = AuthorizationEvent {
         meta: Meta {
-            client_ip: info.client_ip.as_deref(),
-            timestamp: now,
-            event_type,
-            event_id,
-            resource_set_id: info.rs,
             context_id: info.context_id,
-            directive_id: info.context_id,
-            severity,
         },
-        outcome: Outcome { result, reason },
+        outcome: reason.map(|reason| Outcome { reason }),
         client_request: ClientRequest {
             network: Network {
-                source_ip: info.client_ip.as_deref(),
                 source_port: info.source_port,
                 target_host: info.target_host.as_deref(),
                 target_port: info.target_port,
@@ -291,17 +273,8 @@ pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent<'_>) {
     let event_id = crate::util::uuid_v7(now.millis());
     let body = WorkloadEventBody {
         meta: WorkloadMeta {
-            timestamp: now,
-            event_type: "workload.credential",
-            event_id,
-            resource_set_id: info.rs,
             policy_id: w.policy,
-            action: w.action,
             connection_id: info.context_id,
-            severity: w.severity,
-            client_workload_id: w.client_workload,
-            server_workload_id: w.server_workload,
-            application_protocol: w.app_protocol,
         },
         network: WorkloadNetwork {
             client_workload_ip: info.client_ip.as_deref(),
@@ -338,28 +311,20 @@ pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent<'_>) {
 
 #[derive(Serialize)]
 struct WorkloadEventBody<'a> {
-    meta: WorkloadMeta<'a>,
+    meta: WorkloadMeta,
     network: WorkloadNetwork<'a>,
     outcome: WorkloadOutcome,
 }
 
+/// `timestamp`, `eventType`, `eventId`, `resourceSetId`, `action`, `severity`,
+/// `clientWorkloadId`, `serverWorkloadId` and `applicationProtocol` are columns of the row, and
+/// `userId` is always null: the shape restores them.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct WorkloadMeta<'a> {
-    timestamp: Timestamp,
-    event_type: &'static str,
-    event_id: Uuid,
-    resource_set_id: Uuid,
+struct WorkloadMeta {
     #[serde(skip_serializing_if = "Option::is_none")]
     policy_id: Option<Uuid>,
-    action: &'a str,
     connection_id: Uuid,
-    severity: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client_workload_id: Option<Uuid>,
-    server_workload_id: Uuid,
-    application_protocol: &'a str,
-    // `userId` (always null) is not stored: the shape restores it.
 }
 
 #[derive(Serialize)]
@@ -381,8 +346,7 @@ struct WorkloadOutcome {
 #[derive(Serialize, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 struct Env<'a> {
-    #[serde(skip_serializing_if = "is_default")]
-    network: EnvNetwork<'a>,
+    // `network.sourceIP` is the row's `client_ip`: the shape restores it.
     #[serde(skip_serializing_if = "is_default")]
     host: EnvHost<'a>,
     #[serde(skip_serializing_if = "is_default")]
@@ -413,12 +377,6 @@ struct Env<'a> {
     ci_c: EnvCiC<'a>,
 }
 
-#[derive(Serialize, Default, PartialEq)]
-struct EnvNetwork<'a> {
-    #[serde(rename = "sourceIP")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    source_ip: Option<&'a str>,
-}
 #[derive(Serialize, Default, PartialEq)]
 struct EnvHost<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -541,7 +499,6 @@ pub fn environment(
     facts: &Facts,
     subject: Option<&super::identity::Subject<'_>>,
     client: Option<&ClientWorkloadDetails>,
-    source_ip: Option<&str>,
     client_id: Option<&str>,
 ) -> Box<RawValue> {
     let f = |k: &str| facts.get(k).and_then(|v| v.values().first()).map(String::as_str);
@@ -566,7 +523,6 @@ pub fn environment(
         None => (None, None),
     };
     let env = Env {
-        network: EnvNetwork { source_ip },
         host: EnvHost {
             hostname: client.and_then(|c| c.host.as_ref()).and_then(|h| h.hostname.as_deref()),
         },
@@ -652,36 +608,49 @@ pub enum Shape {
     List(&'static [(&'static str, Shape)]),
     /// A value the writer never stores because it is always the same: this JSON literal.
     Fixed(&'static str),
+    /// A value the writer never stores because the row has it in this column (text or null).
+    Col(&'static str),
+    /// A time the writer never stores because the row has it in this column (milliseconds),
+    /// shown as RFC 3339.
+    TimeCol(&'static str),
+    /// A value the writer never stores because it equals this earlier key of the same object.
+    Sibling(&'static str),
 }
 
-use Shape::{Fixed, Leaf, List, Nullable, Obj};
+use Shape::{Col, Fixed, Leaf, List, Nullable, Obj, Sibling, TimeCol};
 
 impl Shape {
+    fn is_scalar(self) -> bool {
+        matches!(self, Leaf | Fixed(_) | Col(_) | TimeCol(_) | Sibling(_))
+    }
+
     /// The canonical key path of a scalar field named by `field` (case-insensitive): a dotted
     /// path through objects (`meta.contextId`), or a bare name found first in shape order
-    /// (`contextId` → `meta.contextId`). Fields inside arrays are not scalar fields of the item.
-    pub fn leaf_path(self, field: &str) -> Option<Vec<&'static str>> {
+    /// (`contextId` → `meta.contextId`); with the field's own shape (which says where a value
+    /// that is not stored in the body comes from). Fields inside arrays are not scalar fields of
+    /// the item.
+    pub fn leaf_path(self, field: &str) -> Option<(Vec<&'static str>, Shape)> {
         fn fields(shape: Shape) -> &'static [(&'static str, Shape)] {
             match shape {
                 Obj(f) | Nullable(f) => f,
-                Leaf | List(_) | Fixed(_) => &[],
+                _ => &[],
             }
         }
-        fn find(shape: Shape, name: &str, path: &mut Vec<&'static str>) -> bool {
+        fn find(shape: Shape, name: &str, path: &mut Vec<&'static str>) -> Option<Shape> {
             for (key, s) in fields(shape) {
-                if matches!(s, Leaf | Fixed(_)) && key.eq_ignore_ascii_case(name) {
+                if s.is_scalar() && key.eq_ignore_ascii_case(name) {
                     path.push(key);
-                    return true;
+                    return Some(*s);
                 }
             }
             for (key, s) in fields(shape) {
                 path.push(key);
-                if find(*s, name, path) {
-                    return true;
+                if let Some(found) = find(*s, name, path) {
+                    return Some(found);
                 }
                 path.pop();
             }
-            false
+            None
         }
         let mut path = Vec::new();
         if field.contains('.') {
@@ -691,9 +660,9 @@ impl Shape {
                 path.push(*key);
                 shape = *s;
             }
-            return matches!(shape, Leaf | Fixed(_)).then_some(path);
+            return shape.is_scalar().then_some((path, shape));
         }
-        find(self, field, &mut path).then_some(path)
+        find(self, field, &mut path).map(|s| (path, s))
     }
 }
 
@@ -718,7 +687,7 @@ const CREDENTIAL_PROVIDER: &[(&str, Shape)] = &[
     ("reason", Leaf),
 ];
 const ENVIRONMENT: &[(&str, Shape)] = &[
-    ("network", Obj(&[("sourceIP", Leaf)])),
+    ("network", Obj(&[("sourceIP", Col("client_ip"))])),
     ("host", Obj(&[("hostname", Leaf)])),
     (
         "process",
@@ -774,17 +743,17 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
     (
         "meta",
         Obj(&[
-            ("clientIP", Leaf),
-            ("timestamp", Leaf),
-            ("eventType", Leaf),
-            ("eventId", Leaf),
-            ("resourceSetId", Leaf),
+            ("clientIP", Col("client_ip")),
+            ("timestamp", TimeCol("ts")),
+            ("eventType", Col("event_type")),
+            ("eventId", Col("id")),
+            ("resourceSetId", Col("rs")),
             ("contextId", Leaf),
-            ("directiveId", Leaf),
-            ("severity", Leaf),
+            ("directiveId", Sibling("contextId")),
+            ("severity", Col("severity")),
         ]),
     ),
-    ("outcome", Obj(&[("result", Leaf), ("reason", Leaf)])),
+    ("outcome", Obj(&[("result", Col("result")), ("reason", Leaf)])),
     (
         "clientRequest",
         Obj(&[
@@ -792,7 +761,7 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
             (
                 "network",
                 Obj(&[
-                    ("sourceIP", Leaf),
+                    ("sourceIP", Col("client_ip")),
                     ("sourcePort", Leaf),
                     ("transportProtocol", Fixed("\"TCP\"")),
                     ("proxyPort", Fixed("0")),
@@ -821,17 +790,17 @@ pub const WORKLOAD_EVENT: Shape = Obj(&[
     (
         "meta",
         Obj(&[
-            ("timestamp", Leaf),
-            ("eventType", Leaf),
-            ("eventId", Leaf),
-            ("resourceSetId", Leaf),
+            ("timestamp", TimeCol("ts")),
+            ("eventType", Col("event_type")),
+            ("eventId", Col("id")),
+            ("resourceSetId", Col("rs")),
             ("policyId", Leaf),
-            ("action", Leaf),
+            ("action", Col("action")),
             ("connectionId", Leaf),
-            ("severity", Leaf),
-            ("clientWorkloadId", Leaf),
-            ("serverWorkloadId", Leaf),
-            ("applicationProtocol", Leaf),
+            ("severity", Col("severity")),
+            ("clientWorkloadId", Col("client_workload")),
+            ("serverWorkloadId", Col("server_workload")),
+            ("applicationProtocol", Col("app_protocol")),
             ("userId", Leaf),
         ]),
     ),
@@ -849,25 +818,33 @@ pub const WORKLOAD_EVENT: Shape = Obj(&[
 ]);
 
 /// A stored event body with every key of `shape` back in place (absent keys become `null`, `{}`
-/// or `[]` as the shape says), in the shape's order; keys the shape does not name follow.
-pub fn expand(value: serde_json::Value, shape: Shape) -> serde_json::Value {
+/// or `[]`, or take their value from the row's `columns`, as the shape says), in the shape's
+/// order; keys the shape does not name follow. A value the body does carry (rows stored before
+/// a key moved to a column) is kept as it is.
+pub fn expand(value: serde_json::Value, shape: Shape, columns: &Columns) -> serde_json::Value {
     use serde_json::Value;
-    fn object(mut map: serde_json::Map<String, Value>, fields: &[(&str, Shape)]) -> Value {
+    fn object(mut map: serde_json::Map<String, Value>, fields: &[(&str, Shape)], cols: &Columns) -> Value {
         let mut out = serde_json::Map::with_capacity(fields.len().max(map.len()));
         for (key, shape) in fields {
             let v = map.remove(*key);
             let v = match (shape, v) {
                 (Leaf, v) => v.unwrap_or(Value::Null),
                 (Fixed(literal), v) => v.unwrap_or_else(|| serde_json::from_str(literal).expect("a JSON literal")),
-                (Obj(f), Some(Value::Object(m))) => object(m, f),
-                (Obj(f), _) => object(Default::default(), f),
-                (Nullable(f), Some(Value::Object(m))) => object(m, f),
+                (Col(c), v) => v.unwrap_or_else(|| cols.get(*c).cloned().unwrap_or(Value::Null)),
+                (TimeCol(c), v) => v.unwrap_or_else(|| match cols.get(*c).and_then(Value::as_i64) {
+                    Some(ms) => Value::String(svc_api::Timestamp::from_millis(ms).to_rfc3339()),
+                    None => Value::Null,
+                }),
+                (Sibling(k), v) => v.unwrap_or_else(|| out.get(*k).cloned().unwrap_or(Value::Null)),
+                (Obj(f), Some(Value::Object(m))) => object(m, f, cols),
+                (Obj(f), _) => object(Default::default(), f, cols),
+                (Nullable(f), Some(Value::Object(m))) => object(m, f, cols),
                 (Nullable(_), v) => v.unwrap_or(Value::Null),
                 (List(f), Some(Value::Array(items))) => Value::Array(
                     items
                         .into_iter()
                         .map(|i| match i {
-                            Value::Object(m) if !f.is_empty() => object(m, f),
+                            Value::Object(m) if !f.is_empty() => object(m, f, cols),
                             other => other,
                         })
                         .collect(),
@@ -880,7 +857,7 @@ pub fn expand(value: serde_json::Value, shape: Shape) -> serde_json::Value {
         Value::Object(out)
     }
     match (shape, value) {
-        (Obj(f) | Nullable(f), Value::Object(m)) => object(m, f),
+        (Obj(f) | Nullable(f), Value::Object(m)) => object(m, f, columns),
         (_, v) => v,
     }
 }
@@ -919,7 +896,6 @@ mod tests {
         let s = Some("x");
         let o = Some("x".to_string());
         let env = Env {
-            network: EnvNetwork { source_ip: s },
             host: EnvHost { hostname: s },
             process: EnvProcess {
                 name: s,
@@ -1009,25 +985,11 @@ mod tests {
         } else {
             serde_json::value::to_raw_value(&Env::default()).unwrap()
         };
-        let ip = full.then_some("127.0.0.1");
         let ev = AuthorizationEvent {
-            meta: Meta {
-                client_ip: ip,
-                timestamp: crate::clock::now(),
-                event_type: "access.credential",
-                event_id: id,
-                resource_set_id: id,
-                context_id: id,
-                directive_id: id,
-                severity: "Info",
-            },
-            outcome: Outcome {
-                result: "Success",
-                reason: full.then_some("r"),
-            },
+            meta: Meta { context_id: id },
+            outcome: full.then_some(Outcome { reason: "r" }),
             client_request: ClientRequest {
                 network: Network {
-                    source_ip: ip,
                     source_port: 1,
                     target_host: full.then_some("h"),
                     target_port: 443,
@@ -1046,9 +1008,23 @@ mod tests {
         serde_json::to_value(&ev).unwrap()
     }
 
+    /// The columns of an authorization event's row.
+    fn authorization_columns(client_ip: Option<&str>) -> Columns {
+        let mut c = Columns::new();
+        c.insert("ts".into(), 1_795_000_000_123i64.into());
+        c.insert("id".into(), "01a201c6-9ff3-76f2-b1b1-b696c4a51d6b".into());
+        c.insert("rs".into(), crate::domain::DEFAULT_RESOURCE_SET.to_string().into());
+        c.insert("event_type".into(), "access.credential".into());
+        c.insert("severity".into(), "Info".into());
+        c.insert("result".into(), "Authorized".into());
+        c.insert("client_ip".into(), client_ip.map_or(Value::Null, |ip| ip.into()));
+        c
+    }
+
     #[test]
     fn stored_authorization_events_carry_no_nulls_and_expand_to_every_documented_key() {
-        let full = event(true);
+        let cols = authorization_columns(Some("127.0.0.1"));
+        let full = expand(event(true), AUTHORIZATION_EVENT, &cols);
         let sparse = event(false);
         let text = sparse.to_string();
         assert!(!text.contains("null"), "{text}");
@@ -1060,7 +1036,7 @@ mod tests {
         assert!(text.len() * 2 < full.to_string().len(), "{text}");
         // Every documented key (§3.24), in the documented order: what the full event carries plus
         // what is never stored (always-empty lists, fixed values, `user`).
-        let expected = all_paths(&expand(full.clone(), AUTHORIZATION_EVENT));
+        let expected = all_paths(&expand(full.clone(), AUTHORIZATION_EVENT, &cols));
         let top: Vec<&str> = expected
             .iter()
             .filter(|p| p.matches('/').count() == 1)
@@ -1094,12 +1070,12 @@ mod tests {
         ] {
             assert!(expected.iter().any(|e| e == p), "{p}");
         }
-        let full_expanded = expand(full.clone(), AUTHORIZATION_EVENT);
+        let full_expanded = expand(full.clone(), AUTHORIZATION_EVENT, &cols);
         assert_eq!(full_expanded["clientRequest"]["version"], "edge/v1");
         assert_eq!(full_expanded["clientRequest"]["network"]["transportProtocol"], "TCP");
         assert_eq!(full_expanded["clientRequest"]["network"]["proxyPort"], 0);
         assert_eq!(full_expanded["accessConditions"], serde_json::json!([]));
-        let restored = expand(sparse, AUTHORIZATION_EVENT);
+        let restored = expand(sparse, AUTHORIZATION_EVENT, &authorization_columns(None));
         // The sparse event's single objects are null: their keys are absent, as before; its
         // empty trust-provider list has no item keys.
         let nullable = [
@@ -1125,7 +1101,51 @@ mod tests {
         assert_eq!(restored["user"], Value::Null);
         // A body stored in full (before this format) passes through unchanged.
         let old = full_expanded.clone();
-        assert_eq!(expand(old.clone(), AUTHORIZATION_EVENT), old);
+        assert_eq!(expand(old.clone(), AUTHORIZATION_EVENT, &Columns::new()), old);
+    }
+
+    #[test]
+    fn authorization_event_values_held_in_columns_are_not_stored_and_come_back_from_them() {
+        let stored = event(true).to_string();
+        for key in [
+            "clientIP",
+            "timestamp",
+            "eventType",
+            "eventId",
+            "resourceSetId",
+            "directiveId",
+            "severity",
+            "sourceIP",
+            "127.0.0.1",
+        ] {
+            assert!(!stored.contains(key), "{key} stored: {stored}");
+        }
+        assert_eq!(event(true)["outcome"], serde_json::json!({"reason": "r"}));
+        let v = expand(
+            event(true),
+            AUTHORIZATION_EVENT,
+            &authorization_columns(Some("127.0.0.1")),
+        );
+        let meta = &v["meta"];
+        assert_eq!(meta["clientIP"], "127.0.0.1");
+        assert_eq!(meta["timestamp"], "2026-11-18T11:06:40.123Z");
+        assert_eq!(meta["eventType"], "access.credential");
+        assert_eq!(meta["eventId"], "01a201c6-9ff3-76f2-b1b1-b696c4a51d6b");
+        assert_eq!(meta["resourceSetId"], "ffffffff-ffff-ffff-ffff-ffffffffffff");
+        assert_eq!(meta["directiveId"], meta["contextId"]);
+        assert_eq!(meta["severity"], "Info");
+        assert_eq!(v["outcome"], serde_json::json!({"result": "Authorized", "reason": "r"}));
+        assert_eq!(v["clientRequest"]["network"]["sourceIP"], "127.0.0.1");
+        assert_eq!(v["environment"]["network"]["sourceIP"], "127.0.0.1");
+        // Sorting on such a field sorts on its column (or, for `directiveId`, on `contextId`).
+        assert!(matches!(
+            AUTHORIZATION_EVENT.leaf_path("clientRequest.network.sourceIP"),
+            Some((_, Col("client_ip")))
+        ));
+        assert!(matches!(
+            AUTHORIZATION_EVENT.leaf_path("directiveId"),
+            Some((p, Sibling("contextId"))) if p == ["meta", "directiveId"]
+        ));
     }
 
     #[test]
@@ -1134,17 +1154,8 @@ mod tests {
             let id = Uuid::nil();
             serde_json::to_value(WorkloadEventBody {
                 meta: WorkloadMeta {
-                    timestamp: crate::clock::now(),
-                    event_type: "workload.credential",
-                    event_id: id,
-                    resource_set_id: id,
                     policy_id: full.then_some(id),
-                    action: "Credential",
                     connection_id: id,
-                    severity: "Info",
-                    client_workload_id: full.then_some(id),
-                    server_workload_id: id,
-                    application_protocol: "HTTP",
                 },
                 network: WorkloadNetwork {
                     client_workload_ip: full.then_some("127.0.0.1"),
@@ -1155,11 +1166,35 @@ mod tests {
             })
             .unwrap()
         };
-        let expected = all_paths(&expand(body(true), WORKLOAD_EVENT));
+        let mut cols = Columns::new();
+        cols.insert("ts".into(), 0i64.into());
+        for (c, v) in [
+            ("id", "e"),
+            ("rs", "r"),
+            ("event_type", "workload.credential"),
+            ("severity", "Info"),
+            ("action", "CredentialIssued"),
+            ("client_workload", "c"),
+            ("server_workload", "s"),
+            ("app_protocol", "HTTP"),
+        ] {
+            cols.insert(c.into(), v.into());
+        }
+        let expected = all_paths(&expand(body(true), WORKLOAD_EVENT, &cols));
         assert_eq!(expected.len(), 3 + 12 + 5 + 1, "{expected:?}");
         let sparse = body(false);
         assert!(!sparse.to_string().contains("null"));
-        assert_eq!(all_paths(&expand(sparse, WORKLOAD_EVENT)), expected);
+        let restored = expand(sparse, WORKLOAD_EVENT, &cols);
+        assert_eq!(all_paths(&restored), expected);
+        assert_eq!(
+            restored["meta"],
+            serde_json::json!({
+                "timestamp": "1970-01-01T00:00:00.000Z", "eventType": "workload.credential",
+                "eventId": "e", "resourceSetId": "r", "policyId": null, "action": "CredentialIssued",
+                "connectionId": Uuid::nil(), "severity": "Info", "clientWorkloadId": "c",
+                "serverWorkloadId": "s", "applicationProtocol": "HTTP", "userId": null
+            })
+        );
         let full_paths = all_paths(&body(true));
         for p in &full_paths {
             assert!(expected.contains(p), "{p} missing from WORKLOAD_EVENT");

@@ -65,7 +65,50 @@ impl EventTable {
             _ => "ts",
         }
     }
+    /// The text columns an edge event's body is stored without and `edge::events::expand` puts
+    /// back (besides `ts`, read as a number).
+    fn restored_columns(self) -> &'static [&'static str] {
+        match self {
+            EventTable::Audit => &[],
+            EventTable::Authorization => &["id", "rs", "event_type", "severity", "result", "client_ip"],
+            EventTable::Workload => &[
+                "id",
+                "rs",
+                "event_type",
+                "severity",
+                "action",
+                "client_workload",
+                "server_workload",
+                "app_protocol",
+            ],
+        }
+    }
+    /// `body` followed by the columns `row_columns` reads.
+    fn select_list(self) -> String {
+        match self {
+            EventTable::Audit => "body".into(),
+            _ => format!("body, ts, {}", self.restored_columns().join(", ")),
+        }
+    }
+    /// An edge event's columns by name (`ts` a number, the others text or null); empty for audit.
+    fn row_columns(self, row: &sqlx::any::AnyRow) -> Columns {
+        let mut cols = Columns::new();
+        if self != EventTable::Audit {
+            cols.insert("ts".into(), row.get::<i64, _>(1).into());
+            for (i, name) in self.restored_columns().iter().enumerate() {
+                let v: Option<String> = row.get(i + 2);
+                cols.insert(
+                    (*name).into(),
+                    v.map_or(serde_json::Value::Null, serde_json::Value::String),
+                );
+            }
+        }
+        cols
+    }
 }
+
+/// The columns of one stored event (see [`EventTable::row_columns`]).
+pub type Columns = serde_json::Map<String, serde_json::Value>;
 
 pub(super) async fn insert_audit(tx: &mut Transaction<'static, Any>, a: &AuditRow) -> Result<()> {
     sqlx::query(
@@ -114,6 +157,8 @@ pub struct EventQuery {
 
 pub struct QueryPage {
     pub bodies: Vec<String>,
+    /// Each body's columns (edge events; empty maps for audit entries).
+    pub columns: Vec<Columns>,
     pub total: i64,
 }
 
@@ -300,6 +345,7 @@ impl Store {
         if q.rs.is_empty() {
             return Ok(QueryPage {
                 bodies: vec![],
+                columns: vec![],
                 total: 0,
             });
         }
@@ -357,8 +403,10 @@ impl Store {
             _ => format!("seq {dir}"),
         };
         let page_sql = format!(
-            "SELECT body FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}, {tie} LIMIT {} OFFSET {}",
-            q.limit, q.offset
+            "SELECT {} FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}, {tie} LIMIT {} OFFSET {}",
+            table.select_list(),
+            q.limit,
+            q.offset
         );
         let mut count = sqlx::query(sqlx::AssertSqlSafe(count_sql));
         let mut page = sqlx::query(sqlx::AssertSqlSafe(page_sql));
@@ -367,25 +415,27 @@ impl Store {
             page = b.bind(page);
         }
         let total: i64 = count.fetch_one(self.pool()).await?.get(0);
-        let bodies = page
-            .fetch_all(self.pool())
-            .await?
-            .iter()
-            .map(|r| r.get::<String, _>(0))
-            .collect();
-        Ok(QueryPage { bodies, total })
+        let rows = page.fetch_all(self.pool()).await?;
+        let bodies = rows.iter().map(|r| r.get::<String, _>(0)).collect();
+        let columns = rows.iter().map(|r| table.row_columns(r)).collect();
+        Ok(QueryPage { bodies, columns, total })
     }
 
     /// One record by id within the given resource sets.
     pub async fn get_event(&self, table: EventTable, id: &str, rs: &[String]) -> Result<Option<String>> {
-        let sql = format!("SELECT body, rs FROM {} WHERE id = $1", table.name());
+        Ok(self.get_event_row(table, id, rs).await?.map(|(body, _)| body))
+    }
+
+    /// One record by id within the given resource sets, with its columns.
+    pub async fn get_event_row(&self, table: EventTable, id: &str, rs: &[String]) -> Result<Option<(String, Columns)>> {
+        let sql = format!("SELECT {}, rs FROM {} WHERE id = $1", table.select_list(), table.name());
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(id)
             .fetch_optional(self.pool())
             .await?;
         Ok(row.and_then(|r| {
-            let (body, r_rs): (String, String) = (r.get(0), r.get(1));
-            rs.contains(&r_rs).then_some(body)
+            let r_rs: String = r.get(r.len() - 1);
+            rs.contains(&r_rs).then(|| (r.get(0), table.row_columns(&r)))
         }))
     }
 

@@ -9,7 +9,7 @@
 mod events;
 mod migrate;
 
-pub use events::{AuditRow, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage};
+pub use events::{AuditRow, Columns, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage};
 
 use std::time::Duration;
 

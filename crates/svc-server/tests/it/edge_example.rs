@@ -147,6 +147,46 @@ async fn worked_example_end_to_end() {
     assert_eq!(wl[0]["meta"]["connectionId"], ctx);
     assert_eq!(wl[0]["meta"]["policyId"], ex.policy.as_str());
     assert_eq!(wl[0]["outcome"]["result"], "Success");
+    // Values the rows keep in columns (not in the stored body) come back in place.
+    for e in [request, authz, cred] {
+        let m = &e["meta"];
+        assert_eq!(m["clientIP"], "127.0.0.1");
+        assert_eq!(m["resourceSetId"], DEFAULT_RS);
+        assert_eq!(m["severity"], "Info");
+        assert!(svc_api::Timestamp::parse(m["timestamp"].as_str().unwrap()).is_some());
+        assert_eq!(e["clientRequest"]["network"]["sourceIP"], "127.0.0.1");
+        assert_eq!(e["environment"]["network"]["sourceIP"], "127.0.0.1");
+        let id = m["eventId"].as_str().unwrap();
+        let one = t.get(&format!("/api/v1/authorization-events/{id}")).await;
+        assert_eq!(one.expect(200), e, "the single read shows the list's object");
+    }
+    let m = &wl[0]["meta"];
+    assert_eq!(m["eventType"], "workload.credential");
+    assert_eq!(m["severity"], "Info");
+    assert_eq!(m["resourceSetId"], DEFAULT_RS);
+    assert_eq!(m["clientWorkloadId"], ex.client_workload.as_str());
+    assert_eq!(m["serverWorkloadId"], ex.server_workload.as_str());
+    assert_eq!(m["applicationProtocol"], "HTTP");
+    assert_eq!(m["timestamp"], authz["meta"]["timestamp"]);
+    let one = t
+        .get(&format!("/api/v1/workload-events/{}", m["eventId"].as_str().unwrap()))
+        .await;
+    assert_eq!(one.expect(200), &wl[0]);
+    // Sorting on such a value sorts on its column.
+    for order in [
+        "directiveId",
+        "clientRequest.network.sourceIP",
+        "environment.network.sourceIP",
+    ] {
+        let r = t
+            .get(&format!("/api/v1/authorization-events?order={order}%20desc"))
+            .await;
+        assert_eq!(
+            r.expect(200)["authorizationEvents"].as_array().unwrap().len(),
+            4,
+            "{order}"
+        );
+    }
     // None of them contains the key or a token.
     let all = format!("{events:?}{wl:?}");
     for secret in [KEY, &id_token, &access] {

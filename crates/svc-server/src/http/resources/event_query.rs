@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::http::extract::QueryPairs;
 use crate::http::list::parse_int;
-use crate::store::{EventQuery, QueryPage};
+use crate::store::{Columns, EventQuery, QueryPage};
 
 pub struct Span {
     pub minutes_key: &'static str,
@@ -93,9 +93,19 @@ impl EventParams {
                 .find(|(name, _)| name.eq_ignore_ascii_case(f) || name.eq_ignore_ascii_case(bare))
             {
                 (order_field, order_col) = (name.to_string(), *col);
-            } else if let Some(path) = shape.leaf_path(f) {
+            } else if let Some((mut path, leaf)) = shape.leaf_path(f) {
                 order_field = path.join(".");
-                order_json = Some(path);
+                match leaf {
+                    // Not stored in the body: sort on where the value is.
+                    Shape::Col(c) | Shape::TimeCol(c) => order_col = c,
+                    Shape::Sibling(k) => {
+                        if let Some(last) = path.last_mut() {
+                            *last = k;
+                        }
+                        order_json = Some(path);
+                    }
+                    _ => order_json = Some(path),
+                }
             } else {
                 return Err(Error::field("order", format!("unknown field '{f}'")));
             }
@@ -161,10 +171,12 @@ impl EventParams {
 /// One page of event bodies; `shape` restores the keys an edge event is stored without
 /// (`edge::events::expand`).
 pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: Option<Shape>) -> Result<Response> {
+    let none = Columns::new();
     let items: Vec<Value> = page
         .bodies
         .iter()
-        .map(|b| body_value(b, shape))
+        .enumerate()
+        .map(|(i, b)| body_value(b, shape, page.columns.get(i).unwrap_or(&none)))
         .collect::<Result<_>>()?;
     let order = format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" });
     Ok(crate::http::ok(svc_api::common::list_wrapper(
@@ -178,10 +190,10 @@ pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: O
 }
 
 /// A stored event body as the API shows it.
-pub fn body_value(body: &str, shape: Option<Shape>) -> Result<Value> {
+pub fn body_value(body: &str, shape: Option<Shape>, columns: &Columns) -> Result<Value> {
     let v: Value = serde_json::from_str(body).map_err(Error::internal)?;
     Ok(match shape {
-        Some(shape) => crate::edge::events::expand(v, shape),
+        Some(shape) => crate::edge::events::expand(v, shape, columns),
         None => v,
     })
 }

@@ -157,15 +157,15 @@ async fn read_workload(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Res
 async fn read(app: &App, ctx: &Ctx, table: EventTable, ids: Ids) -> Result<Response> {
     match app
         .store
-        .get_event(table, &ids.one().to_string(), &[ctx.rs.to_string()])
+        .get_event_row(table, &ids.one().to_string(), &[ctx.rs.to_string()])
         .await?
     {
-        Some(body) => {
+        Some((body, columns)) => {
             let shape = match table {
                 EventTable::Workload => WORKLOAD_EVENT,
                 _ => AUTHORIZATION_EVENT,
             };
-            Ok(ok(body_value(&body, Some(shape))?))
+            Ok(ok(body_value(&body, Some(shape), &columns)?))
         }
         None => Ok(no_content()),
     }
