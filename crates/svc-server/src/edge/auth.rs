@@ -73,7 +73,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     if let Err(wait) = app.limits.auth.check(&(bucket_id, peer_ip), crate::clock::now_millis()) {
         return too_many(wait);
     }
-    app.events.wait_for_room().await;
+    let _room = app.events.reserve(1).await;
 
     let st = app.state();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());

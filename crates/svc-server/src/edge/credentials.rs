@@ -277,7 +277,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     if let Err(wait) = limited {
         return too_many(wait);
     }
-    app.events.wait_for_room().await;
+    let _room = app.events.reserve(4).await;
 
     let bytes = super::read_body(body).await;
     let parsed: Option<ApiCredentialsRequest> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());

@@ -1,26 +1,24 @@
 //! Authorization and workload events leave the request path through [`EventSink`]: a bounded
-//! channel drained by one writer task that inserts in batches. A request never waits for the
-//! database while the queue has room; when it is nearly full, an edge request waits (without
-//! blocking a thread) for the writer to take a batch before it starts, so a sustained overload
-//! slows the edge down to what the database can store instead of losing events (architecture
-//! invariant 2). Should the queue still be full, the event is dropped, counted, and a log line
-//! says so. Audit entries of management writes do not pass here: they commit in the same
-//! transaction as the change they describe.
+//! channel drained by one writer task that inserts in batches. An edge request first reserves
+//! room in the queue for the events it may record ([`EventSink::reserve`]); while the queue has
+//! room that is one atomic update, and when it has none the request waits (without blocking a
+//! thread) until the writer has taken a batch, so a sustained overload slows the edge down to
+//! what the database can store instead of losing events (architecture invariant 2). An event
+//! recorded without a reservation, on a full queue, is dropped, counted, and a log line says
+//! so. Audit entries of management writes do not pass here: they commit in the same transaction
+//! as the change they describe.
 
 pub mod audit;
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::store::{EventRow, Store};
 
 /// Queued events at most: ~1 KB each, so the queue's memory stays around 20 MB.
 const CAPACITY: usize = 16_384;
-/// Free slots an edge request waits for before it starts (it records at most a handful of
-/// events; the margin covers the requests already past the wait).
-const ROOM: usize = 256;
 const BATCH: usize = 512;
 /// The longest an event waits in the writer for its batch to fill.
 const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
@@ -37,6 +35,23 @@ pub struct EventSink {
     dropped: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
     waited: AtomicU64,
+    /// Queue slots promised to requests in flight (released when their [`Room`] drops).
+    reserved: AtomicUsize,
+    /// Signalled by the writer each time it has taken events off the queue.
+    taken: Arc<Notify>,
+}
+
+/// Queue room a request holds for its events until it has recorded them (see
+/// [`EventSink::reserve`]).
+pub struct Room<'a> {
+    reserved: &'a AtomicUsize,
+    n: usize,
+}
+
+impl Drop for Room<'_> {
+    fn drop(&mut self) {
+        self.reserved.fetch_sub(self.n, Ordering::AcqRel);
+    }
 }
 
 impl EventSink {
@@ -49,25 +64,50 @@ impl EventSink {
             dropped: Arc::new(AtomicU64::new(0)),
             written: Arc::new(AtomicU64::new(0)),
             waited: AtomicU64::new(0),
+            reserved: AtomicUsize::new(0),
+            taken: Arc::new(Notify::new()),
         }
     }
 
-    /// Waits until the queue has room for a request's events (see the module comment). Free
-    /// while the writer keeps up.
-    pub async fn wait_for_room(&self) {
-        if self.tx.capacity() >= ROOM {
-            return;
+    /// Reserves queue room for the `n` events a request may record, waiting (asynchronously)
+    /// while the queue lacks it; the room is held until the returned [`Room`] drops, so every
+    /// event recorded meanwhile finds a free slot. One atomic update while the writer keeps up.
+    ///
+    /// The slots are counted here, not taken from the channel: waiting on the channel for them
+    /// (`reserve_many`) queued the waiter for the slots the writer frees, and requests already
+    /// admitted then found the queue full and lost their events (seen with a starved writer).
+    pub async fn reserve(&self, n: usize) -> Room<'_> {
+        let mut counted = false;
+        loop {
+            let taken = self.taken.notified();
+            tokio::pin!(taken);
+            taken.as_mut().enable();
+            let r = self.reserved.load(Ordering::Acquire);
+            if self.tx.capacity() >= r + n {
+                if self
+                    .reserved
+                    .compare_exchange(r, r + n, Ordering::AcqRel, Ordering::Acquire)
+                    .is_ok()
+                {
+                    return Room {
+                        reserved: &self.reserved,
+                        n,
+                    };
+                }
+                continue;
+            }
+            if !counted {
+                counted = true;
+                let w = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
+                if w.is_power_of_two() {
+                    tracing::warn!(
+                        waits_total = w,
+                        "event queue full: edge requests wait for the event writer"
+                    );
+                }
+            }
+            taken.await;
         }
-        let n = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
-        if n.is_power_of_two() {
-            tracing::warn!(
-                waits_total = n,
-                "event queue nearly full: edge requests wait for the event writer"
-            );
-        }
-        // The permits are given back at once: they only mark the moment the writer has taken
-        // enough events off the queue.
-        let _ = self.tx.reserve_many(ROOM).await;
     }
 
     /// Queues an event without waiting.
@@ -103,6 +143,7 @@ impl EventSink {
         };
         let store = self.store.clone();
         let written = self.written.clone();
+        let taken = self.taken.clone();
         tokio::spawn(async move {
             let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
             let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
@@ -125,6 +166,8 @@ impl EventSink {
                         Err(_) => tokio::time::timeout_at(deadline, rx.recv()).await.ok().flatten(),
                     };
                 }
+                // The batch's slots are free again: requests waiting for room may go on.
+                taken.notify_waiters();
                 if !batch.is_empty() {
                     write_batch(&store, &batch, &written).await;
                     batch.clear();
@@ -179,32 +222,82 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn edge_requests_wait_for_room_instead_of_dropping_events() {
+    async fn sink() -> (EventSink, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("svc-events-{}.db", crate::util::uuid_v4()));
         let store = Store::open(&crate::config::DatabaseUrl::Sqlite(path.clone()))
             .await
             .unwrap();
-        let sink = EventSink::new(store);
-        let queued = CAPACITY - ROOM + 1;
-        for _ in 0..queued {
-            sink.record(row());
-        }
-        // The writer has not started: no room, the request waits.
-        let waiting = tokio::time::timeout(std::time::Duration::from_millis(200), sink.wait_for_room()).await;
-        assert!(waiting.is_err(), "a nearly full queue makes the request wait");
-        sink.start();
-        tokio::time::timeout(std::time::Duration::from_secs(30), sink.wait_for_room())
-            .await
-            .expect("room once the writer drains the queue");
-        sink.flush().await;
-        assert_eq!(
-            sink.counters(),
-            (0, queued as u64),
-            "nothing dropped, everything written"
-        );
+        (EventSink::new(store), path)
+    }
+
+    fn remove(path: &std::path::Path) {
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
         }
+    }
+
+    const WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+    #[tokio::test]
+    async fn edge_requests_wait_for_room_instead_of_dropping_events() {
+        let (sink, path) = sink().await;
+        let queued = CAPACITY - 2;
+        for _ in 0..queued {
+            sink.record(row());
+        }
+        // The writer has not started: no room for a request's 4 events, the request waits.
+        assert!(
+            tokio::time::timeout(WAIT, sink.reserve(4)).await.is_err(),
+            "a full queue makes the request wait"
+        );
+        sink.start();
+        let room = tokio::time::timeout(std::time::Duration::from_secs(30), sink.reserve(4))
+            .await
+            .expect("room once the writer drains the queue");
+        for _ in 0..4 {
+            sink.record(row());
+        }
+        drop(room);
+        sink.flush().await;
+        assert_eq!(
+            sink.counters(),
+            (0, queued as u64 + 4),
+            "nothing dropped, everything written"
+        );
+        remove(&path);
+    }
+
+    #[tokio::test]
+    async fn a_waiting_request_never_takes_the_room_of_one_already_admitted() {
+        let (sink, path) = sink().await;
+        for _ in 0..CAPACITY - 8 {
+            sink.record(row());
+        }
+        let sink = Arc::new(sink);
+        let (a, b) = (sink.reserve(4).await, sink.reserve(4).await);
+        let waiter = {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                let _room = sink.reserve(4).await;
+            })
+        };
+        tokio::time::sleep(WAIT).await;
+        assert!(!waiter.is_finished(), "no room for a third request");
+        // The writer takes two events off the queue while the third request waits.
+        let mut rx = sink.rx.lock().unwrap().take().unwrap();
+        for _ in 0..2 {
+            rx.recv().await.unwrap();
+        }
+        sink.taken.notify_waiters();
+        tokio::time::sleep(WAIT).await;
+        assert!(!waiter.is_finished(), "2 free slots are not room for 4 events");
+        // The two admitted requests record their events: none is lost.
+        for _ in 0..8 {
+            sink.record(row());
+        }
+        assert_eq!(sink.counters().0, 0, "no event of an admitted request dropped");
+        drop((a, b));
+        waiter.abort();
+        remove(&path);
     }
 }
