@@ -556,7 +556,8 @@ async fn x509svid_issues_from_a_csr_under_the_root_ca() {
     assert_eq!(root.status, 200);
     assert_eq!(root.header("content-type"), Some("application/x-pem-file"));
     assert!(root.text.starts_with("-----BEGIN CERTIFICATE-----"));
-    let ca_path = temp_dir().join("ca.pem");
+    let ca_dir = temp_dir();
+    let ca_path = ca_dir.join("ca.pem");
     std::fs::write(&ca_path, &root.text).unwrap();
     assert!(cert_text(&root.text).contains("CA:TRUE"));
 

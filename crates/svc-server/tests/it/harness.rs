@@ -74,10 +74,41 @@ pub async fn fresh_database(dir: &std::path::Path) -> String {
     }
 }
 
-pub fn temp_dir() -> PathBuf {
+/// A fresh folder under the system temp dir, removed with everything in it when dropped (the
+/// suite runs twice per CI run; folders left behind piled up by the hundred).
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    /// The path, no longer removed on drop (its owner cleans up).
+    pub fn keep(self) -> PathBuf {
+        let me = std::mem::ManuallyDrop::new(self);
+        me.0.clone()
+    }
+}
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn temp_dir() -> TempDir {
     let d = std::env::temp_dir().join(format!("svc-it-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 // ---- responses ---------------------------------------------------------------------------------
@@ -159,7 +190,7 @@ impl TestApp {
     /// Starts with the base environment adjusted by `f` (after `SVC_PUBLIC_URL` is known).
     pub async fn start_with(f: impl FnOnce(&mut BTreeMap<String, String>)) -> TestApp {
         init_logs();
-        let dir = temp_dir();
+        let dir = temp_dir().keep();
         let db_url = fresh_database(&dir).await;
         let mut env = base_env();
         env.insert("SVC_DATABASE_URL".into(), db_url.clone());

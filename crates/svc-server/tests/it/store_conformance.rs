@@ -4,7 +4,7 @@
 use svc_server::config::DatabaseUrl;
 use svc_server::store::{AuditRow, EntityRow, EventQuery, EventRow, EventTable, KeyRow, Store};
 
-async fn open() -> (Store, std::path::PathBuf) {
+async fn open() -> (Store, crate::harness::TempDir) {
     let dir = crate::harness::temp_dir();
     let url = crate::harness::fresh_database(&dir).await;
     let db = if let Some(p) = url.strip_prefix("sqlite://") {
