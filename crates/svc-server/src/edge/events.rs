@@ -158,24 +158,37 @@ pub fn severity_for(status: u16) -> &'static str {
     }
 }
 
-fn names(parts: &Parts) -> String {
-    let mut s = String::new();
-    for e in [&parts.client_workload, &parts.server_workload, &parts.access_policy]
+/// The names an authorization event can be searched by.
+fn names(parts: &Parts) -> impl Iterator<Item = &str> {
+    [&parts.client_workload, &parts.server_workload, &parts.access_policy]
         .into_iter()
         .flatten()
-    {
-        s.push('\n');
-        s.push_str(&e.name);
+        .map(|e| e.name.as_str())
+        .chain(parts.trust_providers.iter().map(|t| t.name.as_str()))
+        .chain(parts.credential_provider.iter().map(|c| c.name.as_str()))
+}
+
+/// The `search` column: the parts, lowercased, one per line; built in a per-thread buffer and
+/// copied out once.
+fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> std::sync::Arc<str> {
+    thread_local! {
+        static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
-    for t in &parts.trust_providers {
-        s.push('\n');
-        s.push_str(&t.name);
-    }
-    if let Some(c) = &parts.credential_provider {
-        s.push('\n');
-        s.push_str(&c.name);
-    }
-    s
+    BUF.with(|cell| {
+        let mut buf = cell.borrow_mut();
+        buf.clear();
+        for (i, part) in parts.into_iter().enumerate() {
+            if i > 0 {
+                buf.push('\n');
+            }
+            if part.is_ascii() {
+                buf.extend(part.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+            } else {
+                buf.push_str(&part.to_lowercase());
+            }
+        }
+        buf.as_str().into()
+    })
 }
 
 thread_local! {
@@ -186,12 +199,12 @@ thread_local! {
 /// first: a body lives on in the event queue until the writer stores it, and a buffer sized or
 /// grown for the largest event held ~3 KB per ~1 KB event there (the queue's backlog at c=50 is
 /// tens of thousands of events, docs/PERFORMANCE.md).
-fn to_json<T: Serialize>(v: &T) -> String {
+fn to_json<T: Serialize>(v: &T) -> std::sync::Arc<str> {
     JSON_BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
         buf.clear();
         serde_json::to_writer(&mut *buf, v).expect("event serialises");
-        std::str::from_utf8(&buf).expect("serde_json writes UTF-8").to_owned()
+        std::str::from_utf8(&buf).expect("serde_json writes UTF-8").into()
     })
 }
 
@@ -231,12 +244,11 @@ pub fn authorization(
         credential_provider: &parts.credential_provider,
     };
     let body = to_json(&ev);
-    let search = format!(
-        "{event_type}\n{}{}",
-        info.client_ip.as_deref().unwrap_or(""),
-        names(parts)
-    )
-    .to_lowercase();
+    let search = search_text(
+        [event_type, info.client_ip.as_deref().unwrap_or("")]
+            .into_iter()
+            .chain(names(parts)),
+    );
     app.events.record(EventRow {
         table: EventTable::Authorization,
         id: event_id.to_string(),
@@ -285,12 +297,7 @@ pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent<'_>) {
             result: if w.success { "Success" } else { "Failure" },
         },
     };
-    let search = format!(
-        "workload.credential\n{}\n{}",
-        w.action,
-        info.client_ip.as_deref().unwrap_or("")
-    )
-    .to_lowercase();
+    let search = search_text(["workload.credential", w.action, info.client_ip.as_deref().unwrap_or("")]);
     app.events.record(EventRow {
         table: EventTable::Workload,
         id: event_id.to_string(),
@@ -1102,6 +1109,15 @@ mod tests {
         // A body stored in full (before this format) passes through unchanged.
         let old = full_expanded.clone();
         assert_eq!(expand(old.clone(), AUTHORIZATION_EVENT, &Columns::new()), old);
+    }
+
+    #[test]
+    fn search_text_is_the_parts_lowercased_one_per_line() {
+        assert_eq!(
+            &*search_text(["access.request", "10.0.0.1", "Build-JOB", "ΟΔΟΣ"]),
+            "access.request\n10.0.0.1\nbuild-job\nοδος"
+        );
+        assert_eq!(&*search_text(["a", "", "B"]), "a\n\nb");
     }
 
     #[test]

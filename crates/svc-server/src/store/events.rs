@@ -2,7 +2,9 @@
 //! transaction, events in batches from the background writer) and the one query builder behind
 //! the three event lists (contract §3.23–§3.26). Column names come from the callers' allow-lists.
 
-use sqlx::{Any, Row, Transaction};
+use std::sync::Arc;
+
+use sqlx::{Any, Row, Sqlite, Transaction};
 
 use super::{Dialect, Result, Store};
 
@@ -40,8 +42,9 @@ pub struct EventRow {
     pub server_workload: Option<String>,
     pub app_protocol: Option<String>,
     pub user_id: Option<String>,
-    pub search: String,
-    pub body: String,
+    /// Shared, not copied, when bound to a native SQLite statement (see `insert_events`).
+    pub search: Arc<str>,
+    pub body: Arc<str>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,85 +224,104 @@ fn multi_insert_sql(dialect: Dialect, table: &str, columns: &[&str], rows: usize
     sql
 }
 
+const AUTHORIZATION_COLUMNS: &[&str] = &[
+    "id",
+    "rs",
+    "ts",
+    "event_type",
+    "severity",
+    "result",
+    "client_ip",
+    "search",
+    "body",
+];
+const WORKLOAD_COLUMNS: &[&str] = &[
+    "id",
+    "rs",
+    "ts",
+    "event_type",
+    "action",
+    "severity",
+    "client_workload",
+    "server_workload",
+    "app_protocol",
+    "user_id",
+    "search",
+    "body",
+];
+
+/// Binds one event's values in the order of `AUTHORIZATION_COLUMNS` / `WORKLOAD_COLUMNS`;
+/// `$big` turns the shared `search` and `body` into what the statement's driver takes.
+macro_rules! bind_event {
+    ($q:expr, $table:expr, $e:expr, $big:expr) => {{
+        let (q, e) = ($q, $e);
+        match $table {
+            EventTable::Workload => q
+                .bind(&e.id)
+                .bind(&e.rs)
+                .bind(e.ts)
+                .bind(&e.event_type)
+                .bind(&e.result)
+                .bind(&e.severity)
+                .bind(&e.client_workload)
+                .bind(&e.server_workload)
+                .bind(&e.app_protocol)
+                .bind(&e.user_id)
+                .bind($big(&e.search))
+                .bind($big(&e.body)),
+            _ => q
+                .bind(&e.id)
+                .bind(&e.rs)
+                .bind(e.ts)
+                .bind(&e.event_type)
+                .bind(&e.severity)
+                .bind(&e.result)
+                .bind(&e.client_ip)
+                .bind($big(&e.search))
+                .bind($big(&e.body)),
+        }
+    }};
+}
+
+fn event_insert_sql(dialect: Dialect, table: EventTable, rows: usize) -> String {
+    match table {
+        EventTable::Workload => multi_insert_sql(dialect, "workload_events", WORKLOAD_COLUMNS, rows),
+        _ => multi_insert_sql(dialect, "authorization_events", AUTHORIZATION_COLUMNS, rows),
+    }
+}
+
 async fn insert_event_rows(
     tx: &mut Transaction<'static, Any>,
     dialect: Dialect,
     table: EventTable,
     rows: &[&EventRow],
 ) -> Result<()> {
-    match table {
-        EventTable::Authorization => {
-            let sql = multi_insert_sql(
-                dialect,
-                "authorization_events",
-                &[
-                    "id",
-                    "rs",
-                    "ts",
-                    "event_type",
-                    "severity",
-                    "result",
-                    "client_ip",
-                    "search",
-                    "body",
-                ],
-                rows.len(),
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for e in rows {
-                q = q
-                    .bind(&e.id)
-                    .bind(&e.rs)
-                    .bind(e.ts)
-                    .bind(&e.event_type)
-                    .bind(&e.severity)
-                    .bind(&e.result)
-                    .bind(&e.client_ip)
-                    .bind(&e.search)
-                    .bind(&e.body);
-            }
-            q.execute(&mut **tx).await?;
-        }
-        EventTable::Workload => {
-            let sql = multi_insert_sql(
-                dialect,
-                "workload_events",
-                &[
-                    "id",
-                    "rs",
-                    "ts",
-                    "event_type",
-                    "action",
-                    "severity",
-                    "client_workload",
-                    "server_workload",
-                    "app_protocol",
-                    "user_id",
-                    "search",
-                    "body",
-                ],
-                rows.len(),
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql));
-            for e in rows {
-                q = q
-                    .bind(&e.id)
-                    .bind(&e.rs)
-                    .bind(e.ts)
-                    .bind(&e.event_type)
-                    .bind(&e.result)
-                    .bind(&e.severity)
-                    .bind(&e.client_workload)
-                    .bind(&e.server_workload)
-                    .bind(&e.app_protocol)
-                    .bind(&e.user_id)
-                    .bind(&e.search)
-                    .bind(&e.body);
-            }
-            q.execute(&mut **tx).await?;
-        }
-        EventTable::Audit => unreachable!("checked by the caller"),
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(event_insert_sql(dialect, table, rows.len())));
+    for e in rows {
+        q = bind_event!(q, table, e, |s: &Arc<str>| s.to_string());
     }
+    q.execute(&mut **tx).await?;
+    Ok(())
+}
+
+/// The same through a native SQLite connection: the `Any` driver copies every bound string
+/// twice before SQLite sees it (its own argument value, then the SQLite mapping's), a few
+/// thousand copies and allocations per batch on the request thread's core; bound natively,
+/// the large `search` and `body` are shared (`Arc<str>`), not copied.
+async fn insert_event_rows_sqlite(
+    tx: &mut Transaction<'static, Sqlite>,
+    table: EventTable,
+    rows: &[&EventRow],
+) -> Result<()> {
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(event_insert_sql(
+        Dialect::Sqlite,
+        table,
+        rows.len(),
+    )));
+    for e in rows {
+        q = bind_event!(q, table, e, |s: &Arc<str>| s.clone());
+    }
+    q.execute(&mut **tx).await?;
     Ok(())
 }
 
@@ -309,13 +331,31 @@ impl Store {
         if batch.iter().any(|e| e.table == EventTable::Audit) {
             return Err(super::StoreError("audit rows are written with their entity".into()));
         }
+        let tables = [EventTable::Authorization, EventTable::Workload].map(|table| {
+            (
+                table,
+                batch.iter().filter(|e| e.table == table).collect::<Vec<&EventRow>>(),
+            )
+        });
+        if let Some(pool) = self.events_pool() {
+            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+            for (table, rows) in &tables {
+                let mut rest = rows.as_slice();
+                while !rest.is_empty() {
+                    let n = insert_size(rest.len());
+                    insert_event_rows_sqlite(&mut tx, *table, &rest[..n]).await?;
+                    rest = &rest[n..];
+                }
+            }
+            tx.commit().await?;
+            return Ok(());
+        }
         let mut tx = self.begin_write().await?;
-        for table in [EventTable::Authorization, EventTable::Workload] {
-            let rows: Vec<&EventRow> = batch.iter().filter(|e| e.table == table).collect();
+        for (table, rows) in &tables {
             let mut rest = rows.as_slice();
             while !rest.is_empty() {
                 let n = insert_size(rest.len());
-                insert_event_rows(&mut tx, self.dialect(), table, &rest[..n]).await?;
+                insert_event_rows(&mut tx, self.dialect(), *table, &rest[..n]).await?;
                 rest = &rest[n..];
             }
         }

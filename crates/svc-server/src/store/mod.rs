@@ -69,6 +69,9 @@ pub struct KeyRow {
 pub struct Store {
     pool: AnyPool,
     dialect: Dialect,
+    /// SQLite only: one native connection for the event writer's inserts (see
+    /// `events::insert_event_rows_sqlite`).
+    events: Option<sqlx::SqlitePool>,
 }
 
 impl Store {
@@ -103,9 +106,34 @@ impl Store {
             })
             .connect(&dsn)
             .await?;
-        let store = Store { pool, dialect };
+        let mut store = Store {
+            pool,
+            dialect,
+            events: None,
+        };
         migrate::run(&store).await?;
+        if let DatabaseUrl::Sqlite(path) = url {
+            use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+            let options = SqliteConnectOptions::new()
+                .filename(path)
+                .journal_mode(SqliteJournalMode::Wal)
+                .synchronous(SqliteSynchronous::Normal)
+                .busy_timeout(Duration::from_secs(10))
+                .foreign_keys(true);
+            store.events = Some(
+                SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .min_connections(1)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect_with(options)
+                    .await?,
+            );
+        }
         Ok(store)
+    }
+
+    fn events_pool(&self) -> Option<&sqlx::SqlitePool> {
+        self.events.as_ref()
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -117,6 +145,9 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        if let Some(events) = &self.events {
+            events.close().await;
+        }
         self.pool.close().await;
     }
 

@@ -291,7 +291,7 @@ async fn read_then_write_transactions_wait_for_concurrent_event_batches() {
                         server_workload: None,
                         app_protocol: None,
                         user_id: None,
-                        search: String::new(),
+                        search: "".into(),
                         body: "{}".into(),
                     })
                     .collect();
