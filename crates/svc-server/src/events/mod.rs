@@ -37,20 +37,30 @@ pub struct EventSink {
     waited: AtomicU64,
     /// Queue slots promised to requests in flight (released when their [`Room`] drops).
     reserved: AtomicUsize,
-    /// Signalled by the writer each time it has taken events off the queue.
+    /// Signalled when room may have come free: by the writer each time it has taken events off
+    /// the queue, and by a request giving its room back while others wait.
     taken: Arc<Notify>,
+    /// Requests waiting in [`EventSink::reserve`].
+    waiting: AtomicUsize,
 }
 
 /// Queue room a request holds for its events until it has recorded them (see
 /// [`EventSink::reserve`]).
 pub struct Room<'a> {
-    reserved: &'a AtomicUsize,
+    sink: &'a EventSink,
     n: usize,
 }
 
 impl Drop for Room<'_> {
     fn drop(&mut self) {
-        self.reserved.fetch_sub(self.n, Ordering::AcqRel);
+        // SeqCst with `reserve`'s count of waiters: either this sees the waiter, or the waiter's
+        // check sees the room given back.
+        self.sink.reserved.fetch_sub(self.n, Ordering::SeqCst);
+        // Room held by requests in flight (an upstream call can keep one for seconds) may be
+        // what others wait for, with no event coming to wake them.
+        if self.sink.waiting.load(Ordering::SeqCst) > 0 {
+            self.sink.taken.notify_waiters();
+        }
     }
 }
 
@@ -66,6 +76,7 @@ impl EventSink {
             waited: AtomicU64::new(0),
             reserved: AtomicUsize::new(0),
             taken: Arc::new(Notify::new()),
+            waiting: AtomicUsize::new(0),
         }
     }
 
@@ -77,37 +88,49 @@ impl EventSink {
     /// (`reserve_many`) queued the waiter for the slots the writer frees, and requests already
     /// admitted then found the queue full and lost their events (seen with a starved writer).
     pub async fn reserve(&self, n: usize) -> Room<'_> {
-        let mut counted = false;
+        assert!(n <= CAPACITY, "a request records at most a handful of events");
+        if let Some(room) = self.try_reserve(n) {
+            return room;
+        }
+        let w = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
+        if w.is_power_of_two() {
+            tracing::warn!(
+                waits_total = w,
+                "event queue full: edge requests wait for the event writer"
+            );
+        }
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.waiting.fetch_add(1, Ordering::SeqCst);
+        let _waiting = Waiting(&self.waiting);
         loop {
+            // Registered before the check, so a signal between the two is not missed.
             let taken = self.taken.notified();
             tokio::pin!(taken);
             taken.as_mut().enable();
-            let r = self.reserved.load(Ordering::Acquire);
-            if self.tx.capacity() >= r + n {
-                if self
-                    .reserved
-                    .compare_exchange(r, r + n, Ordering::AcqRel, Ordering::Acquire)
-                    .is_ok()
-                {
-                    return Room {
-                        reserved: &self.reserved,
-                        n,
-                    };
-                }
-                continue;
-            }
-            if !counted {
-                counted = true;
-                let w = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
-                if w.is_power_of_two() {
-                    tracing::warn!(
-                        waits_total = w,
-                        "event queue full: edge requests wait for the event writer"
-                    );
-                }
+            if let Some(room) = self.try_reserve(n) {
+                return room;
             }
             taken.await;
         }
+    }
+
+    fn try_reserve(&self, n: usize) -> Option<Room<'_>> {
+        let mut r = self.reserved.load(Ordering::SeqCst);
+        while self.tx.capacity() >= r + n {
+            match self
+                .reserved
+                .compare_exchange(r, r + n, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return Some(Room { sink: self, n }),
+                Err(now) => r = now,
+            }
+        }
+        None
     }
 
     /// Queues an event without waiting.
@@ -264,6 +287,27 @@ mod tests {
             (0, queued as u64 + 4),
             "nothing dropped, everything written"
         );
+        remove(&path);
+    }
+
+    #[tokio::test]
+    async fn room_given_back_by_a_request_wakes_a_waiting_one() {
+        let (sink, path) = sink().await;
+        // Requests in flight (e.g. in a slow upstream call) hold all the room; nothing is queued,
+        // so the writer has nothing to take and would never signal.
+        let rooms: Vec<Room<'_>> = futures_util::future::join_all((0..CAPACITY / 4).map(|_| sink.reserve(4))).await;
+        let waiter = sink.reserve(4);
+        tokio::pin!(waiter);
+        assert!(
+            tokio::time::timeout(WAIT, waiter.as_mut()).await.is_err(),
+            "no room while every slot is reserved"
+        );
+        let mut rooms = rooms;
+        rooms.pop();
+        tokio::time::timeout(WAIT, waiter)
+            .await
+            .expect("the room given back goes to the waiting request");
+        drop(rooms);
         remove(&path);
     }
 

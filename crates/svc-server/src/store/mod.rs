@@ -114,8 +114,9 @@ impl Store {
         migrate::run(&store).await?;
         if let DatabaseUrl::Sqlite(path) = url {
             use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-            let options = SqliteConnectOptions::new()
-                .filename(path)
+            // From the same URL as the main pool, so that both open the same file.
+            let dsn = format!("sqlite://{}", path.display());
+            let options = <SqliteConnectOptions as std::str::FromStr>::from_str(&dsn)?
                 .journal_mode(SqliteJournalMode::Wal)
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(10))
