@@ -162,7 +162,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         source_port: peer_port,
         target_host: None,
         target_port: 0,
-        environment: events::environment(&facts, None, client, client_id),
+        environment: events::environment(&facts, (None, None), client, client_id),
     };
     let mut parts_ev = Parts::default();
     parts_ev.trust_providers.extend(outcome.provider);

@@ -305,7 +305,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             .unwrap_or(0),
         environment: events::environment(
             token.as_ref().map(|t| &t.svc.facts).unwrap_or(&empty),
-            None,
+            (None, None),
             client,
             token.as_ref().map(|t| t.sub.as_str()),
         ),
@@ -360,7 +360,12 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         client,
         source_ip,
     );
-    info.environment = events::environment(&token.svc.facts, Some(&subject), Some(client), Some(&token.sub));
+    // The events from here on show the subject's pod and service account too; without them the
+    // environment is the one already rendered (same facts, client and token).
+    let ids = events::subject_ids(&subject);
+    if ids.0.is_some() || ids.1.is_some() {
+        info.environment = events::environment(&token.svc.facts, ids, Some(client), Some(&token.sub));
+    }
 
     let mut ev = Parts::default();
     let mut workload_event: Option<Identified> = None;

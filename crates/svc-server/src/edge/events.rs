@@ -502,9 +502,20 @@ struct EnvCiC<'a> {
 
 /// Renders the `environment` object of a request's events: verified facts and self-reported
 /// context, never evidence or credentials.
+/// The orchestrator pod name and service-account UID a request's subject shows: the only part
+/// of the `environment` that needs the identified subject (`None, None` before it is known).
+pub fn subject_ids(s: &super::identity::Subject<'_>) -> (Option<String>, Option<String>) {
+    let first = |name: &str| {
+        crate::domain::identity::lookup(name)
+            .and_then(|t| s.values(t, None).into_iter().next())
+            .map(|c| c.into_owned())
+    };
+    (first("orchestratorPodName"), first("orchestratorServiceAccountUID"))
+}
+
 pub fn environment(
     facts: &Facts,
-    subject: Option<&super::identity::Subject<'_>>,
+    (pod, sa_uid): (Option<String>, Option<String>),
     client: Option<&ClientWorkloadDetails>,
     client_id: Option<&str>,
 ) -> Box<RawValue> {
@@ -516,19 +527,6 @@ pub fn environment(
         .and_then(|a| a.ecs.as_ref())
         .and_then(|e| e.task_metadata.as_ref())
         .and_then(|t| serde_json::from_str(t).ok());
-    let (pod, sa_uid) = match subject {
-        Some(s) => {
-            let ty = |n: &str| crate::domain::identity::lookup(n);
-            let pod = ty("orchestratorPodName")
-                .and_then(|t| s.values(t, None).into_iter().next())
-                .map(|c| c.into_owned());
-            let uid = ty("orchestratorServiceAccountUID")
-                .and_then(|t| s.values(t, None).into_iter().next())
-                .map(|c| c.into_owned());
-            (pod, uid)
-        }
-        None => (None, None),
-    };
     let env = Env {
         host: EnvHost {
             hostname: client.and_then(|c| c.host.as_ref()).and_then(|h| h.hostname.as_deref()),
