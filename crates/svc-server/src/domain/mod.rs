@@ -69,10 +69,12 @@ impl Kind {
     }
 }
 
-/// Who created or last changed a record (`createdBy`, `modifiedBy`): an e-mail, `system`, or a
-/// credential provider. Interned: the same few labels are repeated in every record, and a
-/// separate heap string in each cost ~20 MB at 100,000 policies (docs/PERFORMANCE.md).
-#[derive(Clone, PartialEq, Eq)]
+/// A short text repeated in many records, interned: who created or last changed a record
+/// (`createdBy`, `modifiedBy`: an e-mail, `system` or a credential provider), an identity type,
+/// a server workload's protocol names. A separate heap string in each record cost tens of MB at
+/// 100,000 policies (docs/PERFORMANCE.md). Only values from bounded sets are interned: the table
+/// is never pruned.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Label(std::sync::Arc<str>);
 
 impl Label {
@@ -109,18 +111,6 @@ impl PartialEq<str> for Label {
 impl PartialEq<&str> for Label {
     fn eq(&self, other: &&str) -> bool {
         *self.0 == **other
-    }
-}
-
-impl PartialOrd for Label {
-    fn partial_cmp(&self, other: &Label) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Label {
-    fn cmp(&self, other: &Label) -> std::cmp::Ordering {
-        self.0.cmp(&other.0)
     }
 }
 

@@ -500,8 +500,6 @@ struct EnvCiC<'a> {
     project_id: Option<&'a str>,
 }
 
-/// Renders the `environment` object of a request's events: verified facts and self-reported
-/// context, never evidence or credentials.
 /// The orchestrator pod name and service-account UID a request's subject shows: the only part
 /// of the `environment` that needs the identified subject (`None, None` before it is known).
 pub fn subject_ids(s: &super::identity::Subject<'_>) -> (Option<String>, Option<String>) {
@@ -513,6 +511,8 @@ pub fn subject_ids(s: &super::identity::Subject<'_>) -> (Option<String>, Option<
     (first("orchestratorPodName"), first("orchestratorServiceAccountUID"))
 }
 
+/// Renders the `environment` object of a request's events: verified facts and self-reported
+/// context, never evidence or credentials.
 pub fn environment(
     facts: &Facts,
     (pod, sa_uid): (Option<String>, Option<String>),

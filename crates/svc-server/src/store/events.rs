@@ -240,8 +240,8 @@ const WORKLOAD_COLUMNS: &[&str] = &[
     "rs",
     "ts",
     "event_type",
-    "action",
     "severity",
+    "action",
     "client_workload",
     "server_workload",
     "app_protocol",
@@ -250,37 +250,42 @@ const WORKLOAD_COLUMNS: &[&str] = &[
     "body",
 ];
 
-/// Binds one event's values in the order of `AUTHORIZATION_COLUMNS` / `WORKLOAD_COLUMNS`;
-/// `$big` turns the shared `search` and `body` into what the statement's driver takes.
+/// Binds one event's values in the order of `AUTHORIZATION_COLUMNS` / `WORKLOAD_COLUMNS` (the
+/// first five and the last two are the same in both); `$big` turns the shared `search` and
+/// `body` into what the statement's driver takes.
 macro_rules! bind_event {
     ($q:expr, $table:expr, $e:expr, $big:expr) => {{
-        let (q, e) = ($q, $e);
-        match $table {
+        let e = $e;
+        let q = $q
+            .bind(&e.id)
+            .bind(&e.rs)
+            .bind(e.ts)
+            .bind(&e.event_type)
+            .bind(&e.severity);
+        let q = match $table {
+            // `result` holds a workload event's action.
             EventTable::Workload => q
-                .bind(&e.id)
-                .bind(&e.rs)
-                .bind(e.ts)
-                .bind(&e.event_type)
                 .bind(&e.result)
-                .bind(&e.severity)
                 .bind(&e.client_workload)
                 .bind(&e.server_workload)
                 .bind(&e.app_protocol)
-                .bind(&e.user_id)
-                .bind($big(&e.search))
-                .bind($big(&e.body)),
-            _ => q
-                .bind(&e.id)
-                .bind(&e.rs)
-                .bind(e.ts)
-                .bind(&e.event_type)
-                .bind(&e.severity)
-                .bind(&e.result)
-                .bind(&e.client_ip)
-                .bind($big(&e.search))
-                .bind($big(&e.body)),
-        }
+                .bind(&e.user_id),
+            _ => q.bind(&e.result).bind(&e.client_ip),
+        };
+        q.bind($big(&e.search)).bind($big(&e.body))
     }};
+}
+
+/// A table's rows in the slices one `INSERT` each takes (see [`insert_size`]).
+fn insert_chunks<'r, 'e>(mut rest: &'r [&'e EventRow]) -> impl Iterator<Item = &'r [&'e EventRow]> {
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (chunk, tail) = rest.split_at(insert_size(rest.len()));
+        rest = tail;
+        Some(chunk)
+    })
 }
 
 fn event_insert_sql(dialect: Dialect, table: EventTable, rows: usize) -> String {
@@ -337,14 +342,11 @@ impl Store {
                 batch.iter().filter(|e| e.table == table).collect::<Vec<&EventRow>>(),
             )
         });
-        if let Some(pool) = self.events_pool() {
+        if let Some(pool) = &self.events {
             let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
             for (table, rows) in &tables {
-                let mut rest = rows.as_slice();
-                while !rest.is_empty() {
-                    let n = insert_size(rest.len());
-                    insert_event_rows_sqlite(&mut tx, *table, &rest[..n]).await?;
-                    rest = &rest[n..];
+                for chunk in insert_chunks(rows) {
+                    insert_event_rows_sqlite(&mut tx, *table, chunk).await?;
                 }
             }
             tx.commit().await?;
@@ -352,11 +354,8 @@ impl Store {
         }
         let mut tx = self.begin_write().await?;
         for (table, rows) in &tables {
-            let mut rest = rows.as_slice();
-            while !rest.is_empty() {
-                let n = insert_size(rest.len());
-                insert_event_rows(&mut tx, self.dialect(), *table, &rest[..n]).await?;
-                rest = &rest[n..];
+            for chunk in insert_chunks(rows) {
+                insert_event_rows(&mut tx, self.dialect(), *table, chunk).await?;
             }
         }
         tx.commit().await?;

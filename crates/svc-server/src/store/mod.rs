@@ -133,10 +133,6 @@ impl Store {
         Ok(store)
     }
 
-    fn events_pool(&self) -> Option<&sqlx::SqlitePool> {
-        self.events.as_ref()
-    }
-
     pub fn dialect(&self) -> Dialect {
         self.dialect
     }

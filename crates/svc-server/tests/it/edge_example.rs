@@ -329,4 +329,22 @@ async fn worked_example_variations() {
     t.delete(&format!("/api/v1/trust-providers/{}", ex.trust_provider))
         .await
         .expect_error_prefix(400, "trustProviders: referenced by access policy");
+
+    // `directiveId` is not stored (it equals `contextId`): sorting on it sorts on `contextId`,
+    // over the events of the many requests above.
+    let ids = |order: &str| {
+        let order = order.to_string();
+        let t = &t;
+        async move {
+            t.app.events.flush().await;
+            let r = t
+                .get(&format!("/api/v1/authorization-events?per-page=1000&order={order}"))
+                .await;
+            let items = r.expect(200)["authorizationEvents"].as_array().unwrap().clone();
+            items.iter().map(|e| e["meta"]["contextId"].clone()).collect::<Vec<_>>()
+        }
+    };
+    let by_context = ids("contextId%20desc").await;
+    assert!(by_context.len() > 10);
+    assert_eq!(ids("directiveId%20desc").await, by_context);
 }

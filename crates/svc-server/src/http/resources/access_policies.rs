@@ -371,14 +371,15 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
                 ));
             }
             let key = |x: &Mapping| {
+                let s = x.selectors();
                 (
                     x.mapping_type,
-                    x.selectors().access_key_id.clone(),
-                    x.selectors().account_name.clone(),
-                    x.selectors().header_name.as_ref().map(|h| h.to_lowercase()),
-                    x.selectors().header_value.clone(),
-                    x.selectors().body_field_path.clone(),
-                    x.selectors().body_field_value.clone(),
+                    s.access_key_id.clone(),
+                    s.account_name.clone(),
+                    s.header_name.as_ref().map(|h| h.to_lowercase()),
+                    s.header_value.clone(),
+                    s.body_field_path.clone(),
+                    s.body_field_value.clone(),
                 )
             };
             if p.mappings[..i].iter().any(|o| key(o) == key(m)) {

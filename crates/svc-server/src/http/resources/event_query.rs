@@ -171,12 +171,11 @@ impl EventParams {
 /// One page of event bodies; `shape` restores the keys an edge event is stored without
 /// (`edge::events::expand`).
 pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: Option<Shape>) -> Result<Response> {
-    let none = Columns::new();
     let items: Vec<Value> = page
         .bodies
         .iter()
-        .enumerate()
-        .map(|(i, b)| body_value(b, shape, page.columns.get(i).unwrap_or(&none)))
+        .zip(&page.columns)
+        .map(|(b, c)| body_value(b, shape, c))
         .collect::<Result<_>>()?;
     let order = format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" });
     Ok(crate::http::ok(svc_api::common::list_wrapper(
