@@ -93,6 +93,11 @@ impl Label {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The interned text itself, shared.
+    pub fn shared(&self) -> std::sync::Arc<str> {
+        self.0.clone()
+    }
 }
 
 impl std::ops::Deref for Label {

@@ -154,11 +154,11 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         }
     };
 
-    let source_ip_text = source_ip.map(|i| i.to_string());
+    let source_ip_text: Option<std::sync::Arc<str>> = source_ip.map(|i| i.to_string().into());
     let info = RequestInfo {
         context_id: crate::util::uuid_v4(),
         rs: selected.unwrap_or(DEFAULT_RESOURCE_SET),
-        client_ip: source_ip_text.clone(),
+        client_ip: source_ip_text,
         source_port: peer_port,
         target_host: None,
         target_port: 0,

@@ -284,7 +284,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
     let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
-    let source_ip_text = source_ip.map(|i| i.to_string());
+    let source_ip_text: Option<std::sync::Arc<str>> = source_ip.map(|i| i.to_string().into());
     let selected_rs = select_rs(&st, &parts.headers, client);
 
     // Step 2: the bearer token.
@@ -296,7 +296,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         rs: selected_rs
             .or(token.as_ref().map(|t| t.svc.rs))
             .unwrap_or(DEFAULT_RESOURCE_SET),
-        client_ip: source_ip_text.clone(),
+        client_ip: source_ip_text,
         source_port: peer_port,
         target_host: server.and_then(|s| s.host.clone()),
         target_port: server
@@ -723,7 +723,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                 policy,
                 client_workload: client,
                 server_workload: server,
-                app_protocol: app_protocol.as_str(),
+                app_protocol: app_protocol.shared(),
                 server_port: port,
             },
         );

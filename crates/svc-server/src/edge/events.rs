@@ -16,7 +16,7 @@ use crate::trust::Facts;
 pub struct RequestInfo {
     pub context_id: Uuid,
     pub rs: Uuid,
-    pub client_ip: Option<String>,
+    pub client_ip: Option<std::sync::Arc<str>>,
     pub source_port: u16,
     pub target_host: Option<String>,
     pub target_port: i32,
@@ -168,9 +168,10 @@ fn names(parts: &Parts) -> impl Iterator<Item = &str> {
         .chain(parts.credential_provider.iter().map(|c| c.name.as_str()))
 }
 
-/// The `search` column: the parts, lowercased, one per line; built in a per-thread buffer and
-/// copied out once.
-fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> std::sync::Arc<str> {
+/// An authorization event's `search` column: its entity names, lowercased, one per line (the
+/// list's search also looks at the event type and client IP columns); `None` without names.
+/// Built in a per-thread buffer and copied out once.
+fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<std::sync::Arc<str>> {
     thread_local! {
         static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
     }
@@ -187,7 +188,7 @@ fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> std::sync::Arc<s
                 buf.push_str(&part.to_lowercase());
             }
         }
-        buf.as_str().into()
+        (!buf.is_empty()).then(|| buf.as_str().into())
     })
 }
 
@@ -213,7 +214,7 @@ pub fn authorization(
     app: &App,
     info: &RequestInfo,
     event_type: &'static str,
-    result: &str,
+    result: &'static str,
     reason: Option<&str>,
     severity: &'static str,
     parts: &Parts,
@@ -244,42 +245,37 @@ pub fn authorization(
         credential_provider: &parts.credential_provider,
     };
     let body = to_json(&ev);
-    let search = search_text(
-        [event_type, info.client_ip.as_deref().unwrap_or("")]
-            .into_iter()
-            .chain(names(parts)),
-    );
     app.events.record(EventRow {
         table: EventTable::Authorization,
-        id: event_id.to_string(),
-        rs: info.rs.to_string(),
+        id: event_id,
+        rs: info.rs,
         ts: now.millis(),
-        event_type: event_type.to_string(),
-        severity: severity.to_string(),
-        result: Some(result.to_string()),
+        event_type,
+        severity,
+        result: Some(result),
         client_ip: info.client_ip.clone(),
         client_workload: None,
         server_workload: None,
         app_protocol: None,
         user_id: None,
-        search,
+        search: search_text(names(parts)),
         body,
     });
 }
 
 /// One workload event (a server workload was identified).
-pub struct WorkloadEvent<'a> {
+pub struct WorkloadEvent {
     pub action: &'static str,
     pub success: bool,
     pub severity: &'static str,
     pub policy: Option<Uuid>,
     pub client_workload: Option<Uuid>,
     pub server_workload: Uuid,
-    pub app_protocol: &'a str,
+    pub app_protocol: std::sync::Arc<str>,
     pub server_port: i32,
 }
 
-pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent<'_>) {
+pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent) {
     let now = crate::clock::now();
     // Time-ordered (v7): see `util::uuid_v7`.
     let event_id = crate::util::uuid_v7(now.millis());
@@ -297,21 +293,21 @@ pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent<'_>) {
             result: if w.success { "Success" } else { "Failure" },
         },
     };
-    let search = search_text(["workload.credential", w.action, info.client_ip.as_deref().unwrap_or("")]);
     app.events.record(EventRow {
         table: EventTable::Workload,
-        id: event_id.to_string(),
-        rs: info.rs.to_string(),
+        id: event_id,
+        rs: info.rs,
         ts: now.millis(),
-        event_type: "workload.credential".into(),
-        severity: w.severity.to_string(),
-        result: Some(w.action.to_string()),
+        event_type: "workload.credential",
+        severity: w.severity,
+        result: Some(w.action),
         client_ip: info.client_ip.clone(),
-        client_workload: w.client_workload.map(|c| c.to_string()),
-        server_workload: Some(w.server_workload.to_string()),
-        app_protocol: Some(w.app_protocol.to_string()),
+        client_workload: w.client_workload,
+        server_workload: Some(w.server_workload),
+        app_protocol: Some(w.app_protocol),
         user_id: None,
-        search,
+        // Searched besides the type and action columns; an IP's text has no case to fold.
+        search: info.client_ip.clone(),
         body: to_json(&body),
     });
 }
@@ -1112,10 +1108,11 @@ mod tests {
     #[test]
     fn search_text_is_the_parts_lowercased_one_per_line() {
         assert_eq!(
-            &*search_text(["access.request", "10.0.0.1", "Build-JOB", "ΟΔΟΣ"]),
-            "access.request\n10.0.0.1\nbuild-job\nοδος"
+            search_text(["access.request", "10.0.0.1", "Build-JOB", "ΟΔΟΣ"]).as_deref(),
+            Some("access.request\n10.0.0.1\nbuild-job\nοδος")
         );
-        assert_eq!(&*search_text(["a", "", "B"]), "a\n\nb");
+        assert_eq!(search_text(["a", "", "B"]).as_deref(), Some("a\n\nb"));
+        assert_eq!(search_text([]).as_deref(), None);
     }
 
     #[test]

@@ -229,18 +229,18 @@ mod tests {
     fn row() -> EventRow {
         EventRow {
             table: EventTable::Authorization,
-            id: crate::util::uuid_v7(crate::clock::now_millis()).to_string(),
-            rs: crate::domain::DEFAULT_RESOURCE_SET.to_string(),
+            id: crate::util::uuid_v7(crate::clock::now_millis()),
+            rs: crate::domain::DEFAULT_RESOURCE_SET,
             ts: crate::clock::now_millis(),
-            event_type: "access.request".into(),
-            severity: "Info".into(),
-            result: Some("Received".into()),
+            event_type: "access.request",
+            severity: "Info",
+            result: Some("Received"),
             client_ip: None,
             client_workload: None,
             server_workload: None,
             app_protocol: None,
             user_id: None,
-            search: "access.request".into(),
+            search: None,
             body: "{}".into(),
         }
     }

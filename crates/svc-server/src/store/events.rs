@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use sqlx::{Any, Row, Sqlite, Transaction};
+use uuid::Uuid;
 
 use super::{Dialect, Result, Store};
 
@@ -26,24 +27,31 @@ pub struct AuditRow {
     pub body: String,
 }
 
-/// One authorization or workload event.
+/// One authorization or workload event. Its values are held the way the request path has
+/// them (ids, literals, shared strings), not as owned copies: the writer binds every text to a
+/// native SQLite statement as a shared `Arc<str>` (sqlx copies a `&str` or `String` it is
+/// given into a new allocation per bind), see [`Store::insert_events`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventRow {
     pub table: EventTable,
-    pub id: String,
-    pub rs: String,
+    /// Time-ordered (v7) for edge events, carrying `ts`: the single-event read finds the row
+    /// through the `(rs, ts)` index (see [`Store::get_event_row`]).
+    pub id: Uuid,
+    pub rs: Uuid,
     pub ts: i64,
-    pub event_type: String,
-    pub severity: String,
+    pub event_type: &'static str,
+    pub severity: &'static str,
     /// Authorization events: outcome result. Workload events: action.
-    pub result: Option<String>,
-    pub client_ip: Option<String>,
-    pub client_workload: Option<String>,
-    pub server_workload: Option<String>,
-    pub app_protocol: Option<String>,
-    pub user_id: Option<String>,
-    /// Shared, not copied, when bound to a native SQLite statement (see `insert_events`).
-    pub search: Arc<str>,
+    pub result: Option<&'static str>,
+    pub client_ip: Option<Arc<str>>,
+    pub client_workload: Option<Uuid>,
+    pub server_workload: Option<Uuid>,
+    pub app_protocol: Option<Arc<str>>,
+    pub user_id: Option<Arc<str>>,
+    /// Lowercased text the list's `search` matches besides the columns it also searches
+    /// (event type, client IP, action): an authorization event's entity names, a workload
+    /// event's client IP. `None` when there is none.
+    pub search: Option<Arc<str>>,
     pub body: Arc<str>,
 }
 
@@ -251,29 +259,73 @@ const WORKLOAD_COLUMNS: &[&str] = &[
 ];
 
 /// Binds one event's values in the order of `AUTHORIZATION_COLUMNS` / `WORKLOAD_COLUMNS` (the
-/// first five and the last two are the same in both); `$big` turns the shared `search` and
-/// `body` into what the statement's driver takes.
+/// first six and the last two are the same in both); `$text` turns each text, a shared
+/// `Arc<str>`, into what the statement's driver takes.
 macro_rules! bind_event {
-    ($q:expr, $table:expr, $e:expr, $big:expr) => {{
-        let e = $e;
+    ($q:expr, $table:expr, $e:expr, $text:expr) => {{
+        let e: &EventRow = $e;
+        let text = $text;
         let q = $q
-            .bind(&e.id)
-            .bind(&e.rs)
+            .bind(text(uuid_text(e.id)))
+            .bind(text(rs_text(e.rs)))
             .bind(e.ts)
-            .bind(&e.event_type)
-            .bind(&e.severity);
+            .bind(text(static_text(e.event_type)))
+            .bind(text(static_text(e.severity)))
+            // A workload event's action.
+            .bind(e.result.map(|r| text(static_text(r))));
         let q = match $table {
-            // `result` holds a workload event's action.
             EventTable::Workload => q
-                .bind(&e.result)
-                .bind(&e.client_workload)
-                .bind(&e.server_workload)
-                .bind(&e.app_protocol)
-                .bind(&e.user_id),
-            _ => q.bind(&e.result).bind(&e.client_ip),
+                .bind(e.client_workload.map(|u| text(uuid_text(u))))
+                .bind(e.server_workload.map(|u| text(uuid_text(u))))
+                .bind(e.app_protocol.clone().map(&text))
+                .bind(e.user_id.clone().map(&text)),
+            _ => q.bind(e.client_ip.clone().map(&text)),
         };
-        q.bind($big(&e.search)).bind($big(&e.body))
+        q.bind(e.search.clone().map(&text)).bind(text(e.body.clone()))
     }};
+}
+
+/// A UUID's hyphenated text, shared.
+fn uuid_text(id: Uuid) -> Arc<str> {
+    Arc::from(&*id.hyphenated().encode_lower(&mut Uuid::encode_buffer()))
+}
+
+/// A resource set id's text: nearly every event of a batch has the same one, kept per thread.
+fn rs_text(rs: Uuid) -> Arc<str> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(Uuid, Arc<str>)>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((id, text)) if *id == rs => text.clone(),
+            _ => {
+                let text = uuid_text(rs);
+                *last = Some((rs, text.clone()));
+                text
+            }
+        }
+    })
+}
+
+/// A literal (event type, severity, result, action) as a shared string, made once per thread:
+/// they come from a few dozen literals.
+fn static_text(s: &'static str) -> Arc<str> {
+    thread_local! {
+        static MADE: std::cell::RefCell<Vec<(&'static str, Arc<str>)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    MADE.with(|made| {
+        let mut made = made.borrow_mut();
+        // Address and length: the same literal, not merely equal text.
+        if let Some((_, text)) = made.iter().find(|(k, _)| std::ptr::eq(*k, s)) {
+            return text.clone();
+        }
+        let text: Arc<str> = s.into();
+        if made.len() < 64 {
+            made.push((s, text.clone()));
+        }
+        text
+    })
 }
 
 /// A table's rows in the slices one `INSERT` each takes (see [`insert_size`]).
@@ -303,7 +355,7 @@ async fn insert_event_rows(
 ) -> Result<()> {
     let mut q = sqlx::query(sqlx::AssertSqlSafe(event_insert_sql(dialect, table, rows.len())));
     for e in rows {
-        q = bind_event!(q, table, e, |s: &Arc<str>| s.to_string());
+        q = bind_event!(q, table, e, |s: Arc<str>| s.to_string());
     }
     q.execute(&mut **tx).await?;
     Ok(())
@@ -312,7 +364,7 @@ async fn insert_event_rows(
 /// The same through a native SQLite connection: the `Any` driver copies every bound string
 /// twice before SQLite sees it (its own argument value, then the SQLite mapping's), a few
 /// thousand copies and allocations per batch on the request thread's core; bound natively,
-/// the large `search` and `body` are shared (`Arc<str>`), not copied.
+/// every text is a shared `Arc<str>`, not copied.
 async fn insert_event_rows_sqlite(
     tx: &mut Transaction<'static, Sqlite>,
     table: EventTable,
@@ -324,7 +376,7 @@ async fn insert_event_rows_sqlite(
         rows.len(),
     )));
     for e in rows {
-        q = bind_event!(q, table, e, |s: &Arc<str>| s.clone());
+        q = bind_event!(q, table, e, |s: Arc<str>| s);
     }
     q.execute(&mut **tx).await?;
     Ok(())
@@ -418,7 +470,24 @@ impl Store {
         }
         if let Some(s) = q.search.as_ref().filter(|s| !s.is_empty()) {
             let p = next(&mut binds, BindValue::Text(escape_like(s)));
-            conds.push(format!("search LIKE {p} ESCAPE '\\'"));
+            // An edge event's `search` holds only what its columns do not (see
+            // `EventRow::search`); rows stored before hold everything and match as before.
+            let like = |col: &str| format!("{col} LIKE {p} ESCAPE '\\'");
+            conds.push(match table {
+                EventTable::Audit => like("search"),
+                EventTable::Authorization => format!(
+                    "({} OR {} OR {})",
+                    like("LOWER(event_type)"),
+                    like("LOWER(client_ip)"),
+                    like("search")
+                ),
+                EventTable::Workload => format!(
+                    "({} OR {} OR {})",
+                    like("LOWER(event_type)"),
+                    like("LOWER(action)"),
+                    like("search")
+                ),
+            });
         }
         let where_ = conds.join(" AND ");
         let name = table.name();
@@ -465,13 +534,41 @@ impl Store {
         Ok(self.get_event_row(table, id, rs).await?.map(|(body, _)| body))
     }
 
-    /// One record by id within the given resource sets, with its columns.
+    /// One record by id within the given resource sets, with its columns. An edge event's id is
+    /// time-ordered (v7) and carries the row's `ts`, so the row is found through the `(rs, ts)`
+    /// index; the event tables have no index on `id` (one B-tree insert less per event). An id
+    /// of another version (rows stored before v7 ids) is looked for by a scan.
     pub async fn get_event_row(&self, table: EventTable, id: &str, rs: &[String]) -> Result<Option<(String, Columns)>> {
-        let sql = format!("SELECT {}, rs FROM {} WHERE id = $1", table.select_list(), table.name());
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(id)
-            .fetch_optional(self.pool())
-            .await?;
+        let by_time = match table {
+            EventTable::Audit => None,
+            _ => Uuid::try_parse(id).ok().and_then(|u| v7_millis(&u)),
+        };
+        let row = match by_time {
+            Some(ts) => {
+                if rs.is_empty() {
+                    return Ok(None);
+                }
+                let list: Vec<String> = (0..rs.len()).map(|i| format!("${}", i + 3)).collect();
+                let sql = format!(
+                    "SELECT {}, rs FROM {} WHERE id = $1 AND ts = $2 AND rs IN ({})",
+                    table.select_list(),
+                    table.name(),
+                    list.join(", ")
+                );
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(id).bind(ts);
+                for r in rs {
+                    q = q.bind(r.as_str());
+                }
+                q.fetch_optional(self.pool()).await?
+            }
+            None => {
+                let sql = format!("SELECT {}, rs FROM {} WHERE id = $1", table.select_list(), table.name());
+                sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(self.pool())
+                    .await?
+            }
+        };
         Ok(row.and_then(|r| {
             let r_rs: String = r.get(r.len() - 1);
             rs.contains(&r_rs).then(|| (r.get(0), table.row_columns(&r)))
@@ -508,6 +605,15 @@ impl Store {
         }
         Ok(total)
     }
+}
+
+/// The Unix time in milliseconds a version-7 UUID starts with (RFC 9562 §5.7).
+fn v7_millis(id: &Uuid) -> Option<i64> {
+    if id.get_version_num() != 7 {
+        return None;
+    }
+    let b = id.as_bytes();
+    Some(i64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]]))
 }
 
 /// Rows per retention `DELETE` (see [`Store::purge_events`]).

@@ -13,12 +13,20 @@ struct Migration {
     postgres: &'static str,
 }
 
-const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "init",
-    sqlite: include_str!("../../migrations/sqlite/0001_init.sql"),
-    postgres: include_str!("../../migrations/postgres/0001_init.sql"),
-}];
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sqlite: include_str!("../../migrations/sqlite/0001_init.sql"),
+        postgres: include_str!("../../migrations/postgres/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "event_rows",
+        sqlite: include_str!("../../migrations/sqlite/0002_event_rows.sql"),
+        postgres: include_str!("../../migrations/postgres/0002_event_rows.sql"),
+    },
+];
 
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"
 

@@ -207,33 +207,36 @@ async fn event_queries_filter_order_and_page() {
             .is_some()
     );
 
-    let ev = |id: &str, table: EventTable| EventRow {
+    let rs1 = uuid::Uuid::from_u128(0x51);
+    let (cw, sw) = (uuid::Uuid::from_u128(0xc1), uuid::Uuid::from_u128(0x51d));
+    let ev = |table: EventTable| EventRow {
         table,
-        id: id.into(),
-        rs: "rs1".into(),
+        id: uuid::Uuid::new_v4(),
+        rs: rs1,
         ts: 500,
-        event_type: "access.request".into(),
-        severity: "Info".into(),
-        result: Some("Received".into()),
+        event_type: "access.request",
+        severity: "Info",
+        result: Some("Received"),
         client_ip: Some("10.0.0.1".into()),
-        client_workload: Some("cw".into()),
-        server_workload: Some("sw".into()),
+        client_workload: Some(cw),
+        server_workload: Some(sw),
         app_protocol: Some("HTTP".into()),
         user_id: None,
-        search: "access.request".into(),
+        search: Some("access.request".into()),
         body: "{}".into(),
     };
-    s.insert_events(&[ev("e1", EventTable::Authorization), ev("w1", EventTable::Workload)])
+    s.insert_events(&[ev(EventTable::Authorization), ev(EventTable::Workload)])
         .await
         .unwrap();
     let mut wq = EventQuery {
-        rs: vec!["rs1".into()],
+        rs: vec![rs1.to_string()],
         order_col: "ts",
         desc: true,
         limit: 10,
         ..Default::default()
     };
-    wq.any_of.push(("client_workload", vec!["cw".into(), "other".into()]));
+    wq.any_of
+        .push(("client_workload", vec![cw.to_string(), "other".into()]));
     assert_eq!(s.query_events(EventTable::Workload, &wq).await.unwrap().total, 1);
     wq.any_of = vec![("server_workload", vec!["nope".into()])];
     assert_eq!(s.query_events(EventTable::Workload, &wq).await.unwrap().total, 0);
@@ -242,13 +245,13 @@ async fn event_queries_filter_order_and_page() {
     // Retention purges from the head in chunks: more old rows than one chunk all go, the newer
     // rows behind them stay.
     let old_rows: Vec<EventRow> = (0..svc_server::store::PURGE_CHUNK + 150)
-        .map(|i| ev(&format!("old{i}"), EventTable::Authorization))
+        .map(|_| ev(EventTable::Authorization))
         .collect();
     s.insert_events(&old_rows).await.unwrap();
     let new_rows: Vec<EventRow> = (0..3)
-        .map(|i| EventRow {
+        .map(|_| EventRow {
             ts: 20_000,
-            ..ev(&format!("new{i}"), EventTable::Authorization)
+            ..ev(EventTable::Authorization)
         })
         .collect();
     s.insert_events(&new_rows).await.unwrap();
@@ -257,7 +260,7 @@ async fn event_queries_filter_order_and_page() {
         (svc_server::store::PURGE_CHUNK + 150) as u64
     );
     let all = EventQuery {
-        rs: vec!["rs1".into()],
+        rs: vec![rs1.to_string()],
         order_col: "ts",
         limit: 10,
         ..Default::default()
@@ -276,22 +279,22 @@ async fn read_then_write_transactions_wait_for_concurrent_event_batches() {
     let writer = {
         let s = s.clone();
         tokio::spawn(async move {
-            for b in 0..150 {
+            for _ in 0..150 {
                 let rows: Vec<EventRow> = (0..20)
-                    .map(|i| EventRow {
+                    .map(|_| EventRow {
                         table: EventTable::Authorization,
-                        id: format!("busy-{b}-{i}"),
-                        rs: "rs1".into(),
+                        id: uuid::Uuid::new_v4(),
+                        rs: uuid::Uuid::from_u128(0x51),
                         ts: 1,
-                        event_type: "access.request".into(),
-                        severity: "Info".into(),
+                        event_type: "access.request",
+                        severity: "Info",
                         result: None,
                         client_ip: None,
                         client_workload: None,
                         server_workload: None,
                         app_protocol: None,
                         user_id: None,
-                        search: "".into(),
+                        search: None,
                         body: "{}".into(),
                     })
                     .collect();
@@ -311,4 +314,176 @@ async fn read_then_write_transactions_wait_for_concurrent_event_batches() {
     assert!(taken > 0);
     s.close().await;
     let _ = std::fs::remove_dir_all(dir);
+}
+
+fn edge_event(table: EventTable, id: uuid::Uuid, rs: uuid::Uuid, ts: i64, search: Option<&str>) -> EventRow {
+    let workload = table == EventTable::Workload;
+    EventRow {
+        table,
+        id,
+        rs,
+        ts,
+        event_type: if workload {
+            "workload.credential"
+        } else {
+            "access.authorization"
+        },
+        severity: "Info",
+        result: Some(if workload { "CredentialIssued" } else { "Authorized" }),
+        client_ip: Some("10.9.8.7".into()),
+        client_workload: None,
+        server_workload: workload.then(|| uuid::Uuid::from_u128(0x51d)),
+        app_protocol: workload.then(|| "HTTP".into()),
+        user_id: None,
+        search: search.map(Into::into),
+        body: format!("{{\"n\":\"{id}\"}}").into(),
+    }
+}
+
+/// The event tables have no index on `id`: an edge event's time-ordered (v7) id carries its
+/// `ts`, and the single read finds it through `(rs, ts)`; an id of another version (rows stored
+/// before v7 ids) is found by a scan. The list's search looks at the event type and client IP
+/// (authorization) or action (workload) columns besides the `search` text, which holds only
+/// the entity names (authorization) or the client IP (workload).
+#[tokio::test]
+async fn edge_events_are_read_by_v7_id_and_searched_by_columns_and_names() {
+    let (s, _dir) = open().await;
+    let (rs1, rs2) = (uuid::Uuid::from_u128(0x51), uuid::Uuid::from_u128(0x52));
+    let now = 1_700_000_000_123;
+    let (v7, v4, w7) = (
+        svc_server::util::uuid_v7(now),
+        uuid::Uuid::new_v4(),
+        svc_server::util::uuid_v7(now + 1),
+    );
+    s.insert_events(&[
+        edge_event(EventTable::Authorization, v7, rs1, now, Some("build-job\npartner-api")),
+        edge_event(EventTable::Authorization, v4, rs1, now - 5, None),
+        edge_event(EventTable::Workload, w7, rs1, now + 1, Some("10.9.8.7")),
+    ])
+    .await
+    .unwrap();
+    let get = |t, id: String, rs: uuid::Uuid| {
+        let s = s.clone();
+        async move { s.get_event(t, &id, &[rs.to_string()]).await.unwrap() }
+    };
+    let body = |id: uuid::Uuid| Some(format!("{{\"n\":\"{id}\"}}"));
+    assert_eq!(get(EventTable::Authorization, v7.to_string(), rs1).await, body(v7));
+    assert_eq!(
+        get(EventTable::Authorization, v7.to_string().to_uppercase(), rs1).await,
+        None
+    );
+    assert_eq!(get(EventTable::Authorization, v7.to_string(), rs2).await, None);
+    assert_eq!(get(EventTable::Authorization, v4.to_string(), rs1).await, body(v4));
+    assert_eq!(get(EventTable::Workload, w7.to_string(), rs1).await, body(w7));
+    assert_eq!(get(EventTable::Authorization, w7.to_string(), rs1).await, None);
+    // Same millisecond, another id; and no UUID at all.
+    let other = svc_server::util::uuid_v7(now).to_string();
+    assert_eq!(get(EventTable::Authorization, other, rs1).await, None);
+    assert_eq!(get(EventTable::Authorization, "e1".into(), rs1).await, None);
+
+    let found = |t, text: &str| {
+        let (s, q) = (
+            s.clone(),
+            EventQuery {
+                rs: vec![rs1.to_string()],
+                order_col: "ts",
+                limit: 10,
+                search: Some(text.into()),
+                ..Default::default()
+            },
+        );
+        async move { s.query_events(t, &q).await.unwrap().total }
+    };
+    for (text, n) in [
+        ("ACCESS.Author", 2),
+        ("10.9.8", 2),
+        ("Build-JOB", 1),
+        ("partner-api", 1),
+        ("nobody", 0),
+    ] {
+        assert_eq!(
+            found(EventTable::Authorization, text).await,
+            n,
+            "authorization search {text:?}"
+        );
+    }
+    for (text, n) in [
+        ("credentialissued", 1),
+        ("Workload.Cred", 1),
+        ("10.9.8.7", 1),
+        ("build", 0),
+    ] {
+        assert_eq!(found(EventTable::Workload, text).await, n, "workload search {text:?}");
+    }
+}
+
+/// A database made before migration 2 keeps its events: on SQLite the event tables are rebuilt
+/// without the `id` index (rows and `seq` kept), on PostgreSQL the constraint is dropped; the
+/// old rows (full search text, an id of any version) are still read and searched, and new rows
+/// with no `search` follow them in `seq` order.
+#[tokio::test]
+async fn migration_2_keeps_the_events_stored_before_it() {
+    let dir = crate::harness::temp_dir();
+    let url = crate::harness::fresh_database(&dir).await;
+    let sqlite = url.starts_with("sqlite:");
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&if sqlite { format!("{url}?mode=rwc") } else { url.clone() })
+        .await
+        .unwrap();
+    let init = if sqlite {
+        include_str!("../../migrations/sqlite/0001_init.sql")
+    } else {
+        include_str!("../../migrations/postgres/0001_init.sql")
+    };
+    sqlx::raw_sql(init).execute(&pool).await.unwrap();
+    sqlx::raw_sql(
+        "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
+         INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'init', 0);
+         INSERT INTO authorization_events (id, rs, ts, event_type, severity, result, client_ip, search, body)
+             VALUES ('old-1', '00000000-0000-0000-0000-000000000051', 10, 'access.request', 'Info', 'Received', '10.0.0.1', 'access.request\n10.0.0.1\nlegacy-job', '{\"n\":1}');
+         INSERT INTO workload_events (id, rs, ts, event_type, action, severity, search, body)
+             VALUES ('old-w', '00000000-0000-0000-0000-000000000051', 10, 'workload.credential', 'CredentialIssued', 'Info', 'workload.credential', '{\"n\":2}');",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    let db = match url.strip_prefix("sqlite://") {
+        Some(p) => DatabaseUrl::Sqlite(p.into()),
+        None => DatabaseUrl::Postgres(url.clone()),
+    };
+    let s = Store::open(&db).await.expect("migrates");
+    let rs1 = uuid::Uuid::from_u128(0x51);
+    let rs = [rs1.to_string()];
+    assert_eq!(
+        s.get_event(EventTable::Authorization, "old-1", &rs)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("{\"n\":1}")
+    );
+    assert_eq!(
+        s.get_event(EventTable::Workload, "old-w", &rs)
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("{\"n\":2}")
+    );
+    let new = svc_server::util::uuid_v7(10);
+    s.insert_events(&[edge_event(EventTable::Authorization, new, rs1, 10, None)])
+        .await
+        .unwrap();
+    let q = EventQuery {
+        rs: rs.to_vec(),
+        order_col: "ts",
+        limit: 10,
+        search: Some("LEGACY".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.query_events(EventTable::Authorization, &q).await.unwrap().total, 1);
+    // Same `ts`: the tie is broken by `seq`, the old row first.
+    let all = EventQuery { search: None, ..q };
+    let page = s.query_events(EventTable::Authorization, &all).await.unwrap();
+    assert_eq!(page.bodies, ["{\"n\":1}".to_string(), format!("{{\"n\":\"{new}\"}}")]);
+    s.close().await;
 }
