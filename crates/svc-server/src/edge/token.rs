@@ -111,12 +111,43 @@ pub fn validate(app: &App, st: &State, token: &str) -> Option<Token> {
     Some(t)
 }
 
-/// The unverified `jti` of a well-formed token (rate-limit bucket key, §4.12).
+/// The unverified `jti` of a well-formed token: the rate-limit bucket's key (§4.12), taken
+/// before the token is validated. The payload's first `"jti":"<uuid>"` member is read without
+/// parsing the rest: step 2 parses the whole payload once its signature is verified, and this
+/// key decides only which bucket a request is counted in (our tokens are compact JSON).
 pub fn peek_jti(token: &str) -> Option<Uuid> {
-    #[derive(Deserialize)]
-    struct J {
-        jti: Uuid,
-    }
+    const KEY: &str = "\"jti\":\"";
     let p = crate::crypto::jws::peek_payload(token)?;
-    serde_json::from_slice::<J>(&p).ok().map(|j| j.jti)
+    let text = std::str::from_utf8(&p).ok()?;
+    let at = text.find(KEY)? + KEY.len();
+    Uuid::try_parse(text.get(at..at + 36)?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::peek_jti;
+    use crate::crypto::b64url;
+
+    fn token(payload: &str) -> String {
+        format!("{}.{}.sig", b64url(br#"{"alg":"HS256"}"#), b64url(payload.as_bytes()))
+    }
+
+    #[test]
+    fn peek_jti_reads_the_jti_member_and_nothing_inside_a_string() {
+        let id = "0191d2a4-5b6c-7d8e-9f00-112233445566";
+        let ours = format!(r#"{{"iss":"https://svc","sub":"x","exp":1,"jti":"{id}","svc":{{"facts":{{}}}}}}"#);
+        assert_eq!(peek_jti(&token(&ours)).map(|u| u.to_string()).as_deref(), Some(id));
+        // A `"jti":"…` inside a string value is escaped, so it is not the member.
+        let other = "0191d2a4-5b6c-7d8e-9f00-000000000000";
+        let hidden = format!(r#"{{"sub":"\"jti\":\"{other}","jti":"{id}"}}"#);
+        assert_eq!(peek_jti(&token(&hidden)).map(|u| u.to_string()).as_deref(), Some(id));
+        assert_eq!(
+            peek_jti(&token(r#"{"jti":"not-a-uuid-at-all-not-a-uuid-at-all"}"#)),
+            None
+        );
+        assert_eq!(peek_jti(&token(r#"{"jti":"0191d2a4"}"#)), None);
+        assert_eq!(peek_jti(&token(r#"{"sub":"x"}"#)), None);
+        assert_eq!(peek_jti("not a token"), None);
+        assert_eq!(peek_jti(&format!("{}.%%%.sig", b64url(b"{}"))), None);
+    }
 }
