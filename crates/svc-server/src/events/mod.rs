@@ -167,15 +167,19 @@ impl EventSink {
         let store = self.store.clone();
         let written = self.written.clone();
         let taken = self.taken.clone();
-        tokio::spawn(async move {
+        let writer = async move {
             let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
             let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
             while let Some(first) = rx.recv().await {
                 // Linger: a batch is written when it is full, when a flush is asked for, or
                 // LINGER after its first event. Fewer, fuller transactions cost the database thread
                 // far less per event than one small transaction per wake-up (docs/PERFORMANCE.md).
+                // The linger is a sleep, not a wait on the queue: waiting on it woke this task for
+                // every event sent meanwhile (up to four per `/credentials` request); what came
+                // in is taken when the sleep ends.
                 let deadline = tokio::time::Instant::now() + LINGER;
                 let mut next = Some(first);
+                let mut lingered = false;
                 while let Some(m) = next.take() {
                     match m {
                         Msg::Event(e) => batch.push(*e),
@@ -186,7 +190,12 @@ impl EventSink {
                     }
                     next = match rx.try_recv() {
                         Ok(m) => Some(m),
-                        Err(_) => tokio::time::timeout_at(deadline, rx.recv()).await.ok().flatten(),
+                        Err(_) if !lingered => {
+                            lingered = true;
+                            tokio::time::sleep_until(deadline).await;
+                            rx.try_recv().ok()
+                        }
+                        Err(_) => None,
                     };
                 }
                 // The batch's slots are free again: requests waiting for room may go on.
@@ -199,7 +208,8 @@ impl EventSink {
                     let _ = w.send(());
                 }
             }
-        });
+        };
+        tokio::spawn(writer);
     }
 }
 
