@@ -55,9 +55,9 @@ pub fn uuid_v4() -> uuid::Uuid {
     uuid::Builder::from_random_bytes(random16()).into_uuid()
 }
 
-/// A time-ordered (version 7) UUID for the given Unix time in milliseconds. Event ids are these:
-/// the event tables' unique index on `id` then grows at its end instead of taking each insert on
-/// a random page, which made every batch rewrite one index page per event (docs/PERFORMANCE.md).
+/// A time-ordered (version 7) UUID for the given Unix time in milliseconds. Event ids are these,
+/// made from the event's own time: the single-event read finds a row by the time its id carries,
+/// through the `(rs, ts)` index, so the event tables need no index on `id` (docs/PERFORMANCE.md).
 pub fn uuid_v7(unix_ms: i64) -> uuid::Uuid {
     let r = random16();
     let mut rand = [0u8; 10];

@@ -120,6 +120,9 @@ pub fn peek_jti(token: &str) -> Option<Uuid> {
     let p = crate::crypto::jws::peek_payload(token)?;
     let text = std::str::from_utf8(&p).ok()?;
     let at = text.find(KEY)? + KEY.len();
+    if text.as_bytes().get(at + 36) != Some(&b'"') {
+        return None;
+    }
     Uuid::try_parse(text.get(at..at + 36)?).ok()
 }
 
@@ -146,6 +149,7 @@ mod tests {
             None
         );
         assert_eq!(peek_jti(&token(r#"{"jti":"0191d2a4"}"#)), None);
+        assert_eq!(peek_jti(&token(&format!(r#"{{"jti":"{id}x"}}"#))), None);
         assert_eq!(peek_jti(&token(r#"{"sub":"x"}"#)), None);
         assert_eq!(peek_jti("not a token"), None);
         assert_eq!(peek_jti(&format!("{}.%%%.sig", b64url(b"{}"))), None);

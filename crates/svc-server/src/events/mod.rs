@@ -135,6 +135,11 @@ impl EventSink {
 
     /// Queues an event without waiting.
     pub fn record(&self, e: EventRow) {
+        debug_assert_eq!(
+            crate::store::v7_millis(&e.id),
+            Some(e.ts),
+            "an event's id is a v7 UUID of its own time"
+        );
         if self.tx.try_send(Msg::Event(Box::new(e))).is_err() {
             let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
@@ -237,11 +242,12 @@ mod tests {
     use crate::store::EventTable;
 
     fn row() -> EventRow {
+        let now = crate::clock::now_millis();
         EventRow {
             table: EventTable::Authorization,
-            id: crate::util::uuid_v7(crate::clock::now_millis()),
+            id: crate::util::uuid_v7(now),
             rs: crate::domain::DEFAULT_RESOURCE_SET,
-            ts: crate::clock::now_millis(),
+            ts: now,
             event_type: "access.request",
             severity: "Info",
             result: Some("Received"),
@@ -270,6 +276,27 @@ mod tests {
     }
 
     const WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+
+    #[tokio::test]
+    async fn events_sent_while_the_writer_lingers_join_its_batch_and_a_flush_returns() {
+        let (sink, path) = sink().await;
+        sink.start();
+        sink.record(row());
+        // The writer took the first event and sleeps out its linger; these come in meanwhile.
+        tokio::time::sleep(LINGER / 5).await;
+        sink.record(row());
+        sink.record(row());
+        tokio::time::timeout(std::time::Duration::from_secs(5), sink.flush())
+            .await
+            .expect("a flush returns once the batch is written");
+        assert_eq!(sink.counters(), (0, 3));
+        // And again with nothing queued: the flush alone.
+        tokio::time::timeout(std::time::Duration::from_secs(5), sink.flush())
+            .await
+            .expect("a flush with nothing queued returns");
+        sink.store.close().await;
+        remove(&path);
+    }
 
     #[tokio::test]
     async fn edge_requests_wait_for_room_instead_of_dropping_events() {

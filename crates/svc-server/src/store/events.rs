@@ -34,8 +34,9 @@ pub struct AuditRow {
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventRow {
     pub table: EventTable,
-    /// Time-ordered (v7) for edge events, carrying `ts`: the single-event read finds the row
-    /// through the `(rs, ts)` index (see [`Store::get_event_row`]).
+    /// Time-ordered (v7), carrying `ts`: the single-event read finds the row through the
+    /// `(rs, ts)` index (see [`Store::get_event_row`]); `EventSink::record` checks it in debug
+    /// builds.
     pub id: Uuid,
     pub rs: Uuid,
     pub ts: i64,
@@ -388,6 +389,8 @@ impl Store {
         if batch.iter().any(|e| e.table == EventTable::Audit) {
             return Err(super::StoreError("audit rows are written with their entity".into()));
         }
+        // A batch is written again after an error; an error reported for a commit that did
+        // happen (a lost connection) stores those events twice: the tables have no unique `id`.
         let tables = [EventTable::Authorization, EventTable::Workload].map(|table| {
             (
                 table,
@@ -535,16 +538,17 @@ impl Store {
     }
 
     /// One record by id within the given resource sets, with its columns. An edge event's id is
-    /// time-ordered (v7) and carries the row's `ts`, so the row is found through the `(rs, ts)`
-    /// index; the event tables have no index on `id` (one B-tree insert less per event). An id
-    /// of another version (rows stored before v7 ids) is looked for by a scan.
+    /// time-ordered (v7) and carries the row's `ts` (see `EventSink::record`), so the row is
+    /// found through the `(rs, ts)` index; the event tables have no index on `id` (one B-tree
+    /// insert less per event). An id of another version names no edge event: it is not looked
+    /// for, since without the index that would scan the whole table.
     pub async fn get_event_row(&self, table: EventTable, id: &str, rs: &[String]) -> Result<Option<(String, Columns)>> {
-        let by_time = match table {
-            EventTable::Audit => None,
-            _ => Uuid::try_parse(id).ok().and_then(|u| v7_millis(&u)),
-        };
-        let row = match by_time {
-            Some(ts) => {
+        let sql = match table {
+            EventTable::Audit => format!("SELECT {}, rs FROM {} WHERE id = $1", table.select_list(), table.name()),
+            _ => {
+                let Some(ts) = Uuid::try_parse(id).ok().and_then(|u| v7_millis(&u)) else {
+                    return Ok(None);
+                };
                 if rs.is_empty() {
                     return Ok(None);
                 }
@@ -559,16 +563,14 @@ impl Store {
                 for r in rs {
                     q = q.bind(r.as_str());
                 }
-                q.fetch_optional(self.pool()).await?
-            }
-            None => {
-                let sql = format!("SELECT {}, rs FROM {} WHERE id = $1", table.select_list(), table.name());
-                sqlx::query(sqlx::AssertSqlSafe(sql))
-                    .bind(id)
-                    .fetch_optional(self.pool())
-                    .await?
+                let row = q.fetch_optional(self.pool()).await?;
+                return Ok(row.map(|r| (r.get(0), table.row_columns(&r))));
             }
         };
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(id)
+            .fetch_optional(self.pool())
+            .await?;
         Ok(row.and_then(|r| {
             let r_rs: String = r.get(r.len() - 1);
             rs.contains(&r_rs).then(|| (r.get(0), table.row_columns(&r)))
@@ -608,7 +610,7 @@ impl Store {
 }
 
 /// The Unix time in milliseconds a version-7 UUID starts with (RFC 9562 §5.7).
-fn v7_millis(id: &Uuid) -> Option<i64> {
+pub(crate) fn v7_millis(id: &Uuid) -> Option<i64> {
     if id.get_version_num() != 7 {
         return None;
     }

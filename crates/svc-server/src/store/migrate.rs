@@ -67,6 +67,7 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection) -> Result<()> {
             Dialect::Sqlite => m.sqlite,
             Dialect::Postgres => m.postgres,
         };
+        tracing::info!(version = m.version, name = m.name, "applying migration");
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         sqlx::raw_sql(sql).execute(&mut *tx).await?;
         sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")

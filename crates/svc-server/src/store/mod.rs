@@ -9,6 +9,7 @@
 mod events;
 mod migrate;
 
+pub(crate) use events::v7_millis;
 pub use events::{AuditRow, Columns, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage};
 
 use std::time::Duration;

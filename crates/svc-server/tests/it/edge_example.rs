@@ -189,6 +189,29 @@ async fn worked_example_end_to_end() {
             "{order}"
         );
     }
+    // The list's search finds them by type, client IP and entity name (authorization events),
+    // by action and client IP (workload events), whatever the case.
+    for (text, n) in [
+        ("ACCESS.Credential", 1),
+        ("127.0.0", 4),
+        ("Build-Job", 1),
+        ("partner-key", 2),
+        ("build-runners", 2),
+        ("nothing-like-it", 0),
+    ] {
+        assert_eq!(
+            authz_events(&t, &format!("&search={text}")).await.len(),
+            n,
+            "search {text:?}"
+        );
+    }
+    for (text, n) in [("credentialissued", 1), ("127.0.0.1", 1), ("build-job", 0)] {
+        assert_eq!(
+            workload_events(&t, &format!("&search={text}")).await.len(),
+            n,
+            "search {text:?}"
+        );
+    }
     // None of them contains the key or a token.
     let all = format!("{events:?}{wl:?}");
     for secret in [KEY, &id_token, &access] {
