@@ -154,7 +154,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         }
     };
 
-    let source_ip_text: Option<std::sync::Arc<str>> = source_ip.map(|i| i.to_string().into());
+    let source_ip_text = source_ip.map(super::ip_text);
     let info = RequestInfo {
         context_id: crate::util::uuid_v4(),
         rs: selected.unwrap_or(DEFAULT_RESOURCE_SET),

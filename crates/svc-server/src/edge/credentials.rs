@@ -284,7 +284,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
     let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
-    let source_ip_text: Option<std::sync::Arc<str>> = source_ip.map(|i| i.to_string().into());
+    let source_ip_text = source_ip.map(super::ip_text);
     let selected_rs = select_rs(&st, &parts.headers, client);
 
     // Step 2: the bearer token.

@@ -172,7 +172,7 @@ impl EventSink {
         let store = self.store.clone();
         let written = self.written.clone();
         let taken = self.taken.clone();
-        let writer = async move {
+        tokio::spawn(async move {
             let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
             let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
             while let Some(first) = rx.recv().await {
@@ -213,8 +213,7 @@ impl EventSink {
                     let _ = w.send(());
                 }
             }
-        };
-        tokio::spawn(writer);
+        });
     }
 }
 

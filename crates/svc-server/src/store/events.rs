@@ -95,6 +95,18 @@ impl EventTable {
             ],
         }
     }
+    /// The columns an event `INSERT` fills, in the order `bind_event!` binds them: `ts`, the
+    /// restored columns, then those only the writer and the list's filters use.
+    fn insert_columns(self) -> Vec<&'static str> {
+        let rest: &[&str] = match self {
+            EventTable::Workload => &["user_id", "search", "body"],
+            _ => &["search", "body"],
+        };
+        std::iter::once("ts")
+            .chain(self.restored_columns().iter().copied())
+            .chain(rest.iter().copied())
+            .collect()
+    }
     /// `body` followed by the columns `row_columns` reads.
     fn select_list(self) -> String {
         match self {
@@ -233,43 +245,16 @@ fn multi_insert_sql(dialect: Dialect, table: &str, columns: &[&str], rows: usize
     sql
 }
 
-const AUTHORIZATION_COLUMNS: &[&str] = &[
-    "id",
-    "rs",
-    "ts",
-    "event_type",
-    "severity",
-    "result",
-    "client_ip",
-    "search",
-    "body",
-];
-const WORKLOAD_COLUMNS: &[&str] = &[
-    "id",
-    "rs",
-    "ts",
-    "event_type",
-    "severity",
-    "action",
-    "client_workload",
-    "server_workload",
-    "app_protocol",
-    "user_id",
-    "search",
-    "body",
-];
-
-/// Binds one event's values in the order of `AUTHORIZATION_COLUMNS` / `WORKLOAD_COLUMNS` (the
-/// first six and the last two are the same in both); `$text` turns each text, a shared
-/// `Arc<str>`, into what the statement's driver takes.
+/// Binds one event's values in the order of [`EventTable::insert_columns`]; `$text` turns each
+/// text, a shared `Arc<str>`, into what the statement's driver takes.
 macro_rules! bind_event {
     ($q:expr, $table:expr, $e:expr, $text:expr) => {{
         let e: &EventRow = $e;
         let text = $text;
         let q = $q
+            .bind(e.ts)
             .bind(text(uuid_text(e.id)))
             .bind(text(rs_text(e.rs)))
-            .bind(e.ts)
             .bind(text(static_text(e.event_type)))
             .bind(text(static_text(e.severity)))
             // A workload event's action.
@@ -342,10 +327,7 @@ fn insert_chunks<'r, 'e>(mut rest: &'r [&'e EventRow]) -> impl Iterator<Item = &
 }
 
 fn event_insert_sql(dialect: Dialect, table: EventTable, rows: usize) -> String {
-    match table {
-        EventTable::Workload => multi_insert_sql(dialect, "workload_events", WORKLOAD_COLUMNS, rows),
-        _ => multi_insert_sql(dialect, "authorization_events", AUTHORIZATION_COLUMNS, rows),
-    }
+    multi_insert_sql(dialect, table.name(), &table.insert_columns(), rows)
 }
 
 async fn insert_event_rows(
