@@ -164,80 +164,62 @@ impl EventSink {
         }
     }
 
-    /// Starts the writer (once): on SQLite a thread of its own that runs SQLite itself
-    /// ([`Store::insert_events_blocking`]), on PostgreSQL a task of the server's runtime.
+    /// Spawns the writer task (once).
     pub fn start(&self) {
-        let Some(rx) = self.rx.lock().ok().and_then(|mut g| g.take()) else {
+        let Some(mut rx) = self.rx.lock().ok().and_then(|mut g| g.take()) else {
             return;
         };
-        let writer = write_loop(rx, self.store.clone(), self.written.clone(), self.taken.clone());
-        if !self.store.writes_events_natively() {
-            tokio::spawn(writer);
-            return;
-        }
-        // Its own current-thread runtime only for the queue and the linger's timer.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .expect("the event writer's runtime starts");
-        std::thread::Builder::new()
-            .name("svc-events".into())
-            .spawn(move || runtime.block_on(writer))
-            .expect("the event writer's thread starts");
-    }
-}
-
-/// The writer: takes events off the queue in batches and stores them, until the sink is dropped.
-async fn write_loop(mut rx: mpsc::Receiver<Msg>, store: Store, written: Arc<AtomicU64>, taken: Arc<Notify>) {
-    let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
-    let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        // Linger: a batch is written when it is full, when a flush is asked for, or LINGER
-        // after its first event. Fewer, fuller transactions cost the database thread far less
-        // per event than one small transaction per wake-up (docs/PERFORMANCE.md). The linger is
-        // a sleep, not a wait on the queue: waiting on it woke this task for every event sent
-        // meanwhile (up to four per `/credentials` request); what came in is taken when the
-        // sleep ends.
-        let deadline = tokio::time::Instant::now() + LINGER;
-        let mut next = Some(first);
-        let mut lingered = false;
-        while let Some(m) = next.take() {
-            match m {
-                Msg::Event(e) => batch.push(*e),
-                Msg::Flush(w) => waiters.push(w),
-            }
-            if batch.len() >= BATCH || !waiters.is_empty() {
-                break;
-            }
-            next = match rx.try_recv() {
-                Ok(m) => Some(m),
-                Err(_) if !lingered => {
-                    lingered = true;
-                    tokio::time::sleep_until(deadline).await;
-                    rx.try_recv().ok()
+        let store = self.store.clone();
+        let written = self.written.clone();
+        let taken = self.taken.clone();
+        tokio::spawn(async move {
+            let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
+            let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
+            while let Some(first) = rx.recv().await {
+                // Linger: a batch is written when it is full, when a flush is asked for, or
+                // LINGER after its first event. Fewer, fuller transactions cost the database thread
+                // far less per event than one small transaction per wake-up (docs/PERFORMANCE.md).
+                // The linger is a sleep, not a wait on the queue: waiting on it woke this task for
+                // every event sent meanwhile (up to four per `/credentials` request); what came
+                // in is taken when the sleep ends.
+                let deadline = tokio::time::Instant::now() + LINGER;
+                let mut next = Some(first);
+                let mut lingered = false;
+                while let Some(m) = next.take() {
+                    match m {
+                        Msg::Event(e) => batch.push(*e),
+                        Msg::Flush(w) => waiters.push(w),
+                    }
+                    if batch.len() >= BATCH || !waiters.is_empty() {
+                        break;
+                    }
+                    next = match rx.try_recv() {
+                        Ok(m) => Some(m),
+                        Err(_) if !lingered => {
+                            lingered = true;
+                            tokio::time::sleep_until(deadline).await;
+                            rx.try_recv().ok()
+                        }
+                        Err(_) => None,
+                    };
                 }
-                Err(_) => None,
-            };
-        }
-        // The batch's slots are free again: requests waiting for room may go on.
-        taken.notify_waiters();
-        if !batch.is_empty() {
-            write_batch(&store, &batch, &written).await;
-            batch.clear();
-        }
-        for w in waiters.drain(..) {
-            let _ = w.send(());
-        }
+                // The batch's slots are free again: requests waiting for room may go on.
+                taken.notify_waiters();
+                if !batch.is_empty() {
+                    write_batch(&store, &batch, &written).await;
+                    batch.clear();
+                }
+                for w in waiters.drain(..) {
+                    let _ = w.send(());
+                }
+            }
+        });
     }
 }
 
 async fn write_batch(store: &Store, batch: &[EventRow], written: &AtomicU64) {
     for attempt in 1..=4u64 {
-        let result = match store.insert_events_blocking(batch) {
-            Some(r) => r,
-            None => store.insert_events(batch).await,
-        };
-        match result {
+        match store.insert_events(batch).await {
             Ok(()) => {
                 written.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 return;

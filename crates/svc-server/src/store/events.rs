@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use sqlx::{Any, Row, Transaction};
+use sqlx::{Any, Row, Sqlite, Transaction};
 use uuid::Uuid;
 
 use super::{Dialect, Result, Store};
@@ -28,8 +28,9 @@ pub struct AuditRow {
 }
 
 /// One authorization or workload event. Its values are held the way the request path has
-/// them (ids, literals, shared strings), not as owned copies; on SQLite the writer binds each
-/// text straight from here (see [`Store::insert_events_blocking`]).
+/// them (ids, literals, shared strings), not as owned copies: the writer binds every text to a
+/// native SQLite statement as a shared `Arc<str>` (sqlx copies a `&str` or `String` it is
+/// given into a new allocation per bind), see [`Store::insert_events`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventRow {
     pub table: EventTable,
@@ -94,7 +95,7 @@ impl EventTable {
             ],
         }
     }
-    /// The columns an event `INSERT` fills, in the order `bind_any_event` and `bind_native_event` bind them: `ts`, the
+    /// The columns an event `INSERT` fills, in the order `bind_event!` binds them: `ts`, the
     /// restored columns, then those only the writer and the list's filters use.
     fn insert_columns(self) -> Vec<&'static str> {
         let rest: &[&str] = match self {
@@ -244,60 +245,73 @@ fn multi_insert_sql(dialect: Dialect, table: &str, columns: &[&str], rows: usize
     sql
 }
 
-/// Binds one event's values in the order of [`EventTable::insert_columns`] (PostgreSQL, through
-/// the `Any` driver).
-fn bind_any_event<'q>(
-    q: sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>,
-    table: EventTable,
-    e: &EventRow,
-) -> sqlx::query::Query<'q, Any, sqlx::any::AnyArguments> {
-    let q = q
-        .bind(e.ts)
-        .bind(e.id.to_string())
-        .bind(e.rs.to_string())
-        .bind(e.event_type)
-        .bind(e.severity)
-        // A workload event's action.
-        .bind(e.result);
-    let q = match table {
-        EventTable::Workload => q
-            .bind(e.client_workload.map(|u| u.to_string()))
-            .bind(e.server_workload.map(|u| u.to_string()))
-            .bind(e.app_protocol.as_deref().map(str::to_string))
-            .bind(e.user_id.as_deref().map(str::to_string)),
-        _ => q.bind(e.client_ip.as_deref().map(str::to_string)),
-    };
-    q.bind(e.search.as_deref().map(str::to_string)).bind(e.body.to_string())
+/// Binds one event's values in the order of [`EventTable::insert_columns`]; `$text` turns each
+/// text, a shared `Arc<str>`, into what the statement's driver takes.
+macro_rules! bind_event {
+    ($q:expr, $table:expr, $e:expr, $text:expr) => {{
+        let e: &EventRow = $e;
+        let text = $text;
+        let q = $q
+            .bind(e.ts)
+            .bind(text(uuid_text(e.id)))
+            .bind(text(rs_text(e.rs)))
+            .bind(text(static_text(e.event_type)))
+            .bind(text(static_text(e.severity)))
+            // A workload event's action.
+            .bind(e.result.map(|r| text(static_text(r))));
+        let q = match $table {
+            EventTable::Workload => q
+                .bind(e.client_workload.map(|u| text(uuid_text(u))))
+                .bind(e.server_workload.map(|u| text(uuid_text(u))))
+                .bind(e.app_protocol.clone().map(&text))
+                .bind(e.user_id.clone().map(&text)),
+            _ => q.bind(e.client_ip.clone().map(&text)),
+        };
+        q.bind(e.search.clone().map(&text)).bind(text(e.body.clone()))
+    }};
 }
 
-/// The same on the event writer's native SQLite statement, parameters `first..`: texts are
-/// bound straight from the row (ids written on the stack), no copy before SQLite's own.
-fn bind_native_event(st: &mut rusqlite::Statement<'_>, first: usize, table: EventTable, e: &EventRow) -> Result<()> {
-    let mut buf = Uuid::encode_buffer();
-    let mut i = first;
-    let mut bind = |st: &mut rusqlite::Statement<'_>, v: &dyn rusqlite::ToSql| {
-        st.raw_bind_parameter(i, v)?;
-        i += 1;
-        Ok::<(), rusqlite::Error>(())
-    };
-    bind(st, &e.ts)?;
-    bind(st, &&*e.id.hyphenated().encode_lower(&mut buf))?;
-    bind(st, &&*e.rs.hyphenated().encode_lower(&mut buf))?;
-    bind(st, &e.event_type)?;
-    bind(st, &e.severity)?;
-    bind(st, &e.result)?;
-    match table {
-        EventTable::Workload => {
-            bind(st, &e.client_workload.map(|u| &*u.hyphenated().encode_lower(&mut buf)))?;
-            bind(st, &e.server_workload.map(|u| &*u.hyphenated().encode_lower(&mut buf)))?;
-            bind(st, &e.app_protocol.as_deref())?;
-            bind(st, &e.user_id.as_deref())?;
-        }
-        _ => bind(st, &e.client_ip.as_deref())?,
+/// A UUID's hyphenated text, shared.
+fn uuid_text(id: Uuid) -> Arc<str> {
+    Arc::from(&*id.hyphenated().encode_lower(&mut Uuid::encode_buffer()))
+}
+
+/// A resource set id's text: nearly every event of a batch has the same one, kept per thread.
+fn rs_text(rs: Uuid) -> Arc<str> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(Uuid, Arc<str>)>> = const { std::cell::RefCell::new(None) };
     }
-    bind(st, &e.search.as_deref())?;
-    bind(st, &&*e.body)?;
-    Ok(())
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        match &*last {
+            Some((id, text)) if *id == rs => text.clone(),
+            _ => {
+                let text = uuid_text(rs);
+                *last = Some((rs, text.clone()));
+                text
+            }
+        }
+    })
+}
+
+/// A literal (event type, severity, result, action) as a shared string, made once per thread:
+/// they come from a few dozen literals.
+fn static_text(s: &'static str) -> Arc<str> {
+    thread_local! {
+        static MADE: std::cell::RefCell<Vec<(&'static str, Arc<str>)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    MADE.with(|made| {
+        let mut made = made.borrow_mut();
+        // Address and length: the same literal, not merely equal text.
+        if let Some((_, text)) = made.iter().find(|(k, _)| std::ptr::eq(*k, s)) {
+            return text.clone();
+        }
+        let text: Arc<str> = s.into();
+        if made.len() < 64 {
+            made.push((s, text.clone()));
+        }
+        text
+    })
 }
 
 /// A table's rows in the slices one `INSERT` each takes (see [`insert_size`]).
@@ -316,27 +330,6 @@ fn event_insert_sql(dialect: Dialect, table: EventTable, rows: usize) -> String 
     multi_insert_sql(dialect, table.name(), &table.insert_columns(), rows)
 }
 
-/// [`event_insert_sql`] for SQLite, made once per (table, row count): the native connection's
-/// statement cache is keyed by the text.
-fn native_insert_sql(table: EventTable, rows: usize) -> &'static str {
-    static SQL: std::sync::OnceLock<Vec<(EventTable, usize, String)>> = std::sync::OnceLock::new();
-    let all = SQL.get_or_init(|| {
-        let mut all = Vec::new();
-        for t in [EventTable::Authorization, EventTable::Workload] {
-            let mut n = EVENT_ROWS_PER_INSERT;
-            while n > 0 {
-                all.push((t, n, event_insert_sql(Dialect::Sqlite, t, n)));
-                n /= 2;
-            }
-        }
-        all
-    });
-    all.iter()
-        .find(|(t, n, _)| *t == table && *n == rows)
-        .map(|(_, _, sql)| sql.as_str())
-        .expect("row counts are powers of two up to EVENT_ROWS_PER_INSERT")
-}
-
 async fn insert_event_rows(
     tx: &mut Transaction<'static, Any>,
     dialect: Dialect,
@@ -345,93 +338,57 @@ async fn insert_event_rows(
 ) -> Result<()> {
     let mut q = sqlx::query(sqlx::AssertSqlSafe(event_insert_sql(dialect, table, rows.len())));
     for e in rows {
-        q = bind_any_event(q, table, e);
+        q = bind_event!(q, table, e, |s: Arc<str>| s.to_string());
     }
     q.execute(&mut **tx).await?;
     Ok(())
 }
 
-/// Opens the event writer's connection to the SQLite file the pool has opened and migrated (in
-/// WAL mode, which the file keeps).
-///
-/// The writer's inserts go through this native connection, not through sqlx: the `Any` driver
-/// copied every bound string twice before SQLite saw it, and sqlx's SQLite driver runs each
-/// statement on its own worker thread, a round trip between two threads per statement sharing
-/// the request thread's CPU (docs/PERFORMANCE.md). Here the writer's thread runs SQLite itself.
-pub(super) fn open_native(path: &std::path::Path) -> Result<rusqlite::Connection> {
-    let conn = rusqlite::Connection::open(path)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))?;
-    // The writer's commits run the WAL checkpoints; one of 1,000 pages (SQLite's default) held
-    // CPU 0 for milliseconds while requests waited: p99 of `/auth` at c=10 2.6-2.8 ms, 1.5-1.7
-    // with 250-page checkpoints, and no more CPU per event; 50 and 100 pages cost more CPU.
-    conn.execute_batch("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA wal_autocheckpoint=250;")?;
-    // Two tables, seven row counts each.
-    conn.set_prepared_statement_cache_capacity(16);
-    Ok(conn)
-}
-
-fn insert_events_native(conn: &mut rusqlite::Connection, tables: &[(EventTable, Vec<&EventRow>)]) -> Result<()> {
-    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-    for (table, rows) in tables {
-        let width = table.insert_columns().len();
-        for chunk in insert_chunks(rows) {
-            let mut st = tx.prepare_cached(native_insert_sql(*table, chunk.len()))?;
-            for (r, e) in chunk.iter().enumerate() {
-                bind_native_event(&mut st, 1 + r * width, *table, e)?;
-            }
-            st.raw_execute()?;
-        }
+/// The same through a native SQLite connection: the `Any` driver copies every bound string
+/// twice before SQLite sees it (its own argument value, then the SQLite mapping's), a few
+/// thousand copies and allocations per batch on the request thread's core; bound natively,
+/// every text is a shared `Arc<str>`, not copied.
+async fn insert_event_rows_sqlite(
+    tx: &mut Transaction<'static, Sqlite>,
+    table: EventTable,
+    rows: &[&EventRow],
+) -> Result<()> {
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(event_insert_sql(
+        Dialect::Sqlite,
+        table,
+        rows.len(),
+    )));
+    for e in rows {
+        q = bind_event!(q, table, e, |s: Arc<str>| s);
     }
-    tx.commit()?;
+    q.execute(&mut **tx).await?;
     Ok(())
 }
 
-fn split_tables(batch: &[EventRow]) -> Result<[(EventTable, Vec<&EventRow>); 2]> {
-    if batch.iter().any(|e| e.table == EventTable::Audit) {
-        return Err(super::StoreError("audit rows are written with their entity".into()));
-    }
-    Ok([EventTable::Authorization, EventTable::Workload].map(|table| {
-        (
-            table,
-            batch.iter().filter(|e| e.table == table).collect::<Vec<&EventRow>>(),
-        )
-    }))
-}
-
 impl Store {
-    /// Whether events are written through [`Store::insert_events_blocking`] (SQLite) rather
-    /// than [`Store::insert_events`] (PostgreSQL).
-    pub fn writes_events_natively(&self) -> bool {
-        self.events.is_some()
-    }
-
-    /// Inserts a batch of events in one transaction, blocking the calling thread: the event
-    /// writer's own thread on SQLite. `None` on PostgreSQL (use [`Store::insert_events`]).
-    pub fn insert_events_blocking(&self, batch: &[EventRow]) -> Option<Result<()>> {
-        let conn = self.events.as_ref()?;
-        Some(split_tables(batch).and_then(|tables| {
-            // A panic while holding the lock cannot leave a transaction open: the guard's
-            // transaction rolls back as it unwinds.
-            let mut conn = conn.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            match conn.as_mut() {
-                Some(conn) => insert_events_native(conn, &tables),
-                None => Err(super::StoreError("the store is closed".into())),
-            }
-        }))
-    }
-
     /// Inserts a batch of events in one transaction.
     pub async fn insert_events(&self, batch: &[EventRow]) -> Result<()> {
+        if batch.iter().any(|e| e.table == EventTable::Audit) {
+            return Err(super::StoreError("audit rows are written with their entity".into()));
+        }
         // A batch is written again after an error; an error reported for a commit that did
         // happen (a lost connection) stores those events twice: the tables have no unique `id`.
-        if self.events.is_some() {
-            let (store, batch) = (self.clone(), batch.to_vec());
-            return tokio::task::spawn_blocking(move || store.insert_events_blocking(&batch))
-                .await
-                .map_err(|e| super::StoreError(format!("event insert stopped: {e}")))?
-                .expect("a native connection");
+        let tables = [EventTable::Authorization, EventTable::Workload].map(|table| {
+            (
+                table,
+                batch.iter().filter(|e| e.table == table).collect::<Vec<&EventRow>>(),
+            )
+        });
+        if let Some(pool) = &self.events {
+            let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
+            for (table, rows) in &tables {
+                for chunk in insert_chunks(rows) {
+                    insert_event_rows_sqlite(&mut tx, *table, chunk).await?;
+                }
+            }
+            tx.commit().await?;
+            return Ok(());
         }
-        let tables = split_tables(batch)?;
         let mut tx = self.begin_write().await?;
         for (table, rows) in &tables {
             for chunk in insert_chunks(rows) {
@@ -679,74 +636,5 @@ mod tests {
             assert_eq!(rows, total);
         }
         assert_eq!(sizes.into_iter().collect::<Vec<_>>(), [1, 2, 4, 8, 16, 32, 64]);
-        for table in [super::EventTable::Authorization, super::EventTable::Workload] {
-            for n in [1, 2, 4, 8, 16, 32, 64] {
-                let sql = super::native_insert_sql(table, n);
-                assert_eq!(sql.matches('?').count(), n * table.insert_columns().len());
-            }
-        }
-    }
-
-    fn workload_row(n: i64) -> super::EventRow {
-        let ts = 1_795_000_000_000 + n;
-        super::EventRow {
-            table: super::EventTable::Workload,
-            id: crate::util::uuid_v7(ts),
-            rs: crate::domain::DEFAULT_RESOURCE_SET,
-            ts,
-            event_type: "workload.credential",
-            severity: "Info",
-            result: Some("CredentialIssued"),
-            client_ip: None,
-            client_workload: Some(uuid::Uuid::from_u128(n as u128)),
-            server_workload: Some(uuid::Uuid::from_u128(u128::MAX - n as u128)),
-            app_protocol: Some("HTTP".into()),
-            user_id: None,
-            search: Some("127.0.0.1".into()),
-            body: format!("{{\"n\":{n}}}").into(),
-        }
-    }
-
-    /// The writer's thread binds every column natively, the pool reads them back: the two
-    /// drivers agree on the column order and on the texts of ids, literals and shared strings.
-    #[tokio::test]
-    async fn the_native_writer_stores_every_column_where_the_pool_reads_it_and_stops_once_closed() {
-        let path = std::env::temp_dir().join(format!("svc-native-{}.db", crate::util::uuid_v4()));
-        let store = super::Store::open(&crate::config::DatabaseUrl::Sqlite(path.clone()))
-            .await
-            .unwrap();
-        assert!(store.writes_events_natively());
-        // 67 rows: statements of 64, 2 and 1 rows.
-        let rows: Vec<super::EventRow> = (0..67).map(workload_row).collect();
-        let (writer, batch) = (store.clone(), rows.clone());
-        let written = std::thread::spawn(move || writer.insert_events_blocking(&batch))
-            .join()
-            .unwrap();
-        assert!(matches!(written, Some(Ok(()))));
-        for n in [0, 63, 64, 66] {
-            let row = &rows[n];
-            let rs = vec![crate::domain::DEFAULT_RESOURCE_SET.to_string()];
-            let (body, cols) = store
-                .get_event_row(super::EventTable::Workload, &row.id.to_string(), &rs)
-                .await
-                .unwrap()
-                .expect("stored");
-            assert_eq!(body, *row.body);
-            assert_eq!(cols["ts"], row.ts);
-            assert_eq!(cols["id"], row.id.to_string());
-            assert_eq!(cols["rs"], row.rs.to_string());
-            assert_eq!(cols["event_type"], "workload.credential");
-            assert_eq!(cols["severity"], "Info");
-            assert_eq!(cols["action"], "CredentialIssued");
-            assert_eq!(cols["client_workload"], row.client_workload.unwrap().to_string());
-            assert_eq!(cols["server_workload"], row.server_workload.unwrap().to_string());
-            assert_eq!(cols["app_protocol"], "HTTP");
-        }
-        store.close().await;
-        let err = store.insert_events_blocking(&[workload_row(99)]).unwrap().unwrap_err();
-        assert_eq!(err.0, "the store is closed");
-        for suffix in ["", "-wal", "-shm"] {
-            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
-        }
     }
 }
