@@ -14,6 +14,8 @@
 #                         access tokens, with N access policies loaded (N = 10, 10,000, 100,000)
 #   bao.jwt-login         OpenBao dev server (GOMAXPROCS=1): POST /v1/auth/jwt/login, same ID tokens
 #   bao.kv-read           OpenBao: GET /v1/secret/data/bench/partner-key with a policy-scoped token
+#   bao.*+audit           (full runs) the same two with OpenBao's file audit device enabled, as Svc
+#                         always stores its events; informational, not used by the targets
 #
 # plus Svc's peak RSS (VmHWM) after loading 10,000 and 100,000 policies and its start-up time
 # (process start to a Healthy /api/v1/health) with 100,000 policies in the database. It prints one
@@ -452,22 +454,41 @@ stop_pid "$SVC_PID"
 # ------------------------------------------------------------------------------------------------
 # OpenBao
 
-if ((BAO)); then
-  log "starting OpenBao dev server (GOMAXPROCS=1, CPU $SERVER_CPU) on $BAO_ADDR"
+# Starts the OpenBao dev server (extra server flags in "$@") and configures it: sets BAO_TOKEN.
+start_bao() {
+  log "starting OpenBao dev server (GOMAXPROCS=1, CPU $SERVER_CPU) on $BAO_ADDR $*"
   mkdir -p "$OUT/bao-home"
   env HOME="$OUT/bao-home" GOMAXPROCS=1 taskset -c "$SERVER_CPU" "$BAO_BIN" server -dev \
-    -dev-root-token-id=root -dev-listen-address="127.0.0.1:$BAO_PORT" >"$OUT/bao.log" 2>&1 &
+    -dev-root-token-id=root -dev-listen-address="127.0.0.1:$BAO_PORT" "$@" >>"$OUT/bao.log" 2>&1 &
   BAO_PID=$!
   SERVER_PID=$BAO_PID
   PIDS+=("$BAO_PID")
   for _ in $(seq 1 300); do curl -sf -o /dev/null "$BAO_ADDR/v1/sys/health" && break || sleep 0.1; done
   BAO_TOKEN=$("$PY" "$BENCH/lib/svcbench.py" bao-configure --addr "$BAO_ADDR" --issuer "$ISSUER" \
     --aud "$SVC" --pubkey "$OUT/issuer/pub.pem" --id-tokens "$OUT/id-tokens.txt")
+}
+
+if ((BAO)); then
+  start_bao
   "$PY" "$BENCH/lib/svcbench.py" bao-pool --id-tokens "$OUT/id-tokens.txt" --role bench --out "$OUT/pool-bao.txt"
   measure bao.jwt-login "$BAO_ADDR/v1/auth/jwt/login" POST "$OUT/pool-bao.txt" ""
   BENCH_HEADER_VALUE=$BAO_TOKEN
   measure bao.kv-read "$BAO_ADDR/v1/secret/data/bench/partner-key" GET "" X-Vault-Token
   stop_pid "$BAO_PID"
+  # The same two with OpenBao's file audit device on (a dev server has none; OpenBao 2 takes audit
+  # devices from its configuration only): Svc stores its events for every request, this is
+  # OpenBao's record of them. Informational rows; the targets use the two points above, as issue 6
+  # defines them.
+  if [[ $MODE == full ]]; then
+    printf 'audit "file" "bench" {\n  options {\n    file_path = "%s"\n  }\n}\n' "$OUT/bao-home/audit.log" >"$OUT/bao-audit.hcl"
+    start_bao -config="$OUT/bao-audit.hcl"
+    curl -sf -H "X-Vault-Token: root" "$BAO_ADDR/v1/sys/audit" | grep -q '"bench/"' || die "OpenBao's audit device is not enabled"
+    BENCH_HEADER_VALUE=
+    measure bao.jwt-login+audit "$BAO_ADDR/v1/auth/jwt/login" POST "$OUT/pool-bao.txt" ""
+    BENCH_HEADER_VALUE=$BAO_TOKEN
+    measure bao.kv-read+audit "$BAO_ADDR/v1/secret/data/bench/partner-key" GET "" X-Vault-Token
+    stop_pid "$BAO_PID"
+  fi
 fi
 
 "$PY" - "$OUT/run.json" <<'PY'

@@ -64,6 +64,11 @@ def main() -> int:
         ("/edge/v1/credentials (10 policies) ÷ Svc health", [ratio(rps(cred10, c), rps("svc.health", c)) for c in concs], True),
         (f"/edge/v1/credentials {mid:,} ÷ 10 policies", [ratio(rps(credmid, c), rps(cred10, c)) for c in concs], True),
         (f"/edge/v1/credentials {big:,} ÷ 10 policies", [ratio(rps(credbig, c), rps(cred10, c)) for c in concs], True),
+        # Informational (not a target): OpenBao recording every request too, with its file audit device.
+        ("/edge/v1/auth ÷ OpenBao jwt login with its audit device (informational)",
+         [ratio(rps("svc.auth", c), rps("bao.jwt-login+audit", c)) for c in concs], False),
+        ("/edge/v1/credentials (10 policies) ÷ OpenBao kv-v2 read with its audit device (informational)",
+         [ratio(rps(cred10, c), rps("bao.kv-read+audit", c)) for c in concs], False),
     ]
     w("| ratio | " + " | ".join(f"c={c}" for c in concs) + " |")
     w("|---|" + "---:|" * len(concs))
