@@ -147,6 +147,28 @@ async fn worked_example_end_to_end() {
     assert_eq!(wl[0]["meta"]["connectionId"], ctx);
     assert_eq!(wl[0]["meta"]["policyId"], ex.policy.as_str());
     assert_eq!(wl[0]["outcome"]["result"], "Success");
+    // The workload-event filters of §3.25; an empty value is absent, as for any parameter.
+    let other = "0b8e3c1a-58b1-4c39-9d35-0c37a8e0f2a4";
+    for (query, n) in [
+        (format!("&source-workload={}", ex.client_workload), 1),
+        (format!("&source-workload={other},{}", ex.client_workload), 1),
+        (format!("&source-workload={other}"), 0),
+        ("&source-workload=".to_string(), 1),
+        (
+            format!("&target-workload={}&target-workload={other}", ex.server_workload),
+            1,
+        ),
+        (format!("&target-workload={}", ex.client_workload), 0),
+        ("&target-workload=".to_string(), 1),
+        ("&application-protocol=http".to_string(), 1),
+        ("&application-protocol=grpc".to_string(), 0),
+        ("&user-id=someone".to_string(), 0),
+    ] {
+        assert_eq!(workload_events(&t, &query).await.len(), n, "{query}");
+    }
+    t.get("/api/v1/workload-events?source-workload=nope")
+        .await
+        .expect_error(400, "source-workload: must be UUIDs");
     // Values the rows keep in columns (not in the stored body) come back in place.
     for e in [request, authz, cred] {
         let m = &e["meta"];
@@ -370,4 +392,35 @@ async fn worked_example_variations() {
     let by_context = ids("contextId%20desc").await;
     assert!(by_context.len() > 10);
     assert_eq!(ids("directiveId%20desc").await, by_context);
+}
+
+/// A client that lists or reads events right after an edge answer sees that request's events:
+/// the writer batches them for a few milliseconds, and the event reads wait for what is queued.
+/// Read over HTTP only, as an outside client would, several times in a row.
+#[tokio::test]
+async fn event_reads_right_after_an_edge_answer_show_its_events() {
+    let t = TestApp::start().await;
+    let oidc = peer("SVC_TEST_OAUTH2_MOCK_URL");
+    let ex = worked_example(&t, &oidc, KEY).await;
+    let id_token = mock_id_token(&[("sub", "system:job:build"), ("aud", &t.base)]).await;
+    let access = auth_oidc(&t, &ex.client_id, &id_token).await;
+    for n in 1..=3usize {
+        credentials(&t, &access, example_body(&id_token)).await.expect(200);
+        let r = t
+            .get("/api/v1/authorization-events?per-page=1000&event-type=access.credential")
+            .await;
+        let creds = r.expect(200)["authorizationEvents"].as_array().unwrap().clone();
+        // Two requests a round: this one is the (2n-1)th.
+        assert_eq!(creds.len(), 2 * n - 1, "every access.credential event so far");
+        let r = t.get("/api/v1/workload-events?per-page=1000").await;
+        assert_eq!(r.expect(200)["workloadEvents"].as_array().unwrap().len(), 2 * n - 1);
+        credentials(&t, &access, example_body(&id_token)).await.expect(200);
+        // The single read right after an answer: its newest event by id.
+        let r = t.get("/api/v1/authorization-events?per-page=1").await;
+        let newest = r.expect(200)["authorizationEvents"][0].clone();
+        assert_eq!(newest["meta"]["eventType"], "access.credential");
+        let id = newest["meta"]["eventId"].as_str().unwrap().to_string();
+        let one = t.get(&format!("/api/v1/authorization-events/{id}")).await;
+        assert_eq!(one.expect(200)["meta"]["eventId"], id.as_str());
+    }
 }

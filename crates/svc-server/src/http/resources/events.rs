@@ -58,6 +58,13 @@ const WORKLOAD_ORDER: &[(&str, &str)] = &[
     ("serverWorkloadId", "server_workload"),
 ];
 
+/// Event reads see the events of every edge request this node has already answered: the writer
+/// lingers for a fuller batch (up to 5 ms), so a list right after a `/credentials` answer would
+/// otherwise miss its events. Waits for what is queued now, at most a batch or two.
+async fn written(app: &App) {
+    app.events.flush().await;
+}
+
 async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = EventParams::parse(
         &q,
@@ -83,6 +90,7 @@ async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> 
         eq,
         ..p.query()
     };
+    written(&app).await;
     let page = app.store.query_events(EventTable::Authorization, &query).await?;
     page_response("authorizationEvents", page, &p, Some(AUTHORIZATION_EVENT))
 }
@@ -93,8 +101,9 @@ async fn read_authorization(State(app): State<App>, ctx: Ctx, ids: Ids) -> Resul
 
 /// Repeatable or comma-separated UUID lists.
 fn id_list(q: &QueryPairs, key: &str) -> Result<Option<Vec<String>>> {
+    // An empty value (`source-workload=`) is absent, as for every other parameter.
     let raw = q.all(key);
-    if raw.is_empty() {
+    if raw.iter().all(|r| r.trim().is_empty()) {
         return Ok(None);
     }
     let mut out = Vec::new();
@@ -146,6 +155,7 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
         any_of,
         ..p.query()
     };
+    written(&app).await;
     let page = app.store.query_events(EventTable::Workload, &query).await?;
     page_response("workloadEvents", page, &p, Some(WORKLOAD_EVENT))
 }
@@ -155,6 +165,7 @@ async fn read_workload(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Res
 }
 
 async fn read(app: &App, ctx: &Ctx, table: EventTable, ids: Ids) -> Result<Response> {
+    written(app).await;
     match app
         .store
         .get_event_row(table, &ids.one().to_string(), &[ctx.rs.to_string()])
