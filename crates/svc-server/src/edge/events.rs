@@ -158,11 +158,16 @@ pub fn severity_for(status: u16) -> &'static str {
     }
 }
 
-/// The names an authorization event can be searched by.
+/// The names an authorization event can be searched by: its workloads and policy, also the
+/// candidates listed when several matched (or when no server workload could be chosen), its
+/// trust providers and credential provider.
 fn names(parts: &Parts) -> impl Iterator<Item = &str> {
     [&parts.client_workload, &parts.server_workload, &parts.access_policy]
         .into_iter()
         .flatten()
+        .chain(&parts.client_workloads)
+        .chain(&parts.server_workloads)
+        .chain(&parts.access_policies)
         .map(|e| e.name.as_str())
         .chain(parts.trust_providers.iter().map(|t| t.name.as_str()))
         .chain(parts.credential_provider.iter().map(|c| c.name.as_str()))

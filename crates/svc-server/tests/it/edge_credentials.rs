@@ -341,6 +341,15 @@ async fn identity_types_and_client_workload_id() {
     let ev = last_authz(&t).await;
     assert_eq!(ev["outcome"]["reason"], "MultipleAccessPolicies");
     assert_eq!(ev["accessPolicies"].as_array().unwrap().len(), 2);
+    // The event is found by the name of either candidate (§3.26: policy names).
+    for candidate in ev["accessPolicies"].as_array().unwrap() {
+        let name = candidate["name"].as_str().unwrap().to_uppercase().replace(' ', "%20");
+        let found = authz_events(&t, &format!("&search={name}&event-type=access.authorization")).await;
+        assert!(
+            found.iter().any(|e| e["meta"]["eventId"] == ev["meta"]["eventId"]),
+            "search by candidate {candidate}"
+        );
+    }
     let mut tagged = client.clone();
     tagged["os"] = json!({"environment": {"CLIENT_WORKLOAD_ID": "tagged-1"}});
     assert_eq!(
