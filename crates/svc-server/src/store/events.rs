@@ -495,8 +495,15 @@ impl Store {
             EventTable::Audit => "id ASC".to_string(),
             _ => format!("seq {dir}"),
         };
+        // Nulls first ascending, last descending (docs/API-CONVENTIONS.md: null sorts lowest), as
+        // SQLite does by itself; PostgreSQL puts them the other way round unless told.
+        let nulls = match (self.dialect(), q.desc) {
+            (Dialect::Sqlite, _) => "",
+            (Dialect::Postgres, false) => " NULLS FIRST",
+            (Dialect::Postgres, true) => " NULLS LAST",
+        };
         let page_sql = format!(
-            "SELECT {} FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}, {tie} LIMIT {} OFFSET {}",
+            "SELECT {} FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}{nulls}, {tie} LIMIT {} OFFSET {}",
             table.select_list(),
             q.limit,
             q.offset

@@ -417,6 +417,62 @@ async fn edge_events_are_read_by_v7_id_and_searched_by_columns_and_names() {
     }
 }
 
+/// Both databases put a missing value (SQL NULL: a column, or a body key that is absent) first
+/// when ascending and last when descending (docs/API-CONVENTIONS.md: null sorts lowest);
+/// PostgreSQL does the opposite by default.
+#[tokio::test]
+async fn event_lists_sort_missing_values_lowest_on_both_databases() {
+    let (s, _dir) = open().await;
+    let rs = uuid::Uuid::from_u128(0x53);
+    let now = 1_700_000_100_000;
+    let mut rows = Vec::new();
+    for (i, ip) in [Some("10.0.0.2"), None, Some("10.0.0.1")].into_iter().enumerate() {
+        let ts = now + i as i64;
+        let mut e = edge_event(EventTable::Authorization, svc_server::util::uuid_v7(ts), rs, ts, None);
+        e.client_ip = ip.map(Into::into);
+        e.body = match ip {
+            Some(ip) => format!("{{\"k\":\"{ip}\"}}"),
+            None => "{}".to_string(),
+        }
+        .into();
+        rows.push(e);
+    }
+    s.insert_events(&rows).await.unwrap();
+    let order = |col: &'static str, json: bool, desc: bool| {
+        let (s, q) = (
+            s.clone(),
+            EventQuery {
+                rs: vec![rs.to_string()],
+                order_col: col,
+                order_json: json.then(|| vec!["k"]),
+                desc,
+                limit: 10,
+                ..Default::default()
+            },
+        );
+        async move {
+            let page = s.query_events(EventTable::Authorization, &q).await.unwrap();
+            page.columns
+                .iter()
+                .map(|c| c["client_ip"].as_str().map(str::to_string))
+                .collect::<Vec<_>>()
+        }
+    };
+    let ip = |v: &str| Some(v.to_string());
+    for json in [false, true] {
+        assert_eq!(
+            order("client_ip", json, false).await,
+            [None, ip("10.0.0.1"), ip("10.0.0.2")],
+            "ascending (body key: {json})"
+        );
+        assert_eq!(
+            order("client_ip", json, true).await,
+            [ip("10.0.0.2"), ip("10.0.0.1"), None],
+            "descending (body key: {json})"
+        );
+    }
+}
+
 /// A database made before migration 2 keeps its events: on SQLite the event tables are rebuilt
 /// without the `id` index (rows and `seq` kept), on PostgreSQL the constraint is dropped; the
 /// old rows (full search text) are still listed and searched, new rows with no `search` follow
