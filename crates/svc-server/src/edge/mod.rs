@@ -28,8 +28,28 @@ pub const TOO_MANY: &str = "Too many requests. Please try again later.";
 
 pub fn routes() -> Router<App> {
     Router::new()
-        .route("/edge/v1/auth", post(auth::auth))
-        .route("/edge/v1/credentials", post(credentials::credentials))
+        .route("/edge/v1/auth", post(auth::auth).layer(on_panic(auth::INTERNAL)))
+        .route(
+            "/edge/v1/credentials",
+            post(credentials::credentials).layer(on_panic(credentials::INTERNAL)),
+        )
+}
+
+/// A panic in an edge handler answers the operation's own 500 message (§4.9), not the management
+/// API's generic one (the router-wide catcher never sees it).
+fn on_panic(message: &'static str) -> tower_http::catch_panic::CatchPanicLayer<EdgePanic> {
+    tower_http::catch_panic::CatchPanicLayer::custom(EdgePanic(message))
+}
+
+#[derive(Clone, Copy)]
+struct EdgePanic(&'static str);
+
+impl tower_http::catch_panic::ResponseForPanic for EdgePanic {
+    type ResponseBody = axum::body::Body;
+    fn response_for_panic(&mut self, _panic: Box<dyn std::any::Any + Send + 'static>) -> Response {
+        tracing::error!("edge request handler panicked");
+        generic(StatusCode::INTERNAL_SERVER_ERROR, self.0)
+    }
 }
 
 pub fn generic(status: StatusCode, message: &str) -> Response {
@@ -127,6 +147,28 @@ pub async fn read_body(body: axum::body::Body) -> Option<axum::body::Bytes> {
 
 #[cfg(test)]
 mod tests {
+    #[tokio::test]
+    async fn a_panicking_edge_handler_answers_its_operations_500_message() {
+        use tower::ServiceExt;
+        for message in [super::auth::INTERNAL, super::credentials::INTERNAL] {
+            let app: axum::Router = axum::Router::new().route(
+                "/x",
+                axum::routing::post(|| async {
+                    panic!("boom");
+                    #[allow(unreachable_code)]
+                    ""
+                })
+                .layer(super::on_panic(message)),
+            );
+            let req = axum::http::Request::post("/x").body(axum::body::Body::empty()).unwrap();
+            let resp = app.oneshot(req).await.unwrap();
+            assert_eq!(resp.status(), 500);
+            let body = axum::body::to_bytes(resp.into_body(), 1 << 16).await.unwrap();
+            let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(v, serde_json::json!({"success": false, "message": message, "id": 0}));
+        }
+    }
+
     #[test]
     fn ip_text_is_the_address_display() {
         for ip in [
