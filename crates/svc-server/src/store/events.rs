@@ -496,9 +496,13 @@ impl Store {
             _ => format!("seq {dir}"),
         };
         // Nulls first ascending, last descending (docs/API-CONVENTIONS.md: null sorts lowest), as
-        // SQLite does by itself; PostgreSQL puts them the other way round unless told.
+        // SQLite does by itself; PostgreSQL puts them the other way round unless told. Not for
+        // the time column (never null): the clause would keep PostgreSQL from reading the default
+        // order (`ts DESC`) backwards off the `(rs, ts)` index, which yields nulls first.
+        let by_time = q.order_json.is_none() && q.order_col == table.time_col();
         let nulls = match (self.dialect(), q.desc) {
             (Dialect::Sqlite, _) => "",
+            _ if by_time => "",
             (Dialect::Postgres, false) => " NULLS FIRST",
             (Dialect::Postgres, true) => " NULLS LAST",
         };
