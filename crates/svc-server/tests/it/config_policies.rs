@@ -323,6 +323,10 @@ async fn compliance_settings_govern_policy_writes() {
 async fn policies_v1_view() {
     let t = TestApp::start().await;
     let p = parts(&t, "e").await;
+    // A v1 body names its provider in `credentialProvider`, and so does the error (§1.8).
+    t.post("/api/v1/access-policies", json!({"name": "v1", "isActive": true, "clientWorkload": p.cw, "serverWorkload": p.sw, "credentialProvider": "6f1c2b8e-8a55-4c0b-9a43-2b1d1b0f4e11", "trustProviders": [p.tp]}))
+        .await
+        .expect_error(400, "credentialProvider: unknown credential provider in the policy's resource set");
     let r = t
         .post("/api/v1/access-policies", json!({"name": "v1", "isActive": true, "clientWorkload": p.cw, "serverWorkload": p.sw, "credentialProvider": p.cp, "trustProviders": [p.tp]}))
         .await;

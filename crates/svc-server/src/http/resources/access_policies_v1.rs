@@ -256,11 +256,24 @@ async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     })
 }
 
+/// A v1 policy names its provider in `credentialProvider`: the shared v2 checks report it as the
+/// first mapping's `credentialProviderId`, which a v1 body does not have (§1.8: the path of the
+/// offending field).
+fn v1_path(e: Error) -> Error {
+    const V2: &str = "credentialProviders[0].credentialProviderId:";
+    match e {
+        Error::BadRequest(m) if m.starts_with(V2) => {
+            Error::BadRequest(format!("credentialProvider:{}", &m[V2.len()..]))
+        }
+        other => other,
+    }
+}
+
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
     let (mut input, cp) = parse(body, Mode::Create)?;
     input.mappings = Some(mapping_for(cp.flatten()));
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
-    let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await?;
+    let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await.map_err(v1_path)?;
     let mut r = ok(policy_dto(&st, &st.policies[&id]));
     if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/access-policies/{id}")) {
         r.headers_mut().insert(axum::http::header::LOCATION, v);
@@ -277,7 +290,8 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
         in_rs(p, rs)?;
         several_refused(p)
     })
-    .await?;
+    .await
+    .map_err(v1_path)?;
     Ok(with_warnings(ok(policy_dto(&st, &st.policies[&id])), &warnings))
 }
 
@@ -293,7 +307,8 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
         in_rs(p, rs)?;
         if given { several_refused(p) } else { Ok(()) }
     })
-    .await?;
+    .await
+    .map_err(v1_path)?;
     Ok(with_warnings(ok(policy_dto(&st, &st.policies[&id])), &warnings))
 }
 
