@@ -30,7 +30,8 @@ impl ApiKey {
 }
 
 fn parse(o: &mut Obj, _mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    if let Some(k) = o.peek_str("apiKey") {
+    // An empty value keeps the stored key (a write-only field, §1.9).
+    if let Some(k) = o.peek_str("apiKey").filter(|k| !k.is_empty()) {
         svc_api::reader::check_len(&o.path("apiKey"), k, 1, 8192)?;
     }
     Ok(Map::new())

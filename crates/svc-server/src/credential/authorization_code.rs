@@ -289,9 +289,11 @@ fn present(p: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
     );
     out.insert("state".into(), Value::Null);
     out.entry("isPkceRequired").or_insert(Value::Bool(false));
-    for k in ["scope", "customParameters", "introspectionUrl", "finalCallbackUrl"] {
+    for k in ["scope", "introspectionUrl", "finalCallbackUrl"] {
         out.entry(k).or_insert(Value::Null);
     }
+    // An empty list is `[]` (§1.1).
+    out.entry("customParameters").or_insert(Value::Array(vec![]));
 }
 
 fn compile(p: &CredentialProvider) -> Backend {

@@ -173,9 +173,10 @@ fn parse(o: &mut Obj, mode: Mode, svid: bool) -> Result<Map<String, Value>, Fiel
 
 fn present(_: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
     out.insert("issuer".into(), json!(cfg.issuer()));
-    for k in ["subjectType", "algorithmType", "customClaims"] {
-        out.entry(k).or_insert(Value::Null);
-    }
+    // Defaults and an empty list as the contract states them (§3.5.2, §1.1).
+    out.entry("subjectType").or_insert(Value::from("literal"));
+    out.entry("algorithmType").or_insert(Value::from("ES256"));
+    out.entry("customClaims").or_insert(Value::Array(vec![]));
 }
 
 fn compile(p: &CredentialProvider, svid: bool) -> Backend {

@@ -119,9 +119,10 @@ fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
 }
 
 fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    for k in ["scope", "customParameters", "credentialStyle"] {
-        out.entry(k).or_insert(Value::Null);
-    }
+    // Defaults and empty lists as the contract states them (§3.5.2, §1.1).
+    out.entry("scope").or_insert(Value::Null);
+    out.entry("customParameters").or_insert(Value::Array(vec![]));
+    out.entry("credentialStyle").or_insert(Value::from("authHeader"));
 }
 
 fn compile(p: &CredentialProvider) -> Backend {

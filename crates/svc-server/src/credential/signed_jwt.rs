@@ -106,7 +106,7 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     }
     put(&mut m, "subject", subject);
     put(&mut m, "issuer", o.opt_str_len("issuer", 1, 1024)?);
-    if let Some(k) = o.peek_str("privateKey") {
+    if let Some(k) = o.peek_str("privateKey").filter(|k| !k.is_empty()) {
         parse_key(k).map_err(|e| FieldError::new(o.path("privateKey"), e))?;
     }
     Ok(m)

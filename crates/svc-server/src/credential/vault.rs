@@ -150,15 +150,12 @@ fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
 fn present(_: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
     out.insert("issuer".into(), json!(cfg.issuer()));
     out.entry("tls").or_insert(Value::Bool(true));
-    for k in [
-        "subjectType",
-        "customClaimNames",
-        "namespace",
-        "role",
-        "forwardingConfig",
-    ] {
+    for k in ["namespace", "role", "forwardingConfig"] {
         out.entry(k).or_insert(Value::Null);
     }
+    // The default and an empty list as the contract states them (§3.5.2, §1.1).
+    out.entry("subjectType").or_insert(Value::from("literal"));
+    out.entry("customClaimNames").or_insert(Value::Array(vec![]));
     out.entry("privateNetworkAccess").or_insert(Value::Bool(false));
 }
 

@@ -70,9 +70,10 @@ async fn patch_clears_with_null_or_empty_and_keeps_server_state() {
         )
         .await;
     let v = r.expect(200);
+    // Cleared: no workspace, and the audience back at its default, the token URL (§3.5.2).
     assert_eq!(
         (v["workspaceId"].clone(), v["audience"].clone()),
-        (Value::Null, Value::Null)
+        (Value::Null, json!(svc_server::platform::AIA_TOKEN_URL))
     );
     // A required field cannot be cleared.
     t.patch(
@@ -140,6 +141,66 @@ async fn derived_and_reserved_fields() {
             "refreshToken": "injected"}))
         .await
         .expect_error(400, "refreshToken: unknown property");
+}
+
+/// What a provider shows for the fields it was created without: the defaults §3.5.2 states, and
+/// `[]` for a list (§1.1: never `null`); a GET → PUT round trip keeps them.
+#[tokio::test]
+async fn absent_fields_show_their_defaults_and_lists_are_empty() {
+    let t = TestApp::start().await;
+    let cases = [
+        (
+            json!({"type": "oauth-client-credential", "name": "o", "isActive": true, "clientID": "c",
+                   "clientSecret": "s", "url": "https://idp.example/token"}),
+            json!({"credentialStyle": "authHeader", "customParameters": []}),
+        ),
+        (
+            json!({"type": "oauth-authorization-code", "name": "a", "isActive": true, "clientID": "c",
+                   "oAuthUrl": "https://idp.example", "authorizationUrl": "https://idp.example/auth",
+                   "tokenUrl": "https://idp.example/token"}),
+            json!({"customParameters": []}),
+        ),
+        (
+            json!({"type": "oidc-id-token", "name": "i", "isActive": true, "audience": "a", "subject": "s"}),
+            json!({"subjectType": "literal", "algorithmType": "ES256", "customClaims": []}),
+        ),
+    ];
+    for (body, expected) in cases {
+        let v = t
+            .post("/api/v2/credential-providers", body.clone())
+            .await
+            .expect(201)
+            .clone();
+        for (k, want) in expected.as_object().unwrap() {
+            assert_eq!(v[k], *want, "{k} of {}", body["type"]);
+        }
+        let back = t
+            .put("/api/v2/credential-providers", v.clone())
+            .await
+            .expect(200)
+            .clone();
+        for (k, want) in expected.as_object().unwrap() {
+            assert_eq!(back[k], *want, "{k} of {} after a round trip", body["type"]);
+        }
+    }
+    // An API key is 1..8192 characters (§3.5.2); empty on a PUT keeps the stored one (§1.9).
+    t.post(
+        "/api/v2/credential-providers",
+        json!({"type": "apikey", "name": "long", "isActive": true, "apiKey": "k".repeat(8193)}),
+    )
+    .await
+    .expect_error(400, "apiKey: must be 1..8192 characters");
+    let v = t
+        .post(
+            "/api/v2/credential-providers",
+            json!({"type": "apikey", "name": "k", "isActive": true, "apiKey": "k".repeat(8192)}),
+        )
+        .await
+        .expect(201)
+        .clone();
+    let mut put = v.clone();
+    put["apiKey"] = json!("");
+    t.put("/api/v2/credential-providers", put).await.expect(200);
 }
 
 #[tokio::test]

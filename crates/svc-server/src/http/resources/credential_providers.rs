@@ -178,6 +178,9 @@ fn with_role(detail: Option<String>, role: Option<Uuid>, cp_type: &str) -> Resul
 
 /// Reads secrets and variant fields of `spec` from `o` (a v2 body or a v1 providerDetailJSON).
 fn read_variant(o: &mut Obj, spec: &'static TypeSpec, mode: types::Mode) -> Result<(Map<String, Value>, GivenSecrets)> {
+    // The type's own checks first: they look at the secrets it validates (an API key's length,
+    // a private key's PEM) before the secrets are taken out of the body.
+    let config = (spec.parse)(o, mode)?;
     let mut secrets = Vec::new();
     for s in spec.secret_fields {
         if let Some(v) = o.opt_str(s)?
@@ -186,7 +189,6 @@ fn read_variant(o: &mut Obj, spec: &'static TypeSpec, mode: types::Mode) -> Resu
             secrets.push((*s, v));
         }
     }
-    let config = (spec.parse)(o, mode)?;
     o.ignore(spec.ro_fields);
     Ok((config, secrets))
 }
