@@ -380,7 +380,9 @@ impl Config {
                 format!("must be an e-mail address, got {e:?}"),
             );
         }
-        let session_ttl_seconds = r.num("SVC_SESSION_TTL_SECONDS", 3600u32, 60, 86400);
+        // Any positive lifetime up to a day (the contract gives only the default): a short one
+        // lets a deployment, or a test, see sign-in tokens expire.
+        let session_ttl_seconds = r.num("SVC_SESSION_TTL_SECONDS", 3600u32, 1, 86400);
         let edge_token_ttl_seconds = r.num("SVC_EDGE_TOKEN_TTL_SECONDS", 3600u32, 300, 86400);
         let edge_audience = r.opt_string("SVC_EDGE_AUDIENCE").unwrap_or_else(|| public_url.clone());
         let edge_max_skew_seconds = r.num("SVC_EDGE_MAX_SKEW_SECONDS", 300u32, 1, 3600);
@@ -558,6 +560,18 @@ mod tests {
             "SVC_TRUSTED_PROXIES",
         ] {
             assert!(joined.contains(key), "{key} missing from {joined}");
+        }
+    }
+
+    #[test]
+    fn sign_in_tokens_may_live_a_second_to_a_day() {
+        for (v, ok) in [("1", true), ("86400", true), ("0", false), ("86401", false)] {
+            let c = Config::from_map(&map(&[("SVC_SESSION_TTL_SECONDS", v)]));
+            assert_eq!(
+                c.as_ref().map(|c| c.session_ttl_seconds).ok(),
+                ok.then(|| v.parse().unwrap()),
+                "{v}"
+            );
         }
     }
 

@@ -6,7 +6,7 @@ use svc_api::edge::{CredentialType, EdgeCredentials};
 use svc_api::{FieldError, Obj, Timestamp};
 use uuid::Uuid;
 
-use super::types::{self, Mode, TypeSpec, put};
+use super::types::{Mode, TypeSpec, put};
 use super::{Backend, IssueCx, Issued};
 use crate::config::Config;
 use crate::domain::credential::CredentialProvider;
@@ -114,6 +114,11 @@ pub const SPEC: TypeSpec = TypeSpec {
     parse,
     check,
     complete,
-    present: types::no_present,
+    present,
     compile,
 };
+
+/// An absent optional scalar is written as `null` (§1.1).
+fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    out.entry("absoluteTokenLifetime").or_insert(Value::Null);
+}

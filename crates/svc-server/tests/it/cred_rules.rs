@@ -164,6 +164,11 @@ async fn absent_fields_show_their_defaults_and_lists_are_empty() {
             json!({"type": "oidc-id-token", "name": "i", "isActive": true, "audience": "a", "subject": "s"}),
             json!({"subjectType": "literal", "algorithmType": "ES256", "customClaims": []}),
         ),
+        (
+            json!({"type": "svc-access-token", "name": "t", "isActive": true, "roleId": AUDITOR_ROLE,
+                   "lifetimeInSeconds": 600}),
+            json!({"absoluteTokenLifetime": null}),
+        ),
     ];
     for (body, expected) in cases {
         let v = t
@@ -172,6 +177,7 @@ async fn absent_fields_show_their_defaults_and_lists_are_empty() {
             .expect(201)
             .clone();
         for (k, want) in expected.as_object().unwrap() {
+            assert!(v.get(k).is_some(), "{k} of {} is written", body["type"]);
             assert_eq!(v[k], *want, "{k} of {}", body["type"]);
         }
         let back = t
