@@ -219,6 +219,11 @@ async fn trust_provider_secrets_add_signers() {
     let r = t.post(&secrets, json!({"secret": b64})).await;
     let s = r.expect(200).clone();
     let sid = s["externalId"].as_str().unwrap().to_string();
+    assert_eq!(
+        r.header("location").unwrap(),
+        format!("/api/v1/trust-providers/{id}/secrets/{sid}"),
+        "a create sends Location (§1.5)"
+    );
     assert_eq!(s["type"], "Certificate");
     assert_eq!(s["name"].as_str().unwrap().len(), 64, "thumbprint");
     assert!(s["subject"].as_str().unwrap().contains("svc-test-trust-provider"));
@@ -240,7 +245,19 @@ async fn trust_provider_secrets_add_signers() {
     // Rules: expired, wrong kind, SymmetricKey, unknown provider.
     t.post(&secrets, json!({"secret": fixture("tp-cert-expired.pem")}))
         .await
-        .expect_error(400, "secret: the certificate is expired or not yet valid");
+        .expect_error(400, "secret: the certificate is expired");
+    // Not valid yet (notBefore a day ahead) is not expired: accepted (§3.2).
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(vec!["future.example".into()]).unwrap();
+    params.not_before = time::OffsetDateTime::now_utc() + time::Duration::days(1);
+    params.not_after = time::OffsetDateTime::now_utc() + time::Duration::days(30);
+    let future = params.self_signed(&key).unwrap().pem();
+    t.post(
+        &secrets,
+        json!({"secret": svc_server::crypto::b64std(future.as_bytes())}),
+    )
+    .await
+    .expect(200);
     t.post(&secrets, json!({"secret": b64, "type": "SymmetricKey"}))
         .await
         .expect_error(400, "type: SymmetricKey is not supported");
@@ -266,7 +283,8 @@ async fn trust_provider_secrets_add_signers() {
     )
     .await
     .expect_error(404, "Not found.");
-    for _ in 0..9 {
+    // Two are stored (the first and the one not valid yet); eight more make ten.
+    for _ in 0..8 {
         t.post(&secrets, json!({"secret": b64})).await.expect(200);
     }
     t.post(&secrets, json!({"secret": b64}))

@@ -556,8 +556,10 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
         return Err(Error::field("secret", "must be a PEM certificate"));
     }
     let info = cert_info(&blocks[0].1).map_err(|e| Error::field("secret", e))?;
-    if !info.valid_at(w.now) {
-        return Err(Error::field("secret", "the certificate is expired or not yet valid"));
+    // Only an expired (or unparseable) certificate is refused (§3.2): one whose notBefore is
+    // still ahead, e.g. by a little clock skew, is accepted like any other.
+    if info.not_after < w.now {
+        return Err(Error::field("secret", "the certificate is expired"));
     }
     if tp.kind == TrustKind::CloudAMetadataService {
         crate::trust::anchors::CloudAKey::from_cert(&info.der).map_err(|e| Error::field("secret", e))?;
@@ -588,7 +590,12 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     w.put(tp);
     w.audit(&author, ctx.rs, CATEGORY, Activity::SecretAdded, tp_id);
     w.commit().await?;
-    Ok(ok(secret_json(&si)))
+    // 200 (§3.2) with the Location every create sends (§1.5).
+    Ok(created(
+        StatusCode::OK,
+        format!("/api/v1/trust-providers/{tp_id}/secrets/{sid}"),
+        secret_json(&si),
+    ))
 }
 
 async fn delete_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
