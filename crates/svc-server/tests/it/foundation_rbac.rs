@@ -318,6 +318,14 @@ async fn users_protect_the_last_super_admin_and_the_caller() {
     t.patch(&format!("/api/v1/users/{admin_id}"), json!({"isActive": false}))
         .await
         .expect_error(400, "isActive: you cannot deactivate yourself");
+    // PUT says the same (the caller is also the last SuperAdmin here).
+    let me = t.get(&format!("/api/v1/users/{admin_id}")).await.expect(201).clone(); // 201 (sic, §3.18)
+    let mut off = json!({"email": me["email"], "firstName": me["firstName"], "lastName": me["lastName"],
+                         "roles": me["roles"], "isActive": false});
+    off["externalId"] = json!(admin_id);
+    t.put(&format!("/api/v1/users/{admin_id}"), off)
+        .await
+        .expect_error(400, "isActive: you cannot deactivate yourself");
     // A second SuperAdmin cannot strip the first of the role while it is the last one left.
     let sa = "5ac00000-0000-4000-8000-000000000001";
     let other = t.create_user("second@acme.test", PW, &[sa]).await;

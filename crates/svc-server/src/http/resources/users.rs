@@ -291,13 +291,14 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
     }
     let roles = dedup(input.roles.unwrap_or_default());
     let active = input.is_active.unwrap_or(true);
+    // The self check first, as PATCH does: one message for one mistake.
+    if is_self(&ctx, id) && !active {
+        return Err(Error::field("isActive", "you cannot deactivate yourself"));
+    }
     if last_super_admin(&w.st, id) && (!active || !roles.contains(&SUPER_ADMIN_ROLE)) {
         return Err(Error::bad(
             "user: the last active SuperAdmin cannot be deactivated or lose SuperAdmin",
         ));
-    }
-    if is_self(&ctx, id) && !active {
-        return Err(Error::field("isActive", "you cannot deactivate yourself"));
     }
     if input.two_factor == Some(true) && !u.has_verified_totp() {
         return Err(Error::field(
