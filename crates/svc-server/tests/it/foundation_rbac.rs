@@ -185,9 +185,16 @@ async fn user_without_roles_can_only_sign_in_and_use_me() {
     t.post_as(&tok, "/api/v1/me/totp", json!({})).await.expect(201);
     let r = t.get_as(&tok, "/api/v1/health").await;
     assert_eq!(r.expect(200)["user"], "nobody@acme.test");
-    // With no roles anywhere, the resource-set list is empty rather than forbidden.
-    let r = t.get_as(&tok, "/api/v1/resource-sets").await;
-    assert_eq!(r.expect(200)["recordsTotal"], 0);
+    // Resource sets too (§2.6), the list and a read by id, known or not.
+    t.get_as(&tok, "/api/v1/resource-sets")
+        .await
+        .expect_error(403, "Forbidden.");
+    t.get_as(&tok, &format!("/api/v1/resource-sets/{DEFAULT_RS}"))
+        .await
+        .expect_error(403, "Forbidden.");
+    t.get_as(&tok, "/api/v1/resource-sets/0b8e3c1a-58b1-4c39-9d35-0c37a8e0f2a4")
+        .await
+        .expect_error(403, "Forbidden.");
 }
 
 #[tokio::test]

@@ -136,9 +136,20 @@ fn visible(ctx: &Ctx, st: &Snapshot, id: Uuid) -> bool {
     ctx.caller.can(st, Perm::ResourceSets, false, DEFAULT_RESOURCE_SET) || ctx.caller.holds_any_in(st, id)
 }
 
+/// A caller without any permission in any resource set may not read resource sets at all
+/// (§2.6: a user without roles can only log in, call `/api/v1/me/*` and the health check).
+fn may_read_any(ctx: &Ctx, st: &Snapshot) -> Result<()> {
+    if st.resource_sets.keys().any(|id| visible(ctx, st, *id)) {
+        Ok(())
+    } else {
+        Err(Error::Forbidden)
+    }
+}
+
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
     let st = app.state();
+    may_read_any(&ctx, &st)?;
     let items = st
         .resource_sets
         .values()
@@ -150,6 +161,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
+    may_read_any(&ctx, &st)?;
     match st.resource_sets.get(&ids.one()) {
         Some(s) if visible(&ctx, &st, s.meta.id) => Ok(ok(resource_set_json(&st, s, true))),
         Some(_) => Err(Error::Forbidden),
