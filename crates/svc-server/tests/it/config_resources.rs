@@ -675,6 +675,37 @@ async fn credential_providers_v2_and_v1_views() {
     t.post("/api/v1/credential-providers", json!({"type": "username-password", "name": "db", "isActive": true, "providerDetailJSON": "{\"username\": \"svc\"}"}))
         .await
         .expect_error(400, "providerDetailJSON.password: is required");
+    // Rules across fields name the field inside providerDetailJSON too (§3.6), on v1 POST and
+    // PUT; on v2 the same rule names the field itself.
+    let bad_final = json!({"type": "oauth-authorization-code", "name": "ac", "isActive": true,
+        "providerDetailJSON": "{\"clientID\": \"c\", \"oAuthUrl\": \"https://idp.example\", \"authorizationUrl\": \"https://idp.example/auth\", \"tokenUrl\": \"https://idp.example/token\", \"finalCallbackUrl\": \"not a url\"}"});
+    t.post("/api/v1/credential-providers", bad_final.clone())
+        .await
+        .expect_error(
+            400,
+            "providerDetailJSON.finalCallbackUrl: must be an absolute http(s) URL",
+        );
+    t.post(
+        "/api/v2/credential-providers",
+        json!({"type": "oauth-authorization-code", "name": "ac", "isActive": true,
+            "clientID": "c", "oAuthUrl": "https://idp.example", "authorizationUrl": "https://idp.example/auth",
+            "tokenUrl": "https://idp.example/token", "finalCallbackUrl": "not a url"}),
+    )
+    .await
+    .expect_error(400, "finalCallbackUrl: must be an absolute http(s) URL");
+    let good = bad_final["providerDetailJSON"]
+        .as_str()
+        .unwrap()
+        .replace("not a url", "https://app.example/done");
+    let mut ac = bad_final.clone();
+    ac["providerDetailJSON"] = json!(good);
+    let ac = t.post("/api/v1/credential-providers", ac).await.expect(201).clone();
+    let mut put = bad_final;
+    put["externalId"] = ac["externalId"].clone();
+    t.put("/api/v1/credential-providers", put).await.expect_error(
+        400,
+        "providerDetailJSON.finalCallbackUrl: must be an absolute http(s) URL",
+    );
     let r = t
         .patch(
             &format!("/api/v1/credential-providers/{up_id}"),

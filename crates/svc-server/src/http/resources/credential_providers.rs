@@ -294,10 +294,19 @@ fn resolve_lifetime(spec: &TypeSpec, given: Option<i32>, current: Option<i32>) -
     }
 }
 
-/// Type rules on the complete provider, then its server-made fields.
-fn finalize(p: &mut CredentialProvider, spec: &TypeSpec, st: &Snapshot, cfg: &Config) -> Result<()> {
-    (spec.check)(p, st, cfg)?;
-    (spec.complete)(p)
+/// Type rules on the complete provider, then its server-made fields. `in_detail`: the variant
+/// fields came in `providerDetailJSON` (v1 bodies, PATCH), so an error names them by their path
+/// inside it (§3.6: `providerDetailJSON.<field>: …`); `roleId` is also a v1 field of its own.
+fn finalize(p: &mut CredentialProvider, spec: &TypeSpec, st: &Snapshot, cfg: &Config, in_detail: bool) -> Result<()> {
+    const DETAIL: &str = "providerDetailJSON.";
+    (spec.check)(p, st, cfg)
+        .and_then(|()| (spec.complete)(p))
+        .map_err(|e| match e {
+            Error::BadRequest(m) if in_detail && !m.starts_with(DETAIL) && !m.starts_with("roleId:") => {
+                Error::BadRequest(format!("{DETAIL}{m}"))
+            }
+            other => other,
+        })
 }
 
 async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
@@ -319,7 +328,7 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
         config: input.config,
         secrets,
     };
-    finalize(&mut p, spec, &w.st, &app.cfg)?;
+    finalize(&mut p, spec, &w.st, &app.cfg, v1)?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
@@ -329,7 +338,7 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
     Ok((id, st))
 }
 
-async fn replace(app: &App, ctx: &Ctx, input: Input) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
+async fn replace(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
     let id = input
         .base
         .external_id
@@ -348,7 +357,7 @@ async fn replace(app: &App, ctx: &Ctx, input: Input) -> Result<(Uuid, std::sync:
     types::keep_fields(spec, &old, &mut p.config);
     // Secrets absent or null keep their stored value.
     apply_secrets(&mut p.secrets, input.secrets);
-    finalize(&mut p, spec, &w.st, &app.cfg)?;
+    finalize(&mut p, spec, &w.st, &app.cfg, v1)?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
@@ -395,7 +404,7 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
     }
     input.base.apply_patch(&mut p.meta);
     p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
-    finalize(&mut p, spec, &w.st, &app.cfg)?;
+    finalize(&mut p, spec, &w.st, &app.cfg, detail.is_some())?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
@@ -464,7 +473,7 @@ fn check_type_unchanged(app: &App, ctx: &Ctx, body: &Value) -> Result<()> {
 async fn replace_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
     check_type_unchanged(&app, &ctx, &body)?;
     let input = parse_v2(body, Mode::Replace)?;
-    let (id, st) = replace(&app, &ctx, input).await?;
+    let (id, st) = replace(&app, &ctx, input, false).await?;
     Ok(ok(provider_v2_json(&st, &app.cfg, &st.credential_providers[&id])))
 }
 
@@ -567,7 +576,7 @@ async fn create_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -
 async fn replace_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
     check_type_unchanged(&app, &ctx, &body)?;
     let input = parse_v1(body, Mode::Replace)?;
-    let (id, st) = replace(&app, &ctx, input).await?;
+    let (id, st) = replace(&app, &ctx, input, true).await?;
     Ok((
         StatusCode::CREATED,
         axum::Json(provider_v1_json(&st, &app.cfg, &st.credential_providers[&id])),
