@@ -395,11 +395,21 @@ async fn client_workloads_crud_filters_and_catalogue() {
     let mut put = g.clone();
     put["identities"] = json!([]);
     put.as_object_mut().unwrap().remove("type");
-    let r = t.put("/api/v1/client-workloads", put).await;
+    let r = t.put("/api/v1/client-workloads", put.clone()).await;
     assert_eq!(
         (r.expect(200)["identities"].clone(), r.body["type"].clone()),
         (json!([]), Value::Null)
     );
+    // A body naming another resource set: PUT is checked against the header (§1.4 rule 3),
+    // PATCH is a change of resource set (rule 7).
+    let other_rs = "0b8e3c1a-58b1-4c39-9d35-0c37a8e0f2a4";
+    put["resourceSet"] = json!(other_rs);
+    t.put("/api/v1/client-workloads", put)
+        .await
+        .expect_error(400, "resourceSet: does not match X-Svc-ResourceSet");
+    t.patch(&loc, json!({"resourceSet": other_rs}))
+        .await
+        .expect_error(400, "resourceSet: cannot be changed");
     // The catalogue lists every identity type.
     let cat = t.get("/api/v1/client-workloads/identifiers").await;
     let names: Vec<&str> = cat

@@ -213,7 +213,8 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut cw: ClientWorkload = for_update(&w.st, &id, ctx.rs)?;
-    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    // §1.4 rule 3: a PUT body naming another resource set than the header.
+    resolve_rs(input.base.resource_set, ctx.rs)?;
     input.base.apply_full(&mut cw.meta);
     cw.identities = input.identities.unwrap_or_default();
     cw.enforce_sso = input.enforce_sso.unwrap_or(false);

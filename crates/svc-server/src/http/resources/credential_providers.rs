@@ -346,7 +346,8 @@ async fn replace(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, 
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
     let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
-    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    // §1.4 rule 3: a PUT body naming another resource set than the header.
+    resolve_rs(input.base.resource_set, ctx.rs)?;
     if input.cp_type.as_deref() != Some(p.cp_type.as_str()) {
         return Err(Error::field("type", "cannot be changed"));
     }

@@ -319,7 +319,8 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut sw: ServerWorkload = for_update(&w.st, &id, ctx.rs)?;
-    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
+    // §1.4 rule 3: a PUT body naming another resource set than the header.
+    resolve_rs(input.base.resource_set, ctx.rs)?;
     input.base.apply_full(&mut sw.meta);
     let mut endpoint = input.endpoint.expect("required");
     endpoint.id = sw.endpoint.id;
