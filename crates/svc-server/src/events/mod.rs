@@ -13,7 +13,7 @@ pub mod audit;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::store::{EventRow, Store};
 
@@ -34,6 +34,12 @@ pub struct EventSink {
     store: Store,
     dropped: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
+    /// Events put on the queue since start (counted after they are on it).
+    enqueued: AtomicU64,
+    /// Events the writer has taken off the queue and handled (stored, or given up on after its
+    /// retries), in queue order: once it reaches a count read from `enqueued`, every event
+    /// queued before that read is handled. What [`EventSink::caught_up`] waits for.
+    handled: Arc<watch::Sender<u64>>,
     waited: AtomicU64,
     /// Queue slots promised to requests in flight (released when their [`Room`] drops).
     reserved: AtomicUsize,
@@ -73,6 +79,8 @@ impl EventSink {
             store,
             dropped: Arc::new(AtomicU64::new(0)),
             written: Arc::new(AtomicU64::new(0)),
+            enqueued: AtomicU64::new(0),
+            handled: Arc::new(watch::Sender::new(0)),
             waited: AtomicU64::new(0),
             reserved: AtomicUsize::new(0),
             taken: Arc::new(Notify::new()),
@@ -140,7 +148,9 @@ impl EventSink {
             Some(e.ts),
             "an event's id is a v7 UUID of its own time"
         );
-        if self.tx.try_send(Msg::Event(Box::new(e))).is_err() {
+        if self.tx.try_send(Msg::Event(Box::new(e))).is_ok() {
+            self.enqueued.fetch_add(1, Ordering::SeqCst);
+        } else {
             let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
                 tracing::warn!(dropped_total = n, "event queue full: events dropped");
@@ -156,7 +166,20 @@ impl EventSink {
         )
     }
 
-    /// Waits until everything queued so far is written.
+    /// Waits (at most `limit`) until the writer has handled every event queued before this call:
+    /// what an event read does first, so that it shows the events of the edge requests already
+    /// answered. Takes no room in the queue and sends the writer nothing (its batching stays as
+    /// it is): any number of readers share the writer's progress. `false` when `limit` passed.
+    pub async fn caught_up(&self, limit: std::time::Duration) -> bool {
+        let target = self.enqueued.load(Ordering::SeqCst);
+        let mut handled = self.handled.subscribe();
+        tokio::time::timeout(limit, handled.wait_for(|n| *n >= target))
+            .await
+            .is_ok_and(|r| r.is_ok())
+    }
+
+    /// Waits until everything queued so far is written, cutting the writer's linger short
+    /// (shutdown, tests).
     pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Msg::Flush(tx)).await.is_ok() {
@@ -171,6 +194,7 @@ impl EventSink {
         };
         let store = self.store.clone();
         let written = self.written.clone();
+        let handled = self.handled.clone();
         let taken = self.taken.clone();
         tokio::spawn(async move {
             let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
@@ -207,6 +231,8 @@ impl EventSink {
                 taken.notify_waiters();
                 if !batch.is_empty() {
                     write_batch(&store, &batch, &written).await;
+                    let n = batch.len() as u64;
+                    handled.send_modify(|h| *h += n);
                     batch.clear();
                 }
                 for w in waiters.drain(..) {
@@ -294,6 +320,28 @@ mod tests {
             .await
             .expect("a flush with nothing queued returns");
         sink.store.close().await;
+        remove(&path);
+    }
+
+    #[tokio::test]
+    async fn a_reader_waits_for_the_writer_without_taking_queue_room() {
+        let (sink, path) = sink().await;
+        assert!(sink.caught_up(WAIT).await, "nothing queued: caught up at once");
+        sink.record(row());
+        sink.record(row());
+        // The writer has not started: the reader gives up after its limit and took no slot.
+        let room = sink.tx.capacity();
+        assert!(!sink.caught_up(WAIT).await);
+        assert_eq!(sink.tx.capacity(), room);
+        sink.start();
+        assert!(sink.caught_up(std::time::Duration::from_secs(10)).await);
+        assert_eq!(sink.counters(), (0, 2), "both written by the time the reader goes on");
+        // Many readers at once share the writer's progress.
+        sink.record(row());
+        let readers =
+            futures_util::future::join_all((0..20).map(|_| sink.caught_up(std::time::Duration::from_secs(10)))).await;
+        assert!(readers.into_iter().all(|ok| ok));
+        assert_eq!(sink.counters(), (0, 3));
         remove(&path);
     }
 

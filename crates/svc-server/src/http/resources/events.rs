@@ -60,9 +60,15 @@ const WORKLOAD_ORDER: &[(&str, &str)] = &[
 
 /// Event reads see the events of every edge request this node has already answered: the writer
 /// lingers for a fuller batch (up to 5 ms), so a list right after a `/credentials` answer would
-/// otherwise miss its events. Waits for what is queued now, at most a batch or two.
+/// otherwise miss its events. Waits until the writer has handled what was queued before the
+/// read (normally that linger and one batch), at most `READ_WAIT`: a writer far behind (edge
+/// overload, a locked database) delays a read by that much and no more, and the read then shows
+/// what is stored.
 async fn written(app: &App) {
-    app.events.flush().await;
+    const READ_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+    if !app.events.caught_up(READ_WAIT).await {
+        tracing::debug!("event read did not wait for the writer to catch up");
+    }
 }
 
 async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
@@ -103,9 +109,6 @@ async fn read_authorization(State(app): State<App>, ctx: Ctx, ids: Ids) -> Resul
 fn id_list(q: &QueryPairs, key: &str) -> Result<Option<Vec<String>>> {
     // An empty value (`source-workload=`) is absent, as for every other parameter.
     let raw = q.all(key);
-    if raw.iter().all(|r| r.trim().is_empty()) {
-        return Ok(None);
-    }
     let mut out = Vec::new();
     for part in raw
         .iter()
@@ -116,7 +119,8 @@ fn id_list(q: &QueryPairs, key: &str) -> Result<Option<Vec<String>>> {
         let id = svc_api::reader::parse_uuid(part).ok_or_else(|| Error::field(key, "must be UUIDs"))?;
         out.push(id.to_string());
     }
-    Ok(Some(out))
+    // Only separators (`source-workload=,`) is no value either.
+    Ok((!out.is_empty()).then_some(out))
 }
 
 async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
