@@ -376,6 +376,12 @@ async fn policies_v1_view() {
     assert_eq!(r.expect(200)["credentialProvider"], cp2.as_str());
     let mut put = r.body.clone();
     put.as_object_mut().unwrap().remove("credentialProvider");
+    // A body naming another resource set than the header (§1.4 rule 3).
+    let mut elsewhere = put.clone();
+    elsewhere["resourceSet"] = json!("0b8e3c1a-58b1-4c39-9d35-0c37a8e0f2a4");
+    t.put("/api/v1/access-policies", elsewhere)
+        .await
+        .expect_error(400, "resourceSet: does not match X-Svc-ResourceSet");
     let r = t.put("/api/v1/access-policies", put).await;
     assert_eq!(r.expect(200)["credentialProvider"], Value::Null);
 

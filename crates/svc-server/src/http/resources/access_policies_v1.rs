@@ -285,7 +285,8 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     let (mut input, cp) = parse(body, Mode::Replace)?;
     let id = input.base.external_id.expect("required on replace");
     input.mappings = Some(mapping_for(cp.flatten()));
-    let rs = ctx.rs;
+    // §1.4 rule 3: a PUT body naming another resource set than the header.
+    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let (st, warnings) = update_policy(&app, &ctx, id, input, true, |p| {
         in_rs(p, rs)?;
         several_refused(p)
