@@ -380,8 +380,8 @@ impl Config {
                 format!("must be an e-mail address, got {e:?}"),
             );
         }
-        // Any positive lifetime up to a day (the contract gives only the default): a short one
-        // lets a deployment, or a test, see sign-in tokens expire.
+        // Any positive lifetime up to a day (the contract gives only the default). Tokens are
+        // still accepted 30 s past their `exp` (§2.5 leeway).
         let session_ttl_seconds = r.num("SVC_SESSION_TTL_SECONDS", 3600u32, 1, 86400);
         let edge_token_ttl_seconds = r.num("SVC_EDGE_TOKEN_TTL_SECONDS", 3600u32, 300, 86400);
         let edge_audience = r.opt_string("SVC_EDGE_AUDIENCE").unwrap_or_else(|| public_url.clone());

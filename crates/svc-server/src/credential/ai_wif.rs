@@ -109,16 +109,16 @@ fn parse_b(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     Ok(m)
 }
 
-/// The `audience` default is the token URL (§3.5.2, our choice), shown as such.
-fn present_a(_: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
-    for k in ["workspaceId", "lifetime"] {
+/// An `audience` not set stays `null`: it follows the configured token URL (§3.5.2), which a
+/// value shown here would pin once a GET is sent back in a PUT.
+fn present_a(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    for k in ["workspaceId", "audience", "lifetime"] {
         out.entry(k).or_insert(Value::Null);
     }
-    out.entry("audience").or_insert(Value::from(cfg.aia_token_url.as_str()));
 }
 
-fn present_b(_: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
-    out.entry("audience").or_insert(Value::from(cfg.aib_token_url.as_str()));
+fn present_b(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
+    out.entry("audience").or_insert(Value::Null);
 }
 
 fn compile(p: &CredentialProvider, vendor: Vendor) -> Backend {

@@ -70,10 +70,9 @@ async fn patch_clears_with_null_or_empty_and_keeps_server_state() {
         )
         .await;
     let v = r.expect(200);
-    // Cleared: no workspace, and the audience back at its default, the token URL (§3.5.2).
     assert_eq!(
         (v["workspaceId"].clone(), v["audience"].clone()),
-        (Value::Null, json!(svc_server::platform::AIA_TOKEN_URL))
+        (Value::Null, Value::Null)
     );
     // A required field cannot be cleared.
     t.patch(
@@ -207,6 +206,21 @@ async fn absent_fields_show_their_defaults_and_lists_are_empty() {
     let mut put = v.clone();
     put["apiKey"] = json!("");
     t.put("/api/v2/credential-providers", put).await.expect(200);
+    // The same inside a v1 providerDetailJSON, and a signed-jwt key that is no PEM.
+    let long = format!("{{\"apiKey\": \"{}\"}}", "k".repeat(8193));
+    t.post(
+        "/api/v1/credential-providers",
+        json!({"type": "apikey", "name": "long1", "isActive": true, "providerDetailJSON": long}),
+    )
+    .await
+    .expect_error(400, "providerDetailJSON.apiKey: must be 1..8192 characters");
+    t.post(
+        "/api/v2/credential-providers",
+        json!({"type": "signed-jwt", "name": "w", "isActive": true, "tokenConfiguration": "dataWarehouseA",
+               "algorithmType": "RS256", "lifetime": 60, "subject": "ACME.ONE", "privateKey": "not a key"}),
+    )
+    .await
+    .expect_error_prefix(400, "privateKey:");
 }
 
 #[tokio::test]
