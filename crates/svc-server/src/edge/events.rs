@@ -183,10 +183,21 @@ fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<std::sync
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
         buf.clear();
-        for (i, part) in parts.into_iter().enumerate() {
-            if i > 0 {
+        // A name given twice (the chosen workload is also among the listed candidates) is
+        // stored once.
+        let mut seen: [&str; 16] = [""; 16];
+        let mut n = 0;
+        for part in parts {
+            if seen[..n.min(16)].contains(&part) {
+                continue;
+            }
+            if n < 16 {
+                seen[n] = part;
+            }
+            if n > 0 {
                 buf.push('\n');
             }
+            n += 1;
             if part.is_ascii() {
                 buf.extend(part.bytes().map(|b| char::from(b.to_ascii_lowercase())));
             } else {
@@ -1117,6 +1128,11 @@ mod tests {
             Some("build-job\npartner-api\nοδος")
         );
         assert_eq!(search_text(["a", "", "B"]).as_deref(), Some("a\n\nb"));
+        assert_eq!(
+            search_text(["job", "api", "job", "api"]).as_deref(),
+            Some("job\napi"),
+            "once each"
+        );
         assert_eq!(search_text([]).as_deref(), None);
     }
 
