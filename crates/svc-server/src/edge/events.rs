@@ -617,6 +617,9 @@ pub fn environment(
 pub enum Shape {
     /// A value: `null` when absent.
     Leaf,
+    /// A value that is not a scalar (a list of ids or strings, an object), kept as stored:
+    /// `null` when absent, and not a field the lists sort on (§3.26: scalar fields).
+    Opaque,
     /// An object that is always present (`{}` with null values when absent).
     Obj(&'static [(&'static str, Shape)]),
     /// An object or `null`.
@@ -634,7 +637,7 @@ pub enum Shape {
     Sibling(&'static str),
 }
 
-use Shape::{Col, Fixed, Leaf, List, Nullable, Obj, Sibling, TimeCol};
+use Shape::{Col, Fixed, Leaf, List, Nullable, Obj, Opaque, Sibling, TimeCol};
 
 impl Shape {
     fn is_scalar(self) -> bool {
@@ -683,23 +686,23 @@ impl Shape {
     }
 }
 
-const ENTITY: &[(&str, Shape)] = &[("id", Leaf), ("name", Leaf), ("result", Leaf), ("matches", Leaf)];
+const ENTITY: &[(&str, Shape)] = &[("id", Leaf), ("name", Leaf), ("result", Leaf), ("matches", Opaque)];
 const ATTESTATION: &[(&str, Shape)] = &[
     ("id", Leaf),
     ("name", Leaf),
     ("result", Leaf),
-    ("matches", Leaf),
+    ("matches", Opaque),
     ("reason", Leaf),
     ("attribute", Leaf),
     ("expectedValue", Leaf),
-    ("expectedValues", Leaf),
+    ("expectedValues", Opaque),
     ("actualValue", Leaf),
 ];
 const CREDENTIAL_PROVIDER: &[(&str, Shape)] = &[
     ("id", Leaf),
     ("name", Leaf),
     ("result", Leaf),
-    ("matches", Leaf),
+    ("matches", Opaque),
     ("type", Leaf),
     ("reason", Leaf),
 ];
@@ -845,7 +848,7 @@ pub fn expand(value: serde_json::Value, shape: Shape, columns: &Columns) -> serd
         for (key, shape) in fields {
             let v = map.remove(*key);
             let v = match (shape, v) {
-                (Leaf, v) => v.unwrap_or(Value::Null),
+                (Leaf | Opaque, v) => v.unwrap_or(Value::Null),
                 (Fixed(literal), v) => v.unwrap_or_else(|| serde_json::from_str(literal).expect("a JSON literal")),
                 (Col(c), v) => v.unwrap_or_else(|| cols.get(*c).cloned().unwrap_or(Value::Null)),
                 (TimeCol(c), v) => v.unwrap_or_else(|| match cols.get(*c).and_then(Value::as_i64) {

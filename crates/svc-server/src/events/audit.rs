@@ -170,7 +170,7 @@ impl AuditEntry<'_> {
 
 /// The key tree of an audit entry's body (AuditLogDTO, §3.23), for `order` on any scalar field.
 pub const AUDIT_LOG: crate::edge::events::Shape = {
-    use crate::edge::events::Shape::{Leaf, Obj};
+    use crate::edge::events::Shape::{Leaf, Obj, Opaque};
     Obj(&[
         ("externalId", Leaf),
         ("resourceSetId", Leaf),
@@ -199,7 +199,7 @@ pub const AUDIT_LOG: crate::edge::events::Shape = {
             ]),
         ),
         ("outcome", Obj(&[("reason", Leaf), ("result", Leaf)])),
-        ("trustProvider", Leaf),
+        ("trustProvider", Opaque),
         ("severity", Leaf),
         ("createdAt", Leaf),
     ])

@@ -265,6 +265,17 @@ async fn event_lists_order_on_any_scalar_field_and_audit_ties_on_the_external_id
     t.get(&ev("order=trustProviders"))
         .await
         .expect_error(400, "order: unknown field 'trustProviders'");
+    // Lists and objects are not scalar fields (§3.26), wherever they sit.
+    for (list, field) in [
+        ("/api/v1/authorization-events", "matches"),
+        ("/api/v1/authorization-events", "clientWorkload.matches"),
+        ("/api/v1/authorization-events", "expectedValues"),
+        ("/api/v1/audit-logs", "trustProvider"),
+    ] {
+        t.get(&format!("{list}?order={field}"))
+            .await
+            .expect_error(400, &format!("order: unknown field '{field}'"));
+    }
     let wl = |s: &str| format!("/api/v1/workload-events?{s}");
     assert_eq!(
         t.get(&wl("order=network.clientWorkloadIP")).await.expect(200)["order"],
