@@ -478,16 +478,6 @@ impl Store {
         let name = table.name();
         let count_sql = format!("SELECT COUNT(*) FROM {name} WHERE {where_}");
         let dir = if q.desc { "DESC" } else { "ASC" };
-        let order_expr = match &q.order_json {
-            None => q.order_col.to_string(),
-            Some(path) => match self.dialect() {
-                Dialect::Sqlite => {
-                    let p: Vec<String> = path.iter().map(|k| format!("\"{k}\"")).collect();
-                    format!("json_extract(body, '$.{}')", p.join("."))
-                }
-                Dialect::Postgres => format!("(body::jsonb #> '{{{}}}')", path.join(",")),
-            },
-        };
         // Ties: audit entries on `externalId` ascending (§1.6); events have no `externalId`, so
         // they keep the order they were written in, newest first when descending
         // (docs/API-CONVENTIONS.md): the three events of one request share a millisecond.
@@ -496,18 +486,46 @@ impl Store {
             _ => format!("seq {dir}"),
         };
         // Nulls first ascending, last descending (docs/API-CONVENTIONS.md: null sorts lowest), as
-        // SQLite does by itself; PostgreSQL puts them the other way round unless told. Not for
-        // the time column (never null): the clause would keep PostgreSQL from reading the default
-        // order (`ts DESC`) backwards off the `(rs, ts)` index, which yields nulls first.
-        let by_time = q.order_json.is_none() && q.order_col == table.time_col();
+        // SQLite does by itself; PostgreSQL puts them the other way round unless told.
         let nulls = match (self.dialect(), q.desc) {
             (Dialect::Sqlite, _) => "",
-            _ if by_time => "",
             (Dialect::Postgres, false) => " NULLS FIRST",
             (Dialect::Postgres, true) => " NULLS LAST",
         };
+        // The order keys (docs/API-CONVENTIONS.md, Lists: null < booleans < numbers < strings,
+        // strings case-insensitively first, then exactly). The time column (never null) is
+        // ordered as it is: anything more would keep the databases from reading the default
+        // order (`ts DESC`) straight off the `(rs, ts)` index.
+        let keys = match (&q.order_json, self.dialect()) {
+            (None, _) if q.order_col == table.time_col() => format!("{} {dir}", q.order_col),
+            // Every other column is text.
+            (None, Dialect::Sqlite) => format!("{c} COLLATE NOCASE {dir}, {c} {dir}", c = q.order_col),
+            // "Exactly" is byte order, as SQLite's: not the database's locale.
+            (None, Dialect::Postgres) => {
+                format!(
+                    "LOWER({c}) {dir}{nulls}, {c} COLLATE \"C\" {dir}{nulls}",
+                    c = q.order_col
+                )
+            }
+            (Some(path), Dialect::Sqlite) => {
+                // json_extract gives SQL NULL, integers (booleans as 0/1), reals or text, which
+                // SQLite orders NULL < numbers < text; the collation applies to text only.
+                let p: Vec<String> = path.iter().map(|k| format!("\"{k}\"")).collect();
+                let v = format!("json_extract(body, '$.{}')", p.join("."));
+                format!("{v} COLLATE NOCASE {dir}, {v} {dir}")
+            }
+            (Some(path), Dialect::Postgres) => {
+                let v = format!("(body::jsonb #> '{{{}}}')", path.join(","));
+                format!(
+                    "CASE jsonb_typeof({v}) WHEN 'boolean' THEN 1 WHEN 'number' THEN 2 WHEN 'string' THEN 3 ELSE 0 END {dir}, \
+                     CASE WHEN jsonb_typeof({v}) = 'string' THEN LOWER({v} #>> '{{}}') END {dir}{nulls}, \
+                     CASE WHEN jsonb_typeof({v}) = 'string' THEN ({v} #>> '{{}}') END COLLATE \"C\" {dir}{nulls}, \
+                     {v} {dir}{nulls}"
+                )
+            }
+        };
         let page_sql = format!(
-            "SELECT {} FROM {name} WHERE {where_} ORDER BY {order_expr} {dir}{nulls}, {tie} LIMIT {} OFFSET {}",
+            "SELECT {} FROM {name} WHERE {where_} ORDER BY {keys}, {tie} LIMIT {} OFFSET {}",
             table.select_list(),
             q.limit,
             q.offset

@@ -473,6 +473,56 @@ async fn event_lists_sort_missing_values_lowest_on_both_databases() {
     }
 }
 
+/// Both databases order strings case-insensitively first, then exactly (byte order), and a
+/// body key's values null < numbers < strings (docs/API-CONVENTIONS.md, Lists).
+#[tokio::test]
+async fn event_lists_order_strings_case_insensitively_then_exactly_on_both_databases() {
+    let (s, _dir) = open().await;
+    let mut rows = Vec::new();
+    for (i, target) in ["gamma", "alpha", "Beta", "Alpha"].into_iter().enumerate() {
+        let mut a = audit(&format!("t{i}"), "rs9", 500 + i as i64, "Roles", "");
+        a.target = Some(target.into());
+        a.body = format!("{{\"id\":\"t{i}\",\"k\":\"{target}\"}}");
+        rows.push(a);
+    }
+    let mut n = audit("t9", "rs9", 600, "Roles", "");
+    n.target = Some("beta".into());
+    n.body = "{\"id\":\"t9\",\"k\":7}".into();
+    rows.push(n);
+    s.insert_audit_now(&rows).await.unwrap();
+    let order = |json: bool, desc: bool| {
+        let (s, q) = (
+            s.clone(),
+            EventQuery {
+                rs: vec!["rs9".into()],
+                order_col: "target",
+                order_json: json.then(|| vec!["k"]),
+                desc,
+                limit: 10,
+                ..Default::default()
+            },
+        );
+        async move {
+            let page = s.query_events(EventTable::Audit, &q).await.unwrap();
+            page.bodies
+                .iter()
+                .map(|b| {
+                    serde_json::from_str::<serde_json::Value>(b).unwrap()["id"]
+                        .as_str()
+                        .unwrap()
+                        .to_string()
+                })
+                .collect::<Vec<_>>()
+        }
+    };
+    // By the column: Alpha, alpha, Beta, beta, gamma.
+    assert_eq!(order(false, false).await, ["t3", "t1", "t2", "t9", "t0"]);
+    assert_eq!(order(false, true).await, ["t0", "t9", "t2", "t1", "t3"]);
+    // By a body key: the number first, then the strings as above.
+    assert_eq!(order(true, false).await, ["t9", "t3", "t1", "t2", "t0"]);
+    assert_eq!(order(true, true).await, ["t0", "t2", "t1", "t3", "t9"]);
+}
+
 /// A database made before migration 2 keeps its events: on SQLite the event tables are rebuilt
 /// without the `id` index (rows and `seq` kept), on PostgreSQL the constraint is dropped; the
 /// old rows (full search text) are still listed and searched, new rows with no `search` follow
