@@ -181,6 +181,27 @@ async fn audit_log_query_semantics() {
     assert_eq!(paged.expect(200)["auditLogs"].as_array().unwrap().len(), 1);
     // A minutes span of zero or less is "not given": the days span applies.
     assert_eq!(n(t.get(&q("span-last-minutes=-5")).await.expect(200)), 2);
+    // The span parameters' types (§3.23–§3.25): days and hours int32, minutes int64 here and on
+    // authorization events, int32 on workload events.
+    t.get(&q("span-last-days=2147483648"))
+        .await
+        .expect_error(400, "span-last-days: must be a non-negative 32-bit integer");
+    t.get(&q("span-last-days=-1"))
+        .await
+        .expect_error(400, "span-last-days: must be a non-negative 32-bit integer");
+    assert_eq!(n(t.get(&q("span-last-minutes=2147483648")).await.expect(200)), 2);
+    t.get("/api/v1/authorization-events?span-last-hours=2147483648")
+        .await
+        .expect_error(400, "span-last-hours: must be a non-negative 32-bit integer");
+    t.get("/api/v1/authorization-events?span-last-minutes=2147483648")
+        .await
+        .expect(200);
+    t.get("/api/v1/workload-events?span-last-minutes=2147483648")
+        .await
+        .expect_error(400, "span-last-minutes: must be a 32-bit integer");
+    t.get("/api/v1/workload-events?span-last-minutes=2147483647")
+        .await
+        .expect(200);
     t.get(&q("order=createdAt%20desc%20extra"))
         .await
         .expect_error(400, "order: must be '<field> [asc|desc]'");

@@ -45,6 +45,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
         "createdAt",
         Span {
             minutes_key: "span-last-minutes",
+            minutes_max: i64::MAX,
             unit_key: "span-last-days",
             unit_ms: 86_400_000,
             default_units: 30,

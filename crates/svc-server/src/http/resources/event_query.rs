@@ -12,6 +12,9 @@ use crate::store::{Columns, EventQuery, QueryPage};
 
 pub struct Span {
     pub minutes_key: &'static str,
+    /// The largest `span-last-minutes` (its type: int64 on audit logs and authorization events,
+    /// int32 on workload events).
+    pub minutes_max: i64,
     pub unit_key: &'static str,
     pub unit_ms: i64,
     pub default_units: i64,
@@ -40,27 +43,36 @@ fn parse_date(q: &QueryPairs, key: &str) -> Result<Option<i64>> {
     }
 }
 
-fn parse_i64(q: &QueryPairs, key: &str, default: i64) -> Result<i64> {
+/// `span-last-hours` / `span-last-days`: int32, not negative.
+fn parse_units(q: &QueryPairs, key: &str, default: i64) -> Result<i64> {
     match q.get(key) {
         None => Ok(default),
         Some(s) => s
             .trim()
-            .parse::<i64>()
+            .parse::<i32>()
             .ok()
             .filter(|v| *v >= 0)
-            .ok_or_else(|| Error::field(key, "must be a non-negative integer")),
+            .map(i64::from)
+            .ok_or_else(|| Error::field(key, "must be a non-negative 32-bit integer")),
     }
 }
 
 /// `span-last-minutes`: any integer; zero or less means "not given" (§3.26: only a value > 0
 /// selects the minutes span).
-fn parse_minutes(q: &QueryPairs, key: &str) -> Result<i64> {
+fn parse_minutes(q: &QueryPairs, key: &str, max: i64) -> Result<i64> {
     match q.get(key) {
         None => Ok(0),
-        Some(s) => s
-            .trim()
-            .parse::<i64>()
-            .map_err(|_| Error::field(key, "must be an integer")),
+        Some(s) => {
+            let v = s
+                .trim()
+                .parse::<i64>()
+                .map_err(|_| Error::field(key, "must be an integer"))?;
+            if v > max || v < -max - 1 {
+                let bits = if max == i32::MAX as i64 { 32 } else { 64 };
+                return Err(Error::field(key, format!("must be a {bits}-bit integer")));
+            }
+            Ok(v)
+        }
     }
 }
 
@@ -132,11 +144,11 @@ impl EventParams {
             }
             (start, end)
         } else {
-            let minutes = parse_minutes(q, span.minutes_key)?;
+            let minutes = parse_minutes(q, span.minutes_key, span.minutes_max)?;
             if minutes > 0 {
                 (Some(now - minutes.saturating_mul(60_000)), None)
             } else {
-                let units = parse_i64(q, span.unit_key, span.default_units)?;
+                let units = parse_units(q, span.unit_key, span.default_units)?;
                 (Some(now - units.saturating_mul(span.unit_ms)), None)
             }
         };

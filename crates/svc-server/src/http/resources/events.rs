@@ -79,6 +79,7 @@ async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> 
         "timestamp",
         Span {
             minutes_key: "span-last-minutes",
+            minutes_max: i64::MAX,
             unit_key: "span-last-hours",
             unit_ms: 3_600_000,
             default_units: 24,
@@ -131,6 +132,7 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
         "timestamp",
         Span {
             minutes_key: "span-last-minutes",
+            minutes_max: i32::MAX as i64,
             unit_key: "span-last-hours",
             unit_ms: 3_600_000,
             default_units: 24,
