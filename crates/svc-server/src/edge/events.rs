@@ -162,15 +162,20 @@ pub fn severity_for(status: u16) -> &'static str {
 /// candidates listed when several matched (or when no server workload could be chosen), its
 /// trust providers and credential provider.
 fn names(parts: &Parts) -> impl Iterator<Item = &str> {
-    [&parts.client_workload, &parts.server_workload, &parts.access_policy]
-        .into_iter()
-        .flatten()
-        .chain(&parts.client_workloads)
-        .chain(&parts.server_workloads)
-        .chain(&parts.access_policies)
-        .map(|e| e.name.as_str())
-        .chain(parts.trust_providers.iter().map(|t| t.name.as_str()))
-        .chain(parts.credential_provider.iter().map(|c| c.name.as_str()))
+    // When several matched, the chosen one is among the listed candidates: each name once.
+    fn one_or_all<'p>(one: &'p Option<EntityResult>, all: &'p [EntityResult]) -> &'p [EntityResult] {
+        if all.is_empty() { one.as_slice() } else { all }
+    }
+    [
+        one_or_all(&parts.client_workload, &parts.client_workloads),
+        one_or_all(&parts.server_workload, &parts.server_workloads),
+        one_or_all(&parts.access_policy, &parts.access_policies),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|e| e.name.as_str())
+    .chain(parts.trust_providers.iter().map(|t| t.name.as_str()))
+    .chain(parts.credential_provider.iter().map(|c| c.name.as_str()))
 }
 
 /// An authorization event's `search` column: its entity names, lowercased, one per line (the
@@ -183,21 +188,10 @@ fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<std::sync
     BUF.with(|cell| {
         let mut buf = cell.borrow_mut();
         buf.clear();
-        // A name given twice (the chosen workload is also among the listed candidates) is
-        // stored once.
-        let mut seen: [&str; 16] = [""; 16];
-        let mut n = 0;
-        for part in parts {
-            if seen[..n.min(16)].contains(&part) {
-                continue;
-            }
-            if n < 16 {
-                seen[n] = part;
-            }
-            if n > 0 {
+        for (i, part) in parts.into_iter().enumerate() {
+            if i > 0 {
                 buf.push('\n');
             }
-            n += 1;
             if part.is_ascii() {
                 buf.extend(part.bytes().map(|b| char::from(b.to_ascii_lowercase())));
             } else {
@@ -1131,9 +1125,24 @@ mod tests {
             Some("build-job\npartner-api\nοδος")
         );
         assert_eq!(search_text(["a", "", "B"]).as_deref(), Some("a\n\nb"));
+        // The chosen workload and policy are also among the listed candidates: each name once.
+        let named = |id: u128, name: &str| EntityResult {
+            id: Uuid::from_u128(id),
+            name: name.into(),
+            result: "Identified",
+            matches: None,
+        };
+        let parts = Parts {
+            client_workload: Some(named(1, "job")),
+            client_workloads: vec![named(1, "job"), named(2, "job-2")],
+            server_workload: Some(named(3, "api")),
+            access_policy: Some(named(4, "p1")),
+            access_policies: vec![named(4, "p1"), named(5, "p2")],
+            ..Default::default()
+        };
         assert_eq!(
-            search_text(["job", "api", "job", "api"]).as_deref(),
-            Some("job\napi"),
+            search_text(names(&parts)).as_deref(),
+            Some("job\njob-2\napi\np1\np2"),
             "once each"
         );
         assert_eq!(search_text([]).as_deref(), None);

@@ -2,7 +2,7 @@
 //! PostgreSQL pass, on PostgreSQL.
 
 use svc_server::config::DatabaseUrl;
-use svc_server::store::{AuditRow, EntityRow, EventQuery, EventRow, EventTable, KeyRow, Store};
+use svc_server::store::{AuditRow, EntityRow, EventQuery, EventRow, EventTable, KeyRow, QueryPage, Store};
 
 async fn open() -> (Store, crate::harness::TempDir) {
     let dir = crate::harness::temp_dir();
@@ -417,6 +417,20 @@ async fn edge_events_are_read_by_v7_id_and_searched_by_columns_and_names() {
     }
 }
 
+/// One page of `table` in resource set `rs`, ordered by the column `col` or, with `json`, by the
+/// body key `k`.
+async fn ordered(s: &Store, table: EventTable, rs: &str, col: &'static str, json: bool, desc: bool) -> QueryPage {
+    let q = EventQuery {
+        rs: vec![rs.into()],
+        order_col: col,
+        order_json: json.then(|| vec!["k"]),
+        desc,
+        limit: 10,
+        ..Default::default()
+    };
+    s.query_events(table, &q).await.unwrap()
+}
+
 /// Both databases put a missing value (SQL NULL: a column, or a body key that is absent) first
 /// when ascending and last when descending (docs/API-CONVENTIONS.md: null sorts lowest);
 /// PostgreSQL does the opposite by default.
@@ -439,19 +453,9 @@ async fn event_lists_sort_missing_values_lowest_on_both_databases() {
     }
     s.insert_events(&rows).await.unwrap();
     let order = |col: &'static str, json: bool, desc: bool| {
-        let (s, q) = (
-            s.clone(),
-            EventQuery {
-                rs: vec![rs.to_string()],
-                order_col: col,
-                order_json: json.then(|| vec!["k"]),
-                desc,
-                limit: 10,
-                ..Default::default()
-            },
-        );
+        let (s, rs) = (s.clone(), rs.to_string());
         async move {
-            let page = s.query_events(EventTable::Authorization, &q).await.unwrap();
+            let page = ordered(&s, EventTable::Authorization, &rs, col, json, desc).await;
             page.columns
                 .iter()
                 .map(|c| c["client_ip"].as_str().map(str::to_string))
@@ -491,19 +495,9 @@ async fn event_lists_order_strings_case_insensitively_then_exactly_on_both_datab
     rows.push(n);
     s.insert_audit_now(&rows).await.unwrap();
     let order = |json: bool, desc: bool| {
-        let (s, q) = (
-            s.clone(),
-            EventQuery {
-                rs: vec!["rs9".into()],
-                order_col: "target",
-                order_json: json.then(|| vec!["k"]),
-                desc,
-                limit: 10,
-                ..Default::default()
-            },
-        );
+        let s = s.clone();
         async move {
-            let page = s.query_events(EventTable::Audit, &q).await.unwrap();
+            let page = ordered(&s, EventTable::Audit, "rs9", "target", json, desc).await;
             page.bodies
                 .iter()
                 .map(|b| {
