@@ -80,21 +80,15 @@ fn remove_from<T: Record>(st: &mut State, id: &Uuid) {
 /// Loads every entity. A row that cannot be read stops the start (never silently dropped).
 pub async fn load_state(store: &Store, cipher: &Cipher) -> Result<State, StoreError> {
     let mut st = State::default();
-    if let Some(k) = store
-        .entity_kinds()
-        .await?
-        .into_iter()
-        .find(|k| Kind::parse(k).is_none())
-    {
-        return Err(StoreError(format!("unknown entity kind {k}")));
-    }
-    // Kind by kind, independent entities first so indexes that resolve references see their
-    // targets; each row is parsed as it arrives (never all rows in memory at once).
-    for kind in Kind::ALL {
-        store
-            .each_entity(kind.as_str(), |row| for_kind!(kind, load_into(&mut st, &row, cipher)))
-            .await?;
-    }
+    // One pass in the table's order: no index reads another kind's table (`Indexes`), so the
+    // order of kinds does not matter; each row is parsed as it arrives (never all rows in memory
+    // at once).
+    store
+        .each_entity(|row| match Kind::parse(&row.kind) {
+            Some(kind) => for_kind!(kind, load_into(&mut st, &row, cipher)),
+            None => Err(format!("unknown entity kind {}", row.kind)),
+        })
+        .await?;
     Ok(st)
 }
 

@@ -102,3 +102,41 @@ async fn a_wrong_encryption_key_refuses_to_start() {
         );
     }
 }
+
+/// Architecture invariant 6: a stored row that cannot be read stops the start, whichever kind
+/// it is and wherever it sits in the one-pass read, never silently dropped.
+#[tokio::test]
+async fn an_unreadable_entity_row_refuses_to_start() {
+    let t = TestApp::start().await;
+    let cfg = svc_server::Config::from_map(&t.env).unwrap();
+    let store = svc_server::store::Store::open(&cfg.database_url).await.unwrap();
+    for (kind, body, expected) in [
+        ("role", "{not json", "role 00000000-0000-7000-8000-00000000bad1: "),
+        ("bogus_kind", "{}", "unknown entity kind bogus_kind"),
+    ] {
+        let row = svc_server::store::EntityRow {
+            kind: kind.into(),
+            id: "00000000-0000-7000-8000-00000000bad1".into(),
+            seq: 1,
+            rs: None,
+            body: body.into(),
+            secrets: None,
+            updated_at: 1,
+        };
+        let mut tx = store.begin().await.unwrap();
+        tx.upsert_entity(&row).await.unwrap();
+        tx.commit().await.unwrap();
+        let err = svc_server::App::open(svc_server::Config::from_map(&t.env).unwrap())
+            .await
+            .err()
+            .expect("must refuse");
+        assert!(err.0.contains(expected), "{err}");
+        let mut tx = store.begin().await.unwrap();
+        tx.delete_entity(kind, &row.id, 2).await.unwrap();
+        tx.commit().await.unwrap();
+    }
+    // With the rows gone, the same database starts again.
+    let app = svc_server::App::open(svc_server::Config::from_map(&t.env).unwrap()).await;
+    assert!(app.is_ok(), "{:?}", app.err());
+    store.close().await;
+}

@@ -42,7 +42,7 @@ async fn entities_upsert_delete_and_change_log() {
     tx.upsert_entity(&row("role", "a", "{\"v\":2}")).await.unwrap();
     tx.delete_entity("role", "b", 5).await.unwrap();
     tx.commit().await.unwrap();
-    let all = s.load_entities().await.unwrap();
+    let all = all_entities(&s).await;
     assert_eq!(all.len(), 1);
     assert_eq!(all[0].body, "{\"v\":2}");
     assert_eq!(all[0].secrets.as_deref(), Some("v1:k:sealed"));
@@ -58,6 +58,69 @@ async fn entities_upsert_delete_and_change_log() {
     tx.upsert_entity(&row("role", "c", "{}")).await.unwrap();
     drop(tx);
     assert!(s.load_entity("role", "c").await.unwrap().is_none());
+    s.close().await;
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+async fn all_entities(s: &Store) -> Vec<EntityRow> {
+    let mut all = Vec::new();
+    s.each_entity(|r| {
+        all.push(r);
+        Ok(())
+    })
+    .await
+    .unwrap();
+    all
+}
+
+/// Start-up reads the entities in one pass (on SQLite in chunks of rowids): every row arrives
+/// once, whatever its kind, however many chunks, and with its NULLs kept; an error of the
+/// callback stops the read and is returned.
+#[tokio::test]
+async fn each_entity_hands_over_every_row_once_across_chunks() {
+    let (s, dir) = open().await;
+    let kinds = ["role", "user", "access_policy"];
+    let mut expected = std::collections::BTreeMap::new();
+    let mut tx = s.begin().await.unwrap();
+    for i in 0..2_345 {
+        let mut r = row(kinds[i % 3], &format!("id-{i}"), &format!("{{\"n\":{i},\"t\":\"é\"}}"));
+        r.seq = i as i64;
+        r.rs = (i % 2 == 0).then(|| "rs-1".to_string());
+        r.secrets = (i % 5 == 0).then(|| format!("sealed-{i}"));
+        tx.upsert_entity(&r).await.unwrap();
+        expected.insert((r.kind.clone(), r.id.clone()), r);
+    }
+    tx.commit().await.unwrap();
+    // Updated and deleted rows: read as they are now.
+    let mut tx = s.begin().await.unwrap();
+    for i in (0..2_345).step_by(7) {
+        let k = (kinds[i % 3].to_string(), format!("id-{i}"));
+        if i % 2 == 0 {
+            tx.delete_entity(&k.0, &k.1, 9_000).await.unwrap();
+            expected.remove(&k);
+        } else {
+            let r = expected.get_mut(&k).unwrap();
+            r.body = "{\"updated\":true}".into();
+            tx.upsert_entity(r).await.unwrap();
+        }
+    }
+    tx.commit().await.unwrap();
+    let mut got = std::collections::BTreeMap::new();
+    for r in all_entities(&s).await {
+        let k = (r.kind.clone(), r.id.clone());
+        assert!(got.insert(k, r).is_none(), "a row handed over twice");
+    }
+    assert_eq!(got.len(), expected.len());
+    assert!(got == expected, "rows differ from those stored");
+    let mut seen = 0;
+    let err = s
+        .each_entity(|_| {
+            seen += 1;
+            if seen == 1_500 { Err("stop here".into()) } else { Ok(()) }
+        })
+        .await
+        .unwrap_err();
+    assert_eq!((seen, err.0.as_str()), (1_500, "stop here"));
     s.close().await;
     let _ = std::fs::remove_dir_all(dir);
 }
