@@ -246,18 +246,33 @@ impl App {
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
         });
-        if self.store.dialect() == crate::store::Dialect::Postgres {
-            let app = self.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(Duration::from_secs(1)).await;
+        // Changes committed elsewhere, every second. PostgreSQL: other nodes' writes. SQLite
+        // serves one node, but `svc admin keys rotate` writes to the same file from a process of
+        // its own, and its new keys must be published at once (§5.1): only key changes are
+        // looked for there.
+        let app = self.clone();
+        tokio::spawn(async move {
+            let mut seen = app.last_change.load(Ordering::Acquire);
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                if app.store.dialect() == crate::store::Dialect::Postgres {
                     let _g = app.write_lock.lock().await;
                     if let Err(e) = crate::service::load::sync_changes(&app).await {
                         tracing::warn!(error = %e, "refresh from the database failed");
                     }
+                    continue;
                 }
-            });
-        }
+                match app.store.key_changes_since(seen).await {
+                    Ok((last, keys)) => {
+                        seen = last;
+                        if keys && let Err(e) = app.reload_keys().await {
+                            tracing::warn!(error = %e, "key reload failed");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, "reading the change log failed"),
+                }
+            }
+        });
         let app = self.clone();
         tokio::spawn(async move {
             loop {

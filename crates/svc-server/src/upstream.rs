@@ -13,6 +13,10 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Upstream {
     pub client: reqwest::Client,
     pub allow_insecure: bool,
+    /// Origins (`http://host:port`) of the upstream URLs the configuration names with `http`:
+    /// the operator chose them, so they need no `SVC_ALLOW_INSECURE_UPSTREAM`, which is about
+    /// entity URLs (contract §5.5).
+    config_http_origins: Vec<String>,
 }
 
 /// An upstream failure, phrased for logs and events (never containing a secret).
@@ -40,6 +44,22 @@ impl std::fmt::Display for UpstreamError {
     }
 }
 
+/// The origin of a configured `http` URL (its `{placeholder}`s read as a plain label), else
+/// `None`.
+fn http_origin(url: &str) -> Option<String> {
+    let mut plain = String::with_capacity(url.len());
+    let mut rest = url;
+    while let Some(open) = rest.find('{') {
+        let close = open + rest[open..].find('}')?;
+        plain.push_str(&rest[..open]);
+        plain.push('x');
+        rest = &rest[close + 1..];
+    }
+    plain.push_str(rest);
+    let u = reqwest::Url::parse(&plain).ok()?;
+    (u.scheme() == "http").then(|| u.origin().ascii_serialization())
+}
+
 /// A fetched answer: status, content type, body (≤ 1 MiB).
 pub struct Fetched {
     pub status: u16,
@@ -64,18 +84,43 @@ impl Upstream {
             }
         }
         let client = b.build().map_err(|e| format!("HTTP client: {e}"))?;
+        let configured = [
+            &cfg.clouda_sts_url_template,
+            &cfg.cloudc_jwks_url,
+            &cfg.cia_issuer,
+            &cfg.cib_issuer,
+            &cfg.cic_issuer,
+            &cfg.clouda_sts_federation_url,
+            &cfg.cloudc_sts_url,
+            &cfg.cloudc_iamcredentials_url,
+            &cfg.cloudb_login_url,
+            &cfg.cloudb_keyvault_url_template,
+            &cfg.aia_token_url,
+            &cfg.aib_token_url,
+            &cfg.objectstoragea_url_template,
+            &cfg.objectstoragec_upload_url,
+        ];
+        let config_http_origins = configured
+            .into_iter()
+            .chain(&cfg.cloudc_issuers)
+            .filter_map(|u| http_origin(u))
+            .collect();
         Ok(Upstream {
             client,
             allow_insecure: cfg.allow_insecure_upstream,
+            config_http_origins,
         })
     }
 
-    /// Checks an entity-configured URL: `https`, or `http` only with `SVC_ALLOW_INSECURE_UPSTREAM`.
+    /// Checks an upstream URL: `https`; `http` with `SVC_ALLOW_INSECURE_UPSTREAM`, or at an
+    /// origin a configured upstream URL names with `http` (and the URLs its discovery document
+    /// points to there).
     pub fn check_url(&self, url: &str) -> Result<reqwest::Url, UpstreamError> {
         let u = reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
         match u.scheme() {
             "https" => Ok(u),
             "http" if self.allow_insecure => Ok(u),
+            "http" if self.config_http_origins.contains(&u.origin().ascii_serialization()) => Ok(u),
             s => Err(UpstreamError::BadUrl(format!("scheme {s} not allowed"))),
         }
     }
@@ -145,4 +190,49 @@ pub fn excerpt(body: &[u8]) -> String {
     let s = String::from_utf8_lossy(body);
     let s: String = s.chars().filter(|c| !c.is_control()).take(200).collect();
     s.trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn upstream(extra: &[(&str, &str)]) -> Upstream {
+        let mut env: std::collections::BTreeMap<String, String> =
+            extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        env.insert("SVC_DATABASE_URL".into(), "sqlite://./unused/svc.db".into());
+        Upstream::new(&Config::from_map(&env).unwrap()).unwrap()
+    }
+
+    /// Contract §5.5: `SVC_ALLOW_INSECURE_UPSTREAM` is about entity URLs; an `http` URL the
+    /// configuration names (a test peer, a private endpoint) is the operator's choice.
+    #[test]
+    fn configured_http_upstreams_need_no_insecure_switch() {
+        let up = upstream(&[
+            ("SVC_CLOUDA_STS_FEDERATION_URL", "http://127.0.0.1:5000/"),
+            ("SVC_CLOUDB_KEYVAULT_URL_TEMPLATE", "http://127.0.0.1:5001/{vault}"),
+            ("SVC_CIA_ISSUER", "http://localhost:5002"),
+        ]);
+        for ok in [
+            "http://127.0.0.1:5000/",
+            "http://127.0.0.1:5000/other?x=1",
+            "http://127.0.0.1:5001/myvault/secrets/a",
+            "http://localhost:5002/.well-known/jwks.json",
+            "https://anything.example/",
+        ] {
+            assert!(up.check_url(ok).is_ok(), "{ok}");
+        }
+        for refused in [
+            "http://127.0.0.1:5003/",
+            "http://127.0.0.2:5000/",
+            "http://localhost:5000/",
+            "ftp://127.0.0.1:5000/",
+            "http://x.vault.azure.net/",
+        ] {
+            assert!(up.check_url(refused).is_err(), "{refused}");
+        }
+        // Defaults are https: no http origin is trusted without the switch.
+        assert!(upstream(&[]).config_http_origins.is_empty());
+        let open = upstream(&[("SVC_ALLOW_INSECURE_UPSTREAM", "true")]);
+        assert!(open.check_url("http://127.0.0.1:5003/").is_ok());
+    }
 }

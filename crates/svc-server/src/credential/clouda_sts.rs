@@ -9,7 +9,7 @@ use svc_api::edge::{CredentialType, EdgeCredentials};
 use svc_api::{FieldError, Obj, Timestamp};
 
 use super::types::{self, Mode, TypeSpec, cfg_str, put};
-use super::upstream_call::post_form;
+use super::upstream_call::post_form_accepting;
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
 use crate::domain::credential::CredentialProvider;
 use crate::upstream::excerpt;
@@ -100,7 +100,8 @@ impl CloudASts {
             ("WebIdentityToken", jwt.as_str()),
             ("DurationSeconds", duration.as_str()),
         ];
-        let f = post_form(cx.app, &cx.app.cfg.clouda_sts_federation_url, &form, None).await?;
+        // The STS query API answers JSON when asked for it; the contract reads its XML (§5.3).
+        let f = post_form_accepting(cx.app, &cx.app.cfg.clouda_sts_federation_url, &form, None, "text/xml").await?;
         if !(200..300).contains(&f.status) {
             let code = xml_fields(&f.body, "ErrorResponse", &["Error/Code"])
                 .ok()

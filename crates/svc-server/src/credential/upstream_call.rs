@@ -19,20 +19,26 @@ pub fn basic(id: &str, secret: &str) -> String {
     format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(raw))
 }
 
-/// POSTs a form to a server-chosen URL.
+/// POSTs a form to a server-chosen URL, asking for JSON.
 pub async fn post_form(
     app: &App,
     url: &str,
     form: &[(&str, &str)],
     authorization: Option<&str>,
 ) -> Result<Fetched, IssueError> {
+    post_form_accepting(app, url, form, authorization, "application/json").await
+}
+
+/// POSTs a form to a server-chosen URL, asking for the media type `accept`.
+pub async fn post_form_accepting(
+    app: &App,
+    url: &str,
+    form: &[(&str, &str)],
+    authorization: Option<&str>,
+    accept: &str,
+) -> Result<Fetched, IssueError> {
     let u = app.upstream.check_url(url)?;
-    let mut req = app
-        .upstream
-        .client
-        .post(u)
-        .form(form)
-        .header("accept", "application/json");
+    let mut req = app.upstream.client.post(u).form(form).header("accept", accept);
     if let Some(a) = authorization {
         req = req.header("authorization", a);
     }

@@ -127,6 +127,16 @@ fn build(cert_pem: &str, key_pem: &str) -> Result<Ca, String> {
     let blocks = pem_blocks(cert_pem);
     let first = blocks.first().ok_or("CA certificate: no PEM CERTIFICATE block")?;
     let cert = parse_cert(first)?;
+    // A key that is not the certificate's would sign leaves no verifier accepts (§5.5: an invalid
+    // value stops the start).
+    let cert_key = cert
+        .tbs_certificate()
+        .subject_public_key_info()
+        .subject_public_key
+        .raw_bytes();
+    if cert_key != rcgen::PublicKeyData::der_bytes(&key) {
+        return Err("the CA key is not the key of the CA certificate".into());
+    }
     let mut chain_pem = String::new();
     if !self_signed(&cert) {
         for b in &blocks {

@@ -249,6 +249,21 @@ impl Store {
         Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
     }
 
+    /// The newest change after `seq` (`seq` itself when none) and whether a change after `seq`
+    /// is to the signing keys: a range read of the new rows only.
+    pub async fn key_changes_since(&self, seq: i64) -> Result<(i64, bool)> {
+        let row = sqlx::query(
+            "SELECT MAX(seq), COALESCE(MAX(CASE WHEN kind = 'signing_keys' THEN 1 ELSE 0 END), 0) \
+             FROM changes WHERE seq > $1",
+        )
+        .bind(seq)
+        .fetch_one(&self.pool)
+        .await?;
+        let last: Option<i64> = row.get(0);
+        let keys: i64 = row.get(1);
+        Ok((last.unwrap_or(seq), keys == 1))
+    }
+
     /// A lock shared by every node (PostgreSQL advisory transaction lock on a hash of `name`),
     /// held until the guard is dropped. SQLite serves one node: no lock, `None`.
     pub async fn cluster_lock(&self, name: &str) -> Result<Option<ClusterLock>> {

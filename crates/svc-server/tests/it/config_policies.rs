@@ -659,3 +659,29 @@ async fn issuer_documents_and_key_rotation() {
     );
     t.get_as(&token_before, "/api/v1/roles").await.expect(200);
 }
+
+/// §5.1: `svc admin keys rotate` runs in a process of its own; the serving node publishes its
+/// new keys at once (within its one-second refresh), on SQLite as on PostgreSQL, not at its
+/// next hourly key reload.
+#[tokio::test]
+async fn keys_rotated_by_another_process_are_published_at_once() {
+    let t = TestApp::start().await;
+    let jwks = || async { t.send(t.client.get(t.url("/.well-known/jwks.json"))).await.body["keys"].clone() };
+    assert_eq!(jwks().await.as_array().unwrap().len(), 2);
+    // What the CLI command does: its own App on the same database.
+    let cli = svc_server::App::open(svc_server::Config::from_map(&t.env).unwrap())
+        .await
+        .unwrap();
+    svc_server::issuer::keys::rotate(&cli.store, &cli.cipher, svc_server::clock::now_millis())
+        .await
+        .unwrap();
+    let mut published = 0;
+    for _ in 0..50 {
+        published = jwks().await.as_array().unwrap().len();
+        if published == 4 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(published, 4, "the rotated keys are in the JWKS within 5 s");
+}

@@ -808,6 +808,18 @@ async fn x509svid_under_a_configured_intermediate_ca_returns_the_chain_without_t
         env.insert("SVC_X509_CA_KEY".into(), key_path);
     })
     .await;
+    // The root's key with the intermediate's certificate stops the start, naming both keys.
+    let mut env = t.env.clone();
+    env.insert("SVC_X509_CA_KEY".into(), p("root.key"));
+    let err = svc_server::App::open(svc_server::Config::from_map(&env).unwrap())
+        .await
+        .err()
+        .expect("a key that is not the certificate's must refuse to start");
+    assert!(
+        err.0
+            .contains("SVC_X509_CA_CERT/SVC_X509_CA_KEY: the CA key is not the key of the CA certificate"),
+        "{err}"
+    );
     let root_ca = t.get("/api/v1/root-ca").await;
     assert!(
         cert_text(&root_ca.text).contains("Acme SVID Intermediate"),

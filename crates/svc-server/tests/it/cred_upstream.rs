@@ -525,6 +525,8 @@ async fn clouda_sts_assume_role_with_web_identity_against_moto() {
         s.header("authorization").is_none(),
         "AssumeRoleWithWebIdentity is unsigned"
     );
+    // The answer is read as XML (§5.3): the real STS answers JSON when asked for it.
+    assert_eq!(s.header("accept"), Some("text/xml"));
     assert_eq!(s.form_value("Action").as_deref(), Some("AssumeRoleWithWebIdentity"));
     assert_eq!(s.form_value("Version").as_deref(), Some("2011-06-15"));
     assert_eq!(s.form_value("RoleArn").as_deref(), Some(arn));
