@@ -182,17 +182,26 @@ pub fn compare(a: Option<&Value>, b: Option<&Value>) -> Ordering {
     }
 }
 
-/// Resolves an `order` / `group-by` field name case-insensitively.
-pub fn resolve_field(spec_fields: &[&'static str], name: &str, param: &str) -> Result<&'static str> {
-    spec_fields
+/// Resolves an `order` / `group-by` field name: a field the resource lists (case-insensitively;
+/// dotted for nested ones), else a top-level key holding a scalar in at least one item, spelt as
+/// the item spells it (§1.6: any scalar JSON field of the item, e.g. a provider type's own
+/// fields). A name no item has as a scalar is `400 <param>: unknown field`.
+pub fn resolve_field(spec_fields: &[&'static str], items: &[Value], name: &str, param: &str) -> Result<String> {
+    if let Some(f) = spec_fields.iter().find(|f| f.eq_ignore_ascii_case(name)) {
+        return Ok(f.to_string());
+    }
+    let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_) | Value::Null);
+    items
         .iter()
-        .find(|f| f.eq_ignore_ascii_case(name))
-        .copied()
+        .filter_map(Value::as_object)
+        .flat_map(|o| o.iter())
+        .find(|(k, v)| k.eq_ignore_ascii_case(name) && scalar(v))
+        .map(|(k, _)| k.clone())
         .ok_or_else(|| Error::field(param, format!("unknown field '{name}'")))
 }
 
 /// Parses `<field>`, `<field> asc`, `<field> desc`.
-pub fn parse_order(spec_fields: &[&'static str], s: &str) -> Result<(&'static str, bool)> {
+pub fn parse_order(spec_fields: &[&'static str], items: &[Value], s: &str) -> Result<(String, bool)> {
     let mut parts = s.split_whitespace();
     let field = parts
         .next()
@@ -208,22 +217,24 @@ pub fn parse_order(spec_fields: &[&'static str], s: &str) -> Result<(&'static st
     if parts.next().is_some() {
         return Err(Error::field("order", "must be '<field> [asc|desc]'"));
     }
-    Ok((resolve_field(spec_fields, field, "order")?, desc))
+    Ok((resolve_field(spec_fields, items, field, "order")?, desc))
 }
 
 /// Filters, orders, groups and pages `items`, returning the list wrapper.
 pub fn respond(items: Vec<Value>, p: &ListParams, spec: &ListSpec) -> Result<Value> {
     let (order_field, desc) = match p.order.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(o) => parse_order(spec.fields, o)?,
-        None => spec.default_order,
+        Some(o) => parse_order(spec.fields, &items, o)?,
+        None => (spec.default_order.0.to_string(), spec.default_order.1),
     };
     let group = match p.group_by.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(g) => Some(resolve_field(spec.fields, g, "group-by")?),
+        Some(g) => Some(resolve_field(spec.fields, &items, g, "group-by")?),
         None => None,
     };
+    let order_field = order_field.as_str();
     let mut items = filter_items(items, p.filter.as_deref(), spec);
     items.sort_by(|a, b| {
         let g = group
+            .as_deref()
             .map(|g| compare(get_path(a, g), get_path(b, g)))
             .unwrap_or(Ordering::Equal);
         let o = compare(get_path(a, order_field), get_path(b, order_field));
@@ -294,6 +305,23 @@ mod tests {
         assert_eq!(r["order"], "port desc");
         assert!(respond(items(), &params(None, Some("nope")), &SPEC).is_err());
         assert!(respond(items(), &params(None, Some("name sideways")), &SPEC).is_err());
+    }
+
+    /// §1.6: `order` takes any scalar JSON field of the item, listed or not (a provider type's
+    /// own fields); arrays, objects and names no item has are `400 order: unknown field`.
+    #[test]
+    fn order_on_any_scalar_field_of_the_items() {
+        let r = respond(items(), &params(None, Some("DESCRIPTION desc")), &SPEC).unwrap();
+        assert_eq!(names(&r), ["beta", "Alpha", "alpha"]);
+        assert_eq!(r["order"], "description desc");
+        for bad in ["tags", "nothing"] {
+            let e = respond(items(), &params(None, Some(bad)), &SPEC).unwrap_err();
+            assert_eq!(e.to_string(), format!("order: unknown field '{bad}'"));
+        }
+        let mut p = params(None, Some("name"));
+        p.group_by = Some("description".into());
+        let r = respond(items(), &p, &SPEC).unwrap();
+        assert_eq!(names(&r), ["alpha", "Alpha", "beta"]);
     }
 
     #[test]

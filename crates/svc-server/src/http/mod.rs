@@ -45,18 +45,22 @@ fn common_layers<S: Clone + Send + Sync + 'static>(r: Router<S>) -> Router<S> {
 /// Assigns `X-Request-Id` (the caller's value when it is a UUID) and logs one line per request.
 /// The query string is never logged: OAuth callbacks carry codes there.
 async fn request_id(mut req: Request, next: Next) -> Response {
-    let id = req
-        .headers()
-        .get(REQUEST_ID)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|s| svc_api::reader::parse_uuid(s.trim()))
-        .unwrap_or_else(crate::util::uuid_v4);
+    // The caller's UUID goes back exactly as sent (case included, surrounding spaces dropped).
+    let callers = req.headers().get(REQUEST_ID).and_then(|v| {
+        let s = v.to_str().ok()?.trim();
+        let id = svc_api::reader::parse_uuid(s)?;
+        Some((id, HeaderValue::from_str(s).ok()?))
+    });
+    let (id, echo) = match callers {
+        Some((id, v)) => (id, Some(v)),
+        None => (crate::util::uuid_v4(), None),
+    };
     req.extensions_mut().insert(RequestId(id));
     let method = req.method().clone();
     let path = req.uri().path().to_string();
     let started = Instant::now();
     let mut resp = next.run(req).await;
-    if let Ok(v) = HeaderValue::from_str(&id.to_string()) {
+    if let Some(v) = echo.or_else(|| HeaderValue::from_str(&id.to_string()).ok()) {
         resp.headers_mut().insert(REQUEST_ID, v);
     }
     // §1.1: JSON bodies are `application/json; charset=utf-8` (axum's `Json` says only

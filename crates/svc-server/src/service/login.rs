@@ -32,6 +32,14 @@ fn parse(body: Value) -> Result<LoginRequest> {
     let password = o.req_str("password")?;
     let totp = o.opt_str("totpCode")?;
     o.finish()?;
+    // §2.2: the field is 6 digits; anything else is an invalid body (400, first in the order),
+    // never a failed attempt that counts towards locking the account.
+    if totp
+        .as_deref()
+        .is_some_and(|c| c.len() != 6 || !c.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(Error::field("totpCode", "must be 6 digits"));
+    }
     Ok(LoginRequest { email, password, totp })
 }
 

@@ -150,6 +150,11 @@ async fn mfa_requires_a_real_totp_code() {
     assert_eq!(secret.len(), 32, "160-bit base32 secret");
     assert!(e["otpauthUri"].as_str().unwrap().starts_with("otpauth://totp/"));
     let tid = e["id"].as_str().unwrap();
+    assert_eq!(
+        enrol.header("location").map(str::to_string),
+        Some(format!("/api/v1/me/totp/{tid}")),
+        "§1.5: a create names what it created"
+    );
     t.post_as(
         &tok,
         &format!("/api/v1/me/totp/{tid}/verify"),
@@ -194,6 +199,15 @@ async fn mfa_requires_a_real_totp_code() {
     )
     .await
     .expect_error(401, "A valid TOTP code is required.");
+    // Not 6 digits: an invalid body (400), which never counts towards the lock (5 of them here).
+    for bad in ["12345", "1234567", "12345a", "", " 123456"] {
+        t.post_anon(
+            "/api/v1/login",
+            json!({"email": "mfa@acme.test", "password": PW, "totpCode": bad}),
+        )
+        .await
+        .expect_error(400, "totpCode: must be 6 digits");
+    }
     let ok = t
         .post_anon(
             "/api/v1/login",
@@ -281,6 +295,22 @@ async fn sso_required_needs_an_identity_provider() {
         .put("/api/v1/signin-policies/sso", json!({"ssoRequired": false}))
         .await;
     assert_eq!(*r.expect(200), json!({"ssoRequired": false}));
+    // The flags are not required by their DTOs: absent or null is the default, false.
+    for body in [json!({}), json!({"ssoRequired": null})] {
+        assert_eq!(
+            *t.put("/api/v1/signin-policies/sso", body).await.expect(200),
+            json!({"ssoRequired": false})
+        );
+    }
+    for body in [json!({}), json!({"mfaRequired": null})] {
+        assert_eq!(
+            *t.put("/api/v1/signin-policies/mfa", body).await.expect(200),
+            json!({"mfaRequired": false})
+        );
+    }
+    t.put("/api/v1/signin-policies/mfa", json!({"mfaRequired": "yes"}))
+        .await
+        .expect_error_prefix(400, "mfaRequired:");
 }
 
 #[tokio::test]

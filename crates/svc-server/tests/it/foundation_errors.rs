@@ -146,6 +146,12 @@ async fn every_response_has_a_request_id_and_echoes_a_uuid() {
     let mine = "5b1f0c3e-2d4a-4c6b-8e9f-0a1b2c3d4e5f";
     let r = t.send(t.client.get(t.url("/nope")).header("x-request-id", mine)).await;
     assert_eq!(r.header("x-request-id"), Some(mine));
+    // Exactly as sent: an upper-case UUID is not rewritten.
+    let upper = mine.to_uppercase();
+    let r = t
+        .send(t.client.get(t.url("/api/v1/health")).header("x-request-id", &upper))
+        .await;
+    assert_eq!(r.header("x-request-id"), Some(upper.as_str()));
     let r = t
         .send(
             t.client

@@ -281,6 +281,20 @@ async fn role_permissions_are_validated_and_listed_in_order() {
     );
     // No resource sets given → the default one.
     assert_eq!(body["resourceSets"][0]["externalId"], DEFAULT_RS);
+    // The nested ResourceSetDTO: arrays, never null (§1.1); its roles include this one, and
+    // their details are not expanded again.
+    let nested = &body["resourceSets"][0];
+    assert!(
+        nested["roles"].as_array().unwrap().contains(&body["externalId"]),
+        "{nested}"
+    );
+    assert!(
+        nested["users"]
+            .as_array()
+            .unwrap()
+            .contains(&json!(crate::harness::ADMIN_EMAIL))
+    );
+    assert_eq!(nested["rolesDetails"], json!([]));
     // The response can be sent back in a PUT (read-only fields are ignored).
     let mut back = body.clone();
     back["name"] = json!("writer-2");

@@ -4,7 +4,7 @@
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::post;
 use serde_json::json;
 use svc_api::Obj;
@@ -52,11 +52,12 @@ async fn enrol(State(app): State<App>, ctx: Ctx) -> Result<Response> {
     w.commit().await?;
     let label: String = url::form_urlencoded::byte_serialize(format!("Svc:{}", u.email).as_bytes()).collect();
     let uri = format!("otpauth://totp/{label}?secret={secret}&issuer=Svc&algorithm=SHA1&digits=6&period=30");
-    Ok((
+    // §1.5: every create names what it created (there is no read of one authenticator).
+    Ok(crate::http::created(
         StatusCode::CREATED,
-        axum::Json(json!({"id": id, "secret": secret, "otpauthUri": uri})),
-    )
-        .into_response())
+        format!("/api/v1/me/totp/{id}"),
+        json!({"id": id, "secret": secret, "otpauthUri": uri}),
+    ))
 }
 
 async fn verify(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {

@@ -73,7 +73,7 @@ fn count<T: Record>(st: &Snapshot, rs: Uuid) -> usize {
     T::table(st).values().filter(|v| v.rs() == Some(rs)).count()
 }
 
-/// `ResourceSetDTO`; `deep` adds the roles and users that reach it.
+/// `ResourceSetDTO`; `deep` also expands the roles that reach it (`rolesDetails`).
 pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
     let id = s.meta.id;
     let mut o = base_json(&s.meta, false);
@@ -86,28 +86,25 @@ pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
         "credentialProviderCount".into(),
         json!(count::<CredentialProvider>(st, id)),
     );
-    if deep {
-        let mut roles: Vec<_> = st.roles.values().filter(|r| r.covers(id)).collect();
-        roles.sort_by_key(|r| r.meta.seq);
-        let role_ids: Vec<Uuid> = roles.iter().map(|r| r.meta.id).collect();
-        let mut users: Vec<String> = st
-            .users
-            .values()
-            .filter(|u| u.roles.iter().any(|r| role_ids.contains(r)))
-            .map(|u| u.email.clone())
-            .collect();
-        users.sort();
-        o.insert("roles".into(), json!(role_ids));
-        o.insert(
-            "rolesDetails".into(),
-            Value::Array(roles.iter().map(|r| super::roles::role_json(st, r)).collect()),
-        );
-        o.insert("users".into(), json!(users));
-    } else {
-        o.insert("roles".into(), Value::Null);
-        o.insert("rolesDetails".into(), Value::Null);
-        o.insert("users".into(), Value::Null);
-    }
+    let mut roles: Vec<_> = st.roles.values().filter(|r| r.covers(id)).collect();
+    roles.sort_by_key(|r| r.meta.seq);
+    let role_ids: Vec<Uuid> = roles.iter().map(|r| r.meta.id).collect();
+    let mut users: Vec<String> = st
+        .users
+        .values()
+        .filter(|u| u.roles.iter().any(|r| role_ids.contains(r)))
+        .map(|u| u.email.clone())
+        .collect();
+    users.sort();
+    o.insert("roles".into(), json!(role_ids));
+    // Inside a RoleDTO the roles are not expanded again (each would list this set again): `[]`,
+    // since arrays are never `null` in responses (§1.1).
+    let details = match deep {
+        true => roles.iter().map(|r| super::roles::role_json(st, r)).collect(),
+        false => Vec::new(),
+    };
+    o.insert("rolesDetails".into(), Value::Array(details));
+    o.insert("users".into(), json!(users));
     Value::Object(o)
 }
 

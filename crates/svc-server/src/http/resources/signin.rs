@@ -39,9 +39,11 @@ async fn read(State(app): State<App>) -> Result<Response> {
     ))
 }
 
+/// The PUT's one flag: not required by its DTO, so absent or `null` is its default, `false`
+/// (§1.1, §1.5: a PUT sets absent optional fields to their defaults).
 fn flag(body: serde_json::Value, name: &str) -> Result<bool> {
     let mut o = Obj::root(body)?;
-    let v = o.req_bool(name)?;
+    let v = o.opt_bool(name)?.unwrap_or(false);
     o.finish()?;
     Ok(v)
 }
