@@ -10,13 +10,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::service::write::{Author, Write};
 
-#[derive(Clone, Copy, PartialEq, Eq)]
-pub enum RefField {
-    ClientWorkload,
-    ServerWorkload,
-    TrustProvider,
-    CredentialProvider,
-}
+pub use crate::state::index::RefField;
 
 impl RefField {
     pub fn name(self) -> &'static str {
@@ -25,6 +19,8 @@ impl RefField {
             RefField::ServerWorkload => "serverWorkload",
             RefField::TrustProvider => "trustProviders",
             RefField::CredentialProvider => "credentialProviders",
+            RefField::AccessCondition => "accessConditions",
+            RefField::ContentSecurity => "contentSecurity",
         }
     }
 }
@@ -32,7 +28,7 @@ impl RefField {
 /// Prepares the deletion of `id` inside the unit: fails when a policy still needs it, otherwise
 /// detaches it from inactive policies (one `Updated` audit entry per policy changed).
 pub fn release(w: &mut Write<'_>, author: &Author, id: Uuid, field: RefField) -> Result<()> {
-    let referencing: Vec<Uuid> = w.st.idx.policies_referencing(&id).copied().collect();
+    let referencing: Vec<Uuid> = w.st.idx.policies_referencing(field, id).copied().collect();
     let mut detach = Vec::new();
     for pid in referencing {
         let Some(p) = w.st.policies.get(&pid).cloned() else {
@@ -48,8 +44,13 @@ pub fn release(w: &mut Write<'_>, author: &Author, id: Uuid, field: RefField) ->
     }
     for p in detach {
         let mut p: Policy = (*p).clone();
-        p.trust_providers.retain(|t| *t != id);
-        p.mappings.retain(|m| m.credential_provider != id);
+        match field {
+            RefField::TrustProvider => p.trust_providers.retain(|t| *t != id),
+            RefField::CredentialProvider => p.mappings.retain(|m| m.credential_provider != id),
+            RefField::AccessCondition => p.access_conditions.retain(|c| *c != id),
+            RefField::ContentSecurity => p.content_security.retain(|c| *c != id),
+            RefField::ClientWorkload | RefField::ServerWorkload => {}
+        }
         w.touch_meta(&mut p.meta, author);
         let (pid, rs) = (p.meta.id, p.meta.rs.unwrap_or(DEFAULT_RESOURCE_SET));
         w.put(p);

@@ -43,8 +43,20 @@ pub struct Indexes {
     pub servers_wildcard: OrdMap<EndpointKey, IdSet>,
     /// Policies by (client workload, server workload).
     pub policies_by_pair: OrdMap<(Uuid, Uuid), IdSet>,
-    /// Entity (workload, provider, condition …) → policies that reference it.
-    pub policy_refs: OrdMap<Uuid, IdSet>,
+    /// (what as, entity) → policies that reference it. Keyed by the field too: an `externalId` is
+    /// unique per resource type only (§1.2), so a trust provider and a workload may share one.
+    pub policy_refs: OrdMap<(RefField, Uuid), IdSet>,
+}
+
+/// What a policy references an entity as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RefField {
+    ClientWorkload,
+    ServerWorkload,
+    TrustProvider,
+    CredentialProvider,
+    AccessCondition,
+    ContentSecurity,
 }
 
 /// The ids under one index key. Nearly every key of the big indexes (an identity value, a host, a
@@ -211,13 +223,20 @@ pub fn endpoint_key(w: &ServerWorkload) -> (bool, EndpointKey) {
     }
 }
 
-fn policy_referenced(p: &Policy) -> impl Iterator<Item = Uuid> + '_ {
-    [p.client_workload, p.server_workload]
-        .into_iter()
-        .chain(p.mappings.iter().map(|m| m.credential_provider))
-        .chain(p.trust_providers.iter().copied())
-        .chain(p.access_conditions.iter().copied())
-        .chain(p.content_security.iter().copied())
+fn policy_referenced(p: &Policy) -> impl Iterator<Item = (RefField, Uuid)> + '_ {
+    [
+        (RefField::ClientWorkload, p.client_workload),
+        (RefField::ServerWorkload, p.server_workload),
+    ]
+    .into_iter()
+    .chain(
+        p.mappings
+            .iter()
+            .map(|m| (RefField::CredentialProvider, m.credential_provider)),
+    )
+    .chain(p.trust_providers.iter().map(|t| (RefField::TrustProvider, *t)))
+    .chain(p.access_conditions.iter().map(|c| (RefField::AccessCondition, *c)))
+    .chain(p.content_security.iter().map(|c| (RefField::ContentSecurity, *c)))
 }
 
 impl Indexes {
@@ -348,12 +367,13 @@ impl Indexes {
         }
     }
 
-    /// Policies (any state) referencing an entity.
-    pub fn policies_referencing(&self, id: &Uuid) -> impl Iterator<Item = &Uuid> {
-        self.policy_refs.get(id).into_iter().flat_map(|s| s.iter())
+    /// Policies (any state) referencing an entity as `field`.
+    pub fn policies_referencing(&self, field: RefField, id: Uuid) -> impl Iterator<Item = &Uuid> {
+        self.policy_refs.get(&(field, id)).into_iter().flat_map(|s| s.iter())
     }
 
-    pub fn policy_count(&self, id: &Uuid) -> usize {
-        self.policy_refs.get(id).map(|s| s.len()).unwrap_or(0)
+    /// How many policies (any state) reference an entity as `field` (its `accessPolicyCount`).
+    pub fn policy_count(&self, field: RefField, id: Uuid) -> usize {
+        self.policy_refs.get(&(field, id)).map(|s| s.len()).unwrap_or(0)
     }
 }

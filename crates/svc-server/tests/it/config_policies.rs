@@ -520,6 +520,56 @@ async fn deletion_respects_references() {
         .expect(204);
 }
 
+/// §1.2: an `externalId` is unique per resource type only. A trust provider and a credential
+/// provider sharing the client workload's id are not "referenced" by a policy that uses only the
+/// workload, and deleting one never touches a policy's reference to the other.
+#[tokio::test]
+async fn references_are_per_resource_type_when_ids_are_shared() {
+    let t = TestApp::start().await;
+    let shared = uuid::Uuid::new_v4().to_string();
+    let cw = t.post("/api/v1/client-workloads", json!({"externalId": shared, "name": "cw", "isActive": true, "identities": [{"type": "svcClientId", "value": "s"}]})).await;
+    assert!(cw.header("location").unwrap().ends_with(&shared));
+    let tp = t
+        .post(
+            "/api/v1/trust-providers",
+            json!({"externalId": shared, "name": "tp", "isActive": true, "provider": "CiAIdentityToken"}),
+        )
+        .await;
+    assert_eq!(tp.expect(200)["externalId"], shared.as_str());
+    let p = parts(&t, "s").await;
+    // Active policy: the shared id as its client workload, another trust provider, and a
+    // credential provider whose id is the second trust provider's.
+    let cp2 = t
+        .post(
+            "/api/v2/credential-providers",
+            json!({"type": "apikey", "externalId": p.tp, "name": "cp2", "isActive": true, "apiKey": "k"}),
+        )
+        .await;
+    assert_eq!(cp2.expect(201)["externalId"], p.tp.as_str());
+    let pol = json!({"name": "s", "isActive": false, "clientWorkload": shared, "serverWorkload": p.sw, "trustProviders": [p.tp],
+                     "credentialProviders": [{"credentialProviderId": p.tp, "mappingType": "None"}]});
+    let id = t.post("/api/v2/access-policies", pol).await.expect(200)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let count = |path: String| {
+        let t = &t;
+        async move { t.get(&path).await.body["accessPolicyCount"].clone() }
+    };
+    assert_eq!(count(format!("/api/v1/client-workloads/{shared}")).await, 1);
+    assert_eq!(count(format!("/api/v1/trust-providers/{shared}")).await, 0);
+    // The trust provider with the workload's id is not referenced: deleted, policy untouched.
+    t.delete(&format!("/api/v1/trust-providers/{shared}")).await.expect(204);
+    // Deleting the trust provider p.tp (inactive policy) removes only the trust-provider
+    // reference, not the mapping to the credential provider with the same id.
+    t.delete(&format!("/api/v1/trust-providers/{}", p.tp)).await.expect(204);
+    let g = t.get(&format!("/api/v2/access-policies/{id}")).await;
+    assert_eq!(g.body["trustProviders"], json!([]));
+    assert_eq!(g.body["credentialProviders"][0]["externalId"], p.tp.as_str());
+    assert_eq!(g.body["credentialProviders"][0]["name"], "cp2");
+    assert_eq!(g.body["clientWorkload"]["externalId"], shared.as_str());
+}
+
 #[tokio::test]
 async fn deleting_a_resource_set_deletes_everything_in_it() {
     let t = TestApp::start().await;

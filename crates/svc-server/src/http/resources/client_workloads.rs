@@ -91,7 +91,13 @@ pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
     o.insert("enforceSso".into(), json!(w.enforce_sso));
     o.insert("ssoIdentityProviders".into(), json!(w.sso_identity_providers));
     o.insert("type".into(), json!(w.label));
-    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&w.meta.id)));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(
+            st.idx
+                .policy_count(crate::state::index::RefField::ClientWorkload, w.meta.id)
+        ),
+    );
     Value::Object(o)
 }
 

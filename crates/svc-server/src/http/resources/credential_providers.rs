@@ -118,7 +118,13 @@ pub fn provider_v2_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> 
     o.extend(base_json(&p.meta, true));
     o.insert("lifetimeTimeSpanSeconds".into(), json!(p.lifetime_time_span_seconds));
     o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
-    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&p.meta.id)));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(
+            st.idx
+                .policy_count(crate::state::index::RefField::CredentialProvider, p.meta.id)
+        ),
+    );
     o.extend(variant_fields(p, cfg, true));
     Value::Object(o)
 }
@@ -137,7 +143,13 @@ pub fn provider_v1_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> 
         "providerDetailJSON".into(),
         json!(Value::Object(variant_fields(p, cfg, false)).to_string()),
     );
-    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&p.meta.id)));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(
+            st.idx
+                .policy_count(crate::state::index::RefField::CredentialProvider, p.meta.id)
+        ),
+    );
     Value::Object(o)
 }
 

@@ -113,7 +113,13 @@ pub fn server_json(st: &Snapshot, w: &ServerWorkload) -> Value {
     let mut o = base_json(&w.meta, true);
     o.insert("serviceEndpoint".into(), endpoint_json(&w.endpoint));
     o.insert("type".into(), json!(w.label));
-    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&w.meta.id)));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(
+            st.idx
+                .policy_count(crate::state::index::RefField::ServerWorkload, w.meta.id)
+        ),
+    );
     Value::Object(o)
 }
 

@@ -167,7 +167,13 @@ pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&
     o.insert("oidcUrl".into(), json!(tp.oidc_url));
     o.insert("isSvcTenantOidcToken".into(), json!(tp.svc_tenant));
     o.insert("publicKeyValidation".into(), public_key_validation(tp));
-    o.insert("accessPolicyCount".into(), json!(st.idx.policy_count(&tp.meta.id)));
+    o.insert(
+        "accessPolicyCount".into(),
+        json!(
+            st.idx
+                .policy_count(crate::state::index::RefField::TrustProvider, tp.meta.id)
+        ),
+    );
     o.insert("agentControllersCount".into(), json!(0));
     o.insert("agentControllerIds".into(), json!([]));
     o.insert("edgeSdkClientId".into(), json!(client_id(app, tp)));
