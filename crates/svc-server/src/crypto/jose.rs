@@ -348,14 +348,19 @@ pub fn check_alg(header: &Header, allowed: &[Alg]) -> Result<Alg, JwsError> {
 }
 
 /// Verifies the signature with the key named by `kid` (when present) or any key that fits.
-/// `Ok(false)` → a `kid` was given but no key has it (the caller may refresh and retry).
+/// A `kid` that names no key is also tried against the fitting keys that have no `kid` of their
+/// own (a configured PEM public key or certificate: an orchestrator's service-account tokens
+/// always carry a `kid` their PEM key cannot name).
+/// `Ok(false)` → a `kid` was given, no key has it and no key without one verifies (the caller
+/// may refresh and retry).
 pub fn verify_with(jws: &Jws<'_>, alg: Alg, keys: &[&VerifyingKey]) -> Result<bool, JwsError> {
     let msg = jws.signing_input.as_bytes();
     match &jws.header.kid {
         Some(kid) => {
             let named: Vec<&&VerifyingKey> = keys.iter().filter(|k| k.kid.as_deref() == Some(kid.as_str())).collect();
             if named.is_empty() {
-                return Ok(false);
+                let unnamed = keys.iter().filter(|k| k.kid.is_none() && k.fits(alg));
+                return Ok(unnamed.into_iter().any(|k| k.verify(alg, msg, &jws.signature)));
             }
             if named.iter().any(|k| k.verify(alg, msg, &jws.signature)) {
                 Ok(true)
@@ -445,6 +450,21 @@ mod tests {
         let other = VerifyingKey::from_jwk(&ec_jwk(&pair, "k2")).unwrap();
         assert_eq!(verify_with(&jws, alg, &[&other]), Ok(false));
         assert!(check_alg(&jws.header, &[Alg::RS256]).is_err());
+        // A key without a kid of its own (a configured PEM) verifies a token whose kid names
+        // no key; another key without a kid does not.
+        let p = pair.public_key().as_ref();
+        let unnamed = VerifyingKey::from_jwk(
+            &serde_json::json!({"kty": "EC", "crv": "P-256", "x": b64url(&p[1..33]), "y": b64url(&p[33..65])}),
+        )
+        .unwrap();
+        assert_eq!(verify_with(&jws, alg, &[&other, &unnamed]), Ok(true));
+        let q = ec_pair();
+        let q = q.public_key().as_ref();
+        let stranger = VerifyingKey::from_jwk(
+            &serde_json::json!({"kty": "EC", "crv": "P-256", "x": b64url(&q[1..33]), "y": b64url(&q[33..65])}),
+        )
+        .unwrap();
+        assert_eq!(verify_with(&jws, alg, &[&other, &stranger]), Ok(false));
     }
 
     #[test]

@@ -190,6 +190,21 @@ async fn key_sources_inline_jwks_pem_and_own_issuer() {
         facts,
         json!({"OrchestratorIss": iss.url, "OrchestratorSub": "system:serviceaccount:ns1:builder", "OrchestratorIoNamespace": "ns1", "OrchestratorIoPodName": "builder-7d9f", "OrchestratorIoServiceAccountName": "builder"})
     );
+    // Real service-account tokens carry a kid, which a PEM key cannot name: still verified
+    // by the configured key (and only by it).
+    let with_kid = FakeIssuer::sign_rs256_with(&iss.rsa, json!({"alg": "RS256", "kid": "sa-key-2026"}), &c);
+    auth(&t, &cid, json!({"orchestrator": {"serviceAccountToken": with_kid}}))
+        .await
+        .expect(200);
+    let stranger = aws_lc_rs::signature::RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let forged = FakeIssuer::sign_rs256_with(&stranger, json!({"alg": "RS256", "kid": "sa-key-2026"}), &c);
+    refused(
+        &t,
+        &cid,
+        json!({"orchestrator": {"serviceAccountToken": forged}}),
+        "InvalidSignature",
+    )
+    .await;
     // Legacy claims are read too; a token without exp is refused.
     let mut c = iss.claims(&aud, "legacy");
     c["kubernetes.io/serviceaccount/namespace"] = json!("old-ns");
