@@ -356,6 +356,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let client = valid.req.client.as_ref().expect("validated");
     let subject = Subject::new(
         &token.svc.facts,
+        &token.svc.tpk,
         token.svc.claims.as_deref().map(|r| r.get()),
         client,
         source_ip,

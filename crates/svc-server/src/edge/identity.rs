@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use svc_api::edge::ClientWorkloadDetails;
 
 use crate::domain::identity::{self, IdentityType, Source};
+use crate::domain::trust::TrustKind;
 use crate::domain::workload::ClientWorkload;
 use crate::net::IpNet;
 use crate::state::index::normalise;
@@ -20,6 +21,9 @@ use crate::trust::rules::{claim, claim_values};
 /// Everything the request says about its caller.
 pub struct Subject<'a> {
     pub facts: &'a Facts,
+    /// The kind of the trust provider that verified the evidence (the edge token's `tpk`): the
+    /// claim-based identity types take values only from their own kind's evidence (§4.6).
+    kind: &'a str,
     claims_raw: Option<&'a str>,
     claims: OnceCell<Option<Map<String, Value>>>,
     pub client: &'a ClientWorkloadDetails,
@@ -34,12 +38,14 @@ fn s(v: &Option<String>) -> Option<&str> {
 impl<'a> Subject<'a> {
     pub fn new(
         facts: &'a Facts,
+        kind: &'a str,
         claims_raw: Option<&'a str>,
         client: &'a ClientWorkloadDetails,
         source_ip: Option<IpAddr>,
     ) -> Self {
         Subject {
             facts,
+            kind,
             claims_raw,
             claims: OnceCell::new(),
             client,
@@ -60,8 +66,10 @@ impl<'a> Subject<'a> {
     /// parsing the payload (~1 µs) for every other token, since the events' `environment` asks
     /// for the service-account UID on every `/credentials` request.
     fn may_have_orchestrator_claims(&self) -> bool {
-        self.claims_raw
-            .is_some_and(|r| r.contains("kubernetes.io") || r.contains("\\u"))
+        self.kind == TrustKind::OrchestratorServiceAccount.as_str()
+            && self
+                .claims_raw
+                .is_some_and(|r| r.contains("kubernetes.io") || r.contains("\\u"))
     }
 
     fn ecs_task(&self) -> Option<&Value> {
@@ -119,6 +127,7 @@ impl<'a> Subject<'a> {
                 .map(Cow::Owned)
                 .into_iter()
                 .collect(),
+            Source::CustomClaim if self.kind != TrustKind::OidcIdToken.as_str() => vec![],
             Source::CustomClaim => match (self.claims(), key) {
                 (Some(c), Some(k)) => claim(c, k)
                     .map(claim_values)
@@ -191,7 +200,7 @@ mod tests {
         let client = ClientWorkloadDetails::default();
         let ty = identity::lookup("orchestratorServiceAccountUID").expect("known type");
         let uid = |raw: &str| -> Vec<String> {
-            Subject::new(&facts, Some(raw), &client, None)
+            Subject::new(&facts, "OrchestratorServiceAccount", Some(raw), &client, None)
                 .values(ty, None)
                 .into_iter()
                 .map(Cow::into_owned)
@@ -208,5 +217,38 @@ mod tests {
             ["sa-3"]
         );
         assert!(uid(r#"{"sub":"system:job:x"}"#).is_empty());
+    }
+
+    /// §4.6: a verified identity type takes values only from the evidence of its own kind of
+    /// trust provider: `oidcIdToken` claims from an OidcIdToken provider's token, the
+    /// service-account UID from an OrchestratorServiceAccount token; never from another
+    /// platform's token that happens to carry the same claims.
+    #[test]
+    fn claim_identities_come_only_from_their_own_kind_of_evidence() {
+        let facts = Facts::new();
+        let client = ClientWorkloadDetails::default();
+        let raw = r#"{"sub":"repo:acme/app","kubernetes.io":{"serviceaccount":{"uid":"sa-1"}}}"#;
+        let values = |kind: &str, ty: &str, key: Option<&str>| -> Vec<String> {
+            let ty = identity::lookup(ty).expect("known type");
+            Subject::new(&facts, kind, Some(raw), &client, None)
+                .values(ty, key)
+                .into_iter()
+                .map(Cow::into_owned)
+                .collect()
+        };
+        assert_eq!(values("OidcIdToken", "oidcIdToken", Some("sub")), ["repo:acme/app"]);
+        for other in [
+            "CiAIdentityToken",
+            "CiBIdentityToken",
+            "CloudCIdentityToken",
+            "OrchestratorServiceAccount",
+        ] {
+            assert!(values(other, "oidcIdToken", Some("sub")).is_empty(), "{other}");
+        }
+        assert_eq!(
+            values("OrchestratorServiceAccount", "orchestratorServiceAccountUID", None),
+            ["sa-1"]
+        );
+        assert!(values("OidcIdToken", "orchestratorServiceAccountUID", None).is_empty());
     }
 }
