@@ -105,7 +105,9 @@ pub fn validate(app: &App, st: &State, token: &str) -> Option<Token> {
         return None;
     }
     let tp = st.idx.trust.get(&t.svc.tp)?;
-    if tp.rs != t.svc.rs || !tp.active || t.iat < tp.tokens_valid_after {
+    // Still that provider: same resource set and kind (a provider re-created under the id of a
+    // deleted one is another provider), active, and the token not revoked.
+    if tp.rs != t.svc.rs || tp.kind.as_str() != t.svc.tpk || !tp.active || t.iat < tp.tokens_valid_after {
         return None;
     }
     Some(t)

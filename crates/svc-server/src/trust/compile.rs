@@ -32,7 +32,7 @@ pub struct CompiledTrust {
     pub name: String,
     pub kind: TrustKind,
     pub active: bool,
-    /// Edge tokens issued before this (Unix seconds) are revoked (deactivation).
+    /// Edge tokens issued before this (Unix seconds) are revoked (deactivation, creation).
     pub tokens_valid_after: i64,
     pub rules: Vec<RuleGroup>,
     pub keys: KeySource,
@@ -122,10 +122,14 @@ pub fn compile(tp: &TrustProvider) -> CompiledTrust {
         name: tp.meta.name.clone(),
         kind: tp.kind,
         active: tp.meta.active,
+        // Revoked: tokens of the second of a deactivation and before (rounded up), and tokens
+        // from before this provider was created (a deleted provider's, whose id a new one took:
+        // §1.2 lets a POST choose its id; the creation second itself still counts as valid).
         tokens_valid_after: tp
             .tokens_valid_after
             .map(|t| (t.millis() + 999).div_euclid(1000))
-            .unwrap_or(0),
+            .unwrap_or(0)
+            .max(tp.meta.created_at.millis().div_euclid(1000)),
         rules: group(&tp.match_rules),
         keys,
         extra_keys,

@@ -374,6 +374,25 @@ async fn worked_example_variations() {
     t.delete(&format!("/api/v1/trust-providers/{}", ex.trust_provider))
         .await
         .expect_error_prefix(400, "trustProviders: referenced by access policy");
+    // Deleted (its policy first) and re-created under the same id (§1.2 lets a POST choose it):
+    // the deleted provider's tokens stay revoked (401 at step 2, before step 7's 404).
+    let tp_body = t
+        .get(&format!("/api/v1/trust-providers/{}", ex.trust_provider))
+        .await
+        .body
+        .clone();
+    t.delete(&format!("/api/v2/access-policies/{}", ex.policy))
+        .await
+        .expect(204);
+    t.delete(&format!("/api/v1/trust-providers/{}", ex.trust_provider))
+        .await
+        .expect(204);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let again = t.post("/api/v1/trust-providers", tp_body).await;
+    assert_eq!(again.expect(200)["externalId"], ex.trust_provider.as_str());
+    credentials(&t, &fresh, example_body(&id_token))
+        .await
+        .expect_error(401, "Unauthorized access.");
 
     // `directiveId` is not stored (it equals `contextId`): sorting on it sorts on `contextId`,
     // over the events of the many requests above.
