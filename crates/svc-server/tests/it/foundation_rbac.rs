@@ -300,6 +300,21 @@ async fn role_permissions_are_validated_and_listed_in_order() {
     back["name"] = json!("writer-2");
     let r = t.put("/api/v1/roles", back).await;
     assert_eq!(r.expect(200)["name"], "writer-2");
+    // PATCH names the entity in its path: the body's externalId may repeat it, not change it.
+    let rid = body["externalId"].as_str().unwrap();
+    t.patch(
+        &format!("/api/v1/roles/{rid}"),
+        json!({"externalId": uuid::Uuid::new_v4(), "name": "moved"}),
+    )
+    .await
+    .expect_error(400, "externalId: cannot be changed");
+    let r = t
+        .patch(
+            &format!("/api/v1/roles/{rid}"),
+            json!({"externalId": rid, "name": "writer-3"}),
+        )
+        .await;
+    assert_eq!(r.expect(200)["name"], "writer-3");
     t.put("/api/v1/roles", json!({"name": "x", "isActive": true}))
         .await
         .expect_error(400, "externalId: is required");

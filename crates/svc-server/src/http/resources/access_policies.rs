@@ -253,11 +253,11 @@ pub fn parse_v2(body: Value, mode: Mode) -> Result<PolicyInput> {
 
 impl PolicyInput {
     /// Applies to a policy: all fields (create/replace) or only present ones (patch).
-    pub fn apply(&self, p: &mut Policy, full: bool) {
+    pub fn apply(&self, p: &mut Policy, full: bool) -> Result<()> {
         if full {
             self.base.apply_full(&mut p.meta);
         } else {
-            self.base.apply_patch(&mut p.meta);
+            self.base.apply_patch(&mut p.meta)?;
         }
         if let Some(v) = self.client_workload {
             p.client_workload = v;
@@ -280,6 +280,7 @@ impl PolicyInput {
         } else if full {
             p.mappings.clear();
         }
+        Ok(())
     }
 }
 
@@ -477,7 +478,7 @@ pub async fn create_policy(
         content_security: vec![],
         notes: vec![],
     };
-    input.apply(&mut p, true);
+    input.apply(&mut p, true)?;
     let warnings = validate(&w.st, &p)?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
@@ -498,7 +499,7 @@ pub async fn update_policy(
     let mut p = (**w.st.policies.get(&id).ok_or(Error::NotFound)?).clone();
     check(&p)?;
     check_rs_unchanged(input.base.resource_set, p.meta.scope())?;
-    input.apply(&mut p, full);
+    input.apply(&mut p, full)?;
     let warnings = validate(&w.st, &p)?;
     w.touch_meta(&mut p.meta, &author);
     let rs = p.meta.scope();

@@ -240,7 +240,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let mut w = Write::begin(&app).await?;
     let mut cw: ClientWorkload = for_update(&w.st, &id, ctx.rs)?;
     check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    input.base.apply_patch(&mut cw.meta);
+    input.base.apply_patch(&mut cw.meta)?;
     if let Some(ids) = input.identities {
         cw.identities = ids;
     }

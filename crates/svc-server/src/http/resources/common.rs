@@ -98,8 +98,12 @@ impl BaseInput {
         m.tags = self.tags.clone().unwrap_or_default();
     }
 
-    /// Applies only present fields (PATCH).
-    pub fn apply_patch(&self, m: &mut Meta) {
+    /// Applies only present fields (PATCH). A PATCH names its entity in the path: an
+    /// `externalId` in the body may repeat that id (a GET body sent back) but not change it.
+    pub fn apply_patch(&self, m: &mut Meta) -> Result<()> {
+        if self.external_id.is_some_and(|id| id != m.id) {
+            return Err(Error::field("externalId", "cannot be changed"));
+        }
         if let Some(n) = &self.name {
             m.name = n.clone();
         }
@@ -112,6 +116,7 @@ impl BaseInput {
         if let Some(t) = &self.tags {
             m.tags = t.clone();
         }
+        Ok(())
     }
 }
 

@@ -318,7 +318,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let mut w = Write::begin(&app).await?;
     let mut i: CredentialIntegration = for_update(&w.st, &id, ctx.rs)?;
     check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    input.base.apply_patch(&mut i.meta);
+    input.base.apply_patch(&mut i.meta)?;
     w.touch_meta(&mut i.meta, &author);
     w.put(i);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);

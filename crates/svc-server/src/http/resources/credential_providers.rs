@@ -415,7 +415,7 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         let mut merged = Obj::nested(Value::Object(p.config.clone()), "providerDetailJSON".into())?;
         (spec.parse)(&mut merged, types::Mode::Full)?;
     }
-    input.base.apply_patch(&mut p.meta);
+    input.base.apply_patch(&mut p.meta)?;
     p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
     finalize(&mut p, spec, &w.st, &app.cfg, detail.is_some())?;
     w.touch_meta(&mut p.meta, &author);

@@ -212,7 +212,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut s = editable(&w.st, &id)?;
-    input.apply_patch(&mut s.meta);
+    input.apply_patch(&mut s.meta)?;
     w.touch_meta(&mut s.meta, &author);
     w.put(s);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);

@@ -261,7 +261,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut role = editable(&w.st, &id)?;
-    input.base.apply_patch(&mut role.meta);
+    input.base.apply_patch(&mut role.meta)?;
     w.touch_meta(&mut role.meta, &author);
     w.put(role);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);

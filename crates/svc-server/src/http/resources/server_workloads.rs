@@ -348,7 +348,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let mut w = Write::begin(&app).await?;
     let mut sw: ServerWorkload = for_update(&w.st, &id, ctx.rs)?;
     check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    input.base.apply_patch(&mut sw.meta);
+    input.base.apply_patch(&mut sw.meta)?;
     check_unique(&w.st, &sw)?;
     w.touch_meta(&mut sw.meta, &author);
     w.put(sw);

@@ -479,7 +479,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
         return Err(Error::field("provider", "must equal the stored provider"));
     }
     let was_active = tp.meta.active;
-    input.base.apply_patch(&mut tp.meta);
+    input.base.apply_patch(&mut tp.meta)?;
     apply_fields(&mut tp, &input, false);
     validate(&app, &tp)?;
     note_deactivation(was_active, &mut tp, w.now);
