@@ -81,6 +81,9 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
     let selected = select_rs(&st, &parts.headers, client);
     let mut facts = Facts::new();
+    // The service-account UID of a verified orchestrator token, for the event's environment
+    // (the pod name is a fact).
+    let mut sa_uid = None;
     let mut token = None;
     let outcome = 'o: {
         let invalid = |message, reason: &str| Outcome {
@@ -129,6 +132,12 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
                     expires_in,
                 });
                 facts = v.facts;
+                if tp.kind == crate::domain::trust::TrustKind::OrchestratorServiceAccount {
+                    sa_uid = v
+                        .claims
+                        .as_ref()
+                        .and_then(|c| crate::trust::orchestrator::orchestrator_claims(c)[4].clone());
+                }
                 Outcome {
                     status: StatusCode::OK,
                     message: "",
@@ -162,7 +171,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         source_port: peer_port,
         target_host: None,
         target_port: 0,
-        environment: events::environment(&facts, (None, None), client, client_id),
+        environment: events::environment(&facts, (None, sa_uid), client, client_id),
     };
     let mut parts_ev = Parts::default();
     parts_ev.trust_providers.extend(outcome.provider);

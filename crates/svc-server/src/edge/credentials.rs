@@ -291,7 +291,19 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let token: Option<Token> = bearer.and_then(|b| token::validate(&app, &st, b));
     let server = parsed.as_ref().and_then(|r| r.server.as_ref());
     let empty = Facts::new();
-    let mut info = RequestInfo {
+    // The subject's pod and service account, for every event of the request (`access.request`
+    // included): from the token's facts and claims, and the request's reported pod name.
+    let no_client = svc_api::edge::ClientWorkloadDetails::default();
+    let ids = token.as_ref().map_or((None, None), |t| {
+        events::subject_ids(&Subject::new(
+            &t.svc.facts,
+            &t.svc.tpk,
+            t.svc.claims.as_deref().map(|r| r.get()),
+            client.unwrap_or(&no_client),
+            source_ip,
+        ))
+    });
+    let info = RequestInfo {
         context_id: crate::util::uuid_v4(),
         rs: selected_rs
             .or(token.as_ref().map(|t| t.svc.rs))
@@ -305,7 +317,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             .unwrap_or(0),
         environment: events::environment(
             token.as_ref().map(|t| &t.svc.facts).unwrap_or(&empty),
-            (None, None),
+            ids,
             client,
             token.as_ref().map(|t| t.sub.as_str()),
         ),
@@ -361,12 +373,6 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         client,
         source_ip,
     );
-    // The events from here on show the subject's pod and service account too; without them the
-    // environment is the one already rendered (same facts, client and token).
-    let ids = events::subject_ids(&subject);
-    if ids.0.is_some() || ids.1.is_some() {
-        info.environment = events::environment(&token.svc.facts, ids, Some(client), Some(&token.sub));
-    }
 
     let mut ev = Parts::default();
     let mut workload_event: Option<Identified> = None;
@@ -389,11 +395,16 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         // Step 6: server workloads.
         let servers = server_candidates(&st, rs, valid.host, valid.port);
         if servers.is_empty() {
-            if clients.len() == 1 {
-                ev.client_workload = Some(entity(clients[0].meta.id, &clients[0].meta.name));
-            } else {
+            // As at step 7 with no policy chosen: the first candidate, with `matches` and the
+            // list when several matched.
+            let several = (clients.len() > 1).then(|| clients.iter().map(|c| c.meta.id).collect::<Vec<_>>());
+            if several.is_some() {
                 ev.client_workloads = clients.iter().map(|c| entity(c.meta.id, &c.meta.name)).collect();
             }
+            ev.client_workload = Some(EntityResult {
+                matches: several,
+                ..entity(clients[0].meta.id, &clients[0].meta.name)
+            });
             break 'd Decision::not_found("NoServerWorkload");
         }
         // Step 7: the policy.

@@ -571,7 +571,8 @@ pub fn environment(
         },
         orchestrator: EnvOrchestrator {
             namespace: f("OrchestratorIoNamespace"),
-            pod_name: pod,
+            // The subject's (the fact, else the reported name), or before it is known the fact.
+            pod_name: pod.or_else(|| fo("OrchestratorIoPodName")),
             service_account_name: f("OrchestratorIoServiceAccountName"),
             service_account_uid: sa_uid,
         },

@@ -238,9 +238,39 @@ async fn no_client_workload_no_policy_no_provider_are_404() {
     t.patch(&format!("/api/v1/server-workloads/{sw}"), json!({"isActive": false}))
         .await
         .expect(200);
+    credentials(&t, &access, body("db.example", 5432, client.clone()))
+        .await
+        .expect(404);
+    // Several client workloads and no server workload: the event names the first candidate
+    // with `matches`, and lists them all, as at step 7 (§3.24).
+    let cw2 = client_workload(
+        &t,
+        "worker-2",
+        json!([{"type": "oidcIdTokenSubject", "value": "worker"}]),
+    )
+    .await;
     credentials(&t, &access, body("db.example", 5432, client))
         .await
         .expect(404);
+    let ev = last_authz(&t).await;
+    assert_eq!(ev["outcome"]["reason"], "NoServerWorkload");
+    let mut listed: Vec<String> = ev["clientWorkloads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["id"].as_str().unwrap().to_string())
+        .collect();
+    listed.sort();
+    let mut want = vec![cw.clone(), cw2.clone()];
+    want.sort();
+    assert_eq!(listed, want);
+    assert!(
+        want.contains(&ev["clientWorkload"]["id"].as_str().unwrap().to_string()),
+        "{ev}"
+    );
+    let mut matches: Vec<String> = serde_json::from_value(ev["clientWorkload"]["matches"].clone()).unwrap();
+    matches.sort();
+    assert_eq!(matches, want);
     let wl = workload_events(&t, "").await;
     assert!(wl.iter().any(|e| e["meta"]["action"] == "CredentialIssued"));
     assert!(

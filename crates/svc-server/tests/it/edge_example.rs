@@ -270,14 +270,14 @@ async fn worked_example_variations() {
         json!({"result": "Unauthorized", "reason": "NoServerWorkload"})
     );
 
-    // The self-reported pod name shows in the environment of the events written once the
-    // subject is known (not in `access.request`, written before).
+    // The self-reported pod name shows in the environment of every event of the request,
+    // `access.request` included.
     let mut b = example_body(&id_token);
     b["client"]["os"] = json!({"environment": {"ORCH_POD_NAME": "build-7f9c"}});
     credentials(&t, &access, b).await.expect(200);
     let ev = authz_events(&t, "").await;
     let env_of = |ty: &str| ev.iter().find(|e| e["meta"]["eventType"] == ty).unwrap()["environment"].clone();
-    assert_eq!(env_of("access.request")["orchestrator"]["podName"], Value::Null);
+    assert_eq!(env_of("access.request")["orchestrator"]["podName"], "build-7f9c");
     assert_eq!(env_of("access.authorization")["orchestrator"]["podName"], "build-7f9c");
     assert_eq!(env_of("access.credential")["orchestrator"]["podName"], "build-7f9c");
     assert_eq!(env_of("access.credential")["oidc"]["sub"], "system:job:build");

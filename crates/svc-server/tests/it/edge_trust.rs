@@ -190,6 +190,12 @@ async fn key_sources_inline_jwks_pem_and_own_issuer() {
         facts,
         json!({"OrchestratorIss": iss.url, "OrchestratorSub": "system:serviceaccount:ns1:builder", "OrchestratorIoNamespace": "ns1", "OrchestratorIoPodName": "builder-7d9f", "OrchestratorIoServiceAccountName": "builder"})
     );
+    // The authentication event's environment shows the verified pod and service account.
+    let ev = authz_events(&t, "&event-type=access.authentication").await;
+    assert_eq!(
+        ev[0]["environment"]["orchestrator"],
+        json!({"namespace": "ns1", "podName": "builder-7d9f", "serviceAccountName": "builder", "serviceAccountUID": "sa-uid"})
+    );
     // Real service-account tokens carry a kid, which a PEM key cannot name: still verified
     // by the configured key (and only by it).
     let with_kid = FakeIssuer::sign_rs256_with(&iss.rsa, json!({"alg": "RS256", "kid": "sa-key-2026"}), &c);
