@@ -324,10 +324,12 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
         "projectIds",
         o.opt_str_len("projectIds", 0, 4096)?.filter(|s| !s.trim().is_empty()),
     );
+    // Any int32 is read; the set check below names the allowed values (a range would suggest
+    // that 45 is one).
     let level = if mode == Mode::Full {
-        Some(o.req_i32_range("accessLevel", 0, 50)?)
+        Some(o.req_i32_range("accessLevel", i32::MIN, i32::MAX)?)
     } else {
-        o.opt_i32_range("accessLevel", 0, 50)?
+        o.opt_i32_range("accessLevel", i32::MIN, i32::MAX)?
     };
     if let Some(l) = level
         && !ACCESS_LEVELS.contains(&l)

@@ -204,10 +204,17 @@ async fn cloudb_key_vault_values_through_an_integration() {
     assert_eq!(list.expect(200)["entities"][0]["externalId"], integ_id.as_str());
     t.patch(
         &format!("/api/v1/credential-integrations/{integ_id}"),
-        json!({"description": "key vault reader"}),
+        json!({"description": "key vault reader", "type": "CloudBDirectoryFederation"}),
     )
     .await
     .expect(200);
+    // The discriminator may be repeated on PATCH, not changed (§1.5).
+    t.patch(
+        &format!("/api/v1/credential-integrations/{integ_id}"),
+        json!({"type": "CiB"}),
+    )
+    .await
+    .expect_error(400, "type: cannot be changed");
 
     // Provider validation.
     t.post(
@@ -576,6 +583,10 @@ async fn cib_managed_account_is_provisioned_issues_tokens_and_revokes_on_delete(
         b
     };
     t.post("/api/v2/credential-providers", with("accessLevel", json!(25)))
+        .await
+        .expect_error(400, "accessLevel: must be one of 0, 5, 10, 15, 20, 30, 40, 50");
+    // Outside 0..50 the message still names the allowed values.
+    t.post("/api/v2/credential-providers", with("accessLevel", json!(60)))
         .await
         .expect_error(400, "accessLevel: must be one of 0, 5, 10, 15, 20, 30, 40, 50");
     t.post("/api/v2/credential-providers", with("lifetimeInSeconds", json!(3599)))

@@ -63,24 +63,37 @@ const SPEC: ListSpec = ListSpec {
     filters: &[("type", Filter::Field("type"))],
 };
 
-/// The `CiB` URL rule: `https://host.tld[:port][/path]`; with `SVC_ALLOW_INSECURE_UPSTREAM` any
-/// absolute http(s) URL (so loopback servers can be used).
+/// The `CiB` URL rule, the contract's pattern read literally (§3.7):
+/// `^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$` (so no user info, which would be
+/// shown in every GET). With `SVC_ALLOW_INSECURE_UPSTREAM` any absolute http(s) URL without user
+/// info (so loopback servers can be used).
 fn cib_url(s: &str, cfg: &Config) -> bool {
-    let Ok(u) = url::Url::parse(s) else { return false };
     if cfg.allow_insecure_upstream {
-        return matches!(u.scheme(), "http" | "https") && u.host_str().is_some();
+        return url::Url::parse(s).is_ok_and(|u| {
+            matches!(u.scheme(), "http" | "https")
+                && u.host_str().is_some()
+                && u.username().is_empty()
+                && u.password().is_none()
+        });
     }
-    let host = u.host_str().unwrap_or_default();
-    let tld = host.rsplit('.').next().unwrap_or_default();
-    u.scheme() == "https"
-        && s.starts_with("https://")
-        && host.contains('.')
+    let Some(rest) = s.strip_prefix("https://") else {
+        return false;
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (host, port) = match authority.rsplit_once(':') {
+        Some((h, p)) => (h, Some(p)),
+        None => (authority, None),
+    };
+    let Some((_, tld)) = host.rsplit_once('.') else {
+        return false;
+    };
+    host.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        && host.len() > tld.len() + 1
         && tld.len() >= 2
-        && tld.chars().all(|c| c.is_ascii_alphabetic())
-        && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
-        && u.query().is_none()
-        && u.fragment().is_none()
-        && !s.chars().any(char::is_whitespace)
+        && tld.bytes().all(|b| b.is_ascii_alphabetic())
+        && port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && !path.chars().any(char::is_whitespace)
 }
 
 /// Variant fields of a kind; `full` requires the required ones.
@@ -181,6 +194,8 @@ fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Re
     let kind = o.opt_str("type")?;
     o.ignore(super::common::BASE_RO);
     let k = match (mode, kind.as_deref(), stored_kind) {
+        // §1.5: a discriminator cannot change; the stored one may be repeated (a GET sent back).
+        (Mode::Patch, Some(k), Some(s)) if k != s => return Err(Error::field("type", "cannot be changed")),
         (Mode::Patch, _, Some(s)) => s.to_string(),
         (_, None, _) => return Err(Error::field("type", "is required")),
         (_, Some(k), _) if !KINDS.contains(&k) => {
@@ -359,7 +374,12 @@ mod tests {
     #[test]
     fn cib_urls() {
         let cfg = Config::from_map(&Default::default()).unwrap();
-        for ok in ["https://gitlab.example.com", "https://gitlab.example.com:8443/gl/"] {
+        for ok in [
+            "https://gitlab.example.com",
+            "https://gitlab.example.com:8443/gl/",
+            "https://gitlab.example.com/gl?x=1",
+            "https://gitlab.example.com/#f",
+        ] {
             assert!(cib_url(ok, &cfg), "{ok}");
         }
         for bad in [
@@ -368,8 +388,16 @@ mod tests {
             "https://10.0.0.1",
             "ftp://x.example",
             "https://a.b1",
+            "https://user:pass@gitlab.example.com",
+            "https://gitlab.example.com:/x",
+            "https://gitlab.example.com:84a3",
+            "https://.com",
+            "https://gitlab.example.com/a b",
         ] {
             assert!(!cib_url(bad, &cfg), "{bad}");
         }
+        let open = Config::from_map(&[("SVC_ALLOW_INSECURE_UPSTREAM".to_string(), "true".to_string())].into()).unwrap();
+        assert!(cib_url("http://127.0.0.1:8080", &open));
+        assert!(!cib_url("http://u:p@127.0.0.1:8080", &open));
     }
 }
