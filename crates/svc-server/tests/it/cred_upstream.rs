@@ -392,6 +392,20 @@ async fn oauth_authorization_code_consent_callback_and_refresh_rotation() {
     for k in ["accessToken", "refreshToken", "clientSecret"] {
         assert!(shown.get(k).is_none_or(Value::is_null), "{k} is write-only");
     }
+    // lifetimeExpiration = authorization time + lifetimeTimeSpanSeconds (§3.5.2), also after the
+    // span changes: one day less → one day earlier.
+    let millis = |v: &Value| api_millis(v["lifetimeExpiration"].as_str().unwrap());
+    let before = millis(&shown);
+    let span = shown["lifetimeTimeSpanSeconds"].as_i64().unwrap();
+    let patched = t
+        .patch(
+            &format!("/api/v2/credential-providers/{cp}"),
+            json!({"lifetimeTimeSpanSeconds": span - 86_400}),
+        )
+        .await
+        .expect(200)
+        .clone();
+    assert_eq!(millis(&patched) - before, -86_400_000);
 
     // Step 3: the stored access token lives 30 s (< the 60 s margin), so each issuance refreshes;
     // the provider rotates refresh tokens, so the second refresh only works if the first rotation
@@ -760,4 +774,9 @@ async fn vault_client_token_logs_in_to_openbao_and_reads_a_secret() {
         .expect_error_prefix(400, "issuer: ");
     bao.call(reqwest::Method::DELETE, &format!("sys/auth/{mount}"), None)
         .await;
+}
+
+/// Milliseconds of a `…T…Z` timestamp as the API writes it (`2030-01-01T13:00:00.000Z`).
+fn api_millis(text: &str) -> i64 {
+    svc_api::Timestamp::parse(text).expect("an API timestamp").millis()
 }

@@ -365,7 +365,7 @@ async fn replace(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, 
     }
     let spec = spec_of(&p.cp_type)?;
     input.base.apply_full(&mut p.meta);
-    p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, None)?;
+    set_lifetime(&mut p, resolve_lifetime(spec, input.lifetime, None)?);
     let old = std::mem::replace(&mut p.config, input.config);
     types::keep_fields(spec, &old, &mut p.config);
     // Secrets absent or null keep their stored value.
@@ -416,12 +416,24 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         (spec.parse)(&mut merged, types::Mode::Full)?;
     }
     input.base.apply_patch(&mut p.meta)?;
-    p.lifetime_time_span_seconds = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
+    let span = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
+    set_lifetime(&mut p, span);
     finalize(&mut p, spec, &w.st, &app.cfg, detail.is_some())?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
     w.commit().await
+}
+
+/// Sets `lifetimeTimeSpanSeconds`; an authorised provider's `lifetimeExpiration` follows it
+/// (§3.5.2: authorization time + the span; the authorization time is the stored expiry minus
+/// the span it was computed with).
+fn set_lifetime(p: &mut CredentialProvider, span: i32) {
+    if let Some(e) = p.lifetime_expiration {
+        let authorized = e.millis() - i64::from(p.lifetime_time_span_seconds) * 1000;
+        p.lifetime_expiration = Some(svc_api::Timestamp::from_millis(authorized + i64::from(span) * 1000));
+    }
+    p.lifetime_time_span_seconds = span;
 }
 
 async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<Response> {
