@@ -201,11 +201,15 @@ async fn policy_shapes_notes_and_queries() {
         t.get(&format!("/api/v2/credential-providers/{}", p.cp)).await.body["accessPolicyCount"],
         1
     );
-    // Notes: 201, listed newest first, audited.
+    // Notes: 201, listed newest first, audited; a note is a write (modifiedAt moves).
+    let path = format!("/api/v2/access-policies/{id}");
+    let before = t.get(&path).await.body["modifiedAt"].clone();
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let n = t
         .post(&format!("/api/v2/access-policies/{id}/notes"), json!({"note": "first"}))
         .await;
     let n = n.expect(201).clone();
+    assert_ne!(t.get(&path).await.body["modifiedAt"], before);
     assert_eq!(
         (n["note"].clone(), n["createdBy"].clone()),
         (json!("first"), json!(crate::harness::ADMIN_EMAIL))

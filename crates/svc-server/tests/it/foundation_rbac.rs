@@ -454,6 +454,12 @@ async fn user_validation_and_shape() {
     t.patch(&format!("/api/v1/users/{id}"), json!({"roles": []}))
         .await
         .expect_error(400, "roles: unknown property");
+    t.patch(
+        &format!("/api/v1/users/{id}"),
+        json!({"externalId": uuid::Uuid::new_v4(), "firstName": "Xy"}),
+    )
+    .await
+    .expect_error(400, "externalId: cannot be changed");
     let missing = t.get(&format!("/api/v1/users/{}", uuid::Uuid::new_v4())).await;
     assert_eq!(missing.status, 204);
 }

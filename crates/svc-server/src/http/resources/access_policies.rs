@@ -150,11 +150,14 @@ pub struct PolicyInput {
     pub content_security: Option<Vec<Uuid>>,
 }
 
+/// `^[\p{L}a-zA-Z0-9][\p{L}a-zA-Z0-9._-]*$` (§3.8): ASCII digits, letters of any script; not
+/// other scripts' digits or letter-like numbers (`٣`, `Ⅻ`), which `char::is_alphanumeric` takes.
 fn selector_ok(s: &str) -> bool {
+    let word = |c: char| c.is_ascii_alphanumeric() || (c.is_alphabetic() && !c.is_numeric());
     let mut chars = s.chars();
     match chars.next() {
         None => true,
-        Some(c) if c.is_alphanumeric() => chars.all(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '-')),
+        Some(c) if word(c) => chars.all(|c| word(c) || matches!(c, '.' | '_' | '-')),
         Some(_) => false,
     }
 }
@@ -548,6 +551,8 @@ pub async fn add_note(
         created_by: author.actor.label(),
     };
     p.notes.push(note.clone());
+    // A note is part of the policy: a write like any other (§1.3 `modifiedAt`).
+    w.touch_meta(&mut p.meta, &author);
     let rs = p.meta.scope();
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::NoteAdded, id);
@@ -727,4 +732,18 @@ async fn credential_mappings(State(app): State<App>, ctx: Ctx, ids: Ids) -> Resu
         None,
         n,
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    /// §3.8's selector pattern: letters of any script and ASCII digits, then also `._-`.
+    #[test]
+    fn selectors_follow_the_contract_pattern() {
+        for ok in ["", "AKIA0", "héllo", "Ωmega.v2", "日本-1", "a_b.c-d"] {
+            assert!(super::selector_ok(ok), "{ok}");
+        }
+        for bad in ["-a", ".a", "a b", "a/b", "٣", "a٣", "Ⅻ", "²"] {
+            assert!(!super::selector_ok(bad), "{bad}");
+        }
+    }
 }

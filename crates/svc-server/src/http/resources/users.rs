@@ -335,6 +335,10 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    // As for every PATCH: the body's externalId may repeat the path's id, not change it.
+    if input.external_id.is_some_and(|x| x != id) {
+        return Err(Error::field("externalId", "cannot be changed"));
+    }
     if let Some(e) = input.email {
         if email_taken(&w.st, &e, Some(id)) {
             return Err(Error::field("email", "already exists"));
