@@ -263,12 +263,13 @@ impl App {
                     continue;
                 }
                 match app.store.key_changes_since(seen).await {
-                    Ok((last, keys)) => {
-                        seen = last;
-                        if keys && let Err(e) = app.reload_keys().await {
-                            tracing::warn!(error = %e, "key reload failed");
-                        }
-                    }
+                    // The cursor moves past a key change only once its keys are loaded: a failed
+                    // reload is tried again the next second.
+                    Ok((last, false)) => seen = last,
+                    Ok((last, true)) => match app.reload_keys().await {
+                        Ok(()) => seen = last,
+                        Err(e) => tracing::warn!(error = %e, "key reload failed"),
+                    },
                     Err(e) => tracing::warn!(error = %e, "reading the change log failed"),
                 }
             }

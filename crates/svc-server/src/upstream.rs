@@ -13,10 +13,10 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Upstream {
     pub client: reqwest::Client,
     pub allow_insecure: bool,
-    /// Origins (`http://host:port`) of the upstream URLs the configuration names with `http`:
-    /// the operator chose them, so they need no `SVC_ALLOW_INSECURE_UPSTREAM`, which is about
-    /// entity URLs (contract §5.5).
-    config_http_origins: Vec<String>,
+    /// The upstream URLs the configuration names with `http` (trailing `/` trimmed) and their
+    /// origins: the operator chose them, so calls to them need no `SVC_ALLOW_INSECURE_UPSTREAM`,
+    /// which is about entity URLs (contract §5.5). See [`Upstream::check_configured`].
+    config_http: Vec<(String, String)>,
 }
 
 /// An upstream failure, phrased for logs and events (never containing a secret).
@@ -44,20 +44,44 @@ impl std::fmt::Display for UpstreamError {
     }
 }
 
-/// The origin of a configured `http` URL (its `{placeholder}`s read as a plain label), else
-/// `None`.
-fn http_origin(url: &str) -> Option<String> {
-    let mut plain = String::with_capacity(url.len());
-    let mut rest = url;
-    while let Some(open) = rest.find('{') {
-        let close = open + rest[open..].find('}')?;
-        plain.push_str(&rest[..open]);
-        plain.push('x');
-        rest = &rest[close + 1..];
+/// Where an upstream URL comes from, which decides whether plain `http` is allowed: a plain
+/// string is an entity's URL (or one an entity's upstream named); [`Configured`] one built from
+/// an `SVC_*` key.
+pub trait UpstreamUrl {
+    fn checked(&self, up: &Upstream) -> Result<reqwest::Url, UpstreamError>;
+}
+
+impl UpstreamUrl for str {
+    fn checked(&self, up: &Upstream) -> Result<reqwest::Url, UpstreamError> {
+        up.check_url(self)
     }
-    plain.push_str(rest);
-    let u = reqwest::Url::parse(&plain).ok()?;
-    (u.scheme() == "http").then(|| u.origin().ascii_serialization())
+}
+
+impl UpstreamUrl for String {
+    fn checked(&self, up: &Upstream) -> Result<reqwest::Url, UpstreamError> {
+        up.check_url(self)
+    }
+}
+
+/// A URL built from a configured upstream URL (see [`Upstream::check_configured`]).
+pub struct Configured<'a>(pub &'a str);
+
+impl UpstreamUrl for Configured<'_> {
+    fn checked(&self, up: &Upstream) -> Result<reqwest::Url, UpstreamError> {
+        up.check_configured(self.0)
+    }
+}
+
+/// The origin of a configured `http` URL, else `None`; also `None` when a `{placeholder}` sits
+/// in its scheme, host or port (the origin is not known before the placeholder is filled).
+fn http_origin(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("http://")?;
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    if authority.contains('{') {
+        return None;
+    }
+    let u = reqwest::Url::parse(url.split('{').next()?).ok()?;
+    Some(u.origin().ascii_serialization())
 }
 
 /// A fetched answer: status, content type, body (≤ 1 MiB).
@@ -100,29 +124,49 @@ impl Upstream {
             &cfg.objectstoragea_url_template,
             &cfg.objectstoragec_upload_url,
         ];
-        let config_http_origins = configured
+        let config_http = configured
             .into_iter()
-            .chain(&cfg.cloudc_issuers)
-            .filter_map(|u| http_origin(u))
+            .filter_map(|u| Some((u.trim_end_matches('/').to_string(), http_origin(u)?)))
             .collect();
         Ok(Upstream {
             client,
             allow_insecure: cfg.allow_insecure_upstream,
-            config_http_origins,
+            config_http,
         })
     }
 
-    /// Checks an upstream URL: `https`; `http` with `SVC_ALLOW_INSECURE_UPSTREAM`, or at an
-    /// origin a configured upstream URL names with `http` (and the URLs its discovery document
-    /// points to there).
+    /// Checks an entity-configured URL (or one an entity's upstream named): `https`, or `http`
+    /// only with `SVC_ALLOW_INSECURE_UPSTREAM`.
     pub fn check_url(&self, url: &str) -> Result<reqwest::Url, UpstreamError> {
         let u = reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
         match u.scheme() {
             "https" => Ok(u),
             "http" if self.allow_insecure => Ok(u),
-            "http" if self.config_http_origins.contains(&u.origin().ascii_serialization()) => Ok(u),
             s => Err(UpstreamError::BadUrl(format!("scheme {s} not allowed"))),
         }
+    }
+
+    /// Checks a URL built from a configured upstream URL (an `SVC_*` key): as
+    /// [`Upstream::check_url`], and `http` also when it has the origin of a configured `http`
+    /// URL.
+    pub fn check_configured(&self, url: &str) -> Result<reqwest::Url, UpstreamError> {
+        let u = reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
+        if u.scheme() == "http"
+            && self
+                .config_http
+                .iter()
+                .any(|(_, o)| *o == u.origin().ascii_serialization())
+        {
+            return Ok(u);
+        }
+        self.check_url(url)
+    }
+
+    /// Whether `base` is itself a configured `http` upstream URL (a platform issuer whose
+    /// discovery document and keys a test peer or private endpoint serves).
+    pub fn is_configured_http(&self, base: &str) -> bool {
+        let base = base.trim_end_matches('/');
+        self.config_http.iter().any(|(u, _)| u == base)
     }
 
     /// Sends a request and reads at most 1 MiB of the answer.
@@ -219,7 +263,7 @@ mod tests {
             "http://localhost:5002/.well-known/jwks.json",
             "https://anything.example/",
         ] {
-            assert!(up.check_url(ok).is_ok(), "{ok}");
+            assert!(up.check_configured(ok).is_ok(), "{ok}");
         }
         for refused in [
             "http://127.0.0.1:5003/",
@@ -228,10 +272,18 @@ mod tests {
             "ftp://127.0.0.1:5000/",
             "http://x.vault.azure.net/",
         ] {
-            assert!(up.check_url(refused).is_err(), "{refused}");
+            assert!(up.check_configured(refused).is_err(), "{refused}");
         }
+        // Entity URLs (and what an entity's upstream names) are not exempt, even at a
+        // configured origin.
+        assert!(up.check_url("http://127.0.0.1:5000/").is_err());
+        assert!(up.is_configured_http("http://localhost:5002/"));
+        assert!(!up.is_configured_http("http://localhost:5002/other"));
+        // A placeholder in the host: no origin is trusted (not a literal host named "x").
+        let tpl = upstream(&[("SVC_CLOUDB_KEYVAULT_URL_TEMPLATE", "http://{vault}.kv.local:80")]);
+        assert!(tpl.check_configured("http://x.kv.local/").is_err());
         // Defaults are https: no http origin is trusted without the switch.
-        assert!(upstream(&[]).config_http_origins.is_empty());
+        assert!(upstream(&[]).config_http.is_empty());
         let open = upstream(&[("SVC_ALLOW_INSECURE_UPSTREAM", "true")]);
         assert!(open.check_url("http://127.0.0.1:5003/").is_ok());
     }

@@ -11,6 +11,7 @@ use super::upstream_call::{oauth_credential, post_form};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
 use crate::config::Config;
 use crate::domain::credential::CredentialProvider;
+use crate::upstream::Configured;
 
 pub const TOKEN_EXCHANGE: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
 pub const JWT_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:jwt";
@@ -47,7 +48,7 @@ impl AiWif {
             ("subject_token_type", JWT_TOKEN_TYPE),
         ];
         form.extend(self.fields.iter().map(|(k, v)| (*k, v.as_str())));
-        let f = post_form(cx.app, url, &form, None).await?;
+        let f = post_form(cx.app, &Configured(url), &form, None).await?;
         oauth_credential("token endpoint", &f)
     }
 }

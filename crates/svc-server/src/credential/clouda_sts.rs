@@ -12,7 +12,7 @@ use super::types::{self, Mode, TypeSpec, cfg_str, put};
 use super::upstream_call::post_form_accepting;
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
 use crate::domain::credential::CredentialProvider;
-use crate::upstream::excerpt;
+use crate::upstream::{Configured, excerpt};
 
 #[derive(Debug)]
 pub struct CloudASts {
@@ -101,7 +101,14 @@ impl CloudASts {
             ("DurationSeconds", duration.as_str()),
         ];
         // The STS query API answers JSON when asked for it; the contract reads its XML (§5.3).
-        let f = post_form_accepting(cx.app, &cx.app.cfg.clouda_sts_federation_url, &form, None, "text/xml").await?;
+        let f = post_form_accepting(
+            cx.app,
+            &Configured(&cx.app.cfg.clouda_sts_federation_url),
+            &form,
+            None,
+            "text/xml",
+        )
+        .await?;
         if !(200..300).contains(&f.status) {
             let code = xml_fields(&f.body, "ErrorResponse", &["Error/Code"])
                 .ok()

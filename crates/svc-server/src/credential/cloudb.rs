@@ -16,6 +16,7 @@ use crate::config::Config;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
 use crate::state::State;
+use crate::upstream::Configured;
 
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 pub const DIRECTORY: &str = "cloudB-directory-federation";
@@ -67,7 +68,7 @@ impl DirectoryClient {
             ("client_assertion_type", JWT_BEARER),
             ("client_assertion", jwt.as_str()),
         ];
-        post_form(cx.app, &url, &form, None).await
+        post_form(cx.app, &Configured(&url), &form, None).await
     }
 
     pub fn from_config(c: &Map<String, Value>) -> Option<DirectoryClient> {
@@ -194,7 +195,7 @@ impl KeyVaultValue {
         let mut values = Vec::new();
         for name in std::iter::once(&self.secret1).chain(self.secret2.as_ref()) {
             let url = format!("{}/secrets/{name}?api-version=7.4", base.trim_end_matches('/'));
-            let f = get_bearer(cx.app, &url, &bearer).await?;
+            let f = get_bearer(cx.app, &Configured(&url), &bearer).await?;
             if f.status == 404 {
                 return Ok(Issued::Nothing(format!("secret {name} not found in key vault {vault}")));
             }

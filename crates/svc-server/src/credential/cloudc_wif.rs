@@ -12,6 +12,7 @@ use super::types::{self, Mode, TypeSpec, cfg_str, email, field_match, put};
 use super::upstream_call::{json_body, post_json};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
 use crate::domain::credential::CredentialProvider;
+use crate::upstream::Configured;
 
 const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
 
@@ -34,7 +35,7 @@ impl CloudCWif {
             "subjectToken": jwt,
             "subjectTokenType": JWT_TOKEN_TYPE,
         });
-        let f = post_json(cx.app, &cfg.cloudc_sts_url, &exchange, None, &[]).await?;
+        let f = post_json(cx.app, &Configured(&cfg.cloudc_sts_url), &exchange, None, &[]).await?;
         let v = json_body("STS", &f)?;
         let federated = v
             .get("access_token")
@@ -48,7 +49,7 @@ impl CloudCWif {
         );
         let body = json!({"scope": [cfg.cloudc_scope], "lifetime": format!("{}s", self.lifetime)});
         let bearer = format!("Bearer {federated}");
-        let f = post_json(cx.app, &url, &body, Some(&bearer), &[]).await?;
+        let f = post_json(cx.app, &Configured(&url), &body, Some(&bearer), &[]).await?;
         let v = json_body("generateAccessToken", &f)?;
         let token = v
             .get("accessToken")

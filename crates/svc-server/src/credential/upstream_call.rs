@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::IssueError;
 use crate::app::App;
-use crate::upstream::{Fetched, excerpt};
+use crate::upstream::{Fetched, UpstreamUrl, excerpt};
 
 fn form_urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
@@ -22,7 +22,7 @@ pub fn basic(id: &str, secret: &str) -> String {
 /// POSTs a form to a server-chosen URL, asking for JSON.
 pub async fn post_form(
     app: &App,
-    url: &str,
+    url: &(impl UpstreamUrl + ?Sized),
     form: &[(&str, &str)],
     authorization: Option<&str>,
 ) -> Result<Fetched, IssueError> {
@@ -32,12 +32,12 @@ pub async fn post_form(
 /// POSTs a form to a server-chosen URL, asking for the media type `accept`.
 pub async fn post_form_accepting(
     app: &App,
-    url: &str,
+    url: &(impl UpstreamUrl + ?Sized),
     form: &[(&str, &str)],
     authorization: Option<&str>,
     accept: &str,
 ) -> Result<Fetched, IssueError> {
-    let u = app.upstream.check_url(url)?;
+    let u = url.checked(&app.upstream)?;
     let mut req = app.upstream.client.post(u).form(form).header("accept", accept);
     if let Some(a) = authorization {
         req = req.header("authorization", a);
@@ -48,12 +48,12 @@ pub async fn post_form_accepting(
 /// POSTs JSON to a server-chosen URL.
 pub async fn post_json(
     app: &App,
-    url: &str,
+    url: &(impl UpstreamUrl + ?Sized),
     body: &Value,
     authorization: Option<&str>,
     extra: &[(&str, &str)],
 ) -> Result<Fetched, IssueError> {
-    let u = app.upstream.check_url(url)?;
+    let u = url.checked(&app.upstream)?;
     let mut req = app
         .upstream
         .client
@@ -114,8 +114,8 @@ pub fn access_token(what: &str, f: &Fetched) -> Result<(String, Option<i64>, Val
 }
 
 /// GETs a server-chosen URL with a bearer token (and optional extra headers).
-pub async fn get_bearer(app: &App, url: &str, bearer: &str) -> Result<Fetched, IssueError> {
-    let u = app.upstream.check_url(url)?;
+pub async fn get_bearer(app: &App, url: &(impl UpstreamUrl + ?Sized), bearer: &str) -> Result<Fetched, IssueError> {
+    let u = url.checked(&app.upstream)?;
     let req = app
         .upstream
         .client

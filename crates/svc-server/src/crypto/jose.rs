@@ -465,6 +465,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(verify_with(&jws, alg, &[&other, &stranger]), Ok(false));
+        // A key that has the kid but does not verify is a refusal: no fallback to the others.
+        let q2 = ec_pair();
+        let named_wrong = VerifyingKey::from_jwk(&ec_jwk(&q2, "k1")).unwrap();
+        assert!(verify_with(&jws, alg, &[&named_wrong, &unnamed]).is_err());
     }
 
     #[test]

@@ -183,14 +183,15 @@ pub fn compare(a: Option<&Value>, b: Option<&Value>) -> Ordering {
 }
 
 /// Resolves an `order` / `group-by` field name: a field the resource lists (case-insensitively;
-/// dotted for nested ones), else a top-level key holding a scalar in at least one item, spelt as
-/// the item spells it (§1.6: any scalar JSON field of the item, e.g. a provider type's own
-/// fields). A name no item has as a scalar is `400 <param>: unknown field`.
+/// dotted for nested ones), else a top-level key holding a scalar or `null` in at least one item,
+/// spelt as the item spells it (§1.6: any scalar JSON field of the item, e.g. a provider type's
+/// own fields). A name no item has, or has only as an array or object, is
+/// `400 <param>: unknown field`.
 pub fn resolve_field(spec_fields: &[&'static str], items: &[Value], name: &str, param: &str) -> Result<String> {
     if let Some(f) = spec_fields.iter().find(|f| f.eq_ignore_ascii_case(name)) {
         return Ok(f.to_string());
     }
-    let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_) | Value::Null);
+    let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_));
     items
         .iter()
         .filter_map(Value::as_object)
@@ -314,6 +315,12 @@ mod tests {
         let r = respond(items(), &params(None, Some("DESCRIPTION desc")), &SPEC).unwrap();
         assert_eq!(names(&r), ["beta", "Alpha", "alpha"]);
         assert_eq!(r["order"], "description desc");
+        let mut with_null = items();
+        with_null[0]["algorithmType"] = Value::Null;
+        assert!(
+            respond(with_null, &params(None, Some("algorithmType")), &SPEC).is_ok(),
+            "a field null in every item is still a field"
+        );
         for bad in ["tags", "nothing"] {
             let e = respond(items(), &params(None, Some(bad)), &SPEC).unwrap_err();
             assert_eq!(e.to_string(), format!("order: unknown field '{bad}'"));

@@ -130,11 +130,19 @@ impl KeyCache {
 }
 
 async fn fetch_keys(up: &Upstream, url: &str, kind: Kind) -> Result<Loaded, UpstreamError> {
+    // A configured platform issuer or JWKS (`SVC_CIA_ISSUER`, `SVC_CLOUDC_JWKS_URL`, …) may be
+    // `http`, and so may what its discovery document names at the same origin; an entity's URL
+    // and what its document names follow `SVC_ALLOW_INSECURE_UPSTREAM`.
+    let configured = up.is_configured_http(url);
+    let check = |u: &str| match configured {
+        true => up.check_configured(u),
+        false => up.check_url(u),
+    };
     let (issuer, jwks_url) = match kind {
         Kind::Jwks => (None, url.to_string()),
         Kind::Discovery => {
             let disc_url = format!("{}/.well-known/openid-configuration", trim_slash(url));
-            up.check_url(&disc_url)?;
+            check(&disc_url)?;
             let doc = up.get_json(&disc_url).await?;
             let issuer = doc
                 .get("issuer")
@@ -152,7 +160,7 @@ async fn fetch_keys(up: &Upstream, url: &str, kind: Kind) -> Result<Loaded, Upst
             (Some(issuer.to_string()), jwks.to_string())
         }
     };
-    up.check_url(&jwks_url)?;
+    check(&jwks_url)?;
     let doc = up.get_json(&jwks_url).await?;
     let keys = parse_jwks_value(&doc, false).map_err(|e| UpstreamError::Malformed(format!("JWKS: {e}")))?;
     Ok(Loaded {

@@ -86,6 +86,15 @@ pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
         "credentialProviderCount".into(),
         json!(count::<CredentialProvider>(st, id)),
     );
+    if !deep {
+        // Inside a RoleDTO (and so in every UserDTO): not expanded again. Arrays are never
+        // `null` (§1.1); empty here, since filling them would put every user's e-mail in the
+        // roles list and cost a scan of roles and users per nested set.
+        for k in ["roles", "rolesDetails", "users"] {
+            o.insert(k.into(), json!([]));
+        }
+        return Value::Object(o);
+    }
     let mut roles: Vec<_> = st.roles.values().filter(|r| r.covers(id)).collect();
     roles.sort_by_key(|r| r.meta.seq);
     let role_ids: Vec<Uuid> = roles.iter().map(|r| r.meta.id).collect();
@@ -97,13 +106,10 @@ pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
         .collect();
     users.sort();
     o.insert("roles".into(), json!(role_ids));
-    // Inside a RoleDTO the roles are not expanded again (each would list this set again): `[]`,
-    // since arrays are never `null` in responses (§1.1).
-    let details = match deep {
-        true => roles.iter().map(|r| super::roles::role_json(st, r)).collect(),
-        false => Vec::new(),
-    };
-    o.insert("rolesDetails".into(), Value::Array(details));
+    o.insert(
+        "rolesDetails".into(),
+        Value::Array(roles.iter().map(|r| super::roles::role_json(st, r)).collect()),
+    );
     o.insert("users".into(), json!(users));
     Value::Object(o)
 }
