@@ -132,12 +132,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
                     expires_in,
                 });
                 facts = v.facts;
-                if tp.kind == crate::domain::trust::TrustKind::OrchestratorServiceAccount {
-                    sa_uid = v
-                        .claims
-                        .as_ref()
-                        .and_then(|c| crate::trust::orchestrator::orchestrator_claims(c)[4].clone());
-                }
+                sa_uid = v.service_account_uid;
                 Outcome {
                     status: StatusCode::OK,
                     message: "",

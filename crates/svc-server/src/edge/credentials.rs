@@ -293,16 +293,19 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let empty = Facts::new();
     // The subject's pod and service account, for every event of the request (`access.request`
     // included): from the token's facts and claims, and the request's reported pod name.
+    // Built once: once step 3 has validated the body, `client` is the request's client and this
+    // is the subject step 5 identifies (its claims are parsed at most once).
     let no_client = svc_api::edge::ClientWorkloadDetails::default();
-    let ids = token.as_ref().map_or((None, None), |t| {
-        events::subject_ids(&Subject::new(
+    let subject = token.as_ref().map(|t| {
+        Subject::new(
             &t.svc.facts,
             &t.svc.tpk,
             t.svc.claims.as_deref().map(|r| r.get()),
             client.unwrap_or(&no_client),
             source_ip,
-        ))
+        )
     });
+    let ids = subject.as_ref().map_or((None, None), events::subject_ids);
     let info = RequestInfo {
         context_id: crate::util::uuid_v4(),
         rs: selected_rs
@@ -322,7 +325,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             token.as_ref().map(|t| t.sub.as_str()),
         ),
     };
-    let Some(token) = token else {
+    let (Some(token), Some(subject)) = (token.as_ref(), subject) else {
         events::authorization(
             &app,
             &info,
@@ -366,13 +369,6 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     );
 
     let client = valid.req.client.as_ref().expect("validated");
-    let subject = Subject::new(
-        &token.svc.facts,
-        &token.svc.tpk,
-        token.svc.claims.as_deref().map(|r| r.get()),
-        client,
-        source_ip,
-    );
 
     let mut ev = Parts::default();
     let mut workload_event: Option<Identified> = None;

@@ -159,7 +159,7 @@ pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetail
     let doc = read_document(&document, app.cfg.clouda_iid_max_age_seconds, crate::clock::now_secs())?;
     Ok(Verified {
         facts: facts(&doc),
-        claims: None,
+        ..Verified::default()
     })
 }
 

@@ -525,7 +525,7 @@ pub async fn verify(app: &App, _tp: &CompiledTrust, client: &ClientWorkloadDetai
     }
     Ok(Verified {
         facts: facts(&id, &principal, &req.region),
-        claims: None,
+        ..Verified::default()
     })
 }
 

@@ -251,7 +251,10 @@ pub async fn verify(app: &App, _tp: &CompiledTrust, client: &ClientWorkloadDetai
     chain(app, &parsed, now).await?;
     check_name(&parsed.bag[parsed.signer], &app.cfg.cloudb_metadata_domains)?;
     let facts = read_content(&parsed.msg.content, nonce, now, app.cfg.edge_max_skew_seconds as i64)?;
-    Ok(Verified { facts, claims: None })
+    Ok(Verified {
+        facts,
+        ..Verified::default()
+    })
 }
 
 #[cfg(test)]

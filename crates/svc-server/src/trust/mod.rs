@@ -60,6 +60,9 @@ pub struct Verified {
     pub facts: Facts,
     /// The verified JWT payload (JWT kinds only).
     pub claims: Option<serde_json::Map<String, serde_json::Value>>,
+    /// An orchestrator token's service-account UID (for the `/auth` event's environment; not a
+    /// fact, §4.6).
+    pub service_account_uid: Option<String>,
 }
 
 /// Why evidence was not accepted; `reason()` is the event reason of §4.11.

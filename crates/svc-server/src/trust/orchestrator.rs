@@ -41,7 +41,8 @@ pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verifi
         &[("OrchestratorIss", "iss"), ("OrchestratorSub", "sub")],
         &mut v.facts,
     );
-    let [ns, pod, _pod_uid, sa, _sa_uid] = orchestrator_claims(&claims);
+    let [ns, pod, _pod_uid, sa, sa_uid] = orchestrator_claims(&claims);
+    v.service_account_uid = sa_uid;
     for (attr, val) in [
         ("OrchestratorIoNamespace", ns),
         ("OrchestratorIoPodName", pod),
