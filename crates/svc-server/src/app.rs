@@ -251,29 +251,34 @@ impl App {
         // its own, and its new keys must be published at once (§5.1): only key changes are
         // looked for there.
         let app = self.clone();
-        tokio::spawn(async move {
-            let mut seen = app.last_change.load(Ordering::Acquire);
-            loop {
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                if app.store.dialect() == crate::store::Dialect::Postgres {
+        if self.store.dialect() == crate::store::Dialect::Postgres {
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
                     let _g = app.write_lock.lock().await;
                     if let Err(e) = crate::service::load::sync_changes(&app).await {
                         tracing::warn!(error = %e, "refresh from the database failed");
                     }
-                    continue;
                 }
-                match app.store.key_changes_since(seen).await {
-                    // The cursor moves past a key change only once its keys are loaded: a failed
-                    // reload is tried again the next second.
-                    Ok((last, false)) => seen = last,
-                    Ok((last, true)) => match app.reload_keys().await {
-                        Ok(()) => seen = last,
-                        Err(e) => tracing::warn!(error = %e, "key reload failed"),
-                    },
-                    Err(e) => tracing::warn!(error = %e, "reading the change log failed"),
+            });
+        } else {
+            tokio::spawn(async move {
+                let mut seen = app.last_change.load(Ordering::Acquire);
+                loop {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    match app.store.key_changes_since(seen).await {
+                        // The cursor moves past a key change only once its keys are loaded: a failed
+                        // reload is tried again the next second.
+                        Ok((last, false)) => seen = last,
+                        Ok((last, true)) => match app.reload_keys().await {
+                            Ok(()) => seen = last,
+                            Err(e) => tracing::warn!(error = %e, "key reload failed"),
+                        },
+                        Err(e) => tracing::warn!(error = %e, "reading the change log failed"),
+                    }
                 }
-            }
-        });
+            });
+        }
         let app = self.clone();
         tokio::spawn(async move {
             loop {

@@ -51,15 +51,9 @@ pub trait UpstreamUrl {
     fn checked(&self, up: &Upstream) -> Result<reqwest::Url, UpstreamError>;
 }
 
-impl UpstreamUrl for str {
+impl<T: AsRef<str> + ?Sized> UpstreamUrl for T {
     fn checked(&self, up: &Upstream) -> Result<reqwest::Url, UpstreamError> {
-        up.check_url(self)
-    }
-}
-
-impl UpstreamUrl for String {
-    fn checked(&self, up: &Upstream) -> Result<reqwest::Url, UpstreamError> {
-        up.check_url(self)
+        up.check_url(self.as_ref())
     }
 }
 
@@ -138,28 +132,27 @@ impl Upstream {
     /// Checks an entity-configured URL (or one an entity's upstream named): `https`, or `http`
     /// only with `SVC_ALLOW_INSECURE_UPSTREAM`.
     pub fn check_url(&self, url: &str) -> Result<reqwest::Url, UpstreamError> {
-        let u = reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
-        match u.scheme() {
-            "https" => Ok(u),
-            "http" if self.allow_insecure => Ok(u),
-            s => Err(UpstreamError::BadUrl(format!("scheme {s} not allowed"))),
-        }
+        self.check(url, false)
     }
 
     /// Checks a URL built from a configured upstream URL (an `SVC_*` key): as
     /// [`Upstream::check_url`], and `http` also when it has the origin of a configured `http`
     /// URL.
     pub fn check_configured(&self, url: &str) -> Result<reqwest::Url, UpstreamError> {
+        self.check(url, true)
+    }
+
+    fn check(&self, url: &str, configured: bool) -> Result<reqwest::Url, UpstreamError> {
         let u = reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
-        if u.scheme() == "http"
-            && self
-                .config_http
-                .iter()
-                .any(|(_, o)| *o == u.origin().ascii_serialization())
-        {
-            return Ok(u);
+        let configured_origin = || {
+            let origin = u.origin().ascii_serialization();
+            self.config_http.iter().any(|(_, o)| *o == origin)
+        };
+        match u.scheme() {
+            "https" => Ok(u),
+            "http" if self.allow_insecure || (configured && configured_origin()) => Ok(u),
+            s => Err(UpstreamError::BadUrl(format!("scheme {s} not allowed"))),
         }
-        self.check_url(url)
     }
 
     /// Whether `base` is itself a configured `http` upstream URL (a platform issuer whose

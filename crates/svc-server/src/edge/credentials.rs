@@ -19,7 +19,7 @@ use crate::credential::{CompiledCredential, IssueCx, Issued};
 use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::domain::{DEFAULT_RESOURCE_SET, Label};
-use crate::state::State as Snapshot;
+use crate::state::{HasMeta, State as Snapshot};
 use crate::trust::{Facts, TrustError};
 
 pub const INVALID: &str = "The credentials request is invalid.";
@@ -124,6 +124,21 @@ fn entity(id: Uuid, name: &str) -> EntityResult {
         result: "Identified",
         matches: None,
     }
+}
+
+/// How an authorization event names a step's candidates (§3.24): the chosen one, with `matches`
+/// when several matched, and the list of all of them only then.
+fn chosen_among<T: HasMeta>(all: &[Arc<T>], pick: Uuid) -> (Option<EntityResult>, Vec<EntityResult>) {
+    let several = (all.len() > 1).then(|| all.iter().map(|c| c.meta().id).collect::<Vec<_>>());
+    let listed = match several {
+        Some(_) => all.iter().map(|c| entity(c.meta().id, &c.meta().name)).collect(),
+        None => Vec::new(),
+    };
+    let chosen = all.iter().find(|c| c.meta().id == pick).map(|c| EntityResult {
+        matches: several,
+        ..entity(c.meta().id, &c.meta().name)
+    });
+    (chosen, listed)
 }
 
 /// What a workload event records once a server workload was identified.
@@ -391,16 +406,8 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         // Step 6: server workloads.
         let servers = server_candidates(&st, rs, valid.host, valid.port);
         if servers.is_empty() {
-            // As at step 7 with no policy chosen: the first candidate, with `matches` and the
-            // list when several matched.
-            let several = (clients.len() > 1).then(|| clients.iter().map(|c| c.meta.id).collect::<Vec<_>>());
-            if several.is_some() {
-                ev.client_workloads = clients.iter().map(|c| entity(c.meta.id, &c.meta.name)).collect();
-            }
-            ev.client_workload = Some(EntityResult {
-                matches: several,
-                ..entity(clients[0].meta.id, &clients[0].meta.name)
-            });
+            // As at step 7 with no policy chosen: the first candidate.
+            (ev.client_workload, ev.client_workloads) = chosen_among(&clients, clients[0].meta.id);
             break 'd Decision::not_found("NoServerWorkload");
         }
         // Step 7: the policy.
@@ -420,26 +427,8 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         let record_workloads = |ev: &mut Parts, p: Option<&Policy>| {
             let pick_c = p.map(|p| p.client_workload).unwrap_or(clients[0].meta.id);
             let pick_s = p.map(|p| p.server_workload).unwrap_or(servers[0].meta.id);
-            let several_c = (clients.len() > 1).then(|| clients.iter().map(|c| c.meta.id).collect::<Vec<_>>());
-            let several_s = (servers.len() > 1).then(|| servers.iter().map(|s| s.meta.id).collect::<Vec<_>>());
-            if let Some(c) = clients.iter().find(|c| c.meta.id == pick_c) {
-                ev.client_workload = Some(EntityResult {
-                    matches: several_c.clone(),
-                    ..entity(c.meta.id, &c.meta.name)
-                });
-            }
-            if let Some(s) = servers.iter().find(|s| s.meta.id == pick_s) {
-                ev.server_workload = Some(EntityResult {
-                    matches: several_s.clone(),
-                    ..entity(s.meta.id, &s.meta.name)
-                });
-            }
-            if several_c.is_some() {
-                ev.client_workloads = clients.iter().map(|c| entity(c.meta.id, &c.meta.name)).collect();
-            }
-            if several_s.is_some() {
-                ev.server_workloads = servers.iter().map(|s| entity(s.meta.id, &s.meta.name)).collect();
-            }
+            (ev.client_workload, ev.client_workloads) = chosen_among(&clients, pick_c);
+            (ev.server_workload, ev.server_workloads) = chosen_among(&servers, pick_s);
         };
         let server = if policies.len() == 1 {
             st.server_workloads

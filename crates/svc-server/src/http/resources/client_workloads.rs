@@ -93,10 +93,7 @@ pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
     o.insert("type".into(), json!(w.label));
     o.insert(
         "accessPolicyCount".into(),
-        json!(
-            st.idx
-                .policy_count(crate::state::index::RefField::ClientWorkload, w.meta.id)
-        ),
+        json!(st.idx.policy_count(RefField::ClientWorkload, w.meta.id)),
     );
     Value::Object(o)
 }

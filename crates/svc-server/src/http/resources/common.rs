@@ -101,9 +101,7 @@ impl BaseInput {
     /// Applies only present fields (PATCH). A PATCH names its entity in the path: an
     /// `externalId` in the body may repeat that id (a GET body sent back) but not change it.
     pub fn apply_patch(&self, m: &mut Meta) -> Result<()> {
-        if self.external_id.is_some_and(|id| id != m.id) {
-            return Err(Error::field("externalId", "cannot be changed"));
-        }
+        check_patch_id(self.external_id, m.id)?;
         if let Some(n) = &self.name {
             m.name = n.clone();
         }
@@ -117,6 +115,15 @@ impl BaseInput {
             m.tags = t.clone();
         }
         Ok(())
+    }
+}
+
+/// A PATCH names its entity in the path: a body's `externalId` may repeat that id (a GET body
+/// sent back), not change it.
+pub fn check_patch_id(given: Option<Uuid>, id: Uuid) -> Result<()> {
+    match given {
+        Some(g) if g != id => Err(Error::field("externalId", "cannot be changed")),
+        _ => Ok(()),
     }
 }
 

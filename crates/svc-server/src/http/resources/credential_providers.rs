@@ -120,10 +120,7 @@ pub fn provider_v2_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> 
     o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
     o.insert(
         "accessPolicyCount".into(),
-        json!(
-            st.idx
-                .policy_count(crate::state::index::RefField::CredentialProvider, p.meta.id)
-        ),
+        json!(st.idx.policy_count(RefField::CredentialProvider, p.meta.id)),
     );
     o.extend(variant_fields(p, cfg, true));
     Value::Object(o)
@@ -145,10 +142,7 @@ pub fn provider_v1_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> 
     );
     o.insert(
         "accessPolicyCount".into(),
-        json!(
-            st.idx
-                .policy_count(crate::state::index::RefField::CredentialProvider, p.meta.id)
-        ),
+        json!(st.idx.policy_count(RefField::CredentialProvider, p.meta.id)),
     );
     Value::Object(o)
 }

@@ -115,10 +115,7 @@ pub fn server_json(st: &Snapshot, w: &ServerWorkload) -> Value {
     o.insert("type".into(), json!(w.label));
     o.insert(
         "accessPolicyCount".into(),
-        json!(
-            st.idx
-                .policy_count(crate::state::index::RefField::ServerWorkload, w.meta.id)
-        ),
+        json!(st.idx.policy_count(RefField::ServerWorkload, w.meta.id)),
     );
     Value::Object(o)
 }

@@ -169,10 +169,7 @@ pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&
     o.insert("publicKeyValidation".into(), public_key_validation(tp));
     o.insert(
         "accessPolicyCount".into(),
-        json!(
-            st.idx
-                .policy_count(crate::state::index::RefField::TrustProvider, tp.meta.id)
-        ),
+        json!(st.idx.policy_count(RefField::TrustProvider, tp.meta.id)),
     );
     o.insert("agentControllersCount".into(), json!(0));
     o.insert("agentControllerIds".into(), json!([]));

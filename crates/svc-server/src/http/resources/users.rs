@@ -11,7 +11,7 @@ use svc_api::Obj;
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{new_external_id, parse_tags};
+use super::common::{check_patch_id, new_external_id, parse_tags};
 use crate::app::App;
 use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
@@ -335,10 +335,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
-    // As for every PATCH: the body's externalId may repeat the path's id, not change it.
-    if input.external_id.is_some_and(|x| x != id) {
-        return Err(Error::field("externalId", "cannot be changed"));
-    }
+    check_patch_id(input.external_id, id)?;
     if let Some(e) = input.email {
         if email_taken(&w.st, &e, Some(id)) {
             return Err(Error::field("email", "already exists"));
