@@ -22,11 +22,26 @@ impl IpNet {
             Some(p) => p.parse::<u8>().ok().filter(|p| *p <= max)?,
             None => max,
         };
+        // An IPv4-mapped network (`::ffff:10.0.0.0/104`) is the IPv4 network it maps: addresses
+        // are compared in their IPv4 form (`canonical`).
+        if let IpAddr::V6(v6) = addr
+            && prefix >= 96
+            && let Some(v4) = v6.to_ipv4_mapped()
+        {
+            return Some(IpNet {
+                addr: IpAddr::V4(v4),
+                prefix: prefix - 96,
+            });
+        }
         Some(IpNet { addr, prefix })
     }
 
     pub fn contains(&self, ip: IpAddr) -> bool {
-        let ip = canonical(ip);
+        let ip = match (self.addr, canonical(ip)) {
+            // An IPv6 network wider than the mapped range (`::/0`) holds IPv4 addresses too.
+            (IpAddr::V6(_), IpAddr::V4(v4)) => IpAddr::V6(v4.to_ipv6_mapped()),
+            (_, ip) => ip,
+        };
         match (self.addr, ip) {
             (IpAddr::V4(n), IpAddr::V4(i)) => {
                 let mask = if self.prefix == 0 {
@@ -73,6 +88,22 @@ mod tests {
         );
         assert!(IpNet::parse("fd00::/8").unwrap().contains("fd12::1".parse().unwrap()));
         assert!(IpNet::parse("10.0.0.0/33").is_none());
+    }
+
+    #[test]
+    fn ipv4_mapped_networks_match_ipv4_peers() {
+        let n = IpNet::parse("::ffff:10.0.0.0/104").unwrap();
+        assert!(n.contains("10.9.8.7".parse().unwrap()));
+        assert!(n.contains("::ffff:10.9.8.7".parse().unwrap()));
+        assert!(!n.contains("11.0.0.1".parse().unwrap()));
+        assert!(
+            IpNet::parse("::ffff:127.0.0.1")
+                .unwrap()
+                .contains("127.0.0.1".parse().unwrap())
+        );
+        assert!(IpNet::parse("::/0").unwrap().contains("192.0.2.1".parse().unwrap()));
+        assert!(!IpNet::parse("fd00::/8").unwrap().contains("10.0.0.1".parse().unwrap()));
+        assert!(!IpNet::parse("10.0.0.0/8").unwrap().contains("fd00::1".parse().unwrap()));
         assert!(IpNet::parse("banana").is_none());
     }
 }
