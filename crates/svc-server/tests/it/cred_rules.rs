@@ -253,6 +253,34 @@ async fn v1_role_id_mirrors_the_access_token_role() {
     )
     .await
     .expect_error(400, "roleId: applies only to svc-access-token providers");
+    // An unknown role is named where it was given: v1's own field, or inside the detail text.
+    let unknown = "00000000-0000-4000-8000-00000000abcd";
+    t.post(
+        "/api/v1/credential-providers",
+        json!({"type": "svc-access-token", "name": "u", "isActive": true, "roleId": unknown,
+            "providerDetailJSON": "{\"lifetimeInSeconds\": 600}"}),
+    )
+    .await
+    .expect_error(400, "roleId: unknown role");
+    let detail = json!({"roleId": unknown, "lifetimeInSeconds": 600}).to_string();
+    t.post(
+        "/api/v1/credential-providers",
+        json!({"type": "svc-access-token", "name": "u", "isActive": true, "providerDetailJSON": detail}),
+    )
+    .await
+    .expect_error(400, "providerDetailJSON.roleId: unknown role");
+    t.patch(
+        &format!("/api/v2/credential-providers/{id}"),
+        json!({"providerDetailJSON": json!({"roleId": unknown}).to_string()}),
+    )
+    .await
+    .expect_error(400, "providerDetailJSON.roleId: unknown role");
+    t.patch(
+        &format!("/api/v1/credential-providers/{id}"),
+        json!({"roleId": unknown}),
+    )
+    .await
+    .expect_error(400, "roleId: unknown role");
 }
 
 #[tokio::test]

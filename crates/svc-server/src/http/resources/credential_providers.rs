@@ -161,12 +161,16 @@ struct Input {
     detail: Option<String>,
     /// v1 PATCH: the top-level `roleId`.
     role: Option<Uuid>,
+    /// v1 POST/PUT: the effective `roleId` is the top-level field, not one inside
+    /// `providerDetailJSON` (an error about it names `roleId`, not `providerDetailJSON.roleId`).
+    role_top: bool,
 }
 
 /// v1's top-level `roleId` mirrors `svc-access-token.roleId`: it goes into the variant fields
 /// (unless `providerDetailJSON` names one too). For other types a non-null `roleId` is refused.
-fn with_role(detail: Option<String>, role: Option<Uuid>, cp_type: &str) -> Result<Option<String>> {
-    let Some(role) = role else { return Ok(detail) };
+/// Also says whether the top-level value is the one that applies.
+fn with_role(detail: Option<String>, role: Option<Uuid>, cp_type: &str) -> Result<(Option<String>, bool)> {
+    let Some(role) = role else { return Ok((detail, false)) };
     if cp_type != crate::credential::access_token::TYPE {
         return Err(Error::field("roleId", "applies only to svc-access-token providers"));
     }
@@ -176,10 +180,14 @@ fn with_role(detail: Option<String>, role: Option<Uuid>, cp_type: &str) -> Resul
         }
         None => json!({}),
     };
-    if let Some(m) = v.as_object_mut() {
-        m.entry("roleId").or_insert(json!(role));
+    let mut top = false;
+    if let Some(m) = v.as_object_mut()
+        && m.get("roleId").is_none_or(Value::is_null)
+    {
+        m.insert("roleId".into(), json!(role));
+        top = true;
     }
-    Ok(Some(v.to_string()))
+    Ok((Some(v.to_string()), top))
 }
 
 /// Reads secrets and variant fields of `spec` from `o` (a v2 body or a v1 providerDetailJSON).
@@ -216,6 +224,7 @@ fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
             secrets: vec![],
             detail,
             role: None,
+            role_top: false,
         });
     }
     let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
@@ -230,6 +239,7 @@ fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
         secrets,
         detail: None,
         role: None,
+        role_top: false,
     })
 }
 
@@ -252,11 +262,12 @@ fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
             secrets: vec![],
             detail,
             role,
+            role_top: false,
         });
     }
     let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
     let spec = spec_of(name)?;
-    let detail = with_role(detail, role, name)?;
+    let (detail, role_top) = with_role(detail, role, name)?;
     let mut inner = Obj::from_json_text(detail.as_deref().unwrap_or("{}"), "providerDetailJSON".into())?;
     let (config, secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
     inner.finish()?;
@@ -268,6 +279,7 @@ fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
         secrets,
         detail: None,
         role: None,
+        role_top,
     })
 }
 
@@ -300,19 +312,36 @@ fn resolve_lifetime(spec: &TypeSpec, given: Option<i32>, current: Option<i32>) -
     }
 }
 
-/// Type rules on the complete provider, then its server-made fields. `in_detail`: the variant
-/// fields came in `providerDetailJSON` (v1 bodies, PATCH), so an error names them by their path
-/// inside it (§3.6: `providerDetailJSON.<field>: …`); `roleId` is also a v1 field of its own.
-fn finalize(p: &mut CredentialProvider, spec: &TypeSpec, st: &Snapshot, cfg: &Config, in_detail: bool) -> Result<()> {
+/// Where a provider's variant fields came from, for the paths of its errors.
+#[derive(Clone, Copy)]
+enum Fields {
+    /// A v2 body: the fields are top-level.
+    Body,
+    /// `providerDetailJSON` (v1 bodies, PATCH): an error names a field by its path inside it
+    /// (§3.6: `providerDetailJSON.<field>: …`), except `roleId` when `role_top`: the value that
+    /// applies came from v1's top-level `roleId`.
+    Detail { role_top: bool },
+}
+
+/// Type rules on the complete provider, then its server-made fields.
+fn finalize(p: &mut CredentialProvider, spec: &TypeSpec, st: &Snapshot, cfg: &Config, from: Fields) -> Result<()> {
     const DETAIL: &str = "providerDetailJSON.";
     (spec.check)(p, st, cfg)
         .and_then(|()| (spec.complete)(p))
-        .map_err(|e| match e {
-            Error::BadRequest(m) if in_detail && !m.starts_with(DETAIL) && !m.starts_with("roleId:") => {
+        .map_err(|e| match (e, from) {
+            (Error::BadRequest(m), Fields::Detail { role_top })
+                if !(m.starts_with(DETAIL) || role_top && m.starts_with("roleId:")) =>
+            {
                 Error::BadRequest(format!("{DETAIL}{m}"))
             }
-            other => other,
+            (other, _) => other,
         })
+}
+
+impl Fields {
+    fn of(v1: bool, role_top: bool) -> Fields {
+        if v1 { Fields::Detail { role_top } } else { Fields::Body }
+    }
 }
 
 async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
@@ -334,7 +363,7 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
         config: input.config,
         secrets,
     };
-    finalize(&mut p, spec, &w.st, &app.cfg, v1)?;
+    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(v1, input.role_top))?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
@@ -364,7 +393,7 @@ async fn replace(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, 
     types::keep_fields(spec, &old, &mut p.config);
     // Secrets absent or null keep their stored value.
     apply_secrets(&mut p.secrets, input.secrets);
-    finalize(&mut p, spec, &w.st, &app.cfg, v1)?;
+    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(v1, input.role_top))?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
@@ -382,11 +411,7 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
         return Err(Error::field("type", "must equal the stored type"));
     }
     let spec = spec_of(&p.cp_type)?;
-    let detail = if input.role.is_some() {
-        with_role(input.detail.clone(), input.role, &p.cp_type)?
-    } else {
-        input.detail.clone()
-    };
+    let (detail, role_top) = with_role(input.detail.clone(), input.role, &p.cp_type)?;
     if let Some(text) = &detail {
         let mut inner = Obj::from_json_text(text, "providerDetailJSON".into())?;
         let (fields, secrets) = read_variant(&mut inner, spec, types::Mode::Patch)?;
@@ -412,7 +437,12 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
     input.base.apply_patch(&mut p.meta)?;
     let span = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
     set_lifetime(&mut p, span);
-    finalize(&mut p, spec, &w.st, &app.cfg, detail.is_some())?;
+    let from = if detail.is_some() {
+        Fields::Detail { role_top }
+    } else {
+        Fields::Body
+    };
+    finalize(&mut p, spec, &w.st, &app.cfg, from)?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
