@@ -29,6 +29,9 @@ pub enum Scope {
     Global,
     /// Resource set known only from the entity or body: the handler calls [`Ctx::check`].
     Entity,
+    /// Like `Entity`, and the caller must hold the permission (read, or write for writes) in at
+    /// least one resource set: without it every call is 403, whatever the id or body.
+    AnySet,
     /// Any authenticated *user* (`/api/v1/me/*`).
     Me,
 }
@@ -157,6 +160,11 @@ fn admit(gs: &GuardState, req: &Request) -> Result<Ctx> {
             }
         }
         Scope::Entity => {}
+        Scope::AnySet => {
+            if !caller.can_anywhere(&st, gs.guard.perm, write) {
+                return Err(Error::Forbidden);
+            }
+        }
     }
     let client = crate::http::extract::client_info(app, req.extensions(), req.headers());
     Ok(Ctx {

@@ -81,6 +81,11 @@ impl Caller {
         })
     }
 
+    /// Whether the caller holds `perm` (read, or write when `write`) in at least one resource set.
+    pub fn can_anywhere(&self, st: &State, perm: Perm, write: bool) -> bool {
+        st.resource_sets.keys().any(|rs| self.can(st, perm, write, *rs))
+    }
+
     /// Resource sets where the caller can read `perm` (lists without RS, §1.4 rule 5).
     pub fn readable_sets(&self, st: &State, perm: Perm) -> Vec<Uuid> {
         let roles = self.roles(st);

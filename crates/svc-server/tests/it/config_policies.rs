@@ -225,6 +225,23 @@ async fn policy_shapes_notes_and_queries() {
         .expect_error(400, "note: must be 1..1024 characters");
     let notes = t.get(&format!("/api/v2/access-policies/{id}/notes")).await;
     assert_eq!(notes.expect(200)["entities"][0]["note"], "second");
+    assert_eq!(
+        (notes.body["page"].clone(), notes.body["perPage"].clone()),
+        (json!(1), json!(100))
+    );
+    // Paged like every list (§1.6).
+    let page2 = t
+        .get(&format!("/api/v2/access-policies/{id}/notes?per-page=1&page=2"))
+        .await;
+    let v = page2.expect(200);
+    assert_eq!(
+        (v["page"].clone(), v["perPage"].clone(), v["recordsTotal"].clone()),
+        (json!(2), json!(1), json!(2))
+    );
+    assert_eq!(v["entities"][0]["note"], "first");
+    t.get(&format!("/api/v2/access-policies/{id}/notes?per-page=0"))
+        .await
+        .expect_error(400, "per-page: must be an integer in 1..1000");
     assert!(
         t.audit("&category=AccessPolicies")
             .await
@@ -460,12 +477,83 @@ async fn v2_policies_follow_the_callers_resource_sets() {
         t.get_as(&tok, "/api/v2/access-policies").await.expect(200)["recordsTotal"],
         0
     );
-    t.get_as(&tok, &format!("/api/v2/access-policies/{id}"))
-        .await
-        .expect_error(403, "Forbidden.");
+    // Another set's policy is invisible, as an unknown id (§1.4 rules 4 and 5): no status tells
+    // that it exists.
+    let r = t.get_as(&tok, &format!("/api/v2/access-policies/{id}")).await;
+    assert_eq!((r.status, r.text.as_str()), (204, ""));
+    for path in [
+        format!("/api/v2/access-policies/{id}/notes"),
+        format!("/api/v2/access-policies/{id}/credential-mappings"),
+        format!("/api/v2/access-policies/getByWorkloadIds/{}/{}", p.cw, p.sw),
+    ] {
+        t.get_as(&tok, &path).await.expect_error(404, "Not found.");
+    }
+    let patch = t
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/api/v2/access-policies/{id}"),
+            Some(&tok),
+            Some(json!({"name": "y"})),
+        )
+        .await;
+    patch.expect_error(404, "Not found.");
+    let del = t
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/v2/access-policies/{id}"),
+            Some(&tok),
+            None,
+        )
+        .await;
+    del.expect_error(404, "Not found.");
     t.post_as(&tok, "/api/v2/access-policies", body(&p, "x"))
         .await
         .expect_error(403, "Forbidden.");
+    // Without the permission in any set, every call is 403, whatever the id or body; with read
+    // only, every write is.
+    let users = t
+        .post(
+            "/api/v1/roles",
+            json!({"name": "users-only", "isActive": true, "permissions": [{"name": "Users", "read": true}]}),
+        )
+        .await
+        .expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.create_user("nop@acme.test", "a-long-enough-password", &[&users])
+        .await;
+    let nop = t.login("nop@acme.test", "a-long-enough-password").await;
+    let unknown = "00000000-0000-4000-8000-000000000001";
+    for path in [
+        "/api/v2/access-policies".to_string(),
+        format!("/api/v2/access-policies/{unknown}"),
+    ] {
+        t.get_as(&nop, &path).await.expect_error(403, "Forbidden.");
+    }
+    let reader = t
+        .post("/api/v1/roles", json!({"name": "policy-reader", "isActive": true, "permissions": [{"name": "Access Policies", "read": true}]}))
+        .await
+        .expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.create_user("ro@acme.test", "a-long-enough-password", &[&reader])
+        .await;
+    let ro = t.login("ro@acme.test", "a-long-enough-password").await;
+    t.post_as(&ro, "/api/v2/access-policies", json!({"isActive": false}))
+        .await
+        .expect_error(403, "Forbidden.");
+    t.post_as(
+        &ro,
+        &format!("/api/v2/access-policies/{unknown}/notes"),
+        json!({"note": "n"}),
+    )
+    .await
+    .expect_error(403, "Forbidden.");
+    t.get_as(&ro, &format!("/api/v2/access-policies/{id}"))
+        .await
+        .expect(200);
     // Writing into B with default-set references fails on the references, not the permission.
     let mut in_b = body(&p, "in-b");
     in_b["resourceSet"] = json!(b);

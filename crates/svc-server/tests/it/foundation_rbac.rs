@@ -111,6 +111,17 @@ async fn role_scoped_to_resource_set_b_is_confined_to_b() {
         .await
         .expect_error(404, "Not found.");
 
+    // The identity-type catalogue belongs to no resource set: Client Workloads read in B is
+    // enough; a role without it is refused.
+    let cw_role = create_role(&t, "b-cw", json!([{"name": "Client Workloads", "read": true}]), &[&b]).await;
+    t.create_user("cw@acme.test", PW, &[&cw_role]).await;
+    let cw_tok = t.login("cw@acme.test", PW).await;
+    let cat = t.get_as(&cw_tok, "/api/v1/client-workloads/identifiers").await;
+    assert!(!cat.expect(200).as_array().unwrap().is_empty());
+    t.get_as(&tp_tok, "/api/v1/client-workloads/identifiers")
+        .await
+        .expect_error(403, "Forbidden.");
+
     // The same permissions granted in the default set allow both.
 
     let role2 = create_role(

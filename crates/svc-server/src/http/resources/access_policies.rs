@@ -38,23 +38,23 @@ pub fn routes(app: &App) -> Router<App> {
     Router::new()
         .route(
             "/api/v2/access-policies",
-            guarded(app, p, Scope::Entity, get(list).post(create).put(replace)),
+            guarded(app, p, Scope::AnySet, get(list).post(create).put(replace)),
         )
         .route(
             "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-            guarded(app, p, Scope::Entity, get(by_workloads)),
+            guarded(app, p, Scope::AnySet, get(by_workloads)),
         )
         .route(
             "/api/v2/access-policies/{id}",
-            guarded(app, p, Scope::Entity, get(read).patch(patch).delete(remove)),
+            guarded(app, p, Scope::AnySet, get(read).patch(patch).delete(remove)),
         )
         .route(
             "/api/v2/access-policies/{id}/notes",
-            guarded(app, p, Scope::Entity, get(list_notes).post(add_note_v2)),
+            guarded(app, p, Scope::AnySet, get(list_notes).post(add_note_v2)),
         )
         .route(
             "/api/v2/access-policies/{id}/credential-mappings",
-            guarded(app, p, Scope::Entity, get(credential_mappings)),
+            guarded(app, p, Scope::AnySet, get(credential_mappings)),
         )
         .merge(super::access_policies_v1::routes(app))
 }
@@ -448,14 +448,15 @@ pub fn with_warnings(mut r: Response, warnings: &[&str]) -> Response {
     r
 }
 
-/// The policy if it exists and the caller may act on it (route permission in its set).
+/// The policy if it exists and the caller may act on it (route permission in its set). A policy
+/// in a set where the caller cannot even read is invisible, as an unknown id (§1.4 rules 4, 5).
 pub fn visible(ctx: &Ctx, st: &Snapshot, id: &Uuid) -> Result<Option<Arc<Policy>>> {
     match st.policies.get(id) {
-        Some(p) => {
+        Some(p) if ctx.caller.can(st, ctx.perm, false, p.meta.scope()) => {
             ctx.check(st, p.meta.scope())?;
             Ok(Some(p.clone()))
         }
-        None => Ok(None),
+        _ => Ok(None),
     }
 }
 
@@ -692,8 +693,9 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
 
 async fn by_workloads(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    let p = for_pair(&st, ids.0[0], ids.0[1]).ok_or(Error::NotFound)?;
-    ctx.check(&st, p.meta.scope())?;
+    let p = for_pair(&st, ids.0[0], ids.0[1])
+        .filter(|p| ctx.caller.can(&st, ctx.perm, false, p.meta.scope()))
+        .ok_or(Error::NotFound)?;
     Ok(ok(get_json(&st, &p)))
 }
 
@@ -704,34 +706,38 @@ async fn add_note_v2(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body):
     add_note(&app, &ctx, id, body, |_| Ok(())).await
 }
 
-async fn list_notes(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    let p = visible(&ctx, &st, &ids.one())?.ok_or(Error::NotFound)?;
-    let items: Vec<Value> = p.notes.iter().rev().map(note_json).collect();
-    let n = items.len();
+/// A policy's own lists (notes, credential mappings) in their fixed order, paged by `page` and
+/// `per-page` as every list (§1.6).
+fn fixed_order_page(q: &QueryPairs, items: Vec<Value>, order: Option<&str>) -> Result<Response> {
+    let page = crate::http::list::parse_int(q, "page", 1, 1, i32::MAX)?;
+    let per_page = crate::http::list::parse_int(q, "per-page", 100, 1, 1000)?;
+    let total = items.len();
+    let skip = (page as usize - 1).saturating_mul(per_page as usize);
+    let items = items.into_iter().skip(skip).take(per_page as usize).collect();
     Ok(ok(svc_api::common::list_wrapper(
         "entities",
         items,
-        1,
-        n.max(1) as i32,
-        Some("createdAt desc".into()),
-        n,
+        page,
+        per_page,
+        order.map(Into::into),
+        total,
     )))
 }
 
-async fn credential_mappings(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+async fn list_notes(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -> Result<Response> {
     let st = app.state();
     let p = visible(&ctx, &st, &ids.one())?.ok_or(Error::NotFound)?;
-    let items: Vec<Value> = p.mappings.iter().map(mapping_json).collect();
-    let n = items.len();
-    Ok(ok(svc_api::common::list_wrapper(
-        "entities",
-        items,
-        1,
-        n.max(1) as i32,
-        None,
-        n,
-    )))
+    fixed_order_page(
+        &q,
+        p.notes.iter().rev().map(note_json).collect(),
+        Some("createdAt desc"),
+    )
+}
+
+async fn credential_mappings(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -> Result<Response> {
+    let st = app.state();
+    let p = visible(&ctx, &st, &ids.one())?.ok_or(Error::NotFound)?;
+    fixed_order_page(&q, p.mappings.iter().map(mapping_json).collect(), None)
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ pub fn routes(app: &App) -> Router<App> {
         )
         .route(
             "/api/v1/client-workloads/identifiers",
-            guarded(app, p, Scope::Global, get(identifiers)),
+            guarded(app, p, Scope::AnySet, get(identifiers)),
         )
         .route(
             "/api/v1/client-workloads/{id}",
@@ -259,7 +259,8 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     Ok(no_content())
 }
 
-/// `GET /api/v1/client-workloads/identifiers`: the identity-type catalogue.
+/// `GET /api/v1/client-workloads/identifiers`: the identity-type catalogue. It belongs to no
+/// resource set: `Client Workloads` read in any resource set may read it.
 async fn identifiers() -> Result<Response> {
     let items: Vec<Value> = IDENTITY_TYPES
         .iter()
