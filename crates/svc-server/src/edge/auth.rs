@@ -114,7 +114,20 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
                 };
             }
         };
-        match trust::verify(&app, &tp, client).await {
+        // Evidence first, then the match rules: evidence that verified gives the event its facts
+        // even when a rule fails (§4.11: the environment holds the verified facts).
+        let verified = match trust::verify_evidence(&app, &tp, client).await {
+            Ok(v) => match trust::rules::check(&tp.rules, &v) {
+                Ok(()) => Ok(v),
+                Err(e) => {
+                    facts = v.facts;
+                    sa_uid = v.service_account_uid;
+                    Err(e)
+                }
+            },
+            Err(e) => Err(e),
+        };
+        match verified {
             Ok(v) => {
                 let (access_token, expires_in) = super::token::issue(
                     &app,

@@ -137,6 +137,18 @@ pub fn has_evidence(kind: TrustKind, c: &ClientWorkloadDetails) -> bool {
 
 /// Verifies the request's evidence against one provider, then its match rules.
 pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetails) -> Result<Verified, TrustError> {
+    let verified = verify_evidence(app, tp, client).await?;
+    rules::check(&tp.rules, &verified)?;
+    Ok(verified)
+}
+
+/// Verifies the request's evidence against one provider, without its match rules (§4.4 step 5;
+/// `/auth` keeps the verified facts for its event when a rule then fails).
+pub async fn verify_evidence(
+    app: &App,
+    tp: &CompiledTrust,
+    client: &ClientWorkloadDetails,
+) -> Result<Verified, TrustError> {
     if let Some(e) = &tp.broken {
         return Err(TrustError::InvalidEvidence(format!(
             "provider configuration unusable: {e}"
@@ -159,6 +171,5 @@ pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetail
         TrustKind::CloudARole => clouda_role::verify(app, tp, client).await?,
         TrustKind::CloudBMetadataService => cloudb::verify(app, tp, client).await?,
     };
-    rules::check(&tp.rules, &verified)?;
     Ok(verified)
 }

@@ -322,6 +322,8 @@ async fn worked_example_variations() {
         json!(["system:job:build", "system:job:release"])
     );
     assert_eq!(tpev["actualValue"], "system:job:test");
+    // The evidence verified; only a rule failed: the environment holds its facts.
+    assert_eq!(ev[0]["environment"]["oidc"]["sub"], "system:job:test");
     assert_eq!(
         ev[0]["outcome"],
         json!({"result": "Unauthorized", "reason": "MatchRuleFailed"})
