@@ -278,7 +278,7 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
                 "only digitalSignature is supported",
             ));
         }
-        m.insert("keyUsage".into(), json!(usages));
+        // The only usage is the default one: nothing to store (`[]` and repeats read as it).
     }
     put(&mut m, "idkpClientAuth", o.opt_bool("idkpClientAuth")?);
     put(&mut m, "idkpServerAuth", o.opt_bool("idkpServerAuth")?);

@@ -199,7 +199,8 @@ impl VerifyingKey {
                 let (kt, len) = match s("crv") {
                     Some("P-256") => (KeyType::EcP256, 32),
                     Some("P-384") => (KeyType::EcP384, 48),
-                    other => return Err(format!("unsupported curve {other:?} (P-256 or P-384)")),
+                    Some(other) => return Err(format!("unsupported curve '{other}' (P-256 or P-384)")),
+                    None => return Err("crv: is required (P-256 or P-384)".into()),
                 };
                 let (x, y) = (b("x")?, b("y")?);
                 if x.len() != len || y.len() != len {

@@ -510,6 +510,12 @@ async fn server_workloads_validation_and_uniqueness() {
     t.post("/api/v1/server-workloads", sw(mcp))
         .await
         .expect_error_prefix(400, "serviceEndpoint.port: MCP requires");
+    let mut mcp = endpoint("mcp.example.com", 443);
+    mcp["appProtocol"] = json!("MCP");
+    mcp["tls"] = json!(false);
+    t.post("/api/v1/server-workloads", sw(mcp))
+        .await
+        .expect_error_prefix(400, "serviceEndpoint.tls: MCP requires");
     let r = t
         .post("/api/v1/server-workloads", sw(endpoint("api.example.com", 443)))
         .await;

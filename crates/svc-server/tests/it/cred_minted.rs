@@ -690,6 +690,11 @@ async fn x509svid_validation_and_ca_persistence() {
     )
     .await
     .expect_error_prefix(400, "keyUsage");
+    // The only usage issued is shown, whatever list of it was sent.
+    for usages in [json!([]), json!(["digitalSignature", "digitalSignature"])] {
+        let r = t.post("/api/v2/credential-providers", with("keyUsage", usages)).await;
+        assert_eq!(r.expect(201)["keyUsage"], json!(["digitalSignature"]));
+    }
     t.post(
         "/api/v2/credential-providers",
         with("lifetimeTimeSpanSeconds", json!(899)),

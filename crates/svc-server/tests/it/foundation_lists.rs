@@ -202,6 +202,12 @@ async fn audit_log_query_semantics() {
     t.get("/api/v1/workload-events?span-last-minutes=2147483647")
         .await
         .expect(200);
+    t.get(&q("span-last-minutes=9223372036854775808"))
+        .await
+        .expect_error(400, "span-last-minutes: must be a 64-bit integer");
+    t.get(&q("span-last-minutes=five"))
+        .await
+        .expect_error(400, "span-last-minutes: must be an integer");
     t.get(&q("order=createdAt%20desc%20extra"))
         .await
         .expect_error(400, "order: must be '<field> [asc|desc]'");

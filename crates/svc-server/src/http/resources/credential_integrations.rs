@@ -66,13 +66,19 @@ const SPEC: ListSpec = ListSpec {
 /// The `CiB` URL rule, the contract's pattern (§3.7)
 /// `^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$` (so no user info, which would be
 /// shown in every GET), without a query or fragment: the API calls append `/api/v4/…` to the
-/// URL, which would land in either. With `SVC_ALLOW_INSECURE_UPSTREAM` any absolute http(s) URL
-/// without user info, query or fragment (so loopback servers can be used).
+/// URL, which would land in either. With `SVC_ALLOW_INSECURE_UPSTREAM` the scheme may be `http`
+/// and, besides the pattern's hosts, an IP literal or `localhost` is accepted (so loopback
+/// servers can be used); a bare name such as `https://gitlab` still is not.
 fn cib_url(s: &str, cfg: &Config) -> bool {
     if cfg.allow_insecure_upstream {
         return url::Url::parse(s).is_ok_and(|u| {
+            let host_ok = match u.host() {
+                Some(url::Host::Domain(d)) => d == "localhost" || tld_host(d),
+                Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => true,
+                None => false,
+            };
             matches!(u.scheme(), "http" | "https")
-                && u.host_str().is_some()
+                && host_ok
                 && u.username().is_empty()
                 && u.password().is_none()
                 && u.query().is_none()
@@ -87,6 +93,13 @@ fn cib_url(s: &str, cfg: &Config) -> bool {
         Some((h, p)) => (h, Some(p)),
         None => (authority, None),
     };
+    tld_host(host)
+        && port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && !path.chars().any(|c| c.is_whitespace() || c == '?' || c == '#')
+}
+
+/// The pattern's host: `[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}`.
+fn tld_host(host: &str) -> bool {
     let Some((_, tld)) = host.rsplit_once('.') else {
         return false;
     };
@@ -95,8 +108,6 @@ fn cib_url(s: &str, cfg: &Config) -> bool {
         && host.len() > tld.len() + 1
         && tld.len() >= 2
         && tld.bytes().all(|b| b.is_ascii_alphabetic())
-        && port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        && !path.chars().any(|c| c.is_whitespace() || c == '?' || c == '#')
 }
 
 /// Variant fields of a kind; `full` requires the required ones.
@@ -399,6 +410,11 @@ mod tests {
         }
         let open = Config::from_map(&[("SVC_ALLOW_INSECURE_UPSTREAM".to_string(), "true".to_string())].into()).unwrap();
         assert!(cib_url("http://127.0.0.1:8080", &open));
+        assert!(cib_url("http://localhost:8080/gitlab", &open));
+        assert!(cib_url("http://[::1]:8080", &open));
+        assert!(cib_url("http://gitlab.example.com", &open));
+        assert!(!cib_url("https://gitlab", &open));
+        assert!(!cib_url("https://gitlab.c0m", &open));
         assert!(!cib_url("http://u:p@127.0.0.1:8080", &open));
         assert!(!cib_url("http://127.0.0.1:8080/?x=1", &open));
     }

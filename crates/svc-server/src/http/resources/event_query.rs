@@ -63,15 +63,18 @@ fn parse_minutes(q: &QueryPairs, key: &str, max: i64) -> Result<i64> {
     match q.get(key) {
         None => Ok(0),
         Some(s) => {
-            let v = s
-                .trim()
-                .parse::<i64>()
-                .map_err(|_| Error::field(key, "must be an integer"))?;
-            if v > max || v < -max - 1 {
-                let bits = if max == i32::MAX as i64 { 32 } else { 64 };
-                return Err(Error::field(key, format!("must be a {bits}-bit integer")));
+            let bits = if max == i32::MAX as i64 { 32 } else { 64 };
+            let out_of_range = || Error::field(key, format!("must be a {bits}-bit integer"));
+            let t = s.trim();
+            match t.parse::<i64>() {
+                Ok(v) if v > max || v < -max - 1 => Err(out_of_range()),
+                Ok(v) => Ok(v),
+                // Digits beyond int64 are out of range too; anything else is no integer.
+                Err(_) if !t.is_empty() && t.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit()) => {
+                    Err(out_of_range())
+                }
+                Err(_) => Err(Error::field(key, "must be an integer")),
             }
-            Ok(v)
         }
     }
 }

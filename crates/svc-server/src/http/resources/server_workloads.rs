@@ -199,8 +199,9 @@ fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldEr
         })?
         .unwrap_or_default();
     if app_protocol == "MCP" && (requested_port != port || requested_tls != tls) {
+        let field = if requested_port != port { "port" } else { "tls" };
         return Err(svc_api::FieldError::new(
-            o.path("port"),
+            o.path(field),
             "MCP requires port = requestedPort and tls = requestedTls",
         ));
     }
