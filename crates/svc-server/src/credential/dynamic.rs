@@ -71,6 +71,16 @@ fn lookup(expr: &str, v: &Values<'_>) -> Option<String> {
 /// Replaces every `${…}` of `template`; `Err(expression)` for the first one that cannot be resolved
 /// (including every expression when there is no request, as for `verification`).
 pub fn resolve(template: &str, values: Option<&Values<'_>>) -> Result<String, String> {
+    resolve_with(template, values, str::to_string)
+}
+
+/// [`resolve`], each value passed through `escape` (for templates of a syntax of their own, such
+/// as an RFC 4514 subject, where a value must stay one value).
+pub fn resolve_with(
+    template: &str,
+    values: Option<&Values<'_>>,
+    escape: impl Fn(&str) -> String,
+) -> Result<String, String> {
     let mut out = String::with_capacity(template.len());
     let mut rest = template;
     while let Some(start) = rest.find("${") {
@@ -81,7 +91,7 @@ pub fn resolve(template: &str, values: Option<&Values<'_>>) -> Result<String, St
         let value = values
             .and_then(|v| lookup(expr, v))
             .ok_or_else(|| format!("${{{expr}}}"))?;
-        out.push_str(&value);
+        out.push_str(&escape(&value));
         rest = &after[end + 1..];
     }
     out.push_str(rest);

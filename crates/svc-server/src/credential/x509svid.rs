@@ -40,7 +40,7 @@ impl rcgen::PublicKeyData for CsrKey {
 /// Parses and checks a CSR: PEM, self-signature, key type and size.
 fn parse_csr(pem: &str) -> Result<CsrKey, String> {
     let (label, der) =
-        der::pem::decode_vec(pem.trim().as_bytes()).map_err(|_| "must be a PEM CERTIFICATE REQUEST".to_string())?;
+        crate::crypto::x509::pem_decode(pem).map_err(|_| "must be a PEM CERTIFICATE REQUEST".to_string())?;
     if label != "CERTIFICATE REQUEST" && label != "NEW CERTIFICATE REQUEST" {
         return Err(format!("must be a PEM CERTIFICATE REQUEST, not {label}"));
     }
@@ -75,8 +75,10 @@ fn parse_csr(pem: &str) -> Result<CsrKey, String> {
         ("1.2.840.113549.1.1.13", Spki::Rsa) => &signature::RSA_PKCS1_2048_8192_SHA512,
         ("1.2.840.10045.4.3.2", Spki::Ec(KeyType::EcP256, _)) => &signature::ECDSA_P256_SHA256_ASN1,
         ("1.2.840.10045.4.3.3", Spki::Ec(KeyType::EcP256, _)) => &signature::ECDSA_P256_SHA384_ASN1,
+        ("1.2.840.10045.4.3.4", Spki::Ec(KeyType::EcP256, _)) => &signature::ECDSA_P256_SHA512_ASN1,
         ("1.2.840.10045.4.3.2", Spki::Ec(KeyType::EcP384, _)) => &signature::ECDSA_P384_SHA256_ASN1,
         ("1.2.840.10045.4.3.3", Spki::Ec(KeyType::EcP384, _)) => &signature::ECDSA_P384_SHA384_ASN1,
+        ("1.2.840.10045.4.3.4", Spki::Ec(KeyType::EcP384, _)) => &signature::ECDSA_P384_SHA512_ASN1,
         (oid, _) => return Err(format!("unsupported signature algorithm {oid}")),
     };
     let info = req.info.to_der().map_err(|e| e.to_string())?;
@@ -105,6 +107,9 @@ pub fn probe_csr() -> Result<String, String> {
 pub fn check_spiffe_id(id: &str) -> Result<(), String> {
     let rest = id.strip_prefix("spiffe://").ok_or("must start with spiffe://")?;
     let (td, path) = rest.split_once('/').unwrap_or((rest, ""));
+    if rest.ends_with('/') {
+        return Err("must not end with '/'".into());
+    }
     if td.is_empty()
         || !td
             .chars()
@@ -130,7 +135,24 @@ pub fn check_spiffe_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// An RFC 4514 subject (`CN=x,O=y`) as a certificate name (RDNs in reverse textual order).
+/// Escapes a value for an RFC 4514 string (§2.4): a dynamic value put into a subject template stays
+/// one attribute value, whatever it holds (`x,O=Evil` cannot add or replace an attribute).
+pub fn escape_dn_value(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    let last = v.chars().count().saturating_sub(1);
+    for (i, c) in v.chars().enumerate() {
+        let edge_space = c == ' ' && (i == 0 || i == last);
+        if matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';' | '=') || edge_space || (i == 0 && c == '#') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// An RFC 4514 subject (`CN=x,O=y`) as a certificate name (RDNs in reverse textual order). Each
+/// attribute type at most once: the certificate library keeps one value per type, and a second
+/// value silently dropped would be a subject other than the one configured.
 pub fn parse_subject(s: &str) -> Result<DistinguishedName, String> {
     let mut dn = DistinguishedName::new();
     let mut parts: Vec<String> = Vec::new();
@@ -162,6 +184,12 @@ pub fn parse_subject(s: &str) -> Result<DistinguishedName, String> {
             "ST" => DnType::StateOrProvinceName,
             other => return Err(format!("unsupported attribute {other} (CN, O, OU, C, L, ST)")),
         };
+        if dn.get(&ty).is_some() {
+            return Err(format!(
+                "attribute {} appears more than once (one value per attribute type)",
+                k.trim().to_ascii_uppercase()
+            ));
+        }
         dn.push(ty, v.trim());
     }
     Ok(dn)
@@ -190,7 +218,7 @@ impl X509Svid {
         p.0.insert("spiffeId".into(), id);
         if let Some(s) = &self.subject {
             let v = if self.subject_dynamic {
-                dynamic::resolve(s, cx.values)?
+                dynamic::resolve_with(s, cx.values, escape_dn_value)?
             } else {
                 s.clone()
             };
@@ -271,14 +299,14 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     }
     put(&mut m, "subject", subject);
     put(&mut m, "subjectType", subject_type);
-    if let Some(usages) = o.opt_str_list("keyUsage")? {
-        if usages.iter().any(|u| u != "digitalSignature") {
-            return Err(FieldError::new(
-                o.path("keyUsage"),
-                "only digitalSignature is supported",
-            ));
-        }
-        // The only usage is the default one: nothing to store (`[]` and repeats read as it).
+    // The only usage is the default one: nothing to store (`[]` and repeats read as it).
+    if let Some(usages) = o.opt_str_list("keyUsage")?
+        && usages.iter().any(|u| u != "digitalSignature")
+    {
+        return Err(FieldError::new(
+            o.path("keyUsage"),
+            "only digitalSignature is supported",
+        ));
     }
     put(&mut m, "idkpClientAuth", o.opt_bool("idkpClientAuth")?);
     put(&mut m, "idkpServerAuth", o.opt_bool("idkpServerAuth")?);
@@ -323,3 +351,41 @@ pub const SPEC: TypeSpec = TypeSpec {
     present,
     compile,
 };
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A dynamic value is one attribute value: it cannot add, replace or split attributes.
+    #[test]
+    fn dynamic_subject_values_cannot_inject_attributes() {
+        let team = "x,O=Evil Corp+CN=y\\";
+        let subject = format!("CN={},O=Acme", escape_dn_value(team));
+        let dn = parse_subject(&subject).unwrap();
+        match dn.get(&DnType::CommonName) {
+            Some(rcgen::DnValue::Utf8String(v)) => assert_eq!(v, team),
+            other => panic!("{other:?}"),
+        }
+        match dn.get(&DnType::OrganizationName) {
+            Some(rcgen::DnValue::Utf8String(v)) => assert_eq!(v, "Acme"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(escape_dn_value("#a b "), "\\#a b\\ ");
+    }
+
+    #[test]
+    fn a_repeated_subject_attribute_is_refused_not_dropped() {
+        let e = parse_subject("CN=svc,OU=team-a,OU=team-b").unwrap_err();
+        assert!(e.contains("OU appears more than once"), "{e}");
+        assert!(parse_subject("CN=svc,OU=team-a,O=acme").is_ok());
+    }
+
+    #[test]
+    fn spiffe_ids_end_without_a_slash() {
+        assert!(check_spiffe_id("spiffe://acme.test/a/b").is_ok());
+        assert!(check_spiffe_id("spiffe://acme.test").is_ok());
+        for bad in ["spiffe://acme.test/", "spiffe://acme.test/a/", "spiffe://acme.test//a"] {
+            assert!(check_spiffe_id(bad).is_err(), "{bad}");
+        }
+    }
+}

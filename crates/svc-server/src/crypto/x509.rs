@@ -59,6 +59,27 @@ pub fn pem_text(input: &str) -> Result<String, String> {
     Ok(text.trim().to_string())
 }
 
+/// One PEM block: (label, DER). RFC 7468's strict form (64-character lines), else its lax form:
+/// any line length, whitespace anywhere in the base64 (OpenSSL writes 64, other tools 76).
+pub fn pem_decode(block: &str) -> Result<(String, Vec<u8>), String> {
+    let block = block.trim();
+    match der::pem::decode_vec(block.as_bytes()) {
+        Ok((label, der)) => Ok((label.to_string(), der)),
+        Err(strict) => {
+            let lax = || -> Option<(String, Vec<u8>)> {
+                let rest = block.strip_prefix("-----BEGIN ")?;
+                let (label, body) = rest.split_once("-----")?;
+                let end = format!("-----END {label}-----");
+                let body = body.strip_suffix(end.as_str())?;
+                let b64: String = body.chars().filter(|c| !c.is_whitespace()).collect();
+                let der = super::b64std_decode(&b64).filter(|d| !d.is_empty())?;
+                Some((label.to_string(), der))
+            };
+            lax().ok_or_else(|| strict.to_string())
+        }
+    }
+}
+
 /// Every PEM block of a text: (label, DER).
 pub fn pem_blocks(text: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut out = Vec::new();
@@ -69,9 +90,8 @@ pub fn pem_blocks(text: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
         let label = block[11..label_end].to_string();
         let end_marker = format!("-----END {label}-----");
         let end = block.find(&end_marker).ok_or_else(|| format!("missing {end_marker}"))? + end_marker.len();
-        let (l, der) =
-            der::pem::decode_vec(&block.as_bytes()[..end]).map_err(|e| format!("bad PEM block {label}: {e}"))?;
-        out.push((l.to_string(), der));
+        let (l, der) = pem_decode(&block[..end]).map_err(|e| format!("bad PEM block {label}: {e}"))?;
+        out.push((l, der));
         rest = &block[end..];
     }
     if out.is_empty() {
@@ -142,5 +162,29 @@ mod tests {
             Spki::Ec(KeyType::EcP256, point) => assert_eq!(point, pair.public_key().as_ref()),
             _ => panic!("expected a P-256 key"),
         }
+    }
+
+    #[test]
+    fn pem_with_other_line_lengths_is_read() {
+        let der: Vec<u8> = (0..200u8).collect();
+        let b64 = super::super::b64std(&der);
+        for width in [76, 40, 1000] {
+            let lines: Vec<String> = b64
+                .as_bytes()
+                .chunks(width)
+                .map(|c| String::from_utf8(c.to_vec()).unwrap())
+                .collect();
+            let pem = format!(
+                "-----BEGIN CERTIFICATE REQUEST-----\r\n{}\r\n-----END CERTIFICATE REQUEST-----\n",
+                lines.join("\r\n")
+            );
+            assert_eq!(
+                pem_decode(&pem).unwrap(),
+                ("CERTIFICATE REQUEST".to_string(), der.clone()),
+                "{width}"
+            );
+        }
+        assert!(pem_decode("-----BEGIN X-----\n!!!\n-----END X-----").is_err());
+        assert!(pem_decode("-----BEGIN X-----\nAAAA\n-----END Y-----").is_err());
     }
 }
