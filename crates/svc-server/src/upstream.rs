@@ -83,6 +83,119 @@ pub struct Fetched {
     pub status: u16,
     pub content_type: Option<String>,
     pub body: Vec<u8>,
+    /// The secrets the request carried (credential headers, secret form and JSON fields): an
+    /// upstream may echo its request in an error answer, and no text taken from the answer for a
+    /// log line, an event or an error message may carry them ([`Fetched::scrub`]).
+    pub sent: Vec<String>,
+}
+
+impl Fetched {
+    /// `text` with every secret the request carried replaced by `***` (also in its URL-encoded
+    /// form).
+    pub fn scrub(&self, text: &str) -> String {
+        scrub(text, &self.sent)
+    }
+
+    /// A short printable excerpt of the answer's body, scrubbed.
+    pub fn excerpt(&self) -> String {
+        self.scrub(&excerpt(&self.body))
+    }
+}
+
+/// Form and JSON fields whose values are secrets (OAuth2, RFC 8693, STS, vault, SSO).
+const SECRET_FIELDS: &[&str] = &[
+    "client_secret",
+    "client_assertion",
+    "assertion",
+    "subject_token",
+    "actor_token",
+    "refresh_token",
+    "access_token",
+    "code",
+    "code_verifier",
+    "password",
+    "jwt",
+    "token",
+    "subjectToken",
+    "WebIdentityToken",
+    "apiKey",
+];
+
+/// Headers whose values are credentials.
+const SECRET_HEADERS: &[&str] = &["authorization", "private-token", "x-vault-token", "x-api-key", "cookie"];
+
+/// The secrets a request carries, each also decoded where a header encodes it (HTTP Basic).
+fn secrets_of(req: &reqwest::Request) -> Vec<String> {
+    let mut out = Vec::new();
+    for h in SECRET_HEADERS {
+        for v in req.headers().get_all(*h) {
+            let Ok(v) = v.to_str() else { continue };
+            out.push(v.to_string());
+            if let Some((_, cred)) = v.split_once(' ') {
+                out.push(cred.trim().to_string());
+                if v[..v.len() - cred.len()].trim().eq_ignore_ascii_case("basic")
+                    && let Some(raw) = crate::crypto::b64std_decode(cred.trim())
+                    && let Ok(raw) = String::from_utf8(raw)
+                {
+                    // RFC 6749 §2.3.1: urlenc(id):urlenc(secret).
+                    if let Some((_, secret)) = raw.split_once(':') {
+                        out.push(secret.to_string());
+                        let decoded: String = url::form_urlencoded::parse(format!("s={secret}").as_bytes())
+                            .map(|(_, v)| v.into_owned())
+                            .collect();
+                        out.push(decoded);
+                    }
+                    out.push(raw);
+                }
+            }
+        }
+    }
+    if let Some(body) = req.body().and_then(|b| b.as_bytes()) {
+        if let Ok(serde_json::Value::Object(m)) = serde_json::from_slice::<serde_json::Value>(body) {
+            json_secrets(&serde_json::Value::Object(m), &mut out);
+        } else {
+            for (k, v) in url::form_urlencoded::parse(body) {
+                if SECRET_FIELDS.contains(&k.as_ref()) {
+                    out.push(v.into_owned());
+                }
+            }
+        }
+    }
+    // Short values (a one-letter code) would blank out ordinary words of an error text.
+    out.retain(|s| s.len() >= 6);
+    out.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    out.dedup();
+    out
+}
+
+fn json_secrets(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m {
+                match v {
+                    serde_json::Value::String(s) if SECRET_FIELDS.contains(&k.as_str()) => out.push(s.clone()),
+                    other => json_secrets(other, out),
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter().for_each(|v| json_secrets(v, out)),
+        _ => {}
+    }
+}
+
+/// `text` with every one of `secrets` (longest first), and its URL-encoded forms, replaced by `***`.
+fn scrub(text: &str, secrets: &[String]) -> String {
+    let mut t = text.to_string();
+    for s in secrets {
+        let form: String = url::form_urlencoded::byte_serialize(s.as_bytes()).collect();
+        let pct = form.replace('+', "%20");
+        for v in [s.as_str(), form.as_str(), pct.as_str()] {
+            if t.contains(v) {
+                t = t.replace(v, "***");
+            }
+        }
+    }
+    t
 }
 
 impl Upstream {
@@ -164,7 +277,13 @@ impl Upstream {
 
     /// Sends a request and reads at most 1 MiB of the answer.
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Result<Fetched, UpstreamError> {
-        let mut resp = req.send().await.map_err(|e| UpstreamError::Unreachable(describe(&e)))?;
+        let (client, req) = req.build_split();
+        let req = req.map_err(|e| UpstreamError::BadUrl(describe(&e)))?;
+        let sent = secrets_of(&req);
+        let mut resp = client
+            .execute(req)
+            .await
+            .map_err(|e| UpstreamError::Unreachable(describe(&e)))?;
         let status = resp.status().as_u16();
         let content_type = resp
             .headers()
@@ -191,6 +310,7 @@ impl Upstream {
             status,
             content_type,
             body,
+            sent,
         })
     }
 
@@ -200,7 +320,7 @@ impl Upstream {
             .send(self.client.get(url).header("accept", "application/json"))
             .await?;
         if !(200..300).contains(&f.status) {
-            return Err(UpstreamError::Status(f.status, excerpt(&f.body)));
+            return Err(UpstreamError::Status(f.status, f.excerpt()));
         }
         serde_json::from_slice(&f.body).map_err(|e| UpstreamError::Malformed(format!("not JSON: {e}")))
     }
@@ -221,8 +341,8 @@ fn describe(e: &reqwest::Error) -> String {
     }
 }
 
-/// A short printable excerpt of an error body (for events and logs; bodies of error answers do
-/// not carry credentials, and the excerpt is cut to 200 characters).
+/// A short printable excerpt of an error body (for events and logs), cut to 200 characters. Use
+/// [`Fetched::excerpt`], which also removes what the request sent: an upstream may echo it.
 pub fn excerpt(body: &[u8]) -> String {
     let s = String::from_utf8_lossy(body);
     let s: String = s.chars().filter(|c| !c.is_control()).take(200).collect();
@@ -232,6 +352,42 @@ pub fn excerpt(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// §1.9: an upstream that echoes its request in an error answer does not bring the request's
+    /// secrets into a log line, an event or an error message.
+    #[test]
+    fn echoed_request_secrets_never_reach_error_texts() {
+        let client = reqwest::Client::new();
+        let basic = crate::credential::upstream_call::basic("my client", "CANARY-SECRET-123/+");
+        let req = client
+            .post("http://127.0.0.1:1/token")
+            .header("authorization", &basic)
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("client_secret", "CANARY-SECRET-123/+"),
+            ])
+            .build()
+            .unwrap();
+        let sent = secrets_of(&req);
+        let body = String::from_utf8(req.body().unwrap().as_bytes().unwrap().to_vec()).unwrap();
+        let echo = format!("bad request: {body} with {basic}, raw CANARY-SECRET-123/+");
+        let f = Fetched {
+            status: 400,
+            content_type: None,
+            body: echo.into_bytes(),
+            sent,
+        };
+        let text = f.excerpt();
+        assert!(!text.contains("CANARY"), "{text}");
+        assert!(!text.contains(basic.trim_start_matches("Basic ")), "{text}");
+        assert!(text.contains("grant_type=client_credentials"), "{text}");
+        let json = client
+            .post("http://127.0.0.1:1/login")
+            .json(&serde_json::json!({"jwt": "eyJhbGciOi.CANARY.sig", "role": "r"}))
+            .build()
+            .unwrap();
+        assert_eq!(scrub("echo eyJhbGciOi.CANARY.sig", &secrets_of(&json)), "echo ***");
+    }
 
     fn upstream(extra: &[(&str, &str)]) -> Upstream {
         let mut env: std::collections::BTreeMap<String, String> =

@@ -12,7 +12,7 @@ use super::types::{self, Mode, TypeSpec, cfg_str, put};
 use super::upstream_call::post_form_accepting;
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
 use crate::domain::credential::CredentialProvider;
-use crate::upstream::{Configured, excerpt};
+use crate::upstream::Configured;
 
 #[derive(Debug)]
 pub struct CloudASts {
@@ -113,7 +113,8 @@ impl CloudASts {
             let code = xml_fields(&f.body, "ErrorResponse", &["Error/Code"])
                 .ok()
                 .and_then(|v| v[0].clone())
-                .unwrap_or_else(|| excerpt(&f.body));
+                .map(|c| f.scrub(&c))
+                .unwrap_or_else(|| f.excerpt());
             return Err(IssueError(format!("STS answered {}: {code}", f.status)));
         }
         let fields = xml_fields(

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::IssueError;
 use crate::app::App;
-use crate::upstream::{Fetched, UpstreamUrl, excerpt};
+use crate::upstream::{Fetched, UpstreamUrl};
 
 fn form_urlencode(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
@@ -85,7 +85,8 @@ pub fn status_error(what: &str, f: &Fetched) -> IssueError {
                 None => c,
             })
         })
-        .unwrap_or_else(|| excerpt(&f.body));
+        .map(|d| f.scrub(&d))
+        .unwrap_or_else(|| f.excerpt());
     IssueError(format!("{what} answered {}: {detail}", f.status))
 }
 

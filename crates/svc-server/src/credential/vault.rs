@@ -65,7 +65,7 @@ impl Vault {
                 Some(Value::Array(a)) if !a.is_empty() => IssueError(format!(
                     "vault login answered {}: {}",
                     f.status,
-                    a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; ")
+                    f.scrub(&a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join("; "))
                 )),
                 _ => e,
             }

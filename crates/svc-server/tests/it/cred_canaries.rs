@@ -18,7 +18,15 @@ fn token_endpoint(s: &Seen) -> (u16, Value) {
         .form_value("client_id")
         .or_else(|| s.header("authorization").map(str::to_string))
     {
-        Some(_) if s.form_value("scope").as_deref() == Some("fail") => (401, json!({"error": "invalid_client"})),
+        // A failing upstream that echoes the request (its secrets too) in its error answer.
+        Some(_) if s.form_value("scope").as_deref() == Some("fail") => (
+            401,
+            json!({"error": "invalid_client", "error_description": format!(
+                "echo {} {}",
+                String::from_utf8_lossy(&s.body),
+                s.header("authorization").unwrap_or_default()
+            )}),
+        ),
         Some(_) => (
             200,
             json!({"access_token": format!("canary-issued-{}", s.body.len()), "expires_in": 3600}),
@@ -116,12 +124,17 @@ async fn no_secret_or_credential_reaches_responses_events_logs_or_storage() {
     .expect(200);
     rig.attach(&t, &providers[2]).await;
     rig.request(&t, "OAuthToken", json!({})).await.expect(500);
-    t.get(&format!("/api/v2/credential-providers/{}/verification", providers[2]))
-        .await
-        .expect(200);
+    let verification = t
+        .get(&format!("/api/v2/credential-providers/{}/verification", providers[2]))
+        .await;
+    assert_eq!(verification.expect(200)["success"], false);
+    // The upstream's own words are kept, what it echoed of the request is not.
+    assert!(verification.text.contains("invalid_client"), "{}", verification.text);
+    assert!(verification.text.contains("***"), "{}", verification.text);
 
     // Every read view.
     let mut views = vec![
+        verification.text.clone(),
         t.get("/api/v2/credential-providers").await.text,
         t.get("/api/v1/credential-providers").await.text,
         t.get("/api/v1/credential-integrations").await.text,
