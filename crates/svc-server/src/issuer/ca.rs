@@ -48,9 +48,18 @@ fn generate() -> Result<(String, String), String> {
     ];
     let now = time::OffsetDateTime::now_utc();
     params.not_before = now - time::Duration::minutes(5);
-    params.not_after = now + time::Duration::days(3650);
+    params.not_after = ten_years_after(now);
     let cert = params.self_signed(&key).map_err(|e| e.to_string())?;
     Ok((cert.pem(), key.serialize_pem()))
+}
+
+/// The same instant ten calendar years later (§3.28: 10-year validity); 29 February becomes
+/// 28 February when the year has none.
+fn ten_years_after(t: time::OffsetDateTime) -> time::OffsetDateTime {
+    let year = t.year() + 10;
+    t.replace_year(year)
+        .or_else(|_| t.replace_day(28).and_then(|d| d.replace_year(year)))
+        .unwrap_or(t + time::Duration::days(3652))
 }
 
 /// A certificate's subject as rcgen's name, attribute by attribute with the same string types,
@@ -184,4 +193,21 @@ pub async fn load(cfg: &Config, store: &Store, cipher: &Cipher) -> Result<Ca, St
         v["cert"].as_str().unwrap_or_default(),
         v["key"].as_str().unwrap_or_default(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use time::macros::datetime;
+
+    #[test]
+    fn the_ca_is_valid_for_ten_calendar_years() {
+        assert_eq!(
+            super::ten_years_after(datetime!(2026-11-25 10:00 UTC)),
+            datetime!(2036-11-25 10:00 UTC)
+        );
+        assert_eq!(
+            super::ten_years_after(datetime!(2028-02-29 10:00 UTC)),
+            datetime!(2038-02-28 10:00 UTC)
+        );
+    }
 }

@@ -471,6 +471,20 @@ async fn resource_set_listing_and_deletion() {
     let t = TestApp::start().await;
     let b = create_rs(&t, "doomed").await;
     let role = create_role(&t, "b-only", json!([{"name": "Users", "read": true}]), &[&b]).await;
+    t.create_user("bo@acme.test", PW, &[&role]).await;
+    let tp = t
+        .send(
+            t.client
+                .post(t.url("/api/v1/trust-providers"))
+                .bearer_auth(&t.token)
+                .header("X-Svc-ResourceSet", &b)
+                .json(&json!({"name": "in-b", "isActive": true, "provider": "CiAIdentityToken"})),
+        )
+        .await
+        .expect(200)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let list = t.get("/api/v1/resource-sets").await;
     let items = list.expect(200)["entities"].as_array().unwrap().clone();
     let doomed = items.iter().find(|s| s["externalId"] == b.as_str()).unwrap();
@@ -483,14 +497,18 @@ async fn resource_set_listing_and_deletion() {
     t.delete(&format!("/api/v1/resource-sets/{b}"))
         .await
         .expect_error(404, "Not found.");
-    // The role no longer names the deleted set.
+    // The role no longer names the deleted set, and grants nothing elsewhere: it does not fall
+    // back to the default set (deleting_a_roles_last_resource_set_grants_nothing_elsewhere).
     let r = t.get(&format!("/api/v1/roles/{role}")).await;
+    assert_eq!(r.expect(200)["resourceSets"], json!([]));
+    let bo = t.login("bo@acme.test", PW).await;
+    t.get_as(&bo, "/api/v1/users").await.expect_error(403, "Forbidden.");
+    // The entities deleted with the set are audited where they can be read: the default set.
+    let tps = t.audit("&category=TrustProviders").await;
     assert!(
-        r.expect(200)["resourceSets"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|s| s["externalId"] != b.as_str())
+        tps.iter()
+            .any(|a| a["activity"] == "Deleted" && a["target"] == tp.as_str() && a["resourceSetId"] == DEFAULT_RS),
+        "{tps:?}"
     );
     let audit = t.audit("&category=ResourceSets").await;
     assert!(

@@ -226,7 +226,9 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     Ok(ok(resource_set_json(&st, &st.resource_sets[&id], true)))
 }
 
-/// Deletes every entity of type `T` in `rs`, auditing each.
+/// Deletes every entity of type `T` in `rs`, auditing each. The entries go to the default resource
+/// set, beside the resource set's own `Deleted` entry: under the deleted set's id no one could
+/// read them any more (`X-Svc-ResourceSet` must name an existing set).
 fn cascade<T: Record>(w: &mut Write<'_>, author: &Author, rs: Uuid, category: &'static str) {
     let ids: Vec<Uuid> = T::table(&w.st)
         .values()
@@ -235,7 +237,7 @@ fn cascade<T: Record>(w: &mut Write<'_>, author: &Author, rs: Uuid, category: &'
         .collect();
     for id in ids {
         w.remove::<T>(&id);
-        w.audit(author, rs, category, Activity::Deleted, id);
+        w.audit(author, DEFAULT_RESOURCE_SET, category, Activity::Deleted, id);
     }
 }
 
@@ -259,10 +261,9 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
             .collect();
     for r in roles {
         let mut r = (*r).clone();
+        // A role left with no resource set grants nothing: falling back to the default set (the
+        // input default of §3.16) would widen a role meant for the deleted set only.
         r.resource_sets.retain(|s| *s != id);
-        if r.resource_sets.is_empty() && !r.all_resource_sets {
-            r.resource_sets.push(DEFAULT_RESOURCE_SET);
-        }
         w.touch_meta(&mut r.meta, &author);
         let rid = r.meta.id;
         w.put(r);
