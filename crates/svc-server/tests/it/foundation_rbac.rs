@@ -467,11 +467,48 @@ async fn user_validation_and_shape() {
 }
 
 #[tokio::test]
+async fn deleting_a_roles_last_resource_set_grants_nothing_elsewhere() {
+    let t = TestApp::start().await;
+    let b = create_rs(&t, "doomed").await;
+    let c = create_rs(&t, "kept").await;
+    let only_b = create_role(&t, "b-only", json!([{"name": "Users", "read": true}]), &[&b]).await;
+    let b_and_c = create_role(&t, "b-and-c", json!([{"name": "Audit Logs", "read": true}]), &[&b, &c]).await;
+    t.create_user("bo@acme.test", PW, &[&only_b, &b_and_c]).await;
+    let bo = t.login("bo@acme.test", PW).await;
+    t.get_as(&bo, "/api/v1/users").await.expect_error(403, "Forbidden.");
+    t.delete(&format!("/api/v1/resource-sets/{b}")).await.expect(204);
+    // The role of the deleted set only: no set, no rights (not the default set's).
+    let r = t.get(&format!("/api/v1/roles/{only_b}")).await;
+    assert_eq!(r.expect(200)["resourceSets"], json!([]));
+    t.get_as(&bo, "/api/v1/users").await.expect_error(403, "Forbidden.");
+    // The other role keeps its remaining set.
+    let r = t.get(&format!("/api/v1/roles/{b_and_c}")).await;
+    let sets: Vec<Value> = r.expect(200)["resourceSets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["externalId"].clone())
+        .collect();
+    assert_eq!(sets, vec![json!(c)]);
+    let in_c = t
+        .send(
+            t.client
+                .get(t.url("/api/v1/audit-logs"))
+                .bearer_auth(&bo)
+                .header("X-Svc-ResourceSet", &c),
+        )
+        .await;
+    in_c.expect(200);
+    t.get_as(&bo, "/api/v1/audit-logs")
+        .await
+        .expect_error(403, "Forbidden.");
+}
+
+#[tokio::test]
 async fn resource_set_listing_and_deletion() {
     let t = TestApp::start().await;
     let b = create_rs(&t, "doomed").await;
     let role = create_role(&t, "b-only", json!([{"name": "Users", "read": true}]), &[&b]).await;
-    t.create_user("bo@acme.test", PW, &[&role]).await;
     let tp = t
         .send(
             t.client
@@ -497,12 +534,9 @@ async fn resource_set_listing_and_deletion() {
     t.delete(&format!("/api/v1/resource-sets/{b}"))
         .await
         .expect_error(404, "Not found.");
-    // The role no longer names the deleted set, and grants nothing elsewhere: it does not fall
-    // back to the default set (deleting_a_roles_last_resource_set_grants_nothing_elsewhere).
+    // The role no longer names the deleted set.
     let r = t.get(&format!("/api/v1/roles/{role}")).await;
     assert_eq!(r.expect(200)["resourceSets"], json!([]));
-    let bo = t.login("bo@acme.test", PW).await;
-    t.get_as(&bo, "/api/v1/users").await.expect_error(403, "Forbidden.");
     // The entities deleted with the set are audited where they can be read: the default set.
     let tps = t.audit("&category=TrustProviders").await;
     assert!(
