@@ -3,16 +3,72 @@
 
 use std::collections::BTreeMap;
 
+use serde::de::Visitor;
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::Timestamp;
+
+/// Parses an Edge API body (`AuthRequest`, `ApiCredentialsRequest`): its objects only as JSON
+/// objects. serde's derived structs also accept an array of their fields in order, so
+/// `{"client": []}` or `{"oidc": ["<token>"]}` would be read as if they were objects.
+pub fn parse_body<'de, T: Deserialize<'de>>(bytes: &'de [u8]) -> Result<T, serde_json::Error> {
+    let mut d = serde_json::Deserializer::from_slice(bytes);
+    let v = T::deserialize(MapOnly(&mut d))?;
+    d.end()?;
+    Ok(v)
+}
+
+/// A deserializer that reads a struct only from a map (see [`parse_body`]).
+struct MapOnly<D>(D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for MapOnly<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, v: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_any(v)
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _fields: &'static [&'static str],
+        v: V,
+    ) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(v)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option
+        unit unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// A struct read through [`MapOnly`].
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(MapOnly(d)).map(Object)
+    }
+}
+
+/// An optional object field: a JSON object or `null`.
+fn map_only<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    Ok(Option::<Object<T>>::deserialize(d)?.map(|o| o.0))
+}
+
+/// An optional list of objects.
+fn map_only_list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<Vec<T>>, D::Error> {
+    Ok(Option::<Vec<Object<T>>>::deserialize(d)?.map(|l| l.into_iter().map(|o| o.0).collect()))
+}
 
 /// Body of `POST /edge/v1/auth`.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AuthRequest {
     pub client_id: Option<String>,
+    #[serde(deserialize_with = "map_only")]
     pub client: Option<ClientWorkloadDetails>,
 }
 
@@ -30,9 +86,12 @@ pub struct TokenDto {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ApiCredentialsRequest {
+    #[serde(deserialize_with = "map_only")]
     pub client: Option<ClientWorkloadDetails>,
+    #[serde(deserialize_with = "map_only")]
     pub server: Option<ServerWorkloadDetails>,
     pub credential_type: Option<String>,
+    #[serde(deserialize_with = "map_only")]
     pub connection_metadata: Option<ConnectionMetadata>,
     pub cert_signing_request: Option<String>,
 }
@@ -73,15 +132,25 @@ impl ConnectionMetadata {
 pub struct ClientWorkloadDetails {
     #[serde(rename = "sourceIP")]
     pub source_ip: Option<String>,
+    #[serde(deserialize_with = "map_only")]
     pub cloud_a: Option<CloudA>,
+    #[serde(deserialize_with = "map_only")]
     pub cloud_b: Option<CloudB>,
+    #[serde(deserialize_with = "map_only")]
     pub cloud_c: Option<CloudC>,
+    #[serde(deserialize_with = "map_only")]
     pub os: Option<Os>,
+    #[serde(deserialize_with = "map_only")]
     pub orchestrator: Option<Orchestrator>,
+    #[serde(deserialize_with = "map_only")]
     pub host: Option<Host>,
+    #[serde(deserialize_with = "map_only")]
     pub ci_a: Option<IdentityToken>,
+    #[serde(deserialize_with = "map_only")]
     pub ci_b: Option<IdentityToken>,
+    #[serde(deserialize_with = "map_only")]
     pub ci_c: Option<IdentityToken>,
+    #[serde(deserialize_with = "map_only")]
     pub oidc: Option<IdentityToken>,
 }
 
@@ -90,8 +159,11 @@ pub struct ClientWorkloadDetails {
 pub struct CloudA {
     pub instance_identity_document: Option<String>,
     pub instance_identity_document_signature: Option<String>,
+    #[serde(deserialize_with = "map_only")]
     pub lambda: Option<Lambda>,
+    #[serde(deserialize_with = "map_only")]
     pub ecs: Option<Ecs>,
+    #[serde(deserialize_with = "map_only")]
     pub sts_get_caller_identity: Option<StsGetCallerIdentity>,
 }
 
@@ -118,6 +190,7 @@ pub struct StsGetCallerIdentity {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CloudB {
+    #[serde(deserialize_with = "map_only")]
     pub attested_document: Option<AttestedDocument>,
 }
 
@@ -139,6 +212,7 @@ pub struct CloudC {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct Os {
+    #[serde(deserialize_with = "map_only")]
     pub environment: Option<OsEnvironment>,
 }
 
@@ -167,8 +241,11 @@ pub struct Host {
     pub hostname: Option<String>,
     pub domain_name: Option<String>,
     pub system_serial_number: Option<String>,
+    #[serde(deserialize_with = "map_only")]
     pub process: Option<Process>,
+    #[serde(deserialize_with = "map_only")]
     pub sensors: Option<Sensors>,
+    #[serde(deserialize_with = "map_only_list")]
     pub network_interfaces: Option<Vec<NetworkInterface>>,
 }
 
@@ -187,6 +264,7 @@ pub struct Process {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Sensors {
+    #[serde(deserialize_with = "map_only")]
     pub sensor_a: Option<SensorA>,
 }
 
@@ -288,5 +366,31 @@ impl ApiCredentialsResponse {
             expires_at: None,
             data: EdgeCredentials::default(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Objects of the Edge API are JSON objects only: serde's derived structs also take an array
+    /// of their fields in order, which must not pass for evidence or a target.
+    #[test]
+    fn edge_objects_are_never_read_from_arrays() {
+        let ok: AuthRequest =
+            parse_body(br#"{"clientId":"c","client":{"oidc":{"identityToken":"t"}},"extra":[1]}"#).unwrap();
+        assert_eq!(ok.client.unwrap().oidc.unwrap().identity_token.as_deref(), Some("t"));
+        for bad in [
+            r#"["c", {"oidc": {"identityToken": "t"}}]"#,
+            r#"{"clientId":"c","client":[]}"#,
+            r#"{"clientId":"c","client":{"oidc":["t"]}}"#,
+            r#"{"clientId":"c","client":{"host":{"networkInterfaces":[["eth0"]]}}}"#,
+        ] {
+            assert!(parse_body::<AuthRequest>(bad.as_bytes()).is_err(), "{bad}");
+        }
+        assert!(parse_body::<ApiCredentialsRequest>(br#"{"server":["TCP","h",443]}"#).is_err());
+        let null: ApiCredentialsRequest = parse_body(br#"{"server":null,"client":{"oidc":null}}"#).unwrap();
+        assert!(null.server.is_none());
+        assert!(parse_body::<AuthRequest>(br#"{"clientId":"c"} x"#).is_err());
     }
 }

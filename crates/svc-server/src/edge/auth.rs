@@ -68,7 +68,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let (peer_ip, peer_port) = peer(&parts.extensions);
     let bytes = super::read_body(body).await;
-    let parsed: Option<AuthRequest> = bytes.as_ref().and_then(|b| serde_json::from_slice(b).ok());
+    let parsed: Option<AuthRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
     let bucket_id = parsed.as_ref().and_then(|r| r.client_id.as_deref()).unwrap_or("");
     if let Err(wait) = app.limits.auth.check(&(bucket_id, peer_ip), crate::clock::now_millis()) {
         return too_many(wait);
