@@ -25,9 +25,15 @@ pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, 
             return Err(Error::bad("body: Content-Type must be application/json"));
         }
     }
-    axum::body::to_bytes(req.into_body(), limit)
-        .await
-        .map_err(|_| Error::bad(format!("body: larger than the {} KiB limit", limit / 1024)))
+    axum::body::to_bytes(req.into_body(), limit).await.map_err(|e| {
+        let e = e.into_inner();
+        let too_large = e.is::<http_body_util::LengthLimitError>() || e.to_string().contains("length limit");
+        if too_large {
+            Error::bad(format!("body: larger than the {} KiB limit", limit / 1024))
+        } else {
+            Error::bad("body: could not be read (malformed or incomplete)")
+        }
+    })
 }
 
 /// A management JSON body (≤ 1 MiB) parsed into a `Value`.
@@ -58,7 +64,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Ids {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
         let raw = RawPathParams::from_request_parts(parts, state)
             .await
-            .map_err(|_| Error::bad("path: invalid parameter"))?;
+            .map_err(|e| Error::field(invalid_param(&e), "must be a UUID"))?;
         let mut out = Vec::new();
         for (name, value) in raw.iter() {
             match svc_api::reader::parse_uuid(value) {
@@ -83,11 +89,23 @@ impl<S: Send + Sync> FromRequestParts<S> for RawIds {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
-        let raw = RawPathParams::from_request_parts(parts, state)
-            .await
-            .map_err(|_| Error::bad("path: invalid parameter"))?;
-        Ok(RawIds(raw.iter().map(|(_, v)| v.to_string()).collect()))
+        // A value that is no UTF-8 is no id either: the handler treats it as unknown.
+        let ids = match RawPathParams::from_request_parts(parts, state).await {
+            Ok(raw) => raw.iter().map(|(_, v)| v.to_string()).collect(),
+            Err(_) => vec![String::new()],
+        };
+        Ok(RawIds(ids))
     }
+}
+
+/// The name of the path parameter a rejection is about (`Invalid UTF-8 in `id``), else `path`.
+fn invalid_param(e: &axum::extract::rejection::RawPathParamsRejection) -> String {
+    let text = e.body_text();
+    text.split('`')
+        .nth(1)
+        .filter(|k| !k.is_empty())
+        .unwrap_or("path")
+        .to_string()
 }
 
 /// Query parameters as ordered pairs (repeatable keys kept).

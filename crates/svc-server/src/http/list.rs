@@ -23,6 +23,13 @@ pub fn parse_int(q: &QueryPairs, key: &str, default: i32, min: i32, max: i32) ->
         None => Ok(default),
         Some(s) => match s.trim().parse::<i64>() {
             Ok(v) if v >= min as i64 && v <= max as i64 => Ok(v as i32),
+            // Beyond int32 (§1.6: page is an int32): say so, not "≥ 1".
+            Ok(v) if max == i32::MAX && v > max as i64 => {
+                Err(Error::field(key, format!("must be an integer in {min}..{max}")))
+            }
+            Err(_) if max == i32::MAX && s.trim().bytes().all(|b| b.is_ascii_digit()) && !s.trim().is_empty() => {
+                Err(Error::field(key, format!("must be an integer in {min}..{max}")))
+            }
             _ if max == i32::MAX => Err(Error::field(key, format!("must be an integer ≥ {min}"))),
             _ => Err(Error::field(key, format!("must be an integer in {min}..{max}"))),
         },

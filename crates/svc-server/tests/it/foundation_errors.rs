@@ -119,9 +119,42 @@ async fn unknown_fields_wrong_types_and_bad_uuids_are_400() {
     t.get("/api/v1/roles?page=0")
         .await
         .expect_error(400, "page: must be an integer ≥ 1");
+    t.get("/api/v1/roles?page=99999999999")
+        .await
+        .expect_error(400, "page: must be an integer in 1..2147483647");
+    // A path id that is not even UTF-8 is no UUID; the users' PUT takes any text (unknown → 404).
+    t.get("/api/v1/roles/%ff").await.expect_error(400, "id: must be a UUID");
+    t.put(
+        "/api/v1/users/%ff",
+        json!({"email": "x@acme.test", "firstName": "Xx", "lastName": "Yy"}),
+    )
+    .await
+    .expect_error(404, "Not found.");
     // Nothing was stored by any of these.
     let r = t.get("/api/v1/roles?filter=isSystem:false").await;
     assert_eq!(r.expect(200)["recordsTotal"], 0);
+}
+
+/// A body that cannot be read (a malformed chunk) is not reported as a body over the limit.
+#[tokio::test]
+async fn an_unreadable_body_is_named_as_such() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let t = TestApp::start().await;
+    let addr = t
+        .url("")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let req = format!(
+        "POST /api/v1/roles HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n",
+        t.token
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    assert!(out.starts_with("HTTP/1.1 400"), "{out}");
+    assert!(out.contains("body: could not be read"), "{out}");
 }
 
 #[tokio::test]
