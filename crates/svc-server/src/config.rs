@@ -33,6 +33,9 @@ pub struct Config {
     pub bootstrap_admin_email: Option<String>,
     pub bootstrap_admin_password: Option<String>,
     pub session_ttl_seconds: u32,
+    /// Time a client has to send a request's headers; also the idle limit of a keep-alive
+    /// connection (ours, not the contract's).
+    pub http_header_timeout_seconds: u32,
     pub edge_token_ttl_seconds: u32,
     pub edge_audience: String,
     pub edge_max_skew_seconds: u32,
@@ -93,6 +96,7 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_BOOTSTRAP_ADMIN_EMAIL", None),
     ("SVC_BOOTSTRAP_ADMIN_PASSWORD", None),
     ("SVC_SESSION_TTL_SECONDS", Some("3600")),
+    ("SVC_HTTP_HEADER_TIMEOUT_SECONDS", Some("60")),
     ("SVC_EDGE_TOKEN_TTL_SECONDS", Some("3600")),
     ("SVC_EDGE_AUDIENCE", None),
     ("SVC_EDGE_MAX_SKEW_SECONDS", Some("300")),
@@ -384,6 +388,7 @@ impl Config {
         // still accepted 30 s past their `exp` (§2.5 leeway).
         let session_ttl_seconds = r.num("SVC_SESSION_TTL_SECONDS", 3600u32, 1, 86400);
         let edge_token_ttl_seconds = r.num("SVC_EDGE_TOKEN_TTL_SECONDS", 3600u32, 300, 86400);
+        let http_header_timeout_seconds = r.num("SVC_HTTP_HEADER_TIMEOUT_SECONDS", 60u32, 1, 3600);
         let edge_audience = r.opt_string("SVC_EDGE_AUDIENCE").unwrap_or_else(|| public_url.clone());
         let edge_max_skew_seconds = r.num("SVC_EDGE_MAX_SKEW_SECONDS", 300u32, 1, 3600);
         let jwt_leeway_seconds = r.num("SVC_JWT_LEEWAY_SECONDS", 60u32, 0, 600);
@@ -459,6 +464,7 @@ impl Config {
             bootstrap_admin_email,
             bootstrap_admin_password,
             session_ttl_seconds,
+            http_header_timeout_seconds,
             edge_token_ttl_seconds,
             edge_audience,
             edge_max_skew_seconds,

@@ -138,10 +138,12 @@ pub fn select_rs(st: &State, headers: &HeaderMap, client: Option<&ClientWorkload
     st.resource_set_exists(&rs).then_some(rs)
 }
 
-/// Reads an edge body (≤ 256 KiB); `None` when too large or not readable.
+/// Reads an edge body (≤ 256 KiB); `None` when too large, not readable or not there in time.
 pub async fn read_body(body: axum::body::Body) -> Option<axum::body::Bytes> {
-    axum::body::to_bytes(body, crate::http::extract::EDGE_BODY_LIMIT)
+    use crate::http::extract::{BODY_READ_TIMEOUT, EDGE_BODY_LIMIT};
+    tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, EDGE_BODY_LIMIT))
         .await
+        .ok()?
         .ok()
 }
 

@@ -15,6 +15,8 @@ use crate::events::audit::ClientInfo;
 
 pub const MANAGEMENT_BODY_LIMIT: usize = 1024 * 1024;
 pub const EDGE_BODY_LIMIT: usize = 256 * 1024;
+/// How long a request's body may take to arrive once its headers have.
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Reads a request body of at most `limit` bytes, requiring a JSON content type when one is set.
 pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, Error> {
@@ -25,7 +27,11 @@ pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, 
             return Err(Error::bad("body: Content-Type must be application/json"));
         }
     }
-    axum::body::to_bytes(req.into_body(), limit).await.map_err(|e| {
+    // A body that stops arriving (fewer bytes than its Content-Length) must not hold the request.
+    let read = tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(req.into_body(), limit))
+        .await
+        .map_err(|_| Error::bad("body: could not be read (malformed or incomplete)"))?;
+    read.map_err(|e| {
         let e = e.into_inner();
         let too_large = e.is::<http_body_util::LengthLimitError>() || e.to_string().contains("length limit");
         if too_large {

@@ -157,6 +157,32 @@ async fn an_unreadable_body_is_named_as_such() {
     assert!(out.contains("body: could not be read"), "{out}");
 }
 
+/// A client that never finishes its request headers loses its connection after
+/// SVC_HTTP_HEADER_TIMEOUT_SECONDS (it held the connection and its task for ever), while others
+/// are served meanwhile.
+#[tokio::test]
+async fn slow_request_headers_are_cut_off() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let t = TestApp::start_with(|env| {
+        env.insert("SVC_HTTP_HEADER_TIMEOUT_SECONDS".into(), "1".into());
+    })
+    .await;
+    let addr = t
+        .url("")
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    t.get("/api/v1/health").await.expect(200);
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(10), slow.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "the connection was still open after 10 s");
+    assert!(!String::from_utf8_lossy(&buf).contains("200 OK"));
+}
+
 #[tokio::test]
 async fn bodies_over_one_mebibyte_are_400() {
     let t = TestApp::start().await;
