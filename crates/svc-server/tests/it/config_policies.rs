@@ -511,19 +511,9 @@ async fn v2_policies_follow_the_callers_resource_sets() {
         .expect_error(403, "Forbidden.");
     // Without the permission in any set, every call is 403, whatever the id or body; with read
     // only, every write is.
-    let users = t
-        .post(
-            "/api/v1/roles",
-            json!({"name": "users-only", "isActive": true, "permissions": [{"name": "Users", "read": true}]}),
-        )
-        .await
-        .expect(201)["externalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    t.create_user("nop@acme.test", "a-long-enough-password", &[&users])
+    let nop = t
+        .user_with_role("nop@acme.test", json!([{"name": "Users", "read": true}]))
         .await;
-    let nop = t.login("nop@acme.test", "a-long-enough-password").await;
     let unknown = "00000000-0000-4000-8000-000000000001";
     for path in [
         "/api/v2/access-policies".to_string(),
@@ -531,16 +521,9 @@ async fn v2_policies_follow_the_callers_resource_sets() {
     ] {
         t.get_as(&nop, &path).await.expect_error(403, "Forbidden.");
     }
-    let reader = t
-        .post("/api/v1/roles", json!({"name": "policy-reader", "isActive": true, "permissions": [{"name": "Access Policies", "read": true}]}))
-        .await
-        .expect(201)["externalId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    t.create_user("ro@acme.test", "a-long-enough-password", &[&reader])
+    let ro = t
+        .user_with_role("ro@acme.test", json!([{"name": "Access Policies", "read": true}]))
         .await;
-    let ro = t.login("ro@acme.test", "a-long-enough-password").await;
     t.post_as(&ro, "/api/v2/access-policies", json!({"isActive": false}))
         .await
         .expect_error(403, "Forbidden.");

@@ -138,19 +138,13 @@ async fn unknown_fields_wrong_types_and_bad_uuids_are_400() {
 /// A body that cannot be read (a malformed chunk) is not reported as a body over the limit.
 #[tokio::test]
 async fn an_unreadable_body_is_named_as_such() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncReadExt;
     let t = TestApp::start().await;
-    let addr = t
-        .url("")
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
-    let mut s = tokio::net::TcpStream::connect(&addr).await.unwrap();
     let req = format!(
-        "POST /api/v1/roles HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n",
+        "POST /api/v1/roles HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\nzz\r\n{{}}\r\n0\r\n\r\n",
         t.token
     );
-    s.write_all(req.as_bytes()).await.unwrap();
+    let mut s = t.raw_connection(req.as_bytes()).await;
     let mut out = String::new();
     s.read_to_string(&mut out).await.unwrap();
     assert!(out.starts_with("HTTP/1.1 400"), "{out}");
@@ -162,20 +156,12 @@ async fn an_unreadable_body_is_named_as_such() {
 /// are served meanwhile.
 #[tokio::test]
 async fn slow_request_headers_are_cut_off() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncReadExt;
     let t = TestApp::start_with(|env| {
         env.insert("SVC_HTTP_HEADER_TIMEOUT_SECONDS".into(), "1".into());
     })
     .await;
-    let addr = t
-        .url("")
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_string();
-    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
-    slow.write_all(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n")
-        .await
-        .unwrap();
+    let mut slow = t.raw_connection(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n").await;
     t.get("/api/v1/health").await.expect(200);
     let mut buf = Vec::new();
     let read = tokio::time::timeout(std::time::Duration::from_secs(10), slow.read_to_end(&mut buf)).await;

@@ -367,6 +367,32 @@ impl TestApp {
         r.expect(201)["externalId"].as_str().unwrap().to_string()
     }
 
+    /// A user holding one new role with `permissions` (the default resource set), signed in;
+    /// returns its token.
+    #[allow(dead_code)]
+    pub async fn user_with_role(&self, email: &str, permissions: Value) -> String {
+        const PW: &str = "a-long-enough-password";
+        let role = self
+            .post(
+                "/api/v1/roles",
+                json!({"name": format!("role of {email}"), "isActive": true, "permissions": permissions}),
+            )
+            .await;
+        let role = r_id(role.expect(201));
+        self.create_user(email, PW, &[&role]).await;
+        self.login(email, PW).await
+    }
+
+    /// A raw TCP connection to the server that has sent `bytes` (requests reqwest cannot make).
+    #[allow(dead_code)]
+    pub async fn raw_connection(&self, bytes: &[u8]) -> tokio::net::TcpStream {
+        use tokio::io::AsyncWriteExt;
+        let addr = self.base.trim_start_matches("http://").trim_end_matches('/');
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(bytes).await.unwrap();
+        s
+    }
+
     /// Waits for queued events to reach the database.
     #[allow(dead_code)]
     pub async fn flush_events(&self) {
@@ -435,4 +461,8 @@ pub fn totp_now(base32_secret: &str) -> String {
     let o = (h[19] & 15) as usize;
     let code = (u32::from_be_bytes([h[o], h[o + 1], h[o + 2], h[o + 3]]) & 0x7fff_ffff) % 1_000_000;
     format!("{code:06}")
+}
+
+fn r_id(v: &Value) -> String {
+    v["externalId"].as_str().unwrap().to_string()
 }
