@@ -178,6 +178,15 @@ pub fn callback_url(cfg: &Config, id: Uuid) -> String {
 
 /// The callback (§3.5.4 step 2): exchanges the code and stores the tokens. Returns the provider's
 /// `finalCallbackUrl`, if any.
+/// The IdP answered the consent with an `error`: the `state` is spent all the same (single use,
+/// §3.5.4), so a later callback cannot complete that authorization.
+pub async fn abandon_authorization(app: &App, state: &str) -> Result<(), Error> {
+    app.store
+        .take_pending(state, STATE_PURPOSE, crate::clock::now_millis())
+        .await?;
+    Ok(())
+}
+
 pub async fn complete_authorization(
     app: &App,
     id: Uuid,

@@ -72,10 +72,6 @@ fn sig_err(e: JwsError) -> TrustError {
     }
 }
 
-fn trim(s: &str) -> &str {
-    s.trim_end_matches('/')
-}
-
 /// `aud` as a list, whether it came as a string or an array.
 pub fn audiences(claims: &Map<String, Value>) -> Vec<String> {
     match claims.get("aud") {
@@ -173,10 +169,12 @@ pub async fn verify(
     let iss = claims.get("iss").and_then(Value::as_str);
     let iss_ok = match &profile.issuer {
         Issuer::Discovered => match (iss, &discovered_issuer) {
-            (Some(i), Some(d)) => trim(i) == trim(d),
+            // The token's `iss` is the discovery `issuer` exactly (§4.5); only the discovery
+            // issuer against the configured URL ignores a trailing `/` (keycache).
+            (Some(i), Some(d)) => i == d,
             _ => false,
         },
-        Issuer::Exact(want) => iss.is_some_and(|i| trim(i) == trim(want)),
+        Issuer::Exact(want) => iss == Some(want),
         Issuer::OneOf(list) => iss.is_some_and(|i| list.iter().any(|w| w == i)),
         Issuer::Unchecked => true,
     };

@@ -10,9 +10,14 @@ use super::jwt::{self, ASYMMETRIC, Audience, Issuer, Profile};
 use super::{CompiledTrust, Fact, KeySource, TrustError, Verified};
 use crate::app::App;
 
-/// (namespace, pod name, pod uid, service-account name, service-account uid).
+/// (namespace, pod name, pod uid, service-account name, service-account uid). A number or boolean
+/// claim is its JSON text (§4.6), as for every other kind.
 pub fn orchestrator_claims(c: &Map<String, Value>) -> [Option<String>; 5] {
-    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_string);
+    let s = |v: Option<&Value>| match v? {
+        Value::String(s) => Some(s.clone()),
+        v @ (Value::Number(_) | Value::Bool(_)) => Some(v.to_string()),
+        _ => None,
+    };
     let k = c.get("kubernetes.io");
     let at = |path: &[&str]| k.and_then(|k| path.iter().try_fold(k, |v, p| v.get(*p)));
     [

@@ -332,14 +332,23 @@ async fn authorization_code_token_without_expires_in_has_no_expiry() {
                              "oAuthUrl": fake.url, "authorizationUrl": format!("{}/auth", fake.url), "tokenUrl": format!("{}/token", fake.url)}))
         .await;
     rig.attach(&t, &cp).await;
+    // A consent the IdP answered with an error spends its state (single use, §3.5.4).
+    let r = t.get(&format!("/api/v2/credential-providers/{cp}/authorize")).await;
+    let refused = state_of(r.header("location").unwrap());
+    let callback = |q: String| {
+        t.client
+            .get(t.url(&format!("/api/v1/credential-providers/{cp}/callback?{q}")))
+    };
+    t.send(callback(format!("error=access_denied&state={refused}")))
+        .await
+        .expect_error_prefix(400, "Authorization failed: access_denied");
+    t.send(callback(format!("code=c0&state={refused}")))
+        .await
+        .expect_error(400, "state: unknown or expired");
     let r = t.get(&format!("/api/v2/credential-providers/{cp}/authorize")).await;
     let loc = r.header("location").unwrap().to_string();
     let state = state_of(&loc);
-    let cb = t
-        .send(t.client.get(t.url(&format!(
-            "/api/v1/credential-providers/{cp}/callback?code=c1&state={state}"
-        ))))
-        .await;
+    let cb = t.send(callback(format!("code=c1&state={state}"))).await;
     cb.expect(200);
     let exchange = fake.seen().pop().unwrap();
     assert_eq!(

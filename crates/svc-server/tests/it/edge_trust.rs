@@ -80,9 +80,11 @@ async fn oidc_token_rejections_each_have_their_reason() {
     let mut c = iss.claims(&aud, "a");
     c.as_object_mut().unwrap().remove("exp");
     refused(&t, &cid, oidc(&iss.sign(&c)), "InvalidEvidence").await;
-    // Wrong issuer.
+    // Wrong issuer; also the discovery issuer with a `/` added (`iss` is that issuer exactly).
     let mut c = iss.claims(&aud, "a");
     c["iss"] = json!("https://evil.example");
+    refused(&t, &cid, oidc(&iss.sign(&c)), "InvalidEvidence").await;
+    c["iss"] = json!(format!("{}/", iss.url));
     refused(&t, &cid, oidc(&iss.sign(&c)), "InvalidEvidence").await;
     // Audience as a string and as an array without the edge audience.
     refused(
@@ -211,6 +213,19 @@ async fn key_sources_inline_jwks_pem_and_own_issuer() {
         "InvalidSignature",
     )
     .await;
+    // A number or boolean claim is its JSON text (§4.6), as for the other kinds.
+    let mut c = iss.claims(&aud, "numbers");
+    c["kubernetes.io"] = json!({"namespace": 5, "serviceaccount": {"name": true, "uid": 42}});
+    let token = FakeIssuer::sign_rs256_with(&iss.rsa, json!({"alg": "RS256"}), &c);
+    let r = auth(&t, &cid, json!({"orchestrator": {"serviceAccountToken": token}})).await;
+    let facts = jwt_payload(r.expect(200)["accessToken"].as_str().unwrap())["svc"]["facts"].clone();
+    assert_eq!(
+        (
+            facts["OrchestratorIoNamespace"].clone(),
+            facts["OrchestratorIoServiceAccountName"].clone()
+        ),
+        (json!("5"), json!("true"))
+    );
     // Legacy claims are read too; a token without exp is refused.
     let mut c = iss.claims(&aud, "legacy");
     c["kubernetes.io/serviceaccount/namespace"] = json!("old-ns");

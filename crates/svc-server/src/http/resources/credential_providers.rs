@@ -575,6 +575,9 @@ fn redirect(url: &str) -> Response {
 /// `GET /api/v1/credential-providers/{id}/callback` (public, §3.5.4 step 2).
 async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: QueryPairs) -> Result<Response> {
     if let Some(err) = q.get("error") {
+        if let Some(state) = q.get("state") {
+            authorization_code::abandon_authorization(&app, state).await?;
+        }
         let desc = q
             .get("error_description")
             .map(|d| format!(" ({d})"))
