@@ -246,7 +246,7 @@ impl Reader<'_> {
     }
     fn url(&mut self, key: &str, default: &str) -> String {
         let v = self.string(key, default);
-        if !(v.starts_with("http://") || v.starts_with("https://")) || v.len() < 10 {
+        if !absolute_http_url(&v) {
             self.err(key, format!("must be an absolute http(s) URL, got {v:?}"));
         }
         v
@@ -277,7 +277,37 @@ fn parse_database_url(s: &str) -> Result<DatabaseUrl, String> {
     ))
 }
 
+/// An absolute `http`/`https` URL with a host; `{placeholders}` (URL templates) stand for a label.
+fn absolute_http_url(v: &str) -> bool {
+    let mut filled = String::with_capacity(v.len());
+    let mut in_placeholder = false;
+    for c in v.chars() {
+        match c {
+            '{' => in_placeholder = true,
+            '}' if in_placeholder => {
+                in_placeholder = false;
+                filled.push('x');
+            }
+            _ if in_placeholder => {}
+            c => filled.push(c),
+        }
+    }
+    url::Url::parse(&filled)
+        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host_str().is_some_and(|h| !h.is_empty()))
+        && !v.chars().any(char::is_whitespace)
+}
+
+/// The keys whose values `svc config check` never prints.
+pub const SECRET_KEYS: &[&str] = &["SVC_ENCRYPTION_KEY", "SVC_BOOTSTRAP_ADMIN_PASSWORD"];
+
 impl Config {
+    /// The values `Config::load` reads (the file under the environment), as given; for
+    /// `svc config check`.
+    pub fn given_values(file: Option<&Path>) -> Result<BTreeMap<String, String>, Vec<String>> {
+        let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
+        Self::merged(file, env)
+    }
+
     /// Loads from the process environment (and `SVC_CONFIG_FILE` or `file`).
     pub fn load(file: Option<&Path>) -> Result<Config, Vec<String>> {
         let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
@@ -286,6 +316,10 @@ impl Config {
 
     /// Merges the file (if any) under the given environment, then validates.
     pub fn from_sources(file: Option<&Path>, env: BTreeMap<String, String>) -> Result<Config, Vec<String>> {
+        Self::from_map(&Self::merged(file, env)?)
+    }
+
+    fn merged(file: Option<&Path>, env: BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Vec<String>> {
         let file = file
             .map(Path::to_path_buf)
             .or_else(|| env.get("SVC_CONFIG_FILE").map(PathBuf::from));
@@ -300,7 +334,7 @@ impl Config {
             })?;
         }
         vals.extend(env);
-        Self::from_map(&vals)
+        Ok(vals)
     }
 
     pub fn from_map(vals: &BTreeMap<String, String>) -> Result<Config, Vec<String>> {
@@ -314,13 +348,22 @@ impl Config {
             public_url.pop();
         }
         let listen_raw = r.string("SVC_LISTEN_ADDR", "0.0.0.0:8080");
-        let listen_addr = listen_raw.parse().unwrap_or_else(|_| {
-            r.err(
-                "SVC_LISTEN_ADDR",
-                format!("must be host:port such as 0.0.0.0:8080, got {listen_raw:?}"),
-            );
-            SocketAddr::from(([0, 0, 0, 0], 8080))
-        });
+        let listen_addr = listen_raw
+            .parse()
+            .ok()
+            .or_else(|| {
+                // A host name (`localhost:8080`): its first address.
+                std::net::ToSocketAddrs::to_socket_addrs(listen_raw.as_str())
+                    .ok()
+                    .and_then(|mut a| a.next())
+            })
+            .unwrap_or_else(|| {
+                r.err(
+                    "SVC_LISTEN_ADDR",
+                    format!("must be host:port such as 0.0.0.0:8080, got {listen_raw:?}"),
+                );
+                SocketAddr::from(([0, 0, 0, 0], 8080))
+            });
         let db_raw = r.string("SVC_DATABASE_URL", "sqlite://./svc-data/svc.db");
         let database_url = parse_database_url(&db_raw).unwrap_or_else(|e| {
             r.err("SVC_DATABASE_URL", e);
@@ -567,6 +610,30 @@ mod tests {
         ] {
             assert!(joined.contains(key), "{key} missing from {joined}");
         }
+    }
+
+    #[test]
+    fn urls_are_parsed_not_only_prefixed() {
+        for ok in [
+            "http://db",
+            "https://sts.{region}.amazonaws.com",
+            "https://{vault}.vault.azure.net",
+            "http://127.0.0.1:5000/x?y=1",
+        ] {
+            assert!(absolute_http_url(ok), "{ok}");
+        }
+        for bad in [
+            "http://a b c d",
+            "ftp://example.com",
+            "https://",
+            "example.com",
+            "http://",
+        ] {
+            assert!(!absolute_http_url(bad), "{bad}");
+        }
+        let c = Config::from_map(&map(&[("SVC_LISTEN_ADDR", "localhost:18999")])).unwrap();
+        assert_eq!(c.listen_addr.port(), 18999);
+        assert!(c.listen_addr.ip().is_loopback());
     }
 
     #[test]

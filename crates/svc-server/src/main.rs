@@ -104,7 +104,12 @@ fn main() -> ExitCode {
     };
     let words: Vec<&str> = args.words.iter().map(String::as_str).collect();
     match words.as_slice() {
-        ["--help"] | ["help"] | [] => {
+        // `svc <command> --help` as well.
+        [] | ["help", ..] => {
+            print!("{HELP}");
+            return ExitCode::SUCCESS;
+        }
+        w if w.contains(&"--help") => {
             print!("{HELP}");
             return ExitCode::SUCCESS;
         }
@@ -147,15 +152,24 @@ fn main() -> ExitCode {
                 Err(e) => fail(e),
             },
             ["config", "check"] => {
+                // What `serve` loads from the key files before it opens the database.
                 if let Err(e) = svc_server::trust::anchors::PlatformTrust::load(&cfg) {
                     return fail(e);
                 }
+                if let Err(e) = svc_server::upstream::Upstream::new(&cfg) {
+                    return fail(e);
+                }
+                if let Err(e) = svc_server::issuer::ca::check_configured(&cfg) {
+                    return fail(e);
+                }
+                let given = Config::given_values(args.config.as_deref()).unwrap_or_default();
                 println!("configuration is valid:");
                 for (k, _) in KEYS {
-                    let shown = match std::env::var(k) {
-                        Ok(_) if k.contains("KEY") || k.contains("PASSWORD") => "(set, hidden)".to_string(),
-                        Ok(v) => v,
-                        Err(_) => "(default)".to_string(),
+                    let shown = match given.get(*k) {
+                        Some(_) if svc_server::config::SECRET_KEYS.contains(k) => "(set, hidden)".to_string(),
+                        Some(v) if *k == "SVC_DATABASE_URL" => without_password(v),
+                        Some(v) => v.clone(),
+                        None => "(default)".to_string(),
                     };
                     println!("  {k} = {shown}");
                 }
@@ -167,6 +181,17 @@ fn main() -> ExitCode {
             }
         }
     })
+}
+
+/// A database URL with its password replaced by `***`.
+fn without_password(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut u) if u.password().is_some() => {
+            let _ = u.set_password(Some("***"));
+            u.to_string()
+        }
+        _ => url.to_string(),
+    }
 }
 
 fn fail(e: impl std::fmt::Display) -> ExitCode {

@@ -210,6 +210,12 @@ impl Upstream {
             let pem = std::fs::read(path).map_err(|e| format!("SVC_UPSTREAM_CA_BUNDLE: {e}"))?;
             let certs =
                 reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("SVC_UPSTREAM_CA_BUNDLE: {e}"))?;
+            if certs.is_empty() {
+                return Err(format!(
+                    "SVC_UPSTREAM_CA_BUNDLE: {} holds no PEM certificate",
+                    path.display()
+                ));
+            }
             for c in certs {
                 b = b.add_root_certificate(c);
             }
@@ -352,6 +358,21 @@ pub fn excerpt(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A CA bundle without a certificate stops the start, as every other PEM key does.
+    #[test]
+    fn an_upstream_ca_bundle_without_a_certificate_is_refused() {
+        let dir = std::env::temp_dir().join(format!("svc-bundle-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("not-a-bundle.pem");
+        std::fs::write(&file, "just a host name\n").unwrap();
+        let mut env = std::collections::BTreeMap::new();
+        env.insert("SVC_DATABASE_URL".to_string(), "sqlite://./unused/svc.db".to_string());
+        env.insert("SVC_UPSTREAM_CA_BUNDLE".to_string(), file.display().to_string());
+        let e = Upstream::new(&Config::from_map(&env).unwrap()).err().unwrap();
+        assert!(e.starts_with("SVC_UPSTREAM_CA_BUNDLE:"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     /// §1.9: an upstream that echoes its request in an error answer does not bring the request's
     /// secrets into a log line, an event or an error message.

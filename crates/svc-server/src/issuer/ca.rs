@@ -171,12 +171,25 @@ fn build(cert_pem: &str, key_pem: &str) -> Result<Ca, String> {
     })
 }
 
-/// Loads (or on first start creates and stores) the CA.
-pub async fn load(cfg: &Config, store: &Store, cipher: &Cipher) -> Result<Ca, String> {
-    if let (Some(c), Some(k)) = (&cfg.x509_ca_cert, &cfg.x509_ca_key) {
+/// The CA of `SVC_X509_CA_CERT` / `SVC_X509_CA_KEY`, when both are set.
+fn configured(cfg: &Config) -> Option<Result<Ca, String>> {
+    let (c, k) = (cfg.x509_ca_cert.as_ref()?, cfg.x509_ca_key.as_ref()?);
+    Some((|| {
         let cert = std::fs::read_to_string(c).map_err(|e| format!("SVC_X509_CA_CERT: {e}"))?;
         let key = std::fs::read_to_string(k).map_err(|e| format!("SVC_X509_CA_KEY: {e}"))?;
-        return build(&cert, &key).map_err(|e| format!("SVC_X509_CA_CERT/SVC_X509_CA_KEY: {e}"));
+        build(&cert, &key).map_err(|e| format!("SVC_X509_CA_CERT/SVC_X509_CA_KEY: {e}"))
+    })())
+}
+
+/// Checks the configured CA files as `serve` will load them (`svc config check`).
+pub fn check_configured(cfg: &Config) -> Result<(), String> {
+    configured(cfg).transpose().map(|_| ())
+}
+
+/// Loads (or on first start creates and stores) the CA.
+pub async fn load(cfg: &Config, store: &Store, cipher: &Cipher) -> Result<Ca, String> {
+    if let Some(ca) = configured(cfg) {
+        return ca;
     }
     let sealed = match store.meta_get(META_KEY).await.map_err(|e| e.to_string())? {
         Some(s) => s,

@@ -399,3 +399,52 @@ async fn invalid_configuration_is_reported_at_once() {
         assert!(err.contains(key), "{key} not reported in: {err}");
     }
 }
+
+/// `svc config check` prints the effective configuration (the file's values too), never a
+/// secret (the database password included), and checks the key files `serve` would refuse.
+#[tokio::test]
+async fn config_check_prints_the_effective_configuration_without_secrets() {
+    let dir = crate::harness::temp_dir();
+    let file = dir.join("svc.env");
+    std::fs::write(
+        &file,
+        "SVC_DATABASE_URL=postgres://svc:hunter2-pw@127.0.0.1:5432/db\nSVC_ENCRYPTION_KEY=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=\nSVC_STACK=eu1\n",
+    )
+    .unwrap();
+    let check = |extra: &[(&str, String)]| {
+        let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"));
+        cmd.args(["config", "check", "--config"]).arg(&file).env_clear();
+        for (k, v) in extra {
+            cmd.env(k, v);
+        }
+        cmd.output()
+    };
+    let out = check(&[]).await.unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("SVC_STACK = eu1"), "{text}");
+    assert!(
+        text.contains("SVC_DATABASE_URL = postgres://svc:***@127.0.0.1:5432/db"),
+        "{text}"
+    );
+    assert!(text.contains("SVC_ENCRYPTION_KEY = (set, hidden)"), "{text}");
+    assert!(!text.contains("hunter2") && !text.contains("AAAAAAAA"), "{text}");
+    // A CA bundle without a certificate is refused here as `serve` refuses it.
+    let bundle = dir.join("bundle.pem");
+    std::fs::write(&bundle, "no certificate here\n").unwrap();
+    let out = check(&[("SVC_UPSTREAM_CA_BUNDLE", bundle.display().to_string())])
+        .await
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("SVC_UPSTREAM_CA_BUNDLE"),
+        "{out:?}"
+    );
+    // Every command answers --help.
+    let help = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(["serve", "--help"])
+        .output()
+        .await
+        .unwrap();
+    assert!(help.status.success() && String::from_utf8_lossy(&help.stdout).contains("svc serve"));
+}
