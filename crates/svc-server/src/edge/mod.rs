@@ -140,11 +140,8 @@ pub fn select_rs(st: &State, headers: &HeaderMap, client: Option<&ClientWorkload
 
 /// Reads an edge body (≤ 256 KiB); `None` when too large, not readable or not there in time.
 pub async fn read_body(body: axum::body::Body) -> Option<axum::body::Bytes> {
-    use crate::http::extract::{BODY_READ_TIMEOUT, EDGE_BODY_LIMIT};
-    tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, EDGE_BODY_LIMIT))
-        .await
-        .ok()?
-        .ok()
+    use crate::http::extract::{EDGE_BODY_LIMIT, body_bytes};
+    body_bytes(body, EDGE_BODY_LIMIT).await.ok()
 }
 
 #[cfg(test)]

@@ -16,7 +16,26 @@ use crate::events::audit::ClientInfo;
 pub const MANAGEMENT_BODY_LIMIT: usize = 1024 * 1024;
 pub const EDGE_BODY_LIMIT: usize = 256 * 1024;
 /// How long a request's body may take to arrive once its headers have.
-pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Why a body could not be read.
+pub enum BodyFault {
+    TooLarge,
+    /// Malformed (a bad chunk), incomplete, or not there within [`BODY_READ_TIMEOUT`].
+    Unreadable,
+}
+
+/// A request body of at most `limit` bytes, for both APIs: one that stops arriving (fewer bytes
+/// than its Content-Length) must not hold the request.
+pub async fn body_bytes(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, BodyFault> {
+    match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+        Ok(Ok(b)) => Ok(b),
+        Ok(Err(e)) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => {
+            Err(BodyFault::TooLarge)
+        }
+        _ => Err(BodyFault::Unreadable),
+    }
+}
 
 /// Reads a request body of at most `limit` bytes, requiring a JSON content type when one is set.
 pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, Error> {
@@ -27,18 +46,9 @@ pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, 
             return Err(Error::bad("body: Content-Type must be application/json"));
         }
     }
-    // A body that stops arriving (fewer bytes than its Content-Length) must not hold the request.
-    let read = tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(req.into_body(), limit))
-        .await
-        .map_err(|_| Error::bad("body: could not be read (malformed or incomplete)"))?;
-    read.map_err(|e| {
-        let e = e.into_inner();
-        let too_large = e.is::<http_body_util::LengthLimitError>() || e.to_string().contains("length limit");
-        if too_large {
-            Error::bad(format!("body: larger than the {} KiB limit", limit / 1024))
-        } else {
-            Error::bad("body: could not be read (malformed or incomplete)")
-        }
+    body_bytes(req.into_body(), limit).await.map_err(|f| match f {
+        BodyFault::TooLarge => Error::bad(format!("body: larger than the {} KiB limit", limit / 1024)),
+        BodyFault::Unreadable => Error::bad("body: could not be read (malformed or incomplete)"),
     })
 }
 

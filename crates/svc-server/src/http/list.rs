@@ -18,19 +18,22 @@ pub struct ListParams {
     pub group_by: Option<String>,
 }
 
+/// Whether `s` is an integer's text (an optional sign, then digits), whatever its size: a value
+/// out of a type's range is told apart from one that is no integer.
+pub fn integer_text(s: &str) -> bool {
+    let d = s.trim().trim_start_matches(['-', '+']);
+    !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())
+}
+
 pub fn parse_int(q: &QueryPairs, key: &str, default: i32, min: i32, max: i32) -> Result<i32> {
     match q.get(key) {
         None => Ok(default),
         Some(s) => match s.trim().parse::<i64>() {
             Ok(v) if v >= min as i64 && v <= max as i64 => Ok(v as i32),
-            // Beyond int32 (§1.6: page is an int32): say so, not "≥ 1".
-            Ok(v) if max == i32::MAX && v > max as i64 => {
-                Err(Error::field(key, format!("must be an integer in {min}..{max}")))
-            }
-            Err(_) if max == i32::MAX && s.trim().bytes().all(|b| b.is_ascii_digit()) && !s.trim().is_empty() => {
-                Err(Error::field(key, format!("must be an integer in {min}..{max}")))
-            }
-            _ if max == i32::MAX => Err(Error::field(key, format!("must be an integer ≥ {min}"))),
+            // Only a value below the minimum reads "≥ min"; one beyond int32 (even beyond int64)
+            // names the range (§1.6: page is an int32).
+            Ok(v) if max == i32::MAX && v < min as i64 => Err(Error::field(key, format!("must be an integer ≥ {min}"))),
+            _ if max == i32::MAX && !integer_text(s) => Err(Error::field(key, format!("must be an integer ≥ {min}"))),
             _ => Err(Error::field(key, format!("must be an integer in {min}..{max}"))),
         },
     }

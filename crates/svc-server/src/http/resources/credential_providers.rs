@@ -339,8 +339,13 @@ fn finalize(p: &mut CredentialProvider, spec: &TypeSpec, st: &Snapshot, cfg: &Co
 }
 
 impl Fields {
-    fn of(v1: bool, role_top: bool) -> Fields {
-        if v1 { Fields::Detail { role_top } } else { Fields::Body }
+    /// `in_detail`: the fields came in `providerDetailJSON` (a v1 body, a PATCH's detail text).
+    fn of(in_detail: bool, role_top: bool) -> Fields {
+        if in_detail {
+            Fields::Detail { role_top }
+        } else {
+            Fields::Body
+        }
     }
 }
 
@@ -437,12 +442,7 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
     input.base.apply_patch(&mut p.meta)?;
     let span = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
     set_lifetime(&mut p, span);
-    let from = if detail.is_some() {
-        Fields::Detail { role_top }
-    } else {
-        Fields::Body
-    };
-    finalize(&mut p, spec, &w.st, &app.cfg, from)?;
+    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(detail.is_some(), role_top))?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);

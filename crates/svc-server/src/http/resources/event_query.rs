@@ -70,9 +70,7 @@ fn parse_minutes(q: &QueryPairs, key: &str, max: i64) -> Result<i64> {
                 Ok(v) if v > max || v < -max - 1 => Err(out_of_range()),
                 Ok(v) => Ok(v),
                 // Digits beyond int64 are out of range too; anything else is no integer.
-                Err(_) if !t.is_empty() && t.trim_start_matches(['-', '+']).bytes().all(|b| b.is_ascii_digit()) => {
-                    Err(out_of_range())
-                }
+                Err(_) if crate::http::list::integer_text(t) => Err(out_of_range()),
                 Err(_) => Err(Error::field(key, "must be an integer")),
             }
         }
