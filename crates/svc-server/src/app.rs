@@ -143,6 +143,19 @@ fn write_private_file(path: &std::path::Path, text: &str) -> Result<(), StartErr
     Ok(())
 }
 
+/// What is wrong with the files the configuration names (trust bundles, the upstream CA bundle,
+/// the X.509 CA), every one; `serve` and `svc config check` load the configuration with it
+/// ([`Config::load_checked`]), so a bad file is reported with the bad values, before storage is
+/// touched.
+pub fn key_file_errors(cfg: &Config) -> Vec<String> {
+    let mut errors = crate::trust::anchors::PlatformTrust::load_each(cfg)
+        .err()
+        .unwrap_or_default();
+    errors.extend(crate::upstream::Upstream::new(cfg).err());
+    errors.extend(crate::issuer::ca::check_configured(cfg).err());
+    errors
+}
+
 impl App {
     /// Opens storage and loads everything; does not start background jobs or listen.
     pub async fn open(cfg: Config) -> Result<App, StartError> {

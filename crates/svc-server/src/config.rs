@@ -314,6 +314,15 @@ impl Config {
         Self::from_sources(file, env)
     }
 
+    /// As [`Config::load`], and also checks the contents of the files the values name with
+    /// `files` (the caller's: PEM bundles and keys are read by other modules). Its errors are
+    /// reported with the values' own, all at once; a key whose value is already refused is not
+    /// reported twice.
+    pub fn load_checked(file: Option<&Path>, files: impl Fn(&Config) -> Vec<String>) -> Result<Config, Vec<String>> {
+        let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
+        Self::from_map_checked(&Self::merged(file, env)?, files)
+    }
+
     /// Merges the file (if any) under the given environment, then validates.
     pub fn from_sources(file: Option<&Path>, env: BTreeMap<String, String>) -> Result<Config, Vec<String>> {
         Self::from_map(&Self::merged(file, env)?)
@@ -338,6 +347,14 @@ impl Config {
     }
 
     pub fn from_map(vals: &BTreeMap<String, String>) -> Result<Config, Vec<String>> {
+        Self::from_map_checked(vals, |_| Vec::new())
+    }
+
+    /// [`Config::from_map`] with the file check of [`Config::load_checked`].
+    pub fn from_map_checked(
+        vals: &BTreeMap<String, String>,
+        files: impl Fn(&Config) -> Vec<String>,
+    ) -> Result<Config, Vec<String>> {
         let mut r = Reader {
             vals,
             errors: Vec::new(),
@@ -494,10 +511,7 @@ impl Config {
             r.err("SVC_LOG_FORMAT", format!("must be text or json, got {log_format:?}"));
         }
 
-        if !r.errors.is_empty() {
-            return Err(r.errors);
-        }
-        Ok(Config {
+        let cfg = Config {
             public_url,
             listen_addr,
             database_url,
@@ -551,7 +565,18 @@ impl Config {
             x509_ca_key,
             log,
             log_json: log_format == "json",
-        })
+        };
+        let mut errors = r.errors;
+        let refused = |e: &str, errors: &[String]| {
+            let key = e.split([':', '/']).next().unwrap_or(e);
+            errors.iter().any(|o| o.starts_with(key))
+        };
+        for e in files(&cfg) {
+            if !refused(&e, &errors) {
+                errors.push(e);
+            }
+        }
+        if errors.is_empty() { Ok(cfg) } else { Err(errors) }
     }
 
     /// Whether the TCP peer is a trusted proxy (§4.3).

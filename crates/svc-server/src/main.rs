@@ -68,7 +68,7 @@ fn parse_args() -> Result<Args, String> {
 }
 
 fn load_config(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
-    Config::load(path).map_err(|errors| {
+    Config::load_checked(path, svc_server::app::key_file_errors).map_err(|errors| {
         eprintln!("svc: invalid configuration:");
         for e in errors {
             eprintln!("  - {e}");
@@ -152,16 +152,7 @@ fn main() -> ExitCode {
                 Err(e) => fail(e),
             },
             ["config", "check"] => {
-                // What `serve` loads from the key files before it opens the database.
-                if let Err(e) = svc_server::trust::anchors::PlatformTrust::load(&cfg) {
-                    return fail(e);
-                }
-                if let Err(e) = svc_server::upstream::Upstream::new(&cfg) {
-                    return fail(e);
-                }
-                if let Err(e) = svc_server::issuer::ca::check_configured(&cfg) {
-                    return fail(e);
-                }
+                // The key files were checked with the values (`load_config`), as `serve` does.
                 let given = Config::given_values(args.config.as_deref()).unwrap_or_default();
                 println!("configuration is valid:");
                 for (k, _) in KEYS {

@@ -125,33 +125,48 @@ impl PlatformTrust {
     /// Parses the configured bundles (or the compiled-in defaults); an unusable bundle is an error
     /// naming its key.
     pub fn load(cfg: &Config) -> Result<PlatformTrust, String> {
-        let key = "SVC_CLOUDA_IID_CERTS";
-        let mut clouda_keys = Vec::new();
-        for (i, der) in bundle(
-            key,
-            cfg.clouda_iid_certs.as_deref(),
-            crate::platform::CLOUDA_IID_CERTS_PEM,
-        )?
+        Self::load_each(cfg).map_err(|errors| errors.join("; "))
+    }
+
+    /// As [`PlatformTrust::load`], with one error per unusable bundle (both are checked).
+    pub fn load_each(cfg: &Config) -> Result<PlatformTrust, Vec<String>> {
+        let clouda = clouda_keys(cfg);
+        let cloudb = cloudb_roots(cfg);
+        match (clouda, cloudb) {
+            (Ok(clouda_keys), Ok(cloudb_roots)) => Ok(PlatformTrust {
+                clouda_keys,
+                cloudb_roots,
+                aia: AiaCache::default(),
+            }),
+            (a, b) => Err([a.err(), b.err()].into_iter().flatten().collect()),
+        }
+    }
+}
+
+fn clouda_keys(cfg: &Config) -> Result<Vec<CloudAKey>, String> {
+    let key = "SVC_CLOUDA_IID_CERTS";
+    let mut keys = Vec::new();
+    for (i, der) in bundle(
+        key,
+        cfg.clouda_iid_certs.as_deref(),
+        crate::platform::CLOUDA_IID_CERTS_PEM,
+    )?
+    .iter()
+    .enumerate()
+    {
+        let k = CloudAKey::from_cert(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1))?;
+        add_dedup(&mut keys, k);
+    }
+    Ok(keys)
+}
+
+fn cloudb_roots(cfg: &Config) -> Result<Vec<Cert>, String> {
+    let key = "SVC_CLOUDB_ROOTS";
+    bundle(key, cfg.cloudb_roots.as_deref(), crate::platform::CLOUDB_ROOTS_PEM)?
         .iter()
         .enumerate()
-        {
-            let k = CloudAKey::from_cert(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1))?;
-            add_dedup(&mut clouda_keys, k);
-        }
-        let key = "SVC_CLOUDB_ROOTS";
-        let mut cloudb_roots = Vec::new();
-        for (i, der) in bundle(key, cfg.cloudb_roots.as_deref(), crate::platform::CLOUDB_ROOTS_PEM)?
-            .iter()
-            .enumerate()
-        {
-            cloudb_roots.push(Cert::parse(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1))?);
-        }
-        Ok(PlatformTrust {
-            clouda_keys,
-            cloudb_roots,
-            aia: AiaCache::default(),
-        })
-    }
+        .map(|(i, der)| Cert::parse(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1)))
+        .collect()
 }
 
 #[cfg(test)]

@@ -382,21 +382,44 @@ async fn real_binary_serves_and_stops_on_sigterm() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Bad values and bad files are reported together, each once: the PEM files' contents are
+/// checked with the values, not one at a time after them.
 #[tokio::test]
 async fn invalid_configuration_is_reported_at_once() {
+    let dir = crate::harness::temp_dir();
+    let no_cert = dir.join("no-cert.pem");
+    std::fs::write(&no_cert, "no certificate here\n").unwrap();
+    let missing = dir.join("missing.pem");
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
         .arg("serve")
         .env_clear()
         .env("SVC_LISTEN_ADDR", "nowhere")
         .env("SVC_EDGE_TOKEN_TTL_SECONDS", "5")
         .env("SVC_DATABASE_URL", "postgres://u:p@127.0.0.1:1/db")
+        .env("SVC_UPSTREAM_CA_BUNDLE", &no_cert)
+        .env("SVC_CLOUDA_IID_CERTS", &no_cert)
+        .env("SVC_CLOUDB_ROOTS", &no_cert)
+        .env("SVC_X509_CA_CERT", &missing)
+        .env("SVC_X509_CA_KEY", &no_cert)
         .output()
         .await
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    for key in ["SVC_LISTEN_ADDR", "SVC_EDGE_TOKEN_TTL_SECONDS", "SVC_ENCRYPTION_KEY"] {
-        assert!(err.contains(key), "{key} not reported in: {err}");
+    for key in [
+        "SVC_LISTEN_ADDR",
+        "SVC_EDGE_TOKEN_TTL_SECONDS",
+        "SVC_ENCRYPTION_KEY",
+        "SVC_UPSTREAM_CA_BUNDLE",
+        "SVC_CLOUDA_IID_CERTS",
+        "SVC_CLOUDB_ROOTS",
+        "SVC_X509_CA_CERT",
+    ] {
+        assert_eq!(
+            err.lines().filter(|l| l.starts_with(&format!("  - {key}"))).count(),
+            1,
+            "{key} not reported once in: {err}"
+        );
     }
 }
 
