@@ -61,16 +61,17 @@ pub fn claims_of(v: Option<&Value>) -> Vec<Claim> {
         .unwrap_or_default()
 }
 
-/// Resolves a subject and custom claims into `prepared` (`subject`, `claim.<key>`).
+/// Resolves a subject and custom claims into `prepared` (`subject`, `claim.<key>`); a dynamic
+/// subject's values pass through `subject_value` (see [`dynamic::resolve_with`]).
 pub fn resolve_into(
     p: &mut Prepared,
-    subject: &str,
-    subject_dynamic: bool,
+    (subject, subject_dynamic): (&str, bool),
+    subject_value: fn(&str) -> String,
     claims: &[Claim],
     cx: &IssueCx<'_>,
 ) -> Result<(), String> {
     let s = if subject_dynamic {
-        dynamic::resolve(subject, cx.values)?
+        dynamic::resolve_with(subject, cx.values, subject_value)?
     } else {
         subject.to_string()
     };
@@ -109,7 +110,19 @@ pub struct IssuedJwt {
 impl IssuedJwt {
     pub fn prepare(&self, cx: &IssueCx<'_>) -> Result<Prepared, String> {
         let mut p = Prepared::default();
-        resolve_into(&mut p, &self.subject, self.subject_dynamic, &self.claims, cx)?;
+        // A JWT-SVID's subject is a SPIFFE id: values cannot add path segments to it.
+        let subject_value = if self.svid {
+            super::x509svid::spiffe_value
+        } else {
+            str::to_string
+        };
+        resolve_into(
+            &mut p,
+            (&self.subject, self.subject_dynamic),
+            subject_value,
+            &self.claims,
+            cx,
+        )?;
         if self.svid
             && let Err(e) = super::x509svid::check_spiffe_id(p.get("subject").unwrap_or_default())
         {

@@ -34,7 +34,13 @@ pub struct Vault {
 impl Vault {
     pub fn prepare(&self, cx: &IssueCx<'_>) -> Result<Prepared, String> {
         let mut p = Prepared::default();
-        resolve_into(&mut p, &self.subject, self.subject_dynamic, &self.claims, cx)?;
+        resolve_into(
+            &mut p,
+            (&self.subject, self.subject_dynamic),
+            str::to_string,
+            &self.claims,
+            cx,
+        )?;
         p.0.insert("clientWorkload".into(), assertion::default_subject(cx));
         Ok(p)
     }

@@ -8,7 +8,8 @@
 use aws_lc_rs::signature::{self, ParsedPublicKey, VerificationAlgorithm};
 use der::{Decode, Encode};
 use rcgen::{
-    CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa, KeyUsagePurpose, SanType, SerialNumber,
+    CertificateParams, DistinguishedName, DnType, DnValue, ExtendedKeyUsagePurpose, IsCa, KeyUsagePurpose, SanType,
+    SerialNumber,
 };
 use serde_json::{Map, Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
@@ -103,6 +104,14 @@ pub fn probe_csr() -> Result<String, String> {
     csr.pem().map_err(|e| e.to_string())
 }
 
+/// A resolved value as it enters a dynamic SPIFFE id: a `/` in it is kept escaped (`%2F`), which
+/// no SPIFFE id may contain, so a value (a claim, a self-reported `ORCH_POD_NAME`) can fill a
+/// segment or part of one but never add path segments; the id is then refused by
+/// [`check_spiffe_id`].
+pub(crate) fn spiffe_value(v: &str) -> String {
+    v.replace('/', "%2F")
+}
+
 /// `spiffe://<trust-domain>/<path>` (SPIFFE ID syntax).
 pub fn check_spiffe_id(id: &str) -> Result<(), String> {
     let rest = id.strip_prefix("spiffe://").ok_or("must start with spiffe://")?;
@@ -150,6 +159,23 @@ pub fn escape_dn_value(v: &str) -> String {
     out
 }
 
+const OID_STREET: [u64; 4] = [2, 5, 4, 9];
+const OID_DC: [u64; 7] = [0, 9, 2342, 19_200_300, 100, 1, 25];
+const OID_UID: [u64; 7] = [0, 9, 2342, 19_200_300, 100, 1, 1];
+
+/// An attribute type given as a dotted OID (`2.5.4.5`; RFC 4514 §3 `numericoid`).
+fn dotted_oid(s: &str) -> Option<Vec<u64>> {
+    let arcs: Vec<u64> = s
+        .split('.')
+        .map(|a| {
+            (!a.is_empty() && a.bytes().all(|b| b.is_ascii_digit()) && (a == "0" || !a.starts_with('0')))
+                .then(|| a.parse().ok())
+                .flatten()
+        })
+        .collect::<Option<_>>()?;
+    (arcs.len() >= 2 && arcs[0] <= 2 && (arcs[0] == 2 || arcs[1] < 40)).then_some(arcs)
+}
+
 /// An RFC 4514 subject (`CN=x,O=y`) as a certificate name (RDNs in reverse textual order). Each
 /// attribute type at most once: the certificate library keeps one value per type, and a second
 /// value silently dropped would be a subject other than the one configured.
@@ -182,13 +208,29 @@ pub fn parse_subject(s: &str) -> Result<DistinguishedName, String> {
             "C" => DnType::CountryName,
             "L" => DnType::LocalityName,
             "ST" => DnType::StateOrProvinceName,
-            other => return Err(format!("unsupported attribute {other} (CN, O, OU, C, L, ST)")),
+            "STREET" => DnType::CustomDnType(OID_STREET.to_vec()),
+            "DC" => DnType::CustomDnType(OID_DC.to_vec()),
+            "UID" => DnType::CustomDnType(OID_UID.to_vec()),
+            other => match dotted_oid(other) {
+                Some(arcs) => DnType::from_oid(&arcs),
+                None => {
+                    return Err(format!(
+                        "unsupported attribute {other} (CN, O, OU, C, L, ST, STREET, DC, UID or a dotted OID)"
+                    ));
+                }
+            },
         };
         if dn.get(&ty).is_some() {
             return Err(format!(
                 "attribute {} appears more than once (one value per attribute type)",
                 k.trim().to_ascii_uppercase()
             ));
+        }
+        // domainComponent is an IA5String (RFC 4519); every other value is UTF-8.
+        if ty == DnType::CustomDnType(OID_DC.to_vec()) {
+            let v = rcgen::string::Ia5String::try_from(v.trim()).map_err(|_| "DC must be ASCII".to_string())?;
+            dn.push(ty, DnValue::Ia5String(v));
+            continue;
         }
         dn.push(ty, v.trim());
     }
@@ -210,7 +252,7 @@ impl X509Svid {
     pub fn prepare(&self, cx: &IssueCx<'_>) -> Result<Prepared, String> {
         let mut p = Prepared::default();
         let id = if self.spiffe_dynamic {
-            dynamic::resolve(&self.spiffe_id, cx.values)?
+            dynamic::resolve_with(&self.spiffe_id, cx.values, spiffe_value)?
         } else {
             self.spiffe_id.clone()
         };
@@ -371,6 +413,26 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(escape_dn_value("#a b "), "\\#a b\\ ");
+    }
+
+    #[test]
+    fn subjects_take_every_rfc4514_attribute_and_dotted_oids() {
+        let dn = parse_subject("CN=svc,STREET=1 Main St,DC=acme,UID=u1,2.5.4.5=42").unwrap();
+        assert_eq!(
+            dn.get(&DnType::CustomDnType(OID_DC.to_vec())),
+            Some(&DnValue::Ia5String("acme".try_into().unwrap()))
+        );
+        assert_eq!(
+            dn.get(&DnType::CustomDnType(vec![2, 5, 4, 5])),
+            Some(&DnValue::Utf8String("42".into()))
+        );
+        assert_eq!(dn.iter().count(), 5);
+        // A dotted OID is the same attribute as its short name.
+        let e = parse_subject("CN=a,2.5.4.3=b").unwrap_err();
+        assert!(e.contains("more than once"), "{e}");
+        for bad in ["X=1", "1=a", "2.5.04.3=a", "3.1=a", "2..5=a", "DC=é"] {
+            assert!(parse_subject(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -669,6 +669,48 @@ async fn x509svid_issues_from_a_csr_under_the_root_ca() {
     assert_eq!(r.expect(200)["data"]["apiKey"], "k1");
 }
 
+/// A dynamic value fills a SPIFFE path segment (or part of one); one holding a `/` cannot add
+/// segments, so a self-reported value cannot shape the id's path: the request is denied.
+#[tokio::test]
+async fn dynamic_spiffe_values_cannot_add_path_segments() {
+    let t = TestApp::start().await;
+    let rig = Rig::new(&t).await;
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "x509svid", "name": "pods", "isActive": true,
+                   "spiffeId": "spiffe://acme.test/pod/${os.environment.ORCH_POD_NAME}", "spiffeIdType": "dynamic"}),
+        )
+        .await;
+    rig.attach(&t, &cp).await;
+    let with_pod = |pod: &str| {
+        json!({"certSigningRequest": csr("ec"),
+               "client": {"oidc": {"identityToken": rig.id_token}, "os": {"environment": {"ORCH_POD_NAME": pod}}}})
+    };
+    let r = rig.request(&t, "X509Svid", with_pod("web-1")).await;
+    let chain = r.expect(200)["data"]["certificateChain"].as_str().unwrap().to_string();
+    assert!(cert_text(&chain).contains("URI:spiffe://acme.test/pod/web-1"));
+    for pod in ["web-1/admin", "/admin", "web-1/"] {
+        let r = rig.request(&t, "X509Svid", with_pod(pod)).await;
+        assert_eq!(r.status, 403, "{pod}: {}", r.text);
+        assert!(!r.text.contains("BEGIN CERTIFICATE"), "{pod}");
+    }
+    // The same for a JWT-SVID's subject.
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "jwt-svid-token", "name": "svid", "isActive": true, "audience": "spiffe://acme.test/db",
+                   "subject": "spiffe://acme.test/pod/${os.environment.ORCH_POD_NAME}", "subjectType": "dynamic"}),
+        )
+        .await;
+    rig.attach(&t, &cp).await;
+    let r = rig.request(&t, "OAuthToken", with_pod("web-1")).await;
+    let (_, c) = verify_with_jwks(&t, r.expect(200)["data"]["token"].as_str().unwrap()).await;
+    assert_eq!(c["sub"], "spiffe://acme.test/pod/web-1");
+    let r = rig.request(&t, "OAuthToken", with_pod("web-1/admin")).await;
+    assert_eq!(r.status, 403, "{}", r.text);
+}
+
 #[tokio::test]
 async fn x509svid_validation_and_ca_persistence() {
     let t = TestApp::start().await;
