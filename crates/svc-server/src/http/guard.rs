@@ -121,6 +121,7 @@ struct GuardState {
 }
 
 async fn guard_layer(State(gs): State<GuardState>, mut req: Request, next: Next) -> Response {
+    crate::service::load::catch_up(&gs.app).await;
     match admit(&gs, &req) {
         Ok(ctx) => {
             req.extensions_mut().insert(ctx);

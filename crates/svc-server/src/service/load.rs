@@ -92,12 +92,44 @@ pub async fn load_state(store: &Store, cipher: &Cipher) -> Result<State, StoreEr
     Ok(st)
 }
 
-/// Applies changes committed elsewhere since the last refresh. Call with the write lock held.
+/// Before a management request on PostgreSQL: applies the changes other nodes committed since
+/// the last refresh, so a change made through any node holds for the next management request on
+/// every node (a role edit, a deactivated user, an entity just created). One indexed read when
+/// nothing changed; the Edge API never waits for it (its state follows within the second of the
+/// background refresh). A failed read is logged and the request served from the state as it is.
+pub async fn catch_up(app: &App) {
+    if app.store.dialect() != crate::store::Dialect::Postgres {
+        return;
+    }
+    let last = match app.store.last_change().await {
+        Ok(last) => last,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the change log failed");
+            return;
+        }
+    };
+    if last <= app.last_change.load(Ordering::Acquire) {
+        return;
+    }
+    let _g = app.write_lock.lock().await;
+    if let Err(e) = sync_changes(app).await {
+        tracing::warn!(error = %e, "refresh from the database failed");
+    }
+}
+
+/// Applies changes committed elsewhere since the last refresh, every one (the log is read in
+/// pages). Call with the write lock held.
 pub async fn sync_changes(app: &App) -> Result<(), StoreError> {
+    while sync_page(app).await? == crate::store::CHANGES_PAGE {}
+    Ok(())
+}
+
+/// One page of [`sync_changes`]; returns the number of changes read.
+async fn sync_page(app: &App) -> Result<usize, StoreError> {
     let since = app.last_change.load(Ordering::Acquire);
     let changes = app.store.changes_since(since).await?;
     let Some(last) = changes.last().map(|c| c.0) else {
-        return Ok(());
+        return Ok(0);
     };
     let mut st = (*app.state_full()).clone();
     let mut reload_keys = false;
@@ -124,7 +156,7 @@ pub async fn sync_changes(app: &App) -> Result<(), StoreError> {
     if reload_keys {
         app.reload_keys().await.map_err(StoreError)?;
     }
-    Ok(())
+    Ok(changes.len())
 }
 
 // Silence "unused" for types only named through the macro in some builds.

@@ -1,5 +1,5 @@
-//! The unit of work of every management write: take the node's write lock, catch up with changes
-//! from other nodes, work on a private copy of the state, then persist the touched entities and
+//! The unit of work of every management write: take the node's write lock and the cluster's,
+//! catch up with changes from other nodes, work on a private copy of the state, then persist the touched entities and
 //! their audit entries in one database transaction and swap the new state in. A request that fails
 //! validation drops the unit: nothing is stored, nothing is audited, the live state is untouched.
 
@@ -51,9 +51,11 @@ fn persist<T: Record>(st: &State, id: &Uuid, app: &App, now: i64) -> Option<crat
 impl<'a> Write<'a> {
     pub async fn begin(app: &'a App) -> Result<Write<'a>> {
         let lock = app.write_lock.lock().await;
+        // The cluster-wide write lock first, then the changes other nodes committed before it:
+        // the unit is validated against everything written anywhere (`Store::lock_writes`).
+        let tx = app.store.begin().await?;
         crate::service::load::sync_changes(app).await?;
         let st = (*app.state_full()).clone();
-        let tx = app.store.begin().await?;
         Ok(Write {
             app,
             _lock: lock,
@@ -167,7 +169,11 @@ impl<'a> Write<'a> {
         for a in &self.audits {
             self.tx.insert_audit(a).await?;
         }
-        self.tx.commit().await?;
-        Ok(self.app.swap_state(self.st))
+        let seq = self.tx.commit().await?;
+        let st = self.app.swap_state(self.st);
+        // The unit caught up under the cluster's write lock and its changes are the next ones
+        // in the log: the cursor moves past them (no node re-reads its own writes).
+        self.app.last_change.fetch_max(seq, std::sync::atomic::Ordering::AcqRel);
+        Ok(st)
     }
 }

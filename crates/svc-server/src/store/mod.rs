@@ -240,10 +240,11 @@ impl Store {
         Ok(row.get::<i64, _>(0))
     }
 
-    /// `(seq, kind, id)` of changes after `seq`, oldest first.
+    /// `(seq, kind, id)` of changes after `seq`, oldest first, at most [`CHANGES_PAGE`].
     pub async fn changes_since(&self, seq: i64) -> Result<Vec<(i64, String, String)>> {
-        let rows = sqlx::query("SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT 10000")
+        let rows = sqlx::query("SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2")
             .bind(seq)
+            .bind(CHANGES_PAGE as i64)
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
@@ -280,10 +281,29 @@ impl Store {
         Ok(Some(ClusterLock { _tx: tx }))
     }
 
+    /// A configuration write: on PostgreSQL it first takes the cluster-wide write lock
+    /// ([`Store::lock_writes`]), so the nodes' writes run one at a time.
     pub async fn begin(&self) -> Result<StoreTx> {
-        Ok(StoreTx {
-            tx: self.begin_write().await?,
-        })
+        let mut tx = self.begin_write().await?;
+        self.lock_writes(&mut tx).await?;
+        Ok(StoreTx { tx, last_seq: 0 })
+    }
+
+    /// Takes the lock every write to the configuration and the change log holds until its
+    /// transaction ends (PostgreSQL advisory transaction lock; SQLite's `BEGIN IMMEDIATE` is
+    /// already one). Two things rest on it: a node that catches up with the change log under it
+    /// validates a write against every committed write of every node (no duplicate `externalId`
+    /// or e-mail, no reference to an entity deleted elsewhere, no lost update), and the change log's
+    /// sequence numbers are handed out in commit order, so a node's cursor never passes a change
+    /// that commits later.
+    async fn lock_writes(&self, tx: &mut Transaction<'static, Any>) -> Result<()> {
+        if self.dialect == Dialect::Postgres {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(WRITES_LOCK)
+                .execute(&mut **tx)
+                .await?;
+        }
+        Ok(())
     }
 
     /// A transaction that will write. On SQLite it starts with `BEGIN IMMEDIATE`: a deferred
@@ -320,6 +340,7 @@ impl Store {
     /// Inserts keys and updates retirement times in one transaction.
     pub async fn save_keys(&self, insert: &[KeyRow], retire: &[(String, i64)], delete: &[String]) -> Result<()> {
         let mut tx = self.begin_write().await?;
+        self.lock_writes(&mut tx).await?;
         for k in insert {
             sqlx::query(
                 "INSERT INTO signing_keys (kid, alg, created_at, active_at, retire_at, material) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kid) DO NOTHING",
@@ -408,6 +429,12 @@ where
     }
 }
 
+/// Changes read per page by [`Store::changes_since`].
+pub const CHANGES_PAGE: usize = 10_000;
+
+/// The key of [`Store::lock_writes`] ("svcwrite").
+const WRITES_LOCK: i64 = 0x7376_6377_7269_7465;
+
 /// A held [`Store::cluster_lock`]; dropping it ends its transaction, which releases the lock.
 pub struct ClusterLock {
     _tx: Transaction<'static, Any>,
@@ -416,6 +443,8 @@ pub struct ClusterLock {
 /// A write transaction over configuration entities and their audit entries.
 pub struct StoreTx {
     tx: Transaction<'static, Any>,
+    /// The change-log number of this transaction's newest change (0: none yet).
+    last_seq: i64,
 }
 
 impl StoreTx {
@@ -458,12 +487,13 @@ impl StoreTx {
     }
 
     async fn change(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
-        sqlx::query("INSERT INTO changes (kind, id, at) VALUES ($1, $2, $3)")
+        let row = sqlx::query("INSERT INTO changes (kind, id, at) VALUES ($1, $2, $3) RETURNING seq")
             .bind(kind)
             .bind(id)
             .bind(at)
-            .execute(&mut *self.tx)
+            .fetch_one(&mut *self.tx)
             .await?;
+        self.last_seq = self.last_seq.max(row.get::<i64, _>(0));
         Ok(())
     }
 
@@ -471,8 +501,9 @@ impl StoreTx {
         events::insert_audit(&mut self.tx, a).await
     }
 
-    pub async fn commit(self) -> Result<()> {
+    /// Commits; returns the change-log number of the newest change written (0 when none).
+    pub async fn commit(self) -> Result<i64> {
         self.tx.commit().await?;
-        Ok(())
+        Ok(self.last_seq)
     }
 }

@@ -22,4 +22,5 @@ mod foundation_errors;
 mod foundation_lists;
 mod foundation_rbac;
 mod foundation_secrets;
+mod multinode;
 mod store_conformance;
