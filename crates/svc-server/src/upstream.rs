@@ -96,9 +96,10 @@ impl Fetched {
         scrub(text, &self.sent)
     }
 
-    /// A short printable excerpt of the answer's body, scrubbed.
+    /// A short printable excerpt of the answer's body, scrubbed. The whole body is scrubbed
+    /// before it is cut: a secret across the cut would otherwise keep its first part.
     pub fn excerpt(&self) -> String {
-        self.scrub(&excerpt(&self.body))
+        excerpt(self.scrub(&String::from_utf8_lossy(&self.body)).as_bytes())
     }
 }
 
@@ -207,16 +208,13 @@ impl Upstream {
             .user_agent(concat!("svc/", env!("CARGO_PKG_VERSION")))
             .no_proxy();
         if let Some(path) = &cfg.upstream_ca_bundle {
-            let pem = std::fs::read(path).map_err(|e| format!("SVC_UPSTREAM_CA_BUNDLE: {e}"))?;
-            let certs =
-                reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| format!("SVC_UPSTREAM_CA_BUNDLE: {e}"))?;
-            if certs.is_empty() {
-                return Err(format!(
-                    "SVC_UPSTREAM_CA_BUNDLE: {} holds no PEM certificate",
-                    path.display()
-                ));
-            }
-            for c in certs {
+            // Each certificate parsed here, so a bad one is named by its key and position (the
+            // TLS library only fails the client's build, with "builder error").
+            let key = "SVC_UPSTREAM_CA_BUNDLE";
+            for (i, der) in crate::trust::anchors::bundle(key, Some(path), "")?.iter().enumerate() {
+                crate::crypto::chain::Cert::parse(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1))?;
+                let c =
+                    reqwest::Certificate::from_der(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1))?;
                 b = b.add_root_certificate(c);
             }
         }
@@ -371,6 +369,14 @@ mod tests {
         env.insert("SVC_UPSTREAM_CA_BUNDLE".to_string(), file.display().to_string());
         let e = Upstream::new(&Config::from_map(&env).unwrap()).err().unwrap();
         assert!(e.starts_with("SVC_UPSTREAM_CA_BUNDLE:"), "{e}");
+        // A PEM block that is no certificate is named by its key and position, not "builder error".
+        std::fs::write(
+            &file,
+            "-----BEGIN CERTIFICATE-----\nAAECAwQFBgcICQ==\n-----END CERTIFICATE-----\n",
+        )
+        .unwrap();
+        let e = Upstream::new(&Config::from_map(&env).unwrap()).err().unwrap();
+        assert!(e.starts_with("SVC_UPSTREAM_CA_BUNDLE: certificate 1:"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -408,6 +414,17 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(scrub("echo eyJhbGciOi.CANARY.sig", &secrets_of(&json)), "echo ***");
+        // A secret the 200-character cut would split loses its first part too.
+        for pad in 180..200 {
+            let f = Fetched {
+                status: 400,
+                content_type: None,
+                body: format!("{}client_secret=CANARY-SECRET-123/+", "x".repeat(pad)).into_bytes(),
+                sent: f.sent.clone(),
+            };
+            let text = f.excerpt();
+            assert!(!text.contains("CANARY") && !text.contains("CANA"), "{pad}: {text}");
+        }
     }
 
     fn upstream(extra: &[(&str, &str)]) -> Upstream {

@@ -69,7 +69,7 @@ pub fn add_dedup(keys: &mut Vec<CloudAKey>, key: CloudAKey) {
     }
 }
 
-fn bundle(cfg_key: &str, path: Option<&std::path::Path>, default: &str) -> Result<Vec<Vec<u8>>, String> {
+pub(crate) fn bundle(cfg_key: &str, path: Option<&std::path::Path>, default: &str) -> Result<Vec<Vec<u8>>, String> {
     let text = match path {
         Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{cfg_key}: cannot read {}: {e}", p.display()))?,
         None => default.to_string(),
