@@ -191,8 +191,10 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
+    /// A key's value; an empty (or blank) value is no value, so the key takes its default, as
+    /// `KEY=` in a compose file or an env file means.
     fn raw(&self, key: &str) -> Option<&str> {
-        self.vals.get(key).map(|s| s.as_str())
+        self.vals.get(key).map(|s| s.as_str()).filter(|s| !s.trim().is_empty())
     }
     fn err(&mut self, key: &str, msg: impl std::fmt::Display) {
         self.errors.push(format!("{key}: {msg}"));
@@ -677,6 +679,25 @@ mod tests {
     fn postgres_requires_an_explicit_key() {
         let errs = Config::from_map(&map(&[("SVC_DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db")])).unwrap_err();
         assert!(errs[0].starts_with("SVC_ENCRYPTION_KEY: is required with PostgreSQL"));
+    }
+
+    #[test]
+    fn an_empty_value_takes_the_default() {
+        let c = Config::from_map(&map(&[
+            ("SVC_CLOUDA_REGIONS", ""),
+            ("SVC_CLOUDA_STS_AUDIENCE", " "),
+            ("SVC_PUBLIC_URL", ""),
+            ("SVC_EDGE_AUTH_RATE", ""),
+            ("SVC_BOOTSTRAP_ADMIN_EMAIL", ""),
+        ]))
+        .unwrap();
+        let d = Config::from_map(&map(&[])).unwrap();
+        assert!(!c.clouda_regions.is_empty());
+        assert_eq!(c.clouda_regions, d.clouda_regions);
+        assert_eq!(c.clouda_sts_audience, d.clouda_sts_audience);
+        assert_eq!(c.public_url, "http://localhost:8080");
+        assert_eq!(c.edge_auth_rate, d.edge_auth_rate);
+        assert_eq!(c.bootstrap_admin_email, None);
     }
 
     #[test]

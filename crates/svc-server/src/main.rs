@@ -155,12 +155,15 @@ fn main() -> ExitCode {
                 // The key files were checked with the values (`load_config`), as `serve` does.
                 let given = Config::given_values(args.config.as_deref()).unwrap_or_default();
                 println!("configuration is valid:");
-                for (k, _) in KEYS {
-                    let shown = match given.get(*k) {
+                for (k, default) in KEYS {
+                    let shown = match given.get(*k).filter(|v| !v.trim().is_empty()) {
                         Some(_) if svc_server::config::SECRET_KEYS.contains(k) => "(set, hidden)".to_string(),
                         Some(v) if *k == "SVC_DATABASE_URL" => without_password(v),
                         Some(v) => v.clone(),
-                        None => "(default)".to_string(),
+                        None => match default {
+                            Some(d) if !d.is_empty() => format!("{d} (default)"),
+                            _ => "(default)".to_string(),
+                        },
                     };
                     println!("  {k} = {shown}");
                 }
