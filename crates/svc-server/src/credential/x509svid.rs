@@ -191,6 +191,11 @@ pub fn parse_subject(s: &str) -> Result<DistinguishedName, String> {
             }
             (false, '\\') => escaped = true,
             (false, ',') => parts.push(std::mem::take(&mut cur)),
+            // RFC 4514's multi-valued RDN; the certificate library writes one attribute per RDN,
+            // so `CN=a+OU=b` would become a CN of "a+OU=b": refused (`\+` is a literal '+').
+            (false, '+') => {
+                return Err("multi-valued RDNs ('+') are not supported; write '\\+' for a literal '+'".into());
+            }
             (false, c) => cur.push(c),
         }
     }
@@ -418,6 +423,10 @@ mod tests {
     #[test]
     fn subjects_take_every_rfc4514_attribute_and_dotted_oids() {
         let dn = parse_subject("CN=svc,STREET=1 Main St,DC=acme,UID=u1,2.5.4.5=42").unwrap();
+        match parse_subject("CN=a\\+b").unwrap().get(&DnType::CommonName) {
+            Some(DnValue::Utf8String(v)) => assert_eq!(v, "a+b"),
+            other => panic!("{other:?}"),
+        }
         assert_eq!(
             dn.get(&DnType::CustomDnType(OID_DC.to_vec())),
             Some(&DnValue::Ia5String("acme".try_into().unwrap()))
@@ -430,7 +439,7 @@ mod tests {
         // A dotted OID is the same attribute as its short name.
         let e = parse_subject("CN=a,2.5.4.3=b").unwrap_err();
         assert!(e.contains("more than once"), "{e}");
-        for bad in ["X=1", "1=a", "2.5.04.3=a", "3.1=a", "2..5=a", "DC=é"] {
+        for bad in ["X=1", "1=a", "2.5.04.3=a", "3.1=a", "2..5=a", "DC=é", "CN=x+OU=z"] {
             assert!(parse_subject(bad).is_err(), "{bad}");
         }
     }
