@@ -180,10 +180,16 @@ pub fn callback_url(cfg: &Config, id: Uuid) -> String {
 /// `finalCallbackUrl`, if any.
 /// The IdP answered the consent with an `error`: the `state` is spent all the same (single use,
 /// §3.5.4), so a later callback cannot complete that authorization.
-pub async fn abandon_authorization(app: &App, state: &str) -> Result<(), Error> {
-    app.store
+pub async fn abandon_authorization(app: &App, id: Uuid, state: &str) -> Result<(), Error> {
+    let data = app
+        .store
         .take_pending(state, STATE_PURPOSE, crate::clock::now_millis())
-        .await?;
+        .await?
+        .ok_or_else(|| Error::field("state", "unknown or expired"))?;
+    let data: Value = serde_json::from_str(&data).map_err(Error::internal)?;
+    if data.get("cp").and_then(Value::as_str) != Some(id.to_string().as_str()) {
+        return Err(Error::field("state", "belongs to another provider"));
+    }
     Ok(())
 }
 

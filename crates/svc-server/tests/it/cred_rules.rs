@@ -345,6 +345,13 @@ async fn authorization_code_token_without_expires_in_has_no_expiry() {
     t.send(callback(format!("code=c0&state={refused}")))
         .await
         .expect_error(400, "state: unknown or expired");
+    // An error callback is checked like a code: its state first.
+    t.send(callback(format!("error=access_denied&state={refused}")))
+        .await
+        .expect_error(400, "state: unknown or expired");
+    t.send(callback("error=access_denied".to_string()))
+        .await
+        .expect_error(400, "state: is required");
     let r = t.get(&format!("/api/v2/credential-providers/{cp}/authorize")).await;
     let loc = r.header("location").unwrap().to_string();
     let state = state_of(&loc);

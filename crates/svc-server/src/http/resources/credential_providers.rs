@@ -575,9 +575,10 @@ fn redirect(url: &str) -> Response {
 /// `GET /api/v1/credential-providers/{id}/callback` (public, §3.5.4 step 2).
 async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: QueryPairs) -> Result<Response> {
     if let Some(err) = q.get("error") {
-        if let Some(state) = q.get("state") {
-            authorization_code::abandon_authorization(&app, state).await?;
-        }
+        // The state is checked (and spent) first, as for a code: a forged or replayed callback
+        // learns nothing but that its state is unknown.
+        let state = q.get("state").ok_or_else(|| Error::field("state", "is required"))?;
+        authorization_code::abandon_authorization(&app, ids.one(), state).await?;
         let desc = q
             .get("error_description")
             .map(|d| format!(" ({d})"))
