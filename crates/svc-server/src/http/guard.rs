@@ -120,18 +120,32 @@ struct GuardState {
     guard: Guard,
 }
 
+/// What a guarded request was admitted with, for [`admit_again`].
+#[derive(Clone)]
+struct Admitted {
+    token: String,
+    guard: Guard,
+    write: bool,
+    rs: Uuid,
+}
+
+tokio::task_local! {
+    /// The admission of the guarded request this task serves.
+    static ADMITTED: Admitted;
+}
+
 async fn guard_layer(State(gs): State<GuardState>, mut req: Request, next: Next) -> Response {
     crate::service::load::catch_up(&gs.app).await;
     match admit(&gs, &req) {
-        Ok(ctx) => {
+        Ok((ctx, admitted)) => {
             req.extensions_mut().insert(ctx);
-            next.run(req).await
+            ADMITTED.scope(admitted, next.run(req)).await
         }
         Err(e) => e.into_response(),
     }
 }
 
-fn admit(gs: &GuardState, req: &Request) -> Result<Ctx> {
+fn admit(gs: &GuardState, req: &Request) -> Result<(Ctx, Admitted)> {
     let app = &gs.app;
     let token = bearer(
         req.headers()
@@ -140,7 +154,6 @@ fn admit(gs: &GuardState, req: &Request) -> Result<Ctx> {
     )
     .ok_or(Error::Unauthenticated)?;
     let st = app.state();
-    let caller = authenticate(app, &st, token)?;
     let write = gs
         .guard
         .write
@@ -149,9 +162,33 @@ fn admit(gs: &GuardState, req: &Request) -> Result<Ctx> {
         Scope::Rs => request_rs(req.headers(), &st)?,
         _ => DEFAULT_RESOURCE_SET,
     };
-    match gs.guard.scope {
+    let admitted = Admitted {
+        token: token.to_string(),
+        guard: gs.guard,
+        write,
+        rs,
+    };
+    let caller = check(app, &st, &admitted)?;
+    let client = crate::http::extract::client_info(app, req.extensions(), req.headers());
+    Ok((
+        Ctx {
+            caller,
+            perm: gs.guard.perm,
+            write,
+            rs,
+            client,
+        },
+        admitted,
+    ))
+}
+
+/// Authenticates and checks the route's permission in `st`.
+fn check(app: &App, st: &Snapshot, a: &Admitted) -> Result<Caller> {
+    let caller = authenticate(app, st, &a.token)?;
+    let (perm, write) = (a.guard.perm, a.write);
+    match a.guard.scope {
         Scope::Rs | Scope::Global => {
-            if !caller.can(&st, gs.guard.perm, write, rs) {
+            if !caller.can(st, perm, write, a.rs) {
                 return Err(Error::Forbidden);
             }
         }
@@ -160,21 +197,26 @@ fn admit(gs: &GuardState, req: &Request) -> Result<Ctx> {
                 return Err(Error::Forbidden);
             }
         }
+        // The handler checks the entity's set (`Ctx::check`).
         Scope::Entity => {}
         Scope::AnySet => {
-            if !caller.can_anywhere(&st, gs.guard.perm, write) {
+            if !caller.can_anywhere(st, perm, write) {
                 return Err(Error::Forbidden);
             }
         }
     }
-    let client = crate::http::extract::client_info(app, req.extensions(), req.headers());
-    Ok(Ctx {
-        caller,
-        perm: gs.guard.perm,
-        write,
-        rs,
-        client,
-    })
+    Ok(caller)
+}
+
+/// Inside a guarded request, admits its caller again against `st` (the state a write unit works
+/// on after catching up): 401 when the token no longer authenticates (user deactivated, locked
+/// or deleted), 403 when the permission was withdrawn. Outside one (sign-in, edge, background
+/// work) there is nothing to check.
+pub fn admit_again(app: &App, st: &Snapshot) -> Result<()> {
+    match ADMITTED.try_with(Admitted::clone) {
+        Ok(a) => check(app, st, &a).map(|_| ()),
+        Err(_) => Ok(()),
+    }
 }
 
 /// Protects a method router with a permission and scope.

@@ -65,6 +65,9 @@ enum Outcome {
 }
 
 pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginResponse> {
+    // Sign-in decides on the user as every node now knows it (a lock-out, a deactivation, a new
+    // password or a new user through another node).
+    crate::service::load::catch_up(app).await;
     let req = parse(body)?;
     let st = app.state_full();
     let user = st.user_by_email(&req.email).cloned();

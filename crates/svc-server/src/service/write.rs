@@ -44,6 +44,11 @@ impl Author {
     }
 }
 
+/// The resource set of a stored record (`None` when absent or global).
+fn rs_of<T: Record>(st: &State, id: &Uuid) -> Option<Uuid> {
+    st.get::<T>(id).and_then(|v| v.rs())
+}
+
 fn persist<T: Record>(st: &State, id: &Uuid, app: &App, now: i64) -> Option<crate::store::EntityRow> {
     st.get::<T>(id).map(|v| to_row(v.as_ref(), &app.cipher, now))
 }
@@ -56,6 +61,10 @@ impl<'a> Write<'a> {
         let tx = app.store.begin().await?;
         crate::service::load::sync_changes(app).await?;
         let st = (*app.state_full()).clone();
+        // A management request was admitted against the state before this unit caught up: its
+        // caller is admitted again against the state the unit works on (a user deactivated, a
+        // role withdrawn in between, on any node, stops the write).
+        crate::http::guard::admit_again(app, &st)?;
         Ok(Write {
             app,
             _lock: lock,
@@ -160,6 +169,15 @@ impl<'a> Write<'a> {
     /// Persists everything, then makes the new state live. Returns it.
     pub async fn commit(mut self) -> Result<Arc<State>> {
         let now = self.now.millis();
+        // An entity is never stored in a resource set that no longer exists (deleted, on any
+        // node, after the request was admitted against it).
+        for (kind, id) in &self.touched {
+            if let Some(rs) = for_kind!(*kind, rs_of(&self.st, id))
+                && !self.st.resource_set_exists(&rs)
+            {
+                return Err(Error::bad("X-Svc-ResourceSet: unknown resource set"));
+            }
+        }
         for (kind, id) in std::mem::take(&mut self.touched) {
             match for_kind!(kind, persist(&self.st, &id, self.app, now)) {
                 Some(row) => self.tx.upsert_entity(&row).await?,

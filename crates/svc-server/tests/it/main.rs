@@ -3,6 +3,7 @@
 
 mod harness;
 
+mod concurrent_writes;
 mod config_policies;
 mod config_resources;
 mod cred_canaries;
@@ -22,5 +23,4 @@ mod foundation_errors;
 mod foundation_lists;
 mod foundation_rbac;
 mod foundation_secrets;
-mod multinode;
 mod store_conformance;
