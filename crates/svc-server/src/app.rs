@@ -33,6 +33,10 @@ pub struct Inner {
     keys: ArcSwap<KeyRing>,
     /// Serialises management writes on this node.
     pub write_lock: tokio::sync::Mutex<()>,
+    /// The node's write units one at a time (held for a whole `Write`), so that one at most
+    /// waits for the cluster's write lock with a database connection; `write_lock` itself is
+    /// taken only once that lock is held, and the refresh from other nodes never waits for it.
+    pub write_queue: tokio::sync::Mutex<()>,
     pub events: EventSink,
     pub healthy: AtomicBool,
     /// Newest row of `changes` this node has applied.
@@ -197,6 +201,7 @@ impl App {
             state: ArcSwap::from_pointee(state),
             keys: ArcSwap::from_pointee(ring),
             write_lock: tokio::sync::Mutex::new(()),
+            write_queue: tokio::sync::Mutex::new(()),
             events,
             healthy: AtomicBool::new(true),
             last_change: AtomicI64::new(last_change),

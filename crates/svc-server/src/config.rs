@@ -192,7 +192,7 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     /// A key's value; an empty (or blank) value is no value, so the key takes its default, as
-    /// `KEY=` in a compose file or an env file means.
+    /// `KEY=` in a compose file or an env file means (lists excepted: [`Reader::list`]).
     fn raw(&self, key: &str) -> Option<&str> {
         self.vals.get(key).map(|s| s.as_str()).filter(|s| !s.trim().is_empty())
     }
@@ -235,8 +235,10 @@ impl Reader<'_> {
             }
         }
     }
+    /// A comma-separated list. Unlike other keys, an empty value is the empty list: `KEY=` turns
+    /// an allow-list off (no AIA host, no region) rather than back to the platform's defaults.
     fn list(&mut self, key: &str, default: &[&str]) -> Vec<String> {
-        match self.raw(key) {
+        match self.vals.get(key).map(String::as_str) {
             None => default.iter().map(|s| s.to_string()).collect(),
             Some(s) => s
                 .split(',')
@@ -682,9 +684,9 @@ mod tests {
     }
 
     #[test]
-    fn an_empty_value_takes_the_default() {
+    fn an_empty_value_takes_the_default_and_an_empty_list_is_empty() {
         let c = Config::from_map(&map(&[
-            ("SVC_CLOUDA_REGIONS", ""),
+            ("SVC_CLOUDB_AIA_HOSTS", ""),
             ("SVC_CLOUDA_STS_AUDIENCE", " "),
             ("SVC_PUBLIC_URL", ""),
             ("SVC_EDGE_AUTH_RATE", ""),
@@ -692,8 +694,8 @@ mod tests {
         ]))
         .unwrap();
         let d = Config::from_map(&map(&[])).unwrap();
-        assert!(!c.clouda_regions.is_empty());
-        assert_eq!(c.clouda_regions, d.clouda_regions);
+        // A list's empty value is the empty list (an allow-list turned off, never widened).
+        assert!(c.cloudb_aia_hosts.is_empty() && !d.cloudb_aia_hosts.is_empty());
         assert_eq!(c.clouda_sts_audience, d.clouda_sts_audience);
         assert_eq!(c.public_url, "http://localhost:8080");
         assert_eq!(c.edge_auth_rate, d.edge_auth_rate);

@@ -67,8 +67,17 @@ fn parse_args() -> Result<Args, String> {
     Ok(a)
 }
 
-fn load_config(path: Option<&std::path::Path>) -> Result<Config, ExitCode> {
-    Config::load_checked(path, svc_server::app::key_file_errors).map_err(|errors| {
+/// The configuration; `files`: also the files its keys name, as `serve` reads them (`serve`,
+/// `config check`; `migrate` and `admin` do not read them and run without them).
+fn load_config(path: Option<&std::path::Path>, files: bool) -> Result<Config, ExitCode> {
+    let check = |cfg: &Config| {
+        if files {
+            svc_server::app::key_file_errors(cfg)
+        } else {
+            Vec::new()
+        }
+    };
+    Config::load_checked(path, check).map_err(|errors| {
         eprintln!("svc: invalid configuration:");
         for e in errors {
             eprintln!("  - {e}");
@@ -119,7 +128,8 @@ fn main() -> ExitCode {
         }
         _ => {}
     }
-    let cfg = match load_config(args.config.as_deref()) {
+    let files = matches!(words.as_slice(), ["serve"] | ["config", "check"]);
+    let cfg = match load_config(args.config.as_deref(), files) {
         Ok(c) => c,
         Err(code) => return code,
     };

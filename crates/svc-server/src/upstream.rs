@@ -190,7 +190,23 @@ fn scrub(text: &str, secrets: &[String]) -> String {
     for s in secrets {
         let form: String = url::form_urlencoded::byte_serialize(s.as_bytes()).collect();
         let pct = form.replace('+', "%20");
-        for v in [s.as_str(), form.as_str(), pct.as_str()] {
+        // As a JSON string would carry it (an echo inside a JSON error answer), `/` escaped too.
+        let json = serde_json::to_string(s).unwrap_or_default();
+        let json = json
+            .get(1..json.len().saturating_sub(1))
+            .unwrap_or_default()
+            .to_string();
+        let json_slash = json.replace('/', "\\/");
+        for v in [
+            s.as_str(),
+            form.as_str(),
+            pct.as_str(),
+            json.as_str(),
+            json_slash.as_str(),
+        ] {
+            if v.is_empty() {
+                continue;
+            }
             if t.contains(v) {
                 t = t.replace(v, "***");
             }
@@ -414,6 +430,11 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(scrub("echo eyJhbGciOi.CANARY.sig", &secrets_of(&json)), "echo ***");
+        // Echoed inside a JSON string, with `/` escaped as some encoders do.
+        assert_eq!(
+            scrub(r#"{"echo":"CANARY-SECRET-123\/+"}"#, &f.sent),
+            r#"{"echo":"***"}"#
+        );
         // A secret the 200-character cut would split loses its first part too.
         for pad in 180..200 {
             let f = Fetched {

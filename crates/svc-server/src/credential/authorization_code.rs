@@ -110,7 +110,7 @@ impl AuthorizationCode {
         )
         .await?;
         let (access, expires_in, answer) = access_token("token endpoint (refresh)", &f)?;
-        let mut w = Write::begin(cx.app)
+        let mut w = Write::begin_system(cx.app)
             .await
             .map_err(|e| IssueError(format!("storing the refreshed token failed: {e}")))?;
         let Some(latest) = w.st.credential_providers.get(&self.id).cloned() else {
@@ -244,7 +244,7 @@ pub async fn complete_authorization(
         _ => crate::domain::Actor::System,
     };
     let author = Author { actor, client };
-    let mut w = Write::begin(app).await?;
+    let mut w = Write::begin_system(app).await?;
     let mut p = (**w.st.credential_providers.get(&id).ok_or(Error::NotFound)?).clone();
     let now = w.now;
     store_tokens(&mut p, &answer, &access, expires_in, now);

@@ -178,7 +178,7 @@ async fn provision_steps(app: &App, id: Uuid, created: &mut Option<i64>) -> Resu
 /// Applies `f` to the stored provider in one write (no audit entry: server-maintained state).
 async fn update(app: &App, id: Uuid, f: impl FnOnce(&mut CredentialProvider)) -> Result<(), IssueError> {
     let fail = |e: Error| IssueError(format!("storing the provider state failed: {e}"));
-    let mut w = Write::begin(app).await.map_err(fail)?;
+    let mut w = Write::begin_system(app).await.map_err(fail)?;
     let Some(current) = w.st.credential_providers.get(&id).cloned() else {
         return Err(IssueError("provider deleted".into()));
     };

@@ -63,7 +63,9 @@ impl Caller {
     /// The roles that currently apply.
     pub fn roles(&self, st: &State) -> Vec<Arc<Role>> {
         let ids: Vec<Uuid> = match &self.principal {
-            Principal::User(u) => u.roles.clone(),
+            // The user's roles as `st` has them: a check against a newer state than the one
+            // the caller was admitted with (a write unit's) sees roles taken away meanwhile.
+            Principal::User(u) => st.users.get(&u.id).map_or_else(Vec::new, |cur| cur.roles.clone()),
             Principal::Workload { cp, .. } => crate::credential::access_token::role_of(st, cp).into_iter().collect(),
             Principal::Cli { role } => vec![*role],
         };

@@ -33,7 +33,7 @@ pub async fn first_start(app: &App) -> Result<()> {
         _ => None,
     };
     let author = Author::system();
-    let mut w = Write::begin(app).await?;
+    let mut w = Write::begin_system(app).await?;
     if w.st.settings.is_empty() {
         w.put(Settings::initial(w.now));
     }

@@ -101,10 +101,17 @@ pub async fn catch_up(app: &App) {
     if app.store.dialect() != crate::store::Dialect::Postgres {
         return;
     }
-    let last = match app.store.last_change().await {
-        Ok(last) => last,
-        Err(e) => {
+    // Bounded: with the database unreachable the request is served from memory after 2 s
+    // rather than after the pool's acquire timeout. (Only the read is: a sync, once begun, is
+    // not cut short between moving the cursor and loading keys.)
+    let last = match tokio::time::timeout(std::time::Duration::from_secs(2), app.store.last_change()).await {
+        Ok(Ok(last)) => last,
+        Ok(Err(e)) => {
             tracing::warn!(error = %e, "reading the change log failed");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!("reading the change log timed out");
             return;
         }
     };

@@ -154,12 +154,22 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
 
     let author = user_author(&user, client);
     let target = user.id.to_string();
-    let mut w = Write::begin(app).await?;
+    let mut w = Write::begin_system(app).await?;
     // Re-read the user inside the unit: another attempt may have changed the counter.
     let Some(current) = w.st.users.get(&user.id).cloned() else {
         return Err(Error::LoginRejected(INVALID));
     };
     let mut u = (*current).clone();
+    // The password was checked against the user as the node knew it; the unit has caught up
+    // with every node. A success stands only if nothing it rested on changed meanwhile (a new
+    // password, a deactivation, a lock-out, through any node).
+    let hash = |x: &User| x.secrets.password_hash.as_ref().map(|h| h.expose().clone());
+    let outcome = match outcome {
+        Outcome::Success if hash(&current) != hash(&user) || !current.active || current.locked => {
+            Outcome::Refused(Error::LoginRejected(INVALID), "the user changed while signing in")
+        }
+        o => o,
+    };
     let result = match outcome {
         Outcome::Success => {
             if u.failed_logins != 0 {

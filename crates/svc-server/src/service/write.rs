@@ -20,7 +20,9 @@ use crate::store::{AuditRow, StoreTx};
 
 pub struct Write<'a> {
     app: &'a App,
+    // Dropped in this order: the state lock, then the node's queue.
     _lock: MutexGuard<'a, ()>,
+    _queue: MutexGuard<'a, ()>,
     pub st: State,
     tx: StoreTx,
     touched: BTreeSet<(Kind, Uuid)>,
@@ -54,20 +56,31 @@ fn persist<T: Record>(st: &State, id: &Uuid, app: &App, now: i64) -> Option<crat
 }
 
 impl<'a> Write<'a> {
+    /// The unit of a management request. Its caller, admitted against the state before the
+    /// unit caught up with other writes, is admitted again against the state the unit works on
+    /// (a user deactivated or a role withdrawn in between, on any node, stops the write).
     pub async fn begin(app: &'a App) -> Result<Write<'a>> {
-        let lock = app.write_lock.lock().await;
-        // The cluster-wide write lock first, then the changes other nodes committed before it:
-        // the unit is validated against everything written anywhere (`Store::lock_writes`).
+        let w = Self::begin_system(app).await?;
+        crate::http::guard::admit_again(app, &w.st)?;
+        Ok(w)
+    }
+
+    /// The unit of the service's own writes (sign-in bookkeeping, bootstrap, a renewed upstream
+    /// credential): not on behalf of a caller's permission, even inside a management request.
+    pub async fn begin_system(app: &'a App) -> Result<Write<'a>> {
+        let queue = app.write_queue.lock().await;
+        // The cluster-wide write lock (in the transaction), then the node's state lock, then the
+        // changes other nodes committed before it: the unit is validated against everything
+        // written anywhere (`Store::lock_writes`). The state lock is not held while the cluster
+        // lock is awaited, so the node's refresh never waits for another node's write.
         let tx = app.store.begin().await?;
+        let lock = app.write_lock.lock().await;
         crate::service::load::sync_changes(app).await?;
         let st = (*app.state_full()).clone();
-        // A management request was admitted against the state before this unit caught up: its
-        // caller is admitted again against the state the unit works on (a user deactivated, a
-        // role withdrawn in between, on any node, stops the write).
-        crate::http::guard::admit_again(app, &st)?;
         Ok(Write {
             app,
             _lock: lock,
+            _queue: queue,
             st,
             tx,
             touched: BTreeSet::new(),
@@ -187,11 +200,11 @@ impl<'a> Write<'a> {
         for a in &self.audits {
             self.tx.insert_audit(a).await?;
         }
-        let seq = self.tx.commit().await?;
-        let st = self.app.swap_state(self.st);
-        // The unit caught up under the cluster's write lock and its changes are the next ones
-        // in the log: the cursor moves past them (no node re-reads its own writes).
-        self.app.last_change.fetch_max(seq, std::sync::atomic::Ordering::AcqRel);
-        Ok(st)
+        // The cursor stays where the catch-up left it: the next refresh reads this unit's own
+        // changes back (a few rows), which is never wrong, whereas moving it past them would skip
+        // a change written meanwhile by a node that does not take the cluster lock (an older
+        // version during a rolling upgrade).
+        self.tx.commit().await?;
+        Ok(self.app.swap_state(self.st))
     }
 }

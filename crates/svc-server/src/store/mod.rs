@@ -101,6 +101,12 @@ impl Store {
                         )
                         .execute(conn)
                         .await?;
+                    } else {
+                        // A node that stops in the middle of a transaction (paused, cut off)
+                        // releases its locks, the cluster's write lock among them, within a minute.
+                        sqlx::raw_sql("SET idle_in_transaction_session_timeout = '60s'")
+                            .execute(conn)
+                            .await?;
                     }
                     Ok(())
                 })
@@ -286,7 +292,7 @@ impl Store {
     pub async fn begin(&self) -> Result<StoreTx> {
         let mut tx = self.begin_write().await?;
         self.lock_writes(&mut tx).await?;
-        Ok(StoreTx { tx, last_seq: 0 })
+        Ok(StoreTx { tx })
     }
 
     /// Takes the lock every write to the configuration and the change log holds until its
@@ -298,6 +304,10 @@ impl Store {
     /// that commits later.
     async fn lock_writes(&self, tx: &mut Transaction<'static, Any>) -> Result<()> {
         if self.dialect == Dialect::Postgres {
+            // Bounded: a write that cannot have its turn within 30 s fails (500) instead of
+            // queueing for ever behind a stuck holder, whom `idle_in_transaction_session_timeout`
+            // (set per connection) ends.
+            sqlx::query("SET LOCAL lock_timeout = '30s'").execute(&mut **tx).await?;
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(WRITES_LOCK)
                 .execute(&mut **tx)
@@ -443,8 +453,6 @@ pub struct ClusterLock {
 /// A write transaction over configuration entities and their audit entries.
 pub struct StoreTx {
     tx: Transaction<'static, Any>,
-    /// The change-log number of this transaction's newest change (0: none yet).
-    last_seq: i64,
 }
 
 impl StoreTx {
@@ -487,13 +495,12 @@ impl StoreTx {
     }
 
     async fn change(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
-        let row = sqlx::query("INSERT INTO changes (kind, id, at) VALUES ($1, $2, $3) RETURNING seq")
+        sqlx::query("INSERT INTO changes (kind, id, at) VALUES ($1, $2, $3)")
             .bind(kind)
             .bind(id)
             .bind(at)
-            .fetch_one(&mut *self.tx)
+            .execute(&mut *self.tx)
             .await?;
-        self.last_seq = self.last_seq.max(row.get::<i64, _>(0));
         Ok(())
     }
 
@@ -501,9 +508,8 @@ impl StoreTx {
         events::insert_audit(&mut self.tx, a).await
     }
 
-    /// Commits; returns the change-log number of the newest change written (0 when none).
-    pub async fn commit(self) -> Result<i64> {
+    pub async fn commit(self) -> Result<()> {
         self.tx.commit().await?;
-        Ok(self.last_seq)
+        Ok(())
     }
 }

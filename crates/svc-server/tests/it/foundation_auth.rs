@@ -423,6 +423,21 @@ async fn invalid_configuration_is_reported_at_once() {
     }
 }
 
+/// `svc migrate` reads no key file, so it runs where they are not mounted (a migration job).
+#[tokio::test]
+async fn migrate_runs_without_the_key_files() {
+    let dir = crate::harness::temp_dir();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .arg("migrate")
+        .env_clear()
+        .env("SVC_DATABASE_URL", format!("sqlite://{}/svc.db", dir.display()))
+        .env("SVC_UPSTREAM_CA_BUNDLE", "/etc/hostname")
+        .output()
+        .await
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+}
+
 /// `svc config check` prints the effective configuration (the file's values too), never a
 /// secret (the database password included), and checks the key files `serve` would refuse.
 #[tokio::test]
