@@ -470,6 +470,9 @@ pub async fn create_policy(
 ) -> Result<(Arc<Snapshot>, Uuid, Vec<&'static str>)> {
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
+    // The route checks the policy's set against the state it was admitted with; the unit checks
+    // it again against the state it writes on (a permission withdrawn meanwhile, on any node).
+    ctx.check(&w.st, rs)?;
     let id = new_external_id(input.base.external_id, |id| taken::<Policy>(&w.st, id))?;
     let meta = w.new_meta(Kind::AccessPolicy, id, Some(rs), &author).await?;
     let mut p = Policy {
@@ -501,6 +504,7 @@ pub async fn update_policy(
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
     let mut p = (**w.st.policies.get(&id).ok_or(Error::NotFound)?).clone();
+    ctx.check(&w.st, p.meta.scope())?;
     check(&p)?;
     check_rs_unchanged(input.base.resource_set, p.meta.scope())?;
     input.apply(&mut p, full)?;
@@ -524,6 +528,7 @@ pub async fn delete_policy(app: &App, ctx: &Ctx, id: Uuid, check: impl FnOnce(&P
     let Some(p) = w.st.policies.get(&id).cloned() else {
         return Ok(false);
     };
+    ctx.check(&w.st, p.meta.scope())?;
     check(&p)?;
     w.remove::<Policy>(&id);
     w.audit(&author, p.meta.scope(), CATEGORY, Activity::Deleted, id);
@@ -545,6 +550,7 @@ pub async fn add_note(
     let author = ctx.author();
     let mut w = Write::begin(app).await?;
     let mut p = (**w.st.policies.get(&id).ok_or(Error::NotFound)?).clone();
+    ctx.check(&w.st, p.meta.scope())?;
     check(&p)?;
     let note = Note {
         note: text,
