@@ -21,7 +21,9 @@ USAGE:
     svc serve [--config FILE]                 run the service (management API, Edge API, OIDC issuer)
     svc migrate [--config FILE]               create or upgrade the database schema, then exit
     svc admin token --role ROLE [--ttl SECS]  print a management token (login response JSON) for a
-                                              role given by name or id; needs direct database access
+                                              role given by id or name (a system role first; other
+                                              names must be unique); SECS 60..86400, default
+                                              SVC_SESSION_TTL_SECONDS; needs direct database access
     svc admin keys rotate                     rotate the signing and token keys now (§5.1)
     svc config check [--config FILE]          validate the configuration and print it (no secrets)
     svc --version | --help
@@ -52,8 +54,10 @@ fn parse_args() -> Result<Args, String> {
             "--ttl" => {
                 let v = it.next().ok_or("--ttl needs a number of seconds")?;
                 let n: i64 = v.parse().map_err(|_| format!("--ttl: not a number: {v}"))?;
-                if !(60..=31_536_000).contains(&n) {
-                    return Err("--ttl must be 60..31536000 seconds".into());
+                // At most the longest token lifetime the key rotation keeps retired keys for
+                // (§5.1): a longer token would stop verifying two days after the next rotation.
+                if !(60..=86_400).contains(&n) {
+                    return Err("--ttl must be 60..86400 seconds".into());
                 }
                 a.ttl = Some(n);
             }
@@ -242,13 +246,24 @@ async fn admin_token(cfg: Config, role: Option<String>, ttl: Option<i64>) -> Exi
         Err(e) => return fail(e),
     };
     let st = app.state();
-    let found = st
-        .roles
-        .values()
-        .find(|r| r.meta.name == role || r.meta.id.to_string() == role.to_lowercase());
-    let Some(r) = found else {
-        return fail(format!("no role named {role:?}"));
+    // An id names one role; a name is looked up among the system roles first (anyone with
+    // `Roles` write can create another role called "SuperAdmin"), and must otherwise be unique.
+    let by_id = uuid::Uuid::parse_str(role.trim()).ok().and_then(|id| st.roles.get(&id));
+    let named: Vec<_> = st.roles.values().filter(|r| r.meta.name == role).collect();
+    let found = match by_id {
+        Some(r) => r,
+        None => match (named.iter().find(|r| r.system), named.as_slice()) {
+            (Some(r), _) | (None, [r]) => r,
+            (None, []) => return fail(format!("no role named {role:?}")),
+            (None, _) => {
+                return fail(format!(
+                    "{} roles are named {role:?}; give the role's id (--role <uuid>)",
+                    named.len()
+                ));
+            }
+        },
     };
+    let r = found;
     let ttl = ttl.unwrap_or(app.cfg.session_ttl_seconds as i64);
     let resp = svc_server::service::auth::mint_cli_token(&app, r.meta.id, ttl);
     println!("{}", serde_json::to_string(&resp).expect("serialises"));

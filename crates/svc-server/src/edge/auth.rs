@@ -69,8 +69,15 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     let (peer_ip, peer_port) = peer(&parts.extensions);
     let bytes = super::read_body(body).await;
     let parsed: Option<AuthRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
-    let bucket_id = parsed.as_ref().and_then(|r| r.client_id.as_deref()).unwrap_or("");
-    if let Err(wait) = app.limits.auth.check(&(bucket_id, peer_ip), crate::clock::now_millis()) {
+    // The bucket is the trust provider the clientId names, however its UUID is spelled (upper
+    // case, braces: one provider, one bucket); every clientId that names none shares one bucket
+    // per peer, so varying it buys no requests (nor the events a 400 writes).
+    let bucket = parsed
+        .as_ref()
+        .and_then(|r| r.client_id.as_deref())
+        .and_then(|id| parse_client_id(&app, id))
+        .map(|(_, tp)| tp);
+    if let Err(wait) = app.limits.auth.check(&(bucket, peer_ip), crate::clock::now_millis()) {
         return too_many(wait);
     }
     let _room = app.events.reserve(1).await;

@@ -202,7 +202,9 @@ pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
         "password" | "sso" => {
             let id = Uuid::parse_str(&c.sub).map_err(|_| Error::Unauthenticated)?;
             let user = st.users.get(&id).cloned().ok_or(Error::Unauthenticated)?;
-            if !user.active || user.locked {
+            // A token from before the user existed belongs to a deleted user whose id a new
+            // one took (ids may be chosen on create): it does not come back to life.
+            if !user.active || user.locked || c.iat < user.created_at.secs() {
                 return Err(Error::Unauthenticated);
             }
             let actor = Actor::User {
@@ -222,6 +224,14 @@ pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
                     .and_then(|s| Uuid::parse_str(s).ok())
                     .ok_or(Error::Unauthenticated)?;
             let ap = c.ap.as_deref().and_then(|s| Uuid::parse_str(s).ok());
+            // Likewise for a provider deleted and created again under its id.
+            if st
+                .credential_providers
+                .get(&cp)
+                .is_some_and(|p| c.iat < p.meta.created_at.secs())
+            {
+                return Err(Error::Unauthenticated);
+            }
             let role = crate::credential::access_token::role_of(st, &cp).ok_or(Error::Unauthenticated)?;
             let role_name = st.roles.get(&role).map(|r| r.meta.name.clone()).unwrap_or_default();
             Ok(Caller {

@@ -553,6 +553,19 @@ async fn rate_limits_answer_429_with_retry_after_and_write_no_event() {
         3,
         "the 429 wrote nothing"
     );
+    // The provider's UUID spelled in upper case is the same provider, hence the same bucket.
+    let (prefix, uuid) = s.cid.rsplit_once(':').unwrap();
+    let upper = format!("{prefix}:{}", uuid.to_uppercase());
+    auth(&t, &upper, json!({"oidc": {"identityToken": tok}}))
+        .await
+        .expect_error(429, "Too many requests. Please try again later.");
+    // ClientIds that name no provider share one bucket per peer: varying them buys nothing.
+    let statuses = [
+        auth(&t, "nope-1", json!({})).await.status,
+        auth(&t, "nope-2", json!({})).await.status,
+        auth(&t, "nope-3", json!({})).await.status,
+    ];
+    assert_eq!(statuses[2], 429, "{statuses:?}");
     // /credentials: one bucket per access token.
     for _ in 0..3 {
         assert_eq!(

@@ -98,6 +98,33 @@ async fn fifth_failure_locks_and_unlock_restores() {
         .expect_error(404, "Not found.");
 }
 
+/// A deleted user's token stays dead when a new user takes the deleted one's id (ids may be
+/// chosen on create): it was issued before that user existed.
+#[tokio::test]
+async fn a_deleted_users_token_does_not_come_back_with_its_id() {
+    let t = TestApp::start().await;
+    const PW: &str = "a-long-enough-password";
+    let id = t.create_user("ghost@acme.test", PW, &[]).await;
+    let old = t.login("ghost@acme.test", PW).await;
+    t.delete(&format!("/api/v1/users/{id}")).await.expect(204);
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    t.post(
+        "/api/v1/users",
+        json!({"externalId": id, "email": "heir@acme.test", "firstName": "He", "lastName": "Ir", "password": PW}),
+    )
+    .await
+    .expect(201);
+    t.get_as(&old, "/api/v1/users")
+        .await
+        .expect_error(401, "Not authenticated.");
+    let new = t.login("heir@acme.test", PW).await;
+    assert_eq!(
+        t.get_as(&new, "/api/v1/users").await.status,
+        403,
+        "authenticated, no role"
+    );
+}
+
 /// CLI token for SuperAdmin, minted by the real binary against the test database.
 async fn cli_token(t: &TestApp) -> String {
     let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"));
@@ -124,7 +151,16 @@ async fn cli_token(t: &TestApp) -> String {
 #[tokio::test]
 async fn cli_token_acts_as_system_with_its_role() {
     let t = TestApp::start().await;
+    // A planted role of the same name, ordered before the system role by its id, is not the
+    // one the operator gets.
+    t.post(
+        "/api/v1/roles",
+        json!({"externalId": "00000000-0000-4000-8000-000000000001", "name": "SuperAdmin", "isActive": true, "permissions": []}),
+    )
+    .await
+    .expect(201);
     let cli = cli_token(&t).await;
+    t.get_as(&cli, "/api/v1/users").await.expect(200);
     let r = t
         .post_as(&cli, "/api/v1/roles", json!({"name": "made-by-cli", "isActive": true}))
         .await;
