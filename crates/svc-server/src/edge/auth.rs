@@ -21,11 +21,14 @@ pub const INTERNAL: &str = "Authentication failed due to an internal error.";
 
 /// A parsed clientId: `svc:<stack>:<tenant>:identity:<type>:<uuid>` (§4.2).
 pub fn parse_client_id(app: &App, id: &str) -> Option<(TrustKind, Uuid)> {
-    let parts: Vec<&str> = id.split(':').collect();
-    let [svc, stack, tenant, identity, ty, uuid] = parts.as_slice() else {
+    let mut parts = id.split(':');
+    let mut next = || parts.next();
+    let (Some(svc), Some(stack), Some(tenant), Some(identity), Some(ty), Some(uuid), None) =
+        (next(), next(), next(), next(), next(), next(), next())
+    else {
         return None;
     };
-    if *svc != "svc" || *identity != "identity" || *stack != app.cfg.stack || *tenant != app.cfg.tenant {
+    if svc != "svc" || identity != "identity" || stack != app.cfg.stack || tenant != app.cfg.tenant {
         return None;
     }
     let kind = TrustKind::from_client_id_type(ty)?;
@@ -72,11 +75,11 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     // The bucket is the trust provider the clientId names, however its UUID is spelled (upper
     // case, braces: one provider, one bucket); every clientId that names none shares one bucket
     // per peer, so varying it buys no requests (nor the events a 400 writes).
-    let bucket = parsed
+    let named = parsed
         .as_ref()
         .and_then(|r| r.client_id.as_deref())
-        .and_then(|id| parse_client_id(&app, id))
-        .map(|(_, tp)| tp);
+        .and_then(|id| parse_client_id(&app, id));
+    let bucket = named.map(|(_, tp)| tp);
     if let Err(wait) = app.limits.auth.check(&(bucket, peer_ip), crate::clock::now_millis()) {
         return too_many(wait);
     }
@@ -106,7 +109,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         let Some(rs) = selected else {
             break 'o invalid(INVALID_REQUEST, "InvalidRequest");
         };
-        let Some((kind, tp_id)) = parse_client_id(&app, client_id) else {
+        let Some((kind, tp_id)) = named else {
             break 'o invalid(INVALID_CLIENT_ID, "InvalidClientId");
         };
         let tp = match st.idx.trust.get(&tp_id) {
