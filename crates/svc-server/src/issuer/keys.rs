@@ -285,10 +285,9 @@ pub async fn ensure(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
         }
     }
     if !insert.is_empty() {
-        // Several nodes may start at once: only the first writer's keys are kept.
-        if store.meta_init("keys-initialised", &insert[0].kid).await? == insert[0].kid {
-            store.save_keys(&insert, &[], &[]).await?;
-        }
+        // Several nodes may start at once: the first to hold the write lock stores its keys, the
+        // others find them there (and read them only after that commit).
+        store.save_first_keys(&insert).await?;
     }
     Ok(())
 }

@@ -347,6 +347,43 @@ impl Store {
             .collect())
     }
 
+    /// First start: inserts those of `candidates` whose algorithm has no key yet, under the
+    /// cluster's write lock, so nodes starting together keep exactly one key per algorithm (the
+    /// first to get the lock) and none of them reads a ring another is still writing.
+    pub async fn save_first_keys(&self, candidates: &[KeyRow]) -> Result<()> {
+        let mut tx = self.begin_write().await?;
+        self.lock_writes(&mut tx).await?;
+        let present: Vec<String> = sqlx::query("SELECT DISTINCT alg FROM signing_keys")
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let missing: Vec<&KeyRow> = candidates.iter().filter(|k| !present.contains(&k.alg)).collect();
+        if missing.is_empty() {
+            return Ok(());
+        }
+        for k in missing {
+            sqlx::query(
+                "INSERT INTO signing_keys (kid, alg, created_at, active_at, retire_at, material) VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(&k.kid)
+            .bind(&k.alg)
+            .bind(k.created_at)
+            .bind(k.active_at)
+            .bind(k.retire_at)
+            .bind(&k.material)
+            .execute(&mut *tx)
+            .await?;
+        }
+        sqlx::query("INSERT INTO changes (kind, id, at) VALUES ('signing_keys', '', $1)")
+            .bind(crate::clock::now_millis())
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Inserts keys and updates retirement times in one transaction.
     pub async fn save_keys(&self, insert: &[KeyRow], retire: &[(String, i64)], delete: &[String]) -> Result<()> {
         let mut tx = self.begin_write().await?;

@@ -226,3 +226,106 @@ async fn no_write_commits_after_its_callers_permission_is_withdrawn() {
         }
     }
 }
+
+/// The first-start key step run by eight starts at once: each finds a complete ring right after
+/// it (a start that lost the race used to read the winner's keys before they were committed).
+#[tokio::test]
+async fn first_keys_are_complete_for_every_start_at_once() {
+    if !postgres_only() {
+        return;
+    }
+    use svc_server::issuer::keys;
+    let dir = crate::harness::temp_dir();
+    let db = crate::harness::fresh_database(&dir).await;
+    let store = svc_server::store::Store::open(&svc_server::config::DatabaseUrl::Postgres(db))
+        .await
+        .unwrap();
+    let cipher = svc_server::crypto::aead::Cipher::new(&[9u8; 32]);
+    let starts = (0..8).map(|_| async {
+        keys::ensure(&store, &cipher, svc_server::clock::now_millis())
+            .await
+            .unwrap();
+        let rows = store.load_keys().await.unwrap();
+        keys::KeyRing::from_rows(&rows, &cipher).map(|_| rows.len())
+    });
+    for r in futures_util::future::join_all(starts).await {
+        assert_eq!(r, Ok(3), "one key per algorithm, complete for every start");
+    }
+    store.close().await;
+}
+
+/// Three nodes started at once on an empty database: every one comes up (one used to stop with
+/// "key ring is incomplete", reading the keys another node was still writing), with one key per
+/// algorithm between them and the same JWKS.
+#[tokio::test]
+async fn nodes_started_together_on_an_empty_database_share_one_key_ring() {
+    if !postgres_only() {
+        return;
+    }
+    let key = svc_server::crypto::b64std(&[7u8; 32]);
+    for _ in 0..4 {
+        let dir = crate::harness::temp_dir();
+        let db = crate::harness::fresh_database(&dir).await;
+        let ports: Vec<u16> = (0..3)
+            .map(|_| {
+                std::net::TcpListener::bind("127.0.0.1:0")
+                    .unwrap()
+                    .local_addr()
+                    .unwrap()
+                    .port()
+            })
+            .collect();
+        let public = format!("http://127.0.0.1:{}", ports[0]);
+        let mut nodes: Vec<tokio::process::Child> = ports
+            .iter()
+            .map(|p| {
+                tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+                    .arg("serve")
+                    .env_clear()
+                    .env("SVC_LISTEN_ADDR", format!("127.0.0.1:{p}"))
+                    .env("SVC_PUBLIC_URL", &public)
+                    .env("SVC_DATABASE_URL", &db)
+                    .env("SVC_ENCRYPTION_KEY", &key)
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .kill_on_drop(true)
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        let client = reqwest::Client::new();
+        let mut jwks = Vec::new();
+        for p in &ports {
+            let url = format!("http://127.0.0.1:{p}/.well-known/jwks.json");
+            let mut body = None;
+            for _ in 0..150 {
+                if let Ok(r) = client.get(&url).send().await
+                    && r.status() == 200
+                {
+                    body = Some(r.text().await.unwrap());
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            jwks.push(body);
+        }
+        for (n, node) in nodes.iter_mut().enumerate() {
+            if let Ok(Some(status)) = node.try_wait() {
+                let mut err = String::new();
+                if let Some(mut e) = node.stderr.take() {
+                    use tokio::io::AsyncReadExt;
+                    let _ = e.read_to_string(&mut err).await;
+                }
+                panic!("node {n} stopped ({status}): {err}");
+            }
+        }
+        let first = jwks[0].clone().expect("node 0 serves its JWKS");
+        assert!(jwks.iter().all(|j| j.as_deref() == Some(first.as_str())), "{jwks:?}");
+        let keys: serde_json::Value = serde_json::from_str(&first).unwrap();
+        assert_eq!(
+            keys["keys"].as_array().unwrap().len(),
+            2,
+            "one ES256 and one RS256 key: {first}"
+        );
+    }
+}
