@@ -181,6 +181,12 @@ pub fn callback_url(cfg: &Config, id: Uuid) -> String {
 /// The IdP answered the consent with an `error`: the `state` is spent all the same (single use,
 /// §3.5.4), so a later callback cannot complete that authorization.
 pub async fn abandon_authorization(app: &App, id: Uuid, state: &str) -> Result<(), Error> {
+    take_state(app, id, state).await.map(|_| ())
+}
+
+/// Spends a consent `state` (single use) and returns what was stored with it, if it exists,
+/// has not expired and was issued for provider `id`.
+async fn take_state(app: &App, id: Uuid, state: &str) -> Result<Value, Error> {
     let data = app
         .store
         .take_pending(state, STATE_PURPOSE, crate::clock::now_millis())
@@ -190,7 +196,7 @@ pub async fn abandon_authorization(app: &App, id: Uuid, state: &str) -> Result<(
     if data.get("cp").and_then(Value::as_str) != Some(id.to_string().as_str()) {
         return Err(Error::field("state", "belongs to another provider"));
     }
-    Ok(())
+    Ok(data)
 }
 
 pub async fn complete_authorization(
@@ -200,15 +206,7 @@ pub async fn complete_authorization(
     state: &str,
     client: crate::events::audit::ClientInfo,
 ) -> Result<Option<String>, Error> {
-    let data = app
-        .store
-        .take_pending(state, STATE_PURPOSE, crate::clock::now_millis())
-        .await?
-        .ok_or_else(|| Error::field("state", "unknown or expired"))?;
-    let data: Value = serde_json::from_str(&data).map_err(Error::internal)?;
-    if data.get("cp").and_then(Value::as_str) != Some(id.to_string().as_str()) {
-        return Err(Error::field("state", "belongs to another provider"));
-    }
+    let data = take_state(app, id, state).await?;
     let p = app
         .state()
         .credential_providers

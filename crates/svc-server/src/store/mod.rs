@@ -364,22 +364,9 @@ impl Store {
             return Ok(());
         }
         for k in missing {
-            sqlx::query(
-                "INSERT INTO signing_keys (kid, alg, created_at, active_at, retire_at, material) VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(&k.kid)
-            .bind(&k.alg)
-            .bind(k.created_at)
-            .bind(k.active_at)
-            .bind(k.retire_at)
-            .bind(&k.material)
-            .execute(&mut *tx)
-            .await?;
+            insert_key(&mut tx, k).await?;
         }
-        sqlx::query("INSERT INTO changes (kind, id, at) VALUES ('signing_keys', '', $1)")
-            .bind(crate::clock::now_millis())
-            .execute(&mut *tx)
-            .await?;
+        note_key_change(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -389,17 +376,7 @@ impl Store {
         let mut tx = self.begin_write().await?;
         self.lock_writes(&mut tx).await?;
         for k in insert {
-            sqlx::query(
-                "INSERT INTO signing_keys (kid, alg, created_at, active_at, retire_at, material) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kid) DO NOTHING",
-            )
-            .bind(&k.kid)
-            .bind(&k.alg)
-            .bind(k.created_at)
-            .bind(k.active_at)
-            .bind(k.retire_at)
-            .bind(&k.material)
-            .execute(&mut *tx)
-            .await?;
+            insert_key(&mut tx, k).await?;
         }
         for (kid, at) in retire {
             sqlx::query("UPDATE signing_keys SET retire_at = $1 WHERE kid = $2 AND retire_at IS NULL")
@@ -414,10 +391,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        sqlx::query("INSERT INTO changes (kind, id, at) VALUES ('signing_keys', '', $1)")
-            .bind(crate::clock::now_millis())
-            .execute(&mut *tx)
-            .await?;
+        note_key_change(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -474,6 +448,31 @@ where
         secrets: r.get(5),
         updated_at: r.get(6),
     }
+}
+
+/// Stores one signing key (a key id already stored is left as it is).
+async fn insert_key(tx: &mut Transaction<'static, Any>, k: &KeyRow) -> Result<()> {
+    sqlx::query(
+        "INSERT INTO signing_keys (kid, alg, created_at, active_at, retire_at, material) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kid) DO NOTHING",
+    )
+    .bind(&k.kid)
+    .bind(&k.alg)
+    .bind(k.created_at)
+    .bind(k.active_at)
+    .bind(k.retire_at)
+    .bind(&k.material)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// Records a change of the signing keys in the change log (every node reloads its key ring).
+async fn note_key_change(tx: &mut Transaction<'static, Any>) -> Result<()> {
+    sqlx::query("INSERT INTO changes (kind, id, at) VALUES ('signing_keys', '', $1)")
+        .bind(crate::clock::now_millis())
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
 }
 
 /// Changes read per page by [`Store::changes_since`].
