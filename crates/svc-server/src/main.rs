@@ -250,7 +250,7 @@ async fn admin_token(cfg: Config, role: Option<String>, ttl: Option<i64>) -> Exi
     // `Roles` write can create another role called "SuperAdmin"), and must otherwise be unique.
     let by_id = uuid::Uuid::parse_str(role.trim()).ok().and_then(|id| st.roles.get(&id));
     let named: Vec<_> = st.roles.values().filter(|r| r.meta.name == role).collect();
-    let found = match by_id {
+    let r = match by_id {
         Some(r) => r,
         None => match (named.iter().find(|r| r.system), named.as_slice()) {
             (Some(r), _) | (None, [r]) => r,
@@ -263,7 +263,6 @@ async fn admin_token(cfg: Config, role: Option<String>, ttl: Option<i64>) -> Exi
             }
         },
     };
-    let r = found;
     let ttl = ttl.unwrap_or(app.cfg.session_ttl_seconds as i64);
     let resp = svc_server::service::auth::mint_cli_token(&app, r.meta.id, ttl);
     println!("{}", serde_json::to_string(&resp).expect("serialises"));

@@ -163,7 +163,9 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
     // The password was checked against the user as the node knew it; the unit has caught up
     // with every node. A success stands only if nothing it rested on changed meanwhile (a new
     // password, a deactivation, a lock-out, through any node).
-    let hash = |x: &User| x.secrets.password_hash.as_ref().map(|h| h.expose().clone());
+    fn hash(x: &User) -> Option<&String> {
+        x.secrets.password_hash.as_ref().map(|h| h.expose())
+    }
     let outcome = match outcome {
         Outcome::Success if hash(&current) != hash(&user) || !current.active || current.locked => {
             Outcome::Refused(Error::LoginRejected(INVALID), "the user changed while signing in")

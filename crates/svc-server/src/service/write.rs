@@ -1,7 +1,8 @@
-//! The unit of work of every management write: take the node's write lock and the cluster's,
-//! catch up with changes from other nodes, work on a private copy of the state, then persist the touched entities and
-//! their audit entries in one database transaction and swap the new state in. A request that fails
-//! validation drops the unit: nothing is stored, nothing is audited, the live state is untouched.
+//! The unit of work of every management write: take the node's write queue, the cluster's write
+//! lock and the node's state lock, catch up with changes from other nodes, work on a private copy
+//! of the state, then persist the touched entities and their audit entries in one database
+//! transaction and swap the new state in. A request that fails validation drops the unit: nothing
+//! is stored, nothing is audited, the live state is untouched.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
