@@ -63,12 +63,48 @@ pub enum Filter {
 pub struct ListSpec {
     /// Name of the items array in the wrapper.
     pub items_key: &'static str,
-    /// Scalar fields accepted by `order` and `group-by` (canonical spelling; dotted for nested).
+    /// The base block's fields ([`BASE_FIELDS`] or [`SCOPED_BASE_FIELDS`]; empty for lists whose
+    /// items have none).
+    pub base: &'static [&'static str],
+    /// The resource's own scalar fields accepted by `order` and `group-by` (canonical spelling;
+    /// dotted for nested), besides `base`.
     pub fields: &'static [&'static str],
     /// Default ordering: field and descending flag.
     pub default_order: (&'static str, bool),
     /// Resource-specific filter keys (the common ones are always available).
     pub filters: &'static [(&'static str, Filter)],
+}
+
+/// The orderable fields of every entity's base block (§1.3).
+pub const BASE_FIELDS: &[&str] = &[
+    "externalId",
+    "name",
+    "description",
+    "isActive",
+    "createdAt",
+    "modifiedAt",
+    "createdBy",
+    "modifiedBy",
+];
+
+/// [`BASE_FIELDS`] and `resourceSet`: the base block of a resource-set-scoped entity.
+pub const SCOPED_BASE_FIELDS: &[&str] = &[
+    "externalId",
+    "name",
+    "description",
+    "isActive",
+    "createdAt",
+    "modifiedAt",
+    "createdBy",
+    "modifiedBy",
+    "resourceSet",
+];
+
+impl ListSpec {
+    /// Every field `order` and `group-by` accept by name: the base block's, then the resource's.
+    pub fn all_fields(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.base.iter().chain(self.fields).copied()
+    }
 }
 
 /// Filter keys every list understands (§1.6), apart from `resourceSet` ([`RESOURCE_SET_FILTER`]).
@@ -83,18 +119,6 @@ const COMMON_FILTERS: &[(&str, Filter)] = &[
 /// `resourceSet` is a filter key only of the lists without an `X-Svc-ResourceSet` header (§1.6);
 /// elsewhere `resourceSet:…` is text like any other unknown key.
 pub const RESOURCE_SET_FILTER: (&str, Filter) = ("resourceSet", Filter::Field("resourceSet"));
-
-pub const BASE_FIELDS: &[&str] = &[
-    "externalId",
-    "name",
-    "description",
-    "isActive",
-    "createdAt",
-    "modifiedAt",
-    "createdBy",
-    "modifiedBy",
-    "resourceSet",
-];
 
 fn tag_filter(item: &Value, v: &str) -> bool {
     let Some(tags) = item.get("tags").and_then(Value::as_array) else {
@@ -197,8 +221,8 @@ pub fn compare(a: Option<&Value>, b: Option<&Value>) -> Ordering {
 /// spelt as the item spells it (§1.6: any scalar JSON field of the item, e.g. a provider type's
 /// own fields). A name no item has, or has only as an array or object, is
 /// `400 <param>: unknown field`.
-pub fn resolve_field(spec_fields: &[&'static str], items: &[Value], name: &str, param: &str) -> Result<String> {
-    if let Some(f) = spec_fields.iter().find(|f| f.eq_ignore_ascii_case(name)) {
+pub fn resolve_field(spec: &ListSpec, items: &[Value], name: &str, param: &str) -> Result<String> {
+    if let Some(f) = spec.all_fields().find(|f| f.eq_ignore_ascii_case(name)) {
         return Ok(f.to_string());
     }
     let scalar = |v: &Value| !matches!(v, Value::Array(_) | Value::Object(_));
@@ -212,7 +236,7 @@ pub fn resolve_field(spec_fields: &[&'static str], items: &[Value], name: &str, 
 }
 
 /// Parses `<field>`, `<field> asc`, `<field> desc`.
-pub fn parse_order(spec_fields: &[&'static str], items: &[Value], s: &str) -> Result<(String, bool)> {
+pub fn parse_order(spec: &ListSpec, items: &[Value], s: &str) -> Result<(String, bool)> {
     let mut parts = s.split_whitespace();
     let field = parts
         .next()
@@ -228,17 +252,17 @@ pub fn parse_order(spec_fields: &[&'static str], items: &[Value], s: &str) -> Re
     if parts.next().is_some() {
         return Err(Error::field("order", "must be '<field> [asc|desc]'"));
     }
-    Ok((resolve_field(spec_fields, items, field, "order")?, desc))
+    Ok((resolve_field(spec, items, field, "order")?, desc))
 }
 
 /// Filters, orders, groups and pages `items`, returning the list wrapper.
 pub fn respond(items: Vec<Value>, p: &ListParams, spec: &ListSpec) -> Result<Value> {
     let (order_field, desc) = match p.order.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(o) => parse_order(spec.fields, &items, o)?,
+        Some(o) => parse_order(spec, &items, o)?,
         None => (spec.default_order.0.to_string(), spec.default_order.1),
     };
     let group = match p.group_by.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-        Some(g) => Some(resolve_field(spec.fields, &items, g, "group-by")?),
+        Some(g) => Some(resolve_field(spec, &items, g, "group-by")?),
         None => None,
     };
     let order_field = order_field.as_str();
@@ -274,6 +298,7 @@ mod tests {
 
     const SPEC: ListSpec = ListSpec {
         items_key: "entities",
+        base: &[],
         fields: &["externalId", "name", "isActive", "port"],
         default_order: ("name", false),
         filters: &[("port", Filter::Field("port"))],

@@ -1,45 +1,31 @@
 //! Client workloads (contract §3.3) and the identity-type catalogue.
 
 use axum::Router;
-use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
+use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{delete_released, for_update, list_in_rs, read_in_rs, taken};
+use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::crud::{self, OnCreate, Resource};
 use crate::app::App;
 use crate::domain::identity::{IDENTITY_TYPES, lookup};
 use crate::domain::workload::{ClientWorkload, Identity};
-use crate::domain::{Kind, Label, Perm};
+use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
-use crate::events::audit::Activity;
-use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListSpec};
-use crate::http::{no_content, ok};
-use crate::service::refs::RefField;
-use crate::service::write::Write;
+use crate::http::guard::{Scope, guarded};
+use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
+use crate::http::ok;
+use crate::service::refs::{RefField, release};
+use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-const CATEGORY: &str = "ClientWorkloads";
-
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::ClientWorkloads;
-    Router::new()
-        .route(
-            "/api/v1/client-workloads",
-            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v1/client-workloads/identifiers",
-            guarded(app, p, Scope::AnySet, get(identifiers)),
-        )
-        .route(
-            "/api/v1/client-workloads/{id}",
-            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
-        )
+    crud::routes::<ClientWorkloads>(app).route(
+        "/api/v1/client-workloads/identifiers",
+        guarded(app, Perm::ClientWorkloads, Scope::AnySet, get(identifiers)),
+    )
 }
 
 fn has_identity_type(item: &Value, v: &str) -> bool {
@@ -58,20 +44,8 @@ fn has_identity_value(item: &Value, v: &str) -> bool {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "clientWorkloads",
-    fields: &[
-        "externalId",
-        "name",
-        "description",
-        "isActive",
-        "createdAt",
-        "modifiedAt",
-        "createdBy",
-        "modifiedBy",
-        "resourceSet",
-        "enforceSso",
-        "type",
-        "accessPolicyCount",
-    ],
+    base: SCOPED_BASE_FIELDS,
+    fields: &["enforceSso", "type", "accessPolicyCount"],
     default_order: ("name", false),
     filters: &[
         ("identityType", Filter::Func(has_identity_type)),
@@ -142,7 +116,7 @@ fn parse_identities(o: &mut Obj) -> Result<Option<Vec<Identity>>> {
     Ok(ids)
 }
 
-struct Input {
+pub struct Input {
     base: BaseInput,
     identities: Option<Vec<Identity>>,
     enforce_sso: Option<bool>,
@@ -178,85 +152,62 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     })
 }
 
-async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let st = app.state();
-    list_in_rs::<ClientWorkload>(&st, ctx.rs, &q, &SPEC, |w| client_json(&st, w))
-}
+/// `/api/v1/client-workloads` on the shared CRUD layer.
+pub struct ClientWorkloads;
 
-async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    Ok(read_in_rs::<ClientWorkload>(&st, ids.one(), ctx.rs, |w| {
-        client_json(&st, w)
-    }))
-}
+impl Resource for ClientWorkloads {
+    type Record = ClientWorkload;
+    type Input = Input;
+    const PATH: &'static str = "/api/v1/client-workloads";
+    const PERM: Perm = Perm::ClientWorkloads;
+    const CATEGORY: &'static str = "ClientWorkloads";
+    const LIST: ListSpec = SPEC;
+    const ON_CREATE: OnCreate = OnCreate::Location;
 
-async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Create)?;
-    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| taken::<ClientWorkload>(&w.st, id))?;
-    let mut meta = w.new_meta(Kind::ClientWorkload, id, Some(rs), &author).await?;
-    input.base.apply_full(&mut meta);
-    w.put(ClientWorkload {
-        meta,
-        identities: input.identities.unwrap_or_default(),
-        enforce_sso: input.enforce_sso.unwrap_or(false),
-        sso_identity_providers: input.sso.unwrap_or_default(),
-        label: input.label,
-    });
-    w.audit(&author, rs, CATEGORY, Activity::Created, id);
-    w.commit().await?;
-    Ok(super::workload_created("client-workloads", id))
-}
-
-async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Replace)?;
-    let id = input.base.external_id.expect("required on replace");
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut cw: ClientWorkload = for_update(&w.st, &id, ctx.rs)?;
-    // §1.4 rule 3: a PUT body naming another resource set than the header.
-    resolve_rs(input.base.resource_set, ctx.rs)?;
-    input.base.apply_full(&mut cw.meta);
-    cw.identities = input.identities.unwrap_or_default();
-    cw.enforce_sso = input.enforce_sso.unwrap_or(false);
-    cw.sso_identity_providers = input.sso.unwrap_or_default();
-    cw.label = input.label;
-    w.touch_meta(&mut cw.meta, &author);
-    w.put(cw);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
-    let st = w.commit().await?;
-    Ok(ok(client_json(&st, &st.client_workloads[&id])))
-}
-
-async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Patch)?;
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut cw: ClientWorkload = for_update(&w.st, &id, ctx.rs)?;
-    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    input.base.apply_patch(&mut cw.meta)?;
-    if let Some(ids) = input.identities {
-        cw.identities = ids;
+    fn meta(r: &mut ClientWorkload) -> &mut Meta {
+        &mut r.meta
     }
-    w.touch_meta(&mut cw.meta, &author);
-    w.put(cw);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
-    let st = w.commit().await?;
-    Ok(ok(client_json(&st, &st.client_workloads[&id])))
-}
 
-async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    if delete_released::<ClientWorkload>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::ClientWorkload)?.is_none() {
-        return Err(Error::NotFound);
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ClientWorkload>) -> Result<Input> {
+        parse(body, mode)
     }
-    w.commit().await?;
-    Ok(no_content())
+
+    fn base(input: &Input) -> &BaseInput {
+        &input.base
+    }
+
+    fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ClientWorkload> {
+        Ok(ClientWorkload {
+            meta,
+            identities: input.identities.unwrap_or_default(),
+            enforce_sso: input.enforce_sso.unwrap_or(false),
+            sso_identity_providers: input.sso.unwrap_or_default(),
+            label: input.label,
+        })
+    }
+
+    fn replace(_: &mut Write<'_>, input: Input, cw: &mut ClientWorkload) -> Result<()> {
+        cw.identities = input.identities.unwrap_or_default();
+        cw.enforce_sso = input.enforce_sso.unwrap_or(false);
+        cw.sso_identity_providers = input.sso.unwrap_or_default();
+        cw.label = input.label;
+        Ok(())
+    }
+
+    fn patch(_: &mut Write<'_>, input: Input, cw: &mut ClientWorkload) -> Result<()> {
+        if let Some(ids) = input.identities {
+            cw.identities = ids;
+        }
+        Ok(())
+    }
+
+    fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        release(w, author, id, RefField::ClientWorkload)
+    }
+
+    fn render(st: &Snapshot, w: &ClientWorkload) -> Value {
+        client_json(st, w)
+    }
 }
 
 /// `GET /api/v1/client-workloads/identifiers`: the identity-type catalogue. It belongs to no

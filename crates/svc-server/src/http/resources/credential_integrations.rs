@@ -4,61 +4,33 @@
 //! credential provider references cannot be deleted (§1.10 rule 4).
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Map, Value, json};
 use svc_api::{FieldError, Obj};
+use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{find, for_update, list_in_rs, read_in_rs, taken};
+use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::crud::{self, Resource};
 use crate::app::App;
 use crate::config::Config;
 use crate::credential::cloudb::{tenant_text, vault_name};
 use crate::credential::types::uuid_text;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
-use crate::domain::{Kind, Perm};
+use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::events::audit::Activity;
-use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListSpec};
-use crate::http::{created, no_content, ok};
-use crate::service::write::Write;
-
-const CATEGORY: &str = "CredentialProviderIntegrations";
+use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
+use crate::service::write::{Author, Write};
+use crate::state::State as Snapshot;
 const KINDS: &[&str] = &["CiB", "CloudBDirectoryFederation"];
 const RO: &[&str] = &["tokenExpiration", "lastOperationTimestamp", "status", "errorMessage"];
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::CredentialProviderIntegrations;
-    Router::new()
-        .route(
-            "/api/v1/credential-integrations",
-            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v1/credential-integrations/{id}",
-            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
-        )
+    crud::routes::<CredentialIntegrations>(app)
 }
 
 const SPEC: ListSpec = ListSpec {
     items_key: "entities",
-    fields: &[
-        "externalId",
-        "name",
-        "description",
-        "isActive",
-        "createdAt",
-        "modifiedAt",
-        "createdBy",
-        "modifiedBy",
-        "resourceSet",
-        "type",
-        "status",
-    ],
+    base: SCOPED_BASE_FIELDS,
+    fields: &["type", "status"],
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],
 };
@@ -195,7 +167,7 @@ fn parse_variant(
     Ok((m, secret))
 }
 
-struct Input {
+pub struct Input {
     base: BaseInput,
     kind: Option<String>,
     config: Map<String, Value>,
@@ -252,133 +224,87 @@ fn to_json(i: &CredentialIntegration) -> Value {
     Value::Object(o)
 }
 
-fn require_token(i: &CredentialIntegration) -> Result<()> {
-    if i.int_type == "CiB" && i.secrets.get("personalAccessToken").is_none() {
-        return Err(Error::field("personalAccessToken", "is required"));
+/// `/api/v1/credential-integrations` on the shared CRUD layer.
+pub struct CredentialIntegrations;
+
+impl Resource for CredentialIntegrations {
+    type Record = CredentialIntegration;
+    type Input = Input;
+    const PATH: &'static str = "/api/v1/credential-integrations";
+    const PERM: Perm = Perm::CredentialProviderIntegrations;
+    const CATEGORY: &'static str = "CredentialProviderIntegrations";
+    const LIST: ListSpec = SPEC;
+
+    fn meta(r: &mut CredentialIntegration) -> &mut Meta {
+        &mut r.meta
     }
-    Ok(())
-}
 
-async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    list_in_rs::<CredentialIntegration>(&app.state(), ctx.rs, &q, &SPEC, to_json)
-}
-
-async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    Ok(read_in_rs::<CredentialIntegration>(
-        &app.state(),
-        ids.one(),
-        ctx.rs,
-        to_json,
-    ))
-}
-
-async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Create, None, &app.cfg)?;
-    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| taken::<CredentialIntegration>(&w.st, id))?;
-    let mut meta = w.new_meta(Kind::CredentialIntegration, id, Some(rs), &author).await?;
-    input.base.apply_full(&mut meta);
-    let mut secrets = SecretFields::default();
-    if let Some(t) = input.secret {
-        secrets.set("personalAccessToken", t);
+    /// The variant's fields depend on the stored `type`: a PATCH of a missing id is a 404
+    /// before its body is read.
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&CredentialIntegration>) -> Result<Input> {
+        if mode == Mode::Patch && stored.is_none() {
+            return Err(Error::NotFound);
+        }
+        parse(body, mode, stored.map(|i| i.int_type.as_str()), &app.cfg)
     }
-    let i = CredentialIntegration {
-        meta,
-        int_type: input.kind.unwrap_or_default(),
-        config: input.config,
-        token_expiration: None,
-        last_operation: None,
-        status: None,
-        error_message: None,
-        secrets,
-    };
-    require_token(&i)?;
-    w.put(i);
-    w.audit(&author, rs, CATEGORY, Activity::Created, id);
-    let st = w.commit().await?;
-    Ok(created(
-        StatusCode::CREATED,
-        format!("/api/v1/credential-integrations/{id}"),
-        to_json(&st.credential_integrations[&id]),
-    ))
-}
 
-async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let id = body
-        .get("externalId")
-        .and_then(Value::as_str)
-        .and_then(svc_api::reader::parse_uuid);
-    let stored = id.and_then(|id| find::<CredentialIntegration>(&app.state(), &id, ctx.rs));
-    let input = parse(
-        body,
-        Mode::Replace,
-        stored.as_ref().map(|i| i.int_type.as_str()),
-        &app.cfg,
-    )?;
-    let id = input
-        .base
-        .external_id
-        .ok_or_else(|| Error::field("externalId", "is required"))?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut i: CredentialIntegration = for_update(&w.st, &id, ctx.rs)?;
-    // §1.4 rule 3: a PUT body naming another resource set than the header.
-    resolve_rs(input.base.resource_set, ctx.rs)?;
-    input.base.apply_full(&mut i.meta);
-    i.config = input.config;
-    if let Some(t) = input.secret {
-        i.secrets.set("personalAccessToken", t);
+    fn base(input: &Input) -> &BaseInput {
+        &input.base
     }
-    require_token(&i)?;
-    w.touch_meta(&mut i.meta, &author);
-    w.put(i);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
-    let st = w.commit().await?;
-    Ok(ok(to_json(&st.credential_integrations[&id])))
-}
 
-async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let id = ids.one();
-    let stored = find::<CredentialIntegration>(&app.state(), &id, ctx.rs).ok_or(Error::NotFound)?;
-    let input = parse(body, Mode::Patch, Some(&stored.int_type), &app.cfg)?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut i: CredentialIntegration = for_update(&w.st, &id, ctx.rs)?;
-    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    input.base.apply_patch(&mut i.meta)?;
-    w.touch_meta(&mut i.meta, &author);
-    w.put(i);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
-    let st = w.commit().await?;
-    Ok(ok(to_json(&st.credential_integrations[&id])))
-}
+    fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<CredentialIntegration> {
+        let mut secrets = SecretFields::default();
+        if let Some(t) = input.secret {
+            secrets.set("personalAccessToken", t);
+        }
+        Ok(CredentialIntegration {
+            meta,
+            int_type: input.kind.unwrap_or_default(),
+            config: input.config,
+            token_expiration: None,
+            last_operation: None,
+            status: None,
+            error_message: None,
+            secrets,
+        })
+    }
 
-async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    if find::<CredentialIntegration>(&w.st, &id, ctx.rs).is_none() {
-        return Err(Error::NotFound);
+    fn replace(_: &mut Write<'_>, input: Input, i: &mut CredentialIntegration) -> Result<()> {
+        i.config = input.config;
+        if let Some(t) = input.secret {
+            i.secrets.set("personalAccessToken", t);
+        }
+        Ok(())
     }
-    let field = "credentialProviderIntegrationExternalId";
-    let user =
-        w.st.credential_providers
-            .values()
-            .find(|p: &&std::sync::Arc<CredentialProvider>| {
-                p.config.get(field).and_then(Value::as_str) == Some(id.to_string().as_str())
-            });
-    if let Some(p) = user {
-        return Err(Error::bad(format!(
-            "credentialProviders: referenced by credential provider '{}' ({})",
-            p.meta.name, p.meta.id
-        )));
+
+    fn check(_: &Snapshot, i: &CredentialIntegration) -> Result<()> {
+        if i.int_type == "CiB" && i.secrets.get("personalAccessToken").is_none() {
+            return Err(Error::field("personalAccessToken", "is required"));
+        }
+        Ok(())
     }
-    w.remove::<CredentialIntegration>(&id);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Deleted, id);
-    w.commit().await?;
-    Ok(no_content())
+
+    /// An integration a credential provider references cannot be deleted (§1.10 rule 4).
+    fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        let field = "credentialProviderIntegrationExternalId";
+        let user =
+            w.st.credential_providers
+                .values()
+                .find(|p: &&std::sync::Arc<CredentialProvider>| {
+                    p.config.get(field).and_then(Value::as_str) == Some(id.to_string().as_str())
+                });
+        match user {
+            Some(p) => Err(Error::bad(format!(
+                "credentialProviders: referenced by credential provider '{}' ({})",
+                p.meta.name, p.meta.id
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    fn render(_: &Snapshot, i: &CredentialIntegration) -> Value {
+        to_json(i)
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
-use crate::http::list::{Filter, ListSpec};
+use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
 use crate::service::write::Write;
@@ -66,15 +66,6 @@ pub fn routes(app: &App) -> Router<App> {
 }
 
 const FIELDS: &[&str] = &[
-    "externalId",
-    "name",
-    "description",
-    "isActive",
-    "createdAt",
-    "modifiedAt",
-    "createdBy",
-    "modifiedBy",
-    "resourceSet",
     "type",
     "lifetimeTimeSpanSeconds",
     "lifetimeExpiration",
@@ -83,6 +74,7 @@ const FIELDS: &[&str] = &[
 
 const SPEC_V2: ListSpec = ListSpec {
     items_key: "credentialProviders",
+    base: SCOPED_BASE_FIELDS,
     fields: FIELDS,
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],
@@ -599,6 +591,7 @@ async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: Q
 
 const SPEC_V1: ListSpec = ListSpec {
     items_key: "credentialProviders",
+    base: SCOPED_BASE_FIELDS,
     fields: FIELDS,
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],

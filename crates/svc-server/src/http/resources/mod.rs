@@ -9,6 +9,7 @@ pub mod common;
 pub mod compliance;
 pub mod credential_integrations;
 pub mod credential_providers;
+pub mod crud;
 pub mod event_query;
 pub mod events;
 pub mod health;
@@ -52,9 +53,9 @@ pub fn routes(app: &App) -> Router<App> {
 }
 
 /// `204` + `Location` with no body: the answer to POST of client and server workloads (§1.5).
-pub fn workload_created(collection: &str, id: uuid::Uuid) -> axum::response::Response {
+pub fn located(location: String) -> axum::response::Response {
     let mut r = crate::http::no_content();
-    if let Ok(v) = axum::http::HeaderValue::from_str(&format!("/api/v1/{collection}/{id}")) {
+    if let Ok(v) = axum::http::HeaderValue::from_str(&location) {
         r.headers_mut().insert(axum::http::header::LOCATION, v);
     }
     r

@@ -1,56 +1,29 @@
 //! Roles (contract §3.16, §2.6): permissions × resource sets. System roles are read-only.
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, new_external_id, parse_base};
+use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::crud::{self, OnMissing, Resource};
 use crate::app::App;
 use crate::domain::records::{Grant, Role};
-use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, respond};
-use crate::http::{created, no_content, ok};
-use crate::service::write::Write;
+use crate::http::list::{BASE_FIELDS, Filter, ListSpec};
+use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-const CATEGORY: &str = "Roles";
-
 pub fn routes(app: &App) -> Router<App> {
-    Router::new()
-        .route(
-            "/api/v1/roles",
-            guarded(app, Perm::Roles, Scope::Global, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v1/roles/{id}",
-            guarded(app, Perm::Roles, Scope::Global, get(read).patch(patch).delete(remove)),
-        )
+    crud::routes::<Roles>(app)
 }
 
 const SPEC: ListSpec = ListSpec {
     items_key: "roles",
-    fields: &[
-        "externalId",
-        "name",
-        "description",
-        "isActive",
-        "createdAt",
-        "modifiedAt",
-        "createdBy",
-        "modifiedBy",
-        "usersCount",
-        "credentialProvidersCount",
-        "isSystem",
-    ],
+    base: BASE_FIELDS,
+    fields: &["usersCount", "credentialProvidersCount", "isSystem"],
     default_order: ("name", false),
     filters: &[("isSystem", Filter::Field("isSystem"))],
 };
@@ -125,7 +98,7 @@ pub fn role_json(st: &Snapshot, r: &Role) -> Value {
     Value::Object(o)
 }
 
-struct RoleInput {
+pub struct RoleInput {
     base: BaseInput,
     grants: Option<Vec<Grant>>,
     sets: Option<Vec<Uuid>>,
@@ -192,114 +165,81 @@ fn normalise_sets(sets: Option<Vec<Uuid>>) -> Vec<Uuid> {
     s
 }
 
-async fn list(State(app): State<App>, q: QueryPairs) -> Result<Response> {
-    let p = ListParams::parse(&q)?;
-    let st = app.state();
-    let items = st.roles.values().map(|r| role_json(&st, r)).collect();
-    Ok(ok(respond(items, &p, &SPEC)?))
-}
+/// `/api/v1/roles` on the shared CRUD layer: global entities; system roles are read-only.
+pub struct Roles;
 
-async fn read(State(app): State<App>, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    Ok(match st.roles.get(&ids.one()) {
-        Some(r) => ok(role_json(&st, r)),
-        None => no_content(),
-    })
-}
+impl Resource for Roles {
+    type Record = Role;
+    type Input = RoleInput;
+    const PATH: &'static str = "/api/v1/roles";
+    const PERM: Perm = Perm::Roles;
+    const CATEGORY: &'static str = "Roles";
+    const SCOPED: bool = false;
+    const LIST: ListSpec = SPEC;
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(&app.state(), body, Mode::Create)?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| w.st.roles.contains_key(id))?;
-    let mut meta = w.new_meta(Kind::Role, id, None, &author).await?;
-    input.base.apply_full(&mut meta);
-    let role = Role {
-        meta,
-        system: false,
-        grants: input.grants.unwrap_or_default(),
-        all_resource_sets: false,
-        resource_sets: normalise_sets(input.sets),
-    };
-    w.put(role);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Created, id);
-    let st = w.commit().await?;
-    Ok(created(
-        StatusCode::CREATED,
-        format!("/api/v1/roles/{id}"),
-        role_json(&st, &st.roles[&id]),
-    ))
-}
-
-fn editable(st: &Snapshot, id: &Uuid) -> Result<Role> {
-    let r = st.roles.get(id).ok_or(Error::NotFound)?;
-    if r.system {
-        return Err(Error::bad("role: system roles cannot be modified or deleted"));
+    fn meta(r: &mut Role) -> &mut Meta {
+        &mut r.meta
     }
-    Ok((**r).clone())
-}
 
-async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(&app.state(), body, Mode::Replace)?;
-    let id = input.base.external_id.expect("required on replace");
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut role = editable(&w.st, &id)?;
-    input.base.apply_full(&mut role.meta);
-    role.grants = input.grants.unwrap_or_default();
-    role.resource_sets = normalise_sets(input.sets);
-    w.touch_meta(&mut role.meta, &author);
-    w.put(role);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
-    let st = w.commit().await?;
-    Ok(ok(role_json(&st, &st.roles[&id])))
-}
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Role>) -> Result<RoleInput> {
+        parse(&app.state(), body, mode)
+    }
 
-async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(&app.state(), body, Mode::Patch)?;
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut role = editable(&w.st, &id)?;
-    input.base.apply_patch(&mut role.meta)?;
-    w.touch_meta(&mut role.meta, &author);
-    w.put(role);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);
-    let st = w.commit().await?;
-    Ok(ok(role_json(&st, &st.roles[&id])))
-}
+    fn base(input: &RoleInput) -> &BaseInput {
+        &input.base
+    }
 
-async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    if !w.st.roles.contains_key(&id) {
-        return Ok(no_content());
+    fn create(_: &mut Write<'_>, input: RoleInput, meta: Meta) -> Result<Role> {
+        Ok(Role {
+            meta,
+            system: false,
+            grants: input.grants.unwrap_or_default(),
+            all_resource_sets: false,
+            resource_sets: normalise_sets(input.sets),
+        })
     }
-    editable(&w.st, &id)?;
-    let id_text = id.to_string();
-    if let Some(cp) = w.st.credential_providers.values().find(|c| {
-        c.cp_type == crate::credential::access_token::TYPE
-            && c.config.get("roleId").and_then(Value::as_str) == Some(id_text.as_str())
-    }) {
-        return Err(Error::bad(format!(
-            "role: referenced by credential provider '{}' ({})",
-            cp.meta.name, cp.meta.id
-        )));
+
+    fn replace(_: &mut Write<'_>, input: RoleInput, role: &mut Role) -> Result<()> {
+        role.grants = input.grants.unwrap_or_default();
+        role.resource_sets = normalise_sets(input.sets);
+        Ok(())
     }
-    // Deleting a role removes it from users' roles (one audit entry per user changed).
-    let holders: Vec<_> = w.st.users.values().filter(|u| u.roles.contains(&id)).cloned().collect();
-    for u in holders {
-        let mut u = (*u).clone();
-        u.roles.retain(|r| *r != id);
-        u.modified_at = w.now;
-        u.modified_by = author.actor.label();
-        let uid = u.id;
-        w.put(u);
-        w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, uid);
+
+    fn editable(r: &Role) -> Result<()> {
+        if r.system {
+            return Err(Error::bad("role: system roles cannot be modified or deleted"));
+        }
+        Ok(())
     }
-    w.remove::<Role>(&id);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Deleted, id);
-    w.commit().await?;
-    Ok(no_content())
+
+    /// A role an `svc-access-token` provider names cannot be deleted; its holders lose it (one
+    /// audit entry per user changed).
+    fn before_delete(w: &mut Write<'_>, author: &Author, rs: Uuid, id: Uuid) -> Result<()> {
+        let id_text = id.to_string();
+        if let Some(cp) = w.st.credential_providers.values().find(|c| {
+            c.cp_type == crate::credential::access_token::TYPE
+                && c.config.get("roleId").and_then(Value::as_str) == Some(id_text.as_str())
+        }) {
+            return Err(Error::bad(format!(
+                "role: referenced by credential provider '{}' ({})",
+                cp.meta.name, cp.meta.id
+            )));
+        }
+        let holders: Vec<_> = w.st.users.values().filter(|u| u.roles.contains(&id)).cloned().collect();
+        for u in holders {
+            let mut u = (*u).clone();
+            u.roles.retain(|r| *r != id);
+            u.modified_at = w.now;
+            u.modified_by = author.actor.label();
+            let uid = u.id;
+            w.put(u);
+            w.audit(author, rs, "Users", Activity::Updated, uid);
+        }
+        Ok(())
+    }
+
+    fn render(st: &Snapshot, r: &Role) -> Value {
+        role_json(st, r)
+    }
 }

@@ -1,30 +1,21 @@
 //! Server workloads (contract §3.4): the targets workloads ask credentials for.
 
 use axum::Router;
-use axum::extract::State;
-use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use svc_api::common::KeyValue;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{delete_released, for_update, list_in_rs, read_in_rs, taken};
+use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::crud::{self, OnCreate, OnMissing, Resource};
 use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
-use crate::domain::{Kind, Label, Perm};
+use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
-use crate::events::audit::Activity;
-use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListSpec};
-use crate::http::{no_content, ok};
-use crate::service::refs::RefField;
-use crate::service::write::Write;
+use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
+use crate::service::refs::{RefField, release};
+use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
-
-const CATEGORY: &str = "ServerWorkloads";
 
 pub const APP_PROTOCOLS: &[&str] = &[
     "CloudA Warehouse",
@@ -51,30 +42,13 @@ const AUTH_SCHEMES: &[(&str, &[&str])] = &[
 ];
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::ServerWorkloads;
-    Router::new()
-        .route(
-            "/api/v1/server-workloads",
-            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v1/server-workloads/{id}",
-            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
-        )
+    crud::routes::<ServerWorkloads>(app)
 }
 
 const SPEC: ListSpec = ListSpec {
     items_key: "serverWorkloads",
+    base: SCOPED_BASE_FIELDS,
     fields: &[
-        "externalId",
-        "name",
-        "description",
-        "isActive",
-        "createdAt",
-        "modifiedAt",
-        "createdBy",
-        "modifiedBy",
-        "resourceSet",
         "type",
         "accessPolicyCount",
         "serviceEndpoint.host",
@@ -222,7 +196,7 @@ fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldEr
     })
 }
 
-struct Input {
+pub struct Input {
     base: BaseInput,
     endpoint: Option<Endpoint>,
     label: Option<String>,
@@ -282,89 +256,63 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
     }
 }
 
-async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let st = app.state();
-    list_in_rs::<ServerWorkload>(&st, ctx.rs, &q, &SPEC, |w| server_json(&st, w))
-}
+/// `/api/v1/server-workloads` on the shared CRUD layer.
+pub struct ServerWorkloads;
 
-async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    Ok(read_in_rs::<ServerWorkload>(&st, ids.one(), ctx.rs, |w| {
-        server_json(&st, w)
-    }))
-}
-
-async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Create)?;
-    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| taken::<ServerWorkload>(&w.st, id))?;
-    let mut meta = w.new_meta(Kind::ServerWorkload, id, Some(rs), &author).await?;
-    input.base.apply_full(&mut meta);
-    let mut endpoint = input.endpoint.expect("required");
-    endpoint.id = Uuid::new_v4();
-    endpoint.seq = meta.seq;
-    let sw = ServerWorkload {
-        meta,
-        endpoint,
-        label: input.label,
-    };
-    check_unique(&w.st, &sw)?;
-    w.put(sw);
-    w.audit(&author, rs, CATEGORY, Activity::Created, id);
-    w.commit().await?;
-    Ok(super::workload_created("server-workloads", id))
-}
-
-async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Replace)?;
-    let id = input.base.external_id.expect("required on replace");
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut sw: ServerWorkload = for_update(&w.st, &id, ctx.rs)?;
-    // §1.4 rule 3: a PUT body naming another resource set than the header.
-    resolve_rs(input.base.resource_set, ctx.rs)?;
-    input.base.apply_full(&mut sw.meta);
-    let mut endpoint = input.endpoint.expect("required");
-    endpoint.id = sw.endpoint.id;
-    endpoint.seq = sw.endpoint.seq;
-    sw.endpoint = endpoint;
-    sw.label = input.label;
-    check_unique(&w.st, &sw)?;
-    w.touch_meta(&mut sw.meta, &author);
-    w.put(sw);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
-    let st = w.commit().await?;
-    Ok(ok(server_json(&st, &st.server_workloads[&id])))
-}
-
-async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Patch)?;
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut sw: ServerWorkload = for_update(&w.st, &id, ctx.rs)?;
-    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    input.base.apply_patch(&mut sw.meta)?;
-    check_unique(&w.st, &sw)?;
-    w.touch_meta(&mut sw.meta, &author);
-    w.put(sw);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
-    let st = w.commit().await?;
-    Ok(ok(server_json(&st, &st.server_workloads[&id])))
-}
-
-async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
+impl Resource for ServerWorkloads {
+    type Record = ServerWorkload;
+    type Input = Input;
+    const PATH: &'static str = "/api/v1/server-workloads";
+    const PERM: Perm = Perm::ServerWorkloads;
+    const CATEGORY: &'static str = "ServerWorkloads";
+    const LIST: ListSpec = SPEC;
+    const ON_CREATE: OnCreate = OnCreate::Location;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.
-    if delete_released::<ServerWorkload>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::ServerWorkload)?.is_none() {
-        return Ok(no_content());
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
+
+    fn meta(r: &mut ServerWorkload) -> &mut Meta {
+        &mut r.meta
     }
-    w.commit().await?;
-    Ok(no_content())
+
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ServerWorkload>) -> Result<Input> {
+        parse(body, mode)
+    }
+
+    fn base(input: &Input) -> &BaseInput {
+        &input.base
+    }
+
+    fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ServerWorkload> {
+        let mut endpoint = input.endpoint.expect("required");
+        endpoint.id = Uuid::new_v4();
+        endpoint.seq = meta.seq;
+        Ok(ServerWorkload {
+            meta,
+            endpoint,
+            label: input.label,
+        })
+    }
+
+    fn replace(_: &mut Write<'_>, input: Input, sw: &mut ServerWorkload) -> Result<()> {
+        let mut endpoint = input.endpoint.expect("required");
+        endpoint.id = sw.endpoint.id;
+        endpoint.seq = sw.endpoint.seq;
+        sw.endpoint = endpoint;
+        sw.label = input.label;
+        Ok(())
+    }
+
+    fn check(st: &Snapshot, sw: &ServerWorkload) -> Result<()> {
+        check_unique(st, sw)
+    }
+
+    fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        release(w, author, id, RefField::ServerWorkload)
+    }
+
+    fn render(st: &Snapshot, w: &ServerWorkload) -> Value {
+        server_json(st, w)
+    }
 }
 
 #[cfg(test)]

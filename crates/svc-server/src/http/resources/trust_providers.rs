@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Filter, ListParams, ListSpec, SCOPED_BASE_FIELDS, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
 use crate::service::write::Write;
@@ -74,6 +74,7 @@ const FIELDS: &[&str] = &[
 
 const SPEC: ListSpec = ListSpec {
     items_key: "trustProviders",
+    base: SCOPED_BASE_FIELDS,
     fields: FIELDS,
     default_order: ("name", false),
     filters: &[("provider", Filter::Field("provider"))],
@@ -502,6 +503,7 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
 
 const SECRET_SPEC: ListSpec = ListSpec {
     items_key: "entities",
+    base: &[],
     fields: &["externalId", "name", "type", "subject", "expiresAt"],
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],

@@ -47,6 +47,7 @@ pub fn routes(app: &App) -> Router<App> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "users",
+    base: &[],
     fields: &[
         "externalId",
         "email",

@@ -1,0 +1,266 @@
+//! The shared CRUD layer: a management resource says how it parses, checks and renders one
+//! entity ([`Resource`]); [`routes`] supplies list / create / replace / read / patch / delete on
+//! top of the RBAC guard, the resource-set scoping (§1.4) and the write unit (invariant 1), so
+//! "parse → begin the unit → update → audit → commit → render" is written once, here.
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::common::{BaseInput, Mode, check_rs_unchanged, new_external_id, resolve_rs};
+use crate::app::App;
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::{Ids, JsonBody, QueryPairs};
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{ListParams, ListSpec, respond};
+use crate::http::{created, no_content, ok};
+use crate::service::write::{Author, Write};
+use crate::state::{Record, State as Snapshot};
+
+/// The answer to a successful POST.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnCreate {
+    /// `201` with the entity and its `Location`.
+    Body,
+    /// `204` with the `Location` only (client and server workloads, §1.5).
+    Location,
+}
+
+/// The answer to a DELETE of an id the caller's resource set does not hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnMissing {
+    NotFound,
+    /// The contract lists only `204`: deleting a missing entity is a no-op.
+    NoContent,
+}
+
+/// One management resource on the shared CRUD layer: its path, permission, audit category and
+/// list, and the four things only it knows: how a body is read (`parse`), what a new or changed
+/// record becomes (`create`, `replace`, `patch`), which rules the whole record must satisfy
+/// (`check`, `editable`, `before_delete`) and how it is shown (`render`).
+pub trait Resource: Send + Sync + 'static {
+    /// The stored entity.
+    type Record: Record;
+    /// A parsed request body.
+    type Input: Send + 'static;
+
+    /// The collection's path; one entity is `{PATH}/{id}`.
+    const PATH: &'static str;
+    const PERM: Perm;
+    /// The audit category of its entries (§3.23).
+    const CATEGORY: &'static str;
+    /// `true`: entities live in the request's resource set (`X-Svc-ResourceSet`); `false`:
+    /// global entities, audited in the default resource set.
+    const SCOPED: bool = true;
+    const LIST: ListSpec;
+    const ON_CREATE: OnCreate = OnCreate::Body;
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NotFound;
+
+    fn meta(r: &mut Self::Record) -> &mut Meta;
+
+    /// Reads a body. `stored` is the entity the request names (PUT: the body's `externalId`,
+    /// PATCH: the path's), read before the write unit starts, when the caller's resource set
+    /// holds it: a resource whose rules depend on the stored variant reads it here.
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Self::Record>) -> Result<Self::Input>;
+
+    fn base(input: &Self::Input) -> &BaseInput;
+
+    /// The new record of a POST, given its fresh base block (the body's base fields applied).
+    fn create(w: &mut Write<'_>, input: Self::Input, meta: Meta) -> Result<Self::Record>;
+
+    /// A PUT: the record's own fields from the body (the base block is already applied).
+    fn replace(w: &mut Write<'_>, input: Self::Input, rec: &mut Self::Record) -> Result<()>;
+
+    /// A PATCH: the present fields beyond the base block (applied already).
+    fn patch(_w: &mut Write<'_>, _input: Self::Input, _rec: &mut Self::Record) -> Result<()> {
+        Ok(())
+    }
+
+    /// Rules on the complete record against the unit's state (uniqueness, required secrets).
+    fn check(_st: &Snapshot, _rec: &Self::Record) -> Result<()> {
+        Ok(())
+    }
+
+    /// Whether the stored entity may be changed or deleted at all.
+    fn editable(_rec: &Self::Record) -> Result<()> {
+        Ok(())
+    }
+
+    /// Before the entity is removed: refuse (still referenced, §1.10) or release its references.
+    fn before_delete(_w: &mut Write<'_>, _author: &Author, _rs: Uuid, _id: Uuid) -> Result<()> {
+        Ok(())
+    }
+
+    /// The entity's DTO.
+    fn render(st: &Snapshot, rec: &Self::Record) -> Value;
+}
+
+/// `{PATH}` (list, create, replace) and `{PATH}/{id}` (read, patch, delete) of `R`, guarded by
+/// its permission in the request's resource set (or the default one for global resources).
+pub fn routes<R: Resource>(app: &App) -> Router<App> {
+    let scope = if R::SCOPED { Scope::Rs } else { Scope::Global };
+    Router::new()
+        .route(
+            R::PATH,
+            guarded(app, R::PERM, scope, get(list::<R>).post(create::<R>).put(replace::<R>)),
+        )
+        .route(
+            &format!("{}/{{id}}", R::PATH),
+            guarded(
+                app,
+                R::PERM,
+                scope,
+                get(read::<R>).patch(patch::<R>).delete(remove::<R>),
+            ),
+        )
+}
+
+/// The resource set an audit entry of `R` is filed under.
+fn audit_rs<R: Resource>(ctx: &Ctx) -> Uuid {
+    if R::SCOPED { ctx.rs } else { DEFAULT_RESOURCE_SET }
+}
+
+/// The entity `id` as the caller sees it: in the request's resource set, or global.
+fn lookup<'s, R: Resource>(st: &'s Snapshot, id: &Uuid, ctx: &Ctx) -> Option<&'s std::sync::Arc<R::Record>> {
+    st.get::<R::Record>(id).filter(|v| !R::SCOPED || v.rs() == Some(ctx.rs))
+}
+
+/// The entity for a change: 404 when the caller cannot see it, else as [`Resource::editable`].
+fn for_update<R: Resource>(st: &Snapshot, id: &Uuid, ctx: &Ctx) -> Result<R::Record> {
+    let rec = lookup::<R>(st, id, ctx).ok_or(Error::NotFound)?;
+    R::editable(rec)?;
+    Ok((**rec).clone())
+}
+
+async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let p = ListParams::parse(&q)?;
+    let st = app.state();
+    let items = if R::SCOPED {
+        st.in_rs::<R::Record>(Some(ctx.rs)).map(|v| R::render(&st, v)).collect()
+    } else {
+        R::Record::table(&st).values().map(|v| R::render(&st, v)).collect()
+    };
+    Ok(ok(respond(items, &p, &R::LIST)?))
+}
+
+/// One entity; `204` when the caller's resource set has none (§1.5).
+async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(match lookup::<R>(&st, &ids.one(), &ctx) {
+        Some(v) => ok(R::render(&st, v)),
+        None => no_content(),
+    })
+}
+
+async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = R::parse(&app, body, Mode::Create, None)?;
+    let base = R::base(&input).clone();
+    let rs = if R::SCOPED {
+        Some(resolve_rs(base.resource_set, ctx.rs)?)
+    } else {
+        None
+    };
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let id = new_external_id(base.external_id, |id| w.st.get::<R::Record>(id).is_some())?;
+    let mut meta = w.new_meta(R::Record::KIND, id, rs, &author).await?;
+    base.apply_full(&mut meta);
+    let rec = R::create(&mut w, input, meta)?;
+    R::check(&w.st, &rec)?;
+    w.put(rec);
+    w.audit(&author, audit_rs::<R>(&ctx), R::CATEGORY, Activity::Created, id);
+    let st = w.commit().await?;
+    let location = format!("{}/{id}", R::PATH);
+    Ok(match R::ON_CREATE {
+        OnCreate::Body => created(StatusCode::CREATED, location, render_stored::<R>(&st, &id)?),
+        OnCreate::Location => super::located(location),
+    })
+}
+
+async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let stored = body
+        .get("externalId")
+        .and_then(Value::as_str)
+        .and_then(svc_api::reader::parse_uuid)
+        .and_then(|id| lookup::<R>(&app.state(), &id, &ctx).cloned());
+    let input = R::parse(&app, body, Mode::Replace, stored.as_deref())?;
+    let base = R::base(&input).clone();
+    let id = base
+        .external_id
+        .ok_or_else(|| Error::field("externalId", "is required"))?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut rec = for_update::<R>(&w.st, &id, &ctx)?;
+    if R::SCOPED {
+        // §1.4 rule 3: a PUT body naming another resource set than the header.
+        resolve_rs(base.resource_set, ctx.rs)?;
+    }
+    base.apply_full(R::meta(&mut rec));
+    R::replace(&mut w, input, &mut rec)?;
+    finish_update::<R>(w, &ctx, &author, rec, id, Activity::Updated).await
+}
+
+async fn patch<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
+    let id = ids.one();
+    let stored = lookup::<R>(&app.state(), &id, &ctx).cloned();
+    let input = R::parse(&app, body, Mode::Patch, stored.as_deref())?;
+    let base = R::base(&input).clone();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut rec = for_update::<R>(&w.st, &id, &ctx)?;
+    if R::SCOPED {
+        check_rs_unchanged(base.resource_set, ctx.rs)?;
+    }
+    base.apply_patch(R::meta(&mut rec))?;
+    R::patch(&mut w, input, &mut rec)?;
+    finish_update::<R>(w, &ctx, &author, rec, id, Activity::Patched).await
+}
+
+/// The end of a PUT or PATCH: the record's rules, the stamp, the audit entry, the commit, `200`.
+async fn finish_update<R: Resource>(
+    mut w: Write<'_>,
+    ctx: &Ctx,
+    author: &Author,
+    mut rec: R::Record,
+    id: Uuid,
+    activity: Activity,
+) -> Result<Response> {
+    R::check(&w.st, &rec)?;
+    w.touch_meta(R::meta(&mut rec), author);
+    w.put(rec);
+    w.audit(author, audit_rs::<R>(ctx), R::CATEGORY, activity, id);
+    let st = w.commit().await?;
+    Ok(ok(render_stored::<R>(&st, &id)?))
+}
+
+async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let Some(rec) = lookup::<R>(&w.st, &id, &ctx) else {
+        return match R::ON_MISSING_DELETE {
+            OnMissing::NotFound => Err(Error::NotFound),
+            OnMissing::NoContent => Ok(no_content()),
+        };
+    };
+    R::editable(rec)?;
+    let rs = audit_rs::<R>(&ctx);
+    R::before_delete(&mut w, &author, rs, id)?;
+    w.remove::<R::Record>(&id);
+    w.audit(&author, rs, R::CATEGORY, Activity::Deleted, id);
+    w.commit().await?;
+    Ok(no_content())
+}
+
+/// The committed entity's DTO.
+fn render_stored<R: Resource>(st: &Snapshot, id: &Uuid) -> Result<Value> {
+    st.get::<R::Record>(id)
+        .map(|v| R::render(st, v))
+        .ok_or_else(|| Error::internal("a committed entity is missing from the state"))
+}
