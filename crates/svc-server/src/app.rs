@@ -235,6 +235,22 @@ impl App {
         st
     }
 
+    /// What trust verifiers may use (narrower than the application: no storage).
+    pub fn verify_cx(&self) -> crate::trust::VerifyCx<'_> {
+        crate::trust::VerifyCx {
+            cfg: &self.cfg,
+            upstream: &self.upstream,
+            key_cache: &self.key_cache,
+            platform: &self.platform,
+            keys: &self.keys,
+        }
+    }
+
+    /// The key ring's cell, for the narrow contexts that sign or verify at their own time.
+    pub fn key_ring(&self) -> &ArcSwap<KeyRing> {
+        &self.keys
+    }
+
     pub fn keys(&self) -> arc_swap::Guard<Arc<KeyRing>> {
         self.keys.load()
     }

@@ -36,8 +36,14 @@ pub struct AccessToken {
 impl AccessToken {
     pub fn issue(&self, cx: &IssueCx<'_>) -> Issued {
         let ap = (cx.access_policy != Uuid::nil()).then_some(cx.access_policy);
-        let (token, exp) =
-            crate::service::auth::mint_workload_token(cx.app, cx.credential_provider, ap, self.role, self.lifetime);
+        let (token, exp) = crate::service::auth::mint_workload_token(
+            cx.svc.cfg,
+            &cx.svc.keys.load(),
+            cx.credential_provider,
+            ap,
+            self.role,
+            self.lifetime,
+        );
         Issued::Credential {
             credential_type: CredentialType::OAuthToken,
             data: EdgeCredentials(vec![("token", Some(token))]),

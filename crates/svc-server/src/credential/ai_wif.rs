@@ -39,7 +39,7 @@ impl AiWif {
     }
 
     pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
-        let url = self.token_url(&cx.app.cfg);
+        let url = self.token_url(cx.svc.cfg);
         let aud = self.audience.as_deref().unwrap_or(url);
         let jwt = assertion::federation(cx, prepared.get("clientWorkload").unwrap_or_default(), aud);
         let mut form: Vec<(&str, &str)> = vec![
@@ -48,7 +48,7 @@ impl AiWif {
             ("subject_token_type", JWT_TOKEN_TYPE),
         ];
         form.extend(self.fields.iter().map(|(k, v)| (*k, v.as_str())));
-        let f = post_form(cx.app, &Configured(url), &form, None).await?;
+        let f = post_form(&cx.svc, &Configured(url), &form, None).await?;
         oauth_credential("token endpoint", &f)
     }
 }

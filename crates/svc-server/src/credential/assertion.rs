@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use super::IssueCx;
-use crate::app::App;
+use super::Services;
 use crate::crypto::jose;
 
 /// Lifetime of exchange assertions (`exp = iat + 300`).
@@ -22,7 +22,7 @@ pub enum Alg {
 pub fn claims(cx: &IssueCx<'_>, sub: &str, aud: &str, lifetime: i64, with_svc: bool) -> (Map<String, Value>, i64) {
     let now = crate::clock::now_secs();
     let mut c = Map::new();
-    c.insert("iss".into(), json!(cx.app.cfg.issuer()));
+    c.insert("iss".into(), json!(cx.svc.cfg.issuer()));
     c.insert("sub".into(), json!(sub));
     c.insert("aud".into(), json!(aud));
     c.insert("iat".into(), json!(now));
@@ -33,7 +33,7 @@ pub fn claims(cx: &IssueCx<'_>, sub: &str, aud: &str, lifetime: i64, with_svc: b
         c.insert(
             "svc".into(),
             json!({
-                "tenant": cx.app.cfg.tenant,
+                "tenant": cx.svc.cfg.tenant,
                 "resourceSetId": cx.rs,
                 "clientWorkloadId": cx.client_workload.map(|c| c.0),
                 "serverWorkloadId": cx.server_workload,
@@ -47,10 +47,10 @@ pub fn claims(cx: &IssueCx<'_>, sub: &str, aud: &str, lifetime: i64, with_svc: b
 }
 
 /// Signs claims with the issuer's current key of the algorithm.
-pub fn sign(app: &App, alg: Alg, claims: &Map<String, Value>) -> String {
+pub fn sign(svc: &Services<'_>, alg: Alg, claims: &Map<String, Value>) -> String {
     let bytes = serde_json::to_vec(claims).expect("claims serialise");
     let now = crate::clock::now_millis();
-    let ring = app.keys();
+    let ring = svc.keys.load();
     match alg {
         Alg::ES256 => {
             let k = ring.ec_signer(now);
@@ -66,7 +66,7 @@ pub fn sign(app: &App, alg: Alg, claims: &Map<String, Value>) -> String {
 /// A federation assertion for an upstream (RS256, `exp = iat + 300`).
 pub fn federation(cx: &IssueCx<'_>, sub: &str, aud: &str) -> String {
     let (c, _) = claims(cx, sub, aud, EXCHANGE_LIFETIME, true);
-    sign(cx.app, Alg::RS256, &c)
+    sign(&cx.svc, Alg::RS256, &c)
 }
 
 /// The default assertion subject: the matched client workload's id (§5.2).

@@ -15,12 +15,10 @@ use uuid::Uuid;
 
 use super::types::{self, Mode, TypeSpec, cfg_str, put};
 use super::upstream_call::{json_body, status_error};
-use super::{Backend, IssueCx, IssueError, Issued};
-use crate::app::App;
+use super::{Backend, IssueCx, IssueError, Issued, Services};
 use crate::config::Config;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::error::Error;
-use crate::service::write::Write;
 use crate::state::State;
 use crate::upstream::Fetched;
 
@@ -61,13 +59,13 @@ impl Api {
 
     async fn call(
         &self,
-        app: &App,
+        svc: &Services<'_>,
         method: reqwest::Method,
         path: &str,
         body: Option<&Value>,
     ) -> Result<Fetched, IssueError> {
-        let u = app.upstream.check_url(&format!("{}/api/v4/{path}", self.base))?;
-        let mut req = app
+        let u = svc.upstream.check_url(&format!("{}/api/v4/{path}", self.base))?;
+        let mut req = svc
             .upstream
             .client
             .request(method, u)
@@ -76,7 +74,7 @@ impl Api {
         if let Some(b) = body {
             req = req.json(b);
         }
-        Ok(app.upstream.send(req).await?)
+        Ok(svc.upstream.send(req).await?)
     }
 }
 
@@ -108,10 +106,10 @@ fn token_for(p: &CredentialProvider) -> String {
 }
 
 /// Provisioning right after create (§5.3): the service account, then its memberships.
-pub async fn provision(app: App, id: Uuid) {
+pub async fn provision(svc: Services<'_>, id: Uuid) {
     let mut user = None;
-    let outcome = provision_steps(&app, id, &mut user).await;
-    let result = update(&app, id, |p| {
+    let outcome = provision_steps(&svc, id, &mut user).await;
+    let result = update(&svc, id, |p| {
         p.config
             .insert("lastOperationTimestamp".into(), json!(crate::clock::now()));
         // A created account is recorded even when a membership failed, so it is never orphaned.
@@ -137,8 +135,8 @@ pub async fn provision(app: App, id: Uuid) {
     }
 }
 
-async fn provision_steps(app: &App, id: Uuid, created: &mut Option<i64>) -> Result<i64, IssueError> {
-    let st = app.state();
+async fn provision_steps(svc: &Services<'_>, id: Uuid, created: &mut Option<i64>) -> Result<i64, IssueError> {
+    let st = svc.renewals.current();
     let p = st
         .credential_providers
         .get(&id)
@@ -153,7 +151,7 @@ async fn provision_steps(app: &App, id: Uuid, created: &mut Option<i64>) -> Resu
     let username = cfg_str(&p.config, "username").unwrap_or_default();
     let body = json!({"name": username, "username": username});
     let f = api
-        .call(app, reqwest::Method::POST, "service_accounts", Some(&body))
+        .call(svc, reqwest::Method::POST, "service_accounts", Some(&body))
         .await?;
     let v = json_body("ciB service_accounts", &f)?;
     let user_id = v
@@ -166,7 +164,7 @@ async fn provision_steps(app: &App, id: Uuid, created: &mut Option<i64>) -> Resu
     for (kind, list) in [("groups", "groupIds"), ("projects", "projectIds")] {
         for target in ids(cfg_str(&p.config, list)) {
             let path = format!("{kind}/{target}/members");
-            let f = api.call(app, reqwest::Method::POST, &path, Some(&member)).await?;
+            let f = api.call(svc, reqwest::Method::POST, &path, Some(&member)).await?;
             if !(200..300).contains(&f.status) {
                 return Err(status_error(&format!("ciB {kind} members"), &f));
             }
@@ -176,17 +174,12 @@ async fn provision_steps(app: &App, id: Uuid, created: &mut Option<i64>) -> Resu
 }
 
 /// Applies `f` to the stored provider in one write (no audit entry: server-maintained state).
-async fn update(app: &App, id: Uuid, f: impl FnOnce(&mut CredentialProvider)) -> Result<(), IssueError> {
-    let fail = |e: Error| IssueError(format!("storing the provider state failed: {e}"));
-    let mut w = Write::begin_system(app).await.map_err(fail)?;
-    let Some(current) = w.st.credential_providers.get(&id).cloned() else {
-        return Err(IssueError("provider deleted".into()));
-    };
-    let mut p = (*current).clone();
-    f(&mut p);
-    w.put(p);
-    w.commit().await.map_err(fail)?;
-    Ok(())
+async fn update(
+    svc: &Services<'_>,
+    id: Uuid,
+    f: impl FnOnce(&mut CredentialProvider) + Send,
+) -> Result<(), IssueError> {
+    svc.renewals.update(id, Box::new(f)).await
 }
 
 /// UTC date of `t` rounded up to a whole day, as (`YYYY-MM-DD`, that day 00:00Z in seconds).
@@ -221,8 +214,8 @@ fn credential(token: String, exp: Timestamp) -> Issued {
 
 impl ManagedAccount {
     pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
-        let app = cx.app;
-        let lookup = || app.state().credential_providers.get(&self.id).cloned();
+        let svc = &cx.svc;
+        let lookup = || svc.renewals.current().credential_providers.get(&self.id).cloned();
         let p = lookup().ok_or_else(|| IssueError("provider no longer exists".into()))?;
         if cfg_str(&p.config, "status") != Some("Provisioned") {
             return Ok(Issued::Nothing(format!(
@@ -230,7 +223,8 @@ impl ManagedAccount {
                 cfg_str(&p.config, "status").unwrap_or("Pending")
             )));
         }
-        let integ = integration_of(&app.state(), &p).ok_or_else(|| IssueError("integration missing".into()))?;
+        let integ =
+            integration_of(&svc.renewals.current(), &p).ok_or_else(|| IssueError("integration missing".into()))?;
         if !integ.meta.active {
             return Ok(Issued::Nothing(format!(
                 "the integration '{}' is inactive",
@@ -240,7 +234,7 @@ impl ManagedAccount {
         if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
             return Ok(credential(t, exp));
         }
-        let _g = super::renewal_lock(app, self.id).await?;
+        let _g = svc.renewals.lock(self.id).await?;
         let p = lookup().ok_or_else(|| IssueError("provider no longer exists".into()))?;
         if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
             return Ok(credential(t, exp));
@@ -263,7 +257,7 @@ impl ManagedAccount {
             .collect();
         let body = json!({"name": format!("svc-{}", Uuid::new_v4()), "scopes": scopes, "expires_at": date});
         let path = format!("users/{user_id}/personal_access_tokens");
-        let f = api.call(app, reqwest::Method::POST, &path, Some(&body)).await?;
+        let f = api.call(svc, reqwest::Method::POST, &path, Some(&body)).await?;
         let v = json_body("ciB personal_access_tokens", &f)?;
         let token = v
             .get("token")
@@ -274,7 +268,7 @@ impl ManagedAccount {
         let token_id = v.get("id").cloned().unwrap_or(Value::Null);
         let exp = Timestamp::from_secs(midnight);
         let (t2, for_) = (token.clone(), token_for(&p));
-        update(app, self.id, move |p| {
+        update(svc, self.id, move |p| {
             p.secrets.set("token", t2);
             p.config
                 .insert("tokenId".into(), json!(token_id.to_string().trim_matches('"')));
@@ -290,25 +284,23 @@ impl ManagedAccount {
     }
 }
 
-/// Revokes a personal access token in the background, best effort (a failure is logged).
-fn spawn_revoke(app: &App, api: Api, token_id: String) {
-    let (app, path) = (app.clone(), format!("personal_access_tokens/{token_id}"));
-    tokio::spawn(async move {
-        match api.call(&app, reqwest::Method::DELETE, &path, None).await {
-            Ok(f) if (200..300).contains(&f.status) || f.status == 404 => {}
-            Ok(f) => tracing::warn!(status = f.status, "revoking a managed account token failed"),
-            Err(e) => tracing::warn!(reason = %e.0, "revoking a managed account token failed"),
-        }
-    });
-}
-
-/// Deleting the provider revokes its current token, best effort (after the delete committed).
-pub fn revoke_after_delete(app: &App, p: &CredentialProvider) {
-    let (Some(token_id), Some(integ)) = (cfg_str(&p.config, "tokenId"), integration_of(&app.state(), p)) else {
+/// Revokes the deleted provider's current token, best effort (a failure is logged); the
+/// caller runs it in the background after the delete committed.
+pub async fn revoke_after_delete(svc: Services<'_>, p: &CredentialProvider) {
+    let (Some(token_id), Some(integ)) = (
+        cfg_str(&p.config, "tokenId"),
+        integration_of(&svc.renewals.current(), p),
+    ) else {
         return;
     };
-    if let Some(api) = Api::of(&integ) {
-        spawn_revoke(app, api, token_id.to_string());
+    let Some(api) = Api::of(&integ) else {
+        return;
+    };
+    let path = format!("personal_access_tokens/{token_id}");
+    match api.call(&svc, reqwest::Method::DELETE, &path, None).await {
+        Ok(f) if (200..300).contains(&f.status) || f.status == 404 => {}
+        Ok(f) => tracing::warn!(status = f.status, "revoking a managed account token failed"),
+        Err(e) => tracing::warn!(reason = %e.0, "revoking a managed account token failed"),
     }
 }
 

@@ -89,7 +89,7 @@ pub fn xml_fields(body: &[u8], root: &str, wanted: &[&str]) -> Result<Vec<Option
 impl CloudASts {
     pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         let cw = prepared.get("clientWorkload").unwrap_or_default();
-        let jwt = assertion::federation(cx, cw, &cx.app.cfg.clouda_sts_audience);
+        let jwt = assertion::federation(cx, cw, &cx.svc.cfg.clouda_sts_audience);
         let session = format!("svc-{cw}");
         let duration = self.lifetime.to_string();
         let form = [
@@ -102,8 +102,8 @@ impl CloudASts {
         ];
         // The STS query API answers JSON when asked for it; the contract reads its XML (§5.3).
         let f = post_form_accepting(
-            cx.app,
-            &Configured(&cx.app.cfg.clouda_sts_federation_url),
+            &cx.svc,
+            &Configured(&cx.svc.cfg.clouda_sts_federation_url),
             &form,
             None,
             "text/xml",

@@ -58,7 +58,7 @@ impl DirectoryClient {
         let jwt = assertion::federation(cx, &self.subject, &self.audience);
         let url = format!(
             "{}/{}/oauth2/v2.0/token",
-            cx.app.cfg.cloudb_login_url.trim_end_matches('/'),
+            cx.svc.cfg.cloudb_login_url.trim_end_matches('/'),
             self.tenant
         );
         let form = [
@@ -68,7 +68,7 @@ impl DirectoryClient {
             ("client_assertion_type", JWT_BEARER),
             ("client_assertion", jwt.as_str()),
         ];
-        post_form(cx.app, &Configured(&url), &form, None).await
+        post_form(&cx.svc, &Configured(&url), &form, None).await
     }
 
     pub fn from_config(c: &Map<String, Value>) -> Option<DirectoryClient> {
@@ -147,8 +147,9 @@ impl KeyVaultValue {
     pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         // The integration is read at issuance: its changes apply to the next request.
         let integ = cx
-            .app
-            .state()
+            .svc
+            .renewals
+            .current()
             .credential_integrations
             .get(&self.integration)
             .cloned()
@@ -174,10 +175,10 @@ impl KeyVaultValue {
             cx.trust_provider,
             assertion::default_subject(cx)
         );
-        let bearer = match cx.app.credential_cache.get(&key) {
+        let bearer = match cx.svc.cache.get(&key) {
             Some(Issued::Credential { data, .. }) => data.0[0].1.clone().unwrap_or_default(),
             _ => {
-                let f = client.token(cx, &cx.app.cfg.cloudb_keyvault_scope).await?;
+                let f = client.token(cx, &cx.svc.cfg.cloudb_keyvault_scope).await?;
                 let (token, expires_in, _) = access_token("directory token endpoint", &f)?;
                 if let Some(s) = expires_in {
                     let exp = crate::clock::now().plus_secs(s);
@@ -186,16 +187,16 @@ impl KeyVaultValue {
                         data: EdgeCredentials(vec![("token", Some(token.clone()))]),
                         expires_at: Some(exp),
                     };
-                    cx.app.credential_cache.put(key, cached, exp.millis());
+                    cx.svc.cache.put(key, cached, exp.millis());
                 }
                 token
             }
         };
-        let base = cx.app.cfg.cloudb_keyvault_url_template.replace("{vault}", &vault);
+        let base = cx.svc.cfg.cloudb_keyvault_url_template.replace("{vault}", &vault);
         let mut values = Vec::new();
         for name in std::iter::once(&self.secret1).chain(self.secret2.as_ref()) {
             let url = format!("{}/secrets/{name}?api-version=7.4", base.trim_end_matches('/'));
-            let f = get_bearer(cx.app, &Configured(&url), &bearer).await?;
+            let f = get_bearer(&cx.svc, &Configured(&url), &bearer).await?;
             if f.status == 404 {
                 return Ok(Issued::Nothing(format!("secret {name} not found in key vault {vault}")));
             }

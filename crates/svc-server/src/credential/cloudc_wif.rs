@@ -25,7 +25,7 @@ pub struct CloudCWif {
 
 impl CloudCWif {
     pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
-        let cfg = &cx.app.cfg;
+        let cfg = &cx.svc.cfg;
         let jwt = assertion::federation(cx, prepared.get("clientWorkload").unwrap_or_default(), &self.audience);
         let exchange = json!({
             "grantType": TOKEN_EXCHANGE,
@@ -35,7 +35,7 @@ impl CloudCWif {
             "subjectToken": jwt,
             "subjectTokenType": JWT_TOKEN_TYPE,
         });
-        let f = post_json(cx.app, &Configured(&cfg.cloudc_sts_url), &exchange, None, &[]).await?;
+        let f = post_json(&cx.svc, &Configured(&cfg.cloudc_sts_url), &exchange, None, &[]).await?;
         let v = json_body("STS", &f)?;
         let federated = v
             .get("access_token")
@@ -49,7 +49,7 @@ impl CloudCWif {
         );
         let body = json!({"scope": [cfg.cloudc_scope], "lifetime": format!("{}s", self.lifetime)});
         let bearer = format!("Bearer {federated}");
-        let f = post_json(cx.app, &Configured(&url), &body, Some(&bearer), &[]).await?;
+        let f = post_json(&cx.svc, &Configured(&url), &body, Some(&bearer), &[]).await?;
         let v = json_body("generateAccessToken", &f)?;
         let token = v
             .get("accessToken")

@@ -139,7 +139,7 @@ impl IssuedJwt {
             // A JWT-SVID's `sub` is its SPIFFE ID, whatever custom claims an older record holds.
             c.insert("sub".into(), json!(sub));
         }
-        let token = assertion::sign(cx.app, self.alg, &c);
+        let token = assertion::sign(&cx.svc, self.alg, &c);
         Issued::Credential {
             credential_type: CredentialType::OAuthToken,
             data: EdgeCredentials(vec![("token", Some(token))]),

@@ -26,13 +26,20 @@ pub mod vault;
 pub mod x509svid;
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
 
 use svc_api::Timestamp;
 use svc_api::edge::{CredentialType, EdgeCredentials};
 use uuid::Uuid;
 
-use crate::app::App;
+use crate::config::Config;
 use crate::domain::credential::CredentialProvider;
+use crate::issuer::KeyRing;
+use crate::issuer::ca::Ca;
+use crate::state::State;
+use crate::upstream::Upstream;
 
 /// What a backend produced.
 #[derive(Debug, Clone)]
@@ -56,9 +63,47 @@ impl From<crate::upstream::UpstreamError> for IssueError {
     }
 }
 
+/// What a credential backend may use: the configuration, the upstream client, the service's
+/// keys and X.509 CA, the reuse cache and, for the two backends that keep a renewed upstream
+/// credential, [`Renewals`]. Never the application nor the database directly (invariant 2).
+#[derive(Clone, Copy)]
+pub struct Services<'a> {
+    pub cfg: &'a Config,
+    pub upstream: &'a Upstream,
+    pub keys: &'a arc_swap::ArcSwap<KeyRing>,
+    pub ca: &'a Ca,
+    pub cache: &'a cache::CredentialCache,
+    pub renewals: &'a dyn Renewals,
+}
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// The one door from a backend to storage: how `oauth-authorization-code` (a rotated refresh
+/// token) and `ciB-managed-account` (a minted token, the provisioning outcome) keep what they
+/// renewed. Implemented by the service (`service::renewal`), so a backend sees no database type.
+pub trait Renewals: Send + Sync {
+    /// The configuration as committed now (a provider's stored tokens, its integration).
+    fn current(&self) -> Arc<State>;
+    /// One renewal of `provider` at a time, on this node and across nodes; once held, the
+    /// state has caught up with other nodes' writes, so a token another node just stored is
+    /// seen instead of renewed again (a spent rotating refresh token would otherwise be
+    /// presented twice).
+    fn lock(&self, provider: Uuid) -> BoxFuture<'_, Result<RenewalGuard<'_>, IssueError>>;
+    /// Applies `f` to the stored provider in one write of the service's own (no audit entry:
+    /// server-maintained state). An error when the provider no longer exists.
+    fn update<'s>(
+        &'s self,
+        provider: Uuid,
+        f: Box<dyn FnOnce(&mut CredentialProvider) + Send + 's>,
+    ) -> BoxFuture<'s, Result<(), IssueError>>;
+}
+
+/// Held while a stored upstream credential is renewed ([`Renewals::lock`]).
+pub struct RenewalGuard<'a>(pub Box<dyn Send + 'a>);
+
 /// The request context a backend may use.
 pub struct IssueCx<'a> {
-    pub app: &'a App,
+    pub svc: Services<'a>,
     pub rs: Uuid,
     /// The matched client workload (id, name); `None` for `verification`.
     pub client_workload: Option<(Uuid, &'a str)>,
@@ -179,7 +224,7 @@ impl CompiledCredential {
             )
         });
         if let Some(k) = &key
-            && let Some(hit) = cx.app.credential_cache.get(k)
+            && let Some(hit) = cx.svc.cache.get(k)
         {
             return Ok(hit);
         }
@@ -208,7 +253,7 @@ impl CompiledCredential {
             },
         ) = (&key, &issued)
         {
-            cx.app.credential_cache.put(k.clone(), issued.clone(), exp.millis());
+            cx.svc.cache.put(k.clone(), issued.clone(), exp.millis());
         }
         Ok(issued)
     }
@@ -231,44 +276,15 @@ pub fn compile(p: &CredentialProvider) -> CompiledCredential {
     }
 }
 
-/// Held while a stored upstream credential is renewed (authorization-code refresh, ciB mint).
-pub struct RenewalGuard<'a> {
-    _node: tokio::sync::MutexGuard<'a, ()>,
-    _cluster: Option<crate::store::ClusterLock>,
-}
-
-/// One renewal of a provider at a time: on this node (the refresh lock) and across nodes (a
-/// database lock on PostgreSQL), after which the state has caught up with other nodes' writes, so a
-/// token another node just stored is seen instead of renewed again (a spent rotating refresh token
-/// would otherwise be presented twice).
-pub async fn renewal_lock<'a>(app: &'a App, provider: Uuid) -> Result<RenewalGuard<'a>, IssueError> {
-    let node = app.refresh_lock.lock().await;
-    let cluster = app
-        .store
-        .cluster_lock(&format!("svc-renewal:{provider}"))
-        .await
-        .map_err(|e| IssueError(format!("renewal lock: {e}")))?;
-    if cluster.is_some() {
-        let _w = app.write_lock.lock().await;
-        crate::service::load::sync_changes(app)
-            .await
-            .map_err(|e| IssueError(format!("catching up before renewal: {e}")))?;
-    }
-    Ok(RenewalGuard {
-        _node: node,
-        _cluster: cluster,
-    })
-}
-
 /// `GET …/verification`: one real issuance whose result is discarded (§3.5). An X.509-SVID
 /// provider signs a certificate for a throw-away key, since no workload sent a CSR.
-pub async fn verify(app: &App, c: &CompiledCredential) -> Result<(), String> {
+pub async fn verify(svc: Services<'_>, c: &CompiledCredential) -> Result<(), String> {
     let probe_csr = match &c.backend {
         Backend::X509Svid(_) => Some(x509svid::probe_csr()?),
         _ => None,
     };
     let cx = IssueCx {
-        app,
+        svc,
         rs: c.rs,
         client_workload: None,
         server_workload: Uuid::nil(),

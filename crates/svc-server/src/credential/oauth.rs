@@ -93,7 +93,7 @@ impl ClientCredentials {
         } else {
             Some(basic(&self.client_id, self.secret.expose()))
         };
-        let f = post_form(cx.app, &self.url, &form, auth.as_deref()).await?;
+        let f = post_form(&cx.svc, &self.url, &form, auth.as_deref()).await?;
         oauth_credential("token endpoint", &f)
     }
 }

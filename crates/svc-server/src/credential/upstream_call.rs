@@ -6,7 +6,7 @@ use base64::Engine as _;
 use serde_json::Value;
 
 use super::IssueError;
-use crate::app::App;
+use super::Services;
 use crate::upstream::{Fetched, UpstreamUrl};
 
 fn form_urlencode(s: &str) -> String {
@@ -21,40 +21,40 @@ pub fn basic(id: &str, secret: &str) -> String {
 
 /// POSTs a form to a server-chosen URL, asking for JSON.
 pub async fn post_form(
-    app: &App,
+    svc: &Services<'_>,
     url: &(impl UpstreamUrl + ?Sized),
     form: &[(&str, &str)],
     authorization: Option<&str>,
 ) -> Result<Fetched, IssueError> {
-    post_form_accepting(app, url, form, authorization, "application/json").await
+    post_form_accepting(svc, url, form, authorization, "application/json").await
 }
 
 /// POSTs a form to a server-chosen URL, asking for the media type `accept`.
 pub async fn post_form_accepting(
-    app: &App,
+    svc: &Services<'_>,
     url: &(impl UpstreamUrl + ?Sized),
     form: &[(&str, &str)],
     authorization: Option<&str>,
     accept: &str,
 ) -> Result<Fetched, IssueError> {
-    let u = url.checked(&app.upstream)?;
-    let mut req = app.upstream.client.post(u).form(form).header("accept", accept);
+    let u = url.checked(svc.upstream)?;
+    let mut req = svc.upstream.client.post(u).form(form).header("accept", accept);
     if let Some(a) = authorization {
         req = req.header("authorization", a);
     }
-    Ok(app.upstream.send(req).await?)
+    Ok(svc.upstream.send(req).await?)
 }
 
 /// POSTs JSON to a server-chosen URL.
 pub async fn post_json(
-    app: &App,
+    svc: &Services<'_>,
     url: &(impl UpstreamUrl + ?Sized),
     body: &Value,
     authorization: Option<&str>,
     extra: &[(&str, &str)],
 ) -> Result<Fetched, IssueError> {
-    let u = url.checked(&app.upstream)?;
-    let mut req = app
+    let u = url.checked(svc.upstream)?;
+    let mut req = svc
         .upstream
         .client
         .post(u)
@@ -66,7 +66,7 @@ pub async fn post_json(
     for (k, v) in extra {
         req = req.header(*k, *v);
     }
-    Ok(app.upstream.send(req).await?)
+    Ok(svc.upstream.send(req).await?)
 }
 
 /// A non-success answer as an error naming the status and the upstream's error code.
@@ -115,15 +115,19 @@ pub fn access_token(what: &str, f: &Fetched) -> Result<(String, Option<i64>, Val
 }
 
 /// GETs a server-chosen URL with a bearer token (and optional extra headers).
-pub async fn get_bearer(app: &App, url: &(impl UpstreamUrl + ?Sized), bearer: &str) -> Result<Fetched, IssueError> {
-    let u = url.checked(&app.upstream)?;
-    let req = app
+pub async fn get_bearer(
+    svc: &Services<'_>,
+    url: &(impl UpstreamUrl + ?Sized),
+    bearer: &str,
+) -> Result<Fetched, IssueError> {
+    let u = url.checked(svc.upstream)?;
+    let req = svc
         .upstream
         .client
         .get(u)
         .bearer_auth(bearer)
         .header("accept", "application/json");
-    Ok(app.upstream.send(req).await?)
+    Ok(svc.upstream.send(req).await?)
 }
 
 /// An OAuth2 token answer as an `OAuthToken` credential expiring at now + `expires_in` (or never

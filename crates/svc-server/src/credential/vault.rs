@@ -50,7 +50,7 @@ impl Vault {
         let aud = prepared.get("claim.aud").unwrap_or(&self.default_audience).to_string();
         let (mut c, _) = assertion::claims(cx, sub, &aud, self.lifetime, true);
         apply_claims(&mut c, &self.claims, prepared);
-        let jwt = assertion::sign(cx.app, Alg::RS256, &c);
+        let jwt = assertion::sign(&cx.svc, Alg::RS256, &c);
         let mut body = json!({"jwt": jwt});
         if let Some(r) = &self.role {
             body["role"] = json!(r);
@@ -61,7 +61,7 @@ impl Vault {
             .iter()
             .map(|n| ("X-Vault-Namespace", n.as_str()))
             .collect();
-        let f = post_json(cx.app, &url, &body, None, &ns).await?;
+        let f = post_json(&cx.svc, &url, &body, None, &ns).await?;
         let v = json_body("vault login", &f).map_err(|e| {
             // Vault reports failures as {"errors": [...]}.
             let errs = serde_json::from_slice::<Value>(&f.body)

@@ -280,7 +280,7 @@ impl X509Svid {
             .csr
             .ok_or_else(|| IssueError("no certificate signing request".into()))?;
         let key = parse_csr(csr).map_err(IssueError)?;
-        let ca = &cx.app.ca;
+        let ca = cx.svc.ca;
         let now = crate::clock::now_secs();
         let not_after = (now + self.lifetime).min(ca.not_after);
         let mut params = CertificateParams::default();

@@ -489,7 +489,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
                     let Some(tp) = st.idx.trust.get(tp_id).filter(|t| t.active && t.rs == rs) else {
                         continue;
                     };
-                    match crate::trust::verify(&app, tp, client).await {
+                    match crate::trust::verify(&app.verify_cx(), tp, client).await {
                         Ok(_) => {
                             ev.trust_providers.push(AttestationResult {
                                 id: tp.id,
@@ -584,7 +584,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             client_workload: (policy.client_workload, &cw_name),
         };
         let cx = IssueCx {
-            app: &app,
+            svc: app.services(),
             rs,
             client_workload: Some((policy.client_workload, &cw_name)),
             server_workload: policy.server_workload,

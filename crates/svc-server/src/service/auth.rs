@@ -8,9 +8,11 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::app::App;
+use crate::config::Config;
 use crate::domain::records::{Role, User};
 use crate::domain::{Actor, DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
+use crate::issuer::KeyRing;
 use crate::state::State;
 
 pub const MGMT_AUDIENCE: &str = "svc-api";
@@ -128,15 +130,15 @@ pub struct LoginResponse {
     pub expires_in: i32,
 }
 
-fn sign(app: &App, claims: &MgmtClaims) -> String {
+fn sign(keys: &KeyRing, claims: &MgmtClaims) -> String {
     let bytes = serde_json::to_vec(claims).expect("claims serialise");
-    app.keys().sign_internal(&bytes, crate::clock::now_millis())
+    keys.sign_internal(&bytes, crate::clock::now_millis())
 }
 
-fn base_claims(app: &App, sub: String, svc_auth: &str, ttl: i64) -> MgmtClaims {
+fn base_claims(cfg: &Config, sub: String, svc_auth: &str, ttl: i64) -> MgmtClaims {
     let now = crate::clock::now_secs();
     MgmtClaims {
-        iss: app.cfg.issuer().to_string(),
+        iss: cfg.issuer().to_string(),
         aud: MGMT_AUDIENCE.into(),
         sub,
         iat: now,
@@ -155,12 +157,12 @@ fn base_claims(app: &App, sub: String, svc_auth: &str, ttl: i64) -> MgmtClaims {
 /// A session token for a user (`svc_auth` = `password` or `sso`).
 pub fn mint_user_token(app: &App, user: &User, svc_auth: &str) -> LoginResponse {
     let ttl = app.cfg.session_ttl_seconds as i64;
-    let mut c = base_claims(app, user.id.to_string(), svc_auth, ttl);
+    let mut c = base_claims(&app.cfg, user.id.to_string(), svc_auth, ttl);
     c.email = Some(user.email.clone());
     c.name = Some(user.display_name());
     c.roles = user.roles.iter().map(Uuid::to_string).collect();
     LoginResponse {
-        access_token: sign(app, &c),
+        access_token: sign(&app.keys(), &c),
         token_type: "Bearer",
         expires_in: ttl as i32,
     }
@@ -168,22 +170,29 @@ pub fn mint_user_token(app: &App, user: &User, svc_auth: &str) -> LoginResponse 
 
 /// A CLI token for a role (`svc admin token`).
 pub fn mint_cli_token(app: &App, role: Uuid, ttl: i64) -> LoginResponse {
-    let mut c = base_claims(app, "system".into(), "cli", ttl);
+    let mut c = base_claims(&app.cfg, "system".into(), "cli", ttl);
     c.roles = vec![role.to_string()];
     LoginResponse {
-        access_token: sign(app, &c),
+        access_token: sign(&app.keys(), &c),
         token_type: "Bearer",
         expires_in: ttl.min(i32::MAX as i64) as i32,
     }
 }
 
 /// A workload token issued by a `svc-access-token` credential provider; returns (token, exp).
-pub fn mint_workload_token(app: &App, cp: Uuid, ap: Option<Uuid>, role: Uuid, ttl: i64) -> (String, i64) {
-    let mut c = base_claims(app, format!("credential-provider:{cp}"), "workload", ttl);
+pub fn mint_workload_token(
+    cfg: &Config,
+    keys: &KeyRing,
+    cp: Uuid,
+    ap: Option<Uuid>,
+    role: Uuid,
+    ttl: i64,
+) -> (String, i64) {
+    let mut c = base_claims(cfg, format!("credential-provider:{cp}"), "workload", ttl);
     c.roles = vec![role.to_string()];
     c.cp = Some(cp.to_string());
     c.ap = ap.map(|a| a.to_string());
-    (sign(app, &c), c.exp)
+    (sign(keys, &c), c.exp)
 }
 
 /// Validates a bearer token; `Error::Unauthenticated` on any failure.

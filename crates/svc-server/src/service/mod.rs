@@ -1,10 +1,13 @@
 //! Use cases above the state and the store: loading and refreshing the state, the write unit that
 //! commits changes with their audit entries, first-start bootstrap, management authentication and
-//! RBAC, and sign-in.
+//! RBAC, sign-in, the consent of authorization-code providers and the storage interface of
+//! renewed upstream credentials.
 
 pub mod auth;
 pub mod bootstrap;
+pub mod consent;
 pub mod load;
 pub mod login;
 pub mod refs;
+pub mod renewal;
 pub mod write;

@@ -6,8 +6,9 @@
 
 use super::jwt::{self, Audience, Issuer, Profile, RS256_ONLY};
 use super::{CompiledTrust, TrustError, Verified};
-use crate::app::App;
+
 use crate::domain::trust::TrustKind;
+use crate::trust::VerifyCx;
 
 const CIA: &[(&str, &str)] = &[
     ("CiAActor", "actor"),
@@ -32,18 +33,18 @@ const CIC: &[(&str, &str)] = &[
     ("CiCWorkspaceId", "terraform_workspace_id"),
 ];
 
-pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
+pub async fn verify(cx: &VerifyCx<'_>, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let (default_issuer, mapping) = match tp.kind {
-        TrustKind::CiAIdentityToken => (app.cfg.cia_issuer.as_str(), CIA),
-        TrustKind::CiBIdentityToken => (app.cfg.cib_issuer.as_str(), CIB),
-        _ => (app.cfg.cic_issuer.as_str(), CIC),
+        TrustKind::CiAIdentityToken => (cx.cfg.cia_issuer.as_str(), CIA),
+        TrustKind::CiBIdentityToken => (cx.cfg.cib_issuer.as_str(), CIB),
+        _ => (cx.cfg.cic_issuer.as_str(), CIC),
     };
     let profile = Profile {
         algs: RS256_ONLY,
         issuer: Issuer::Discovered,
-        audience: Audience::Contains(&app.cfg.edge_audience),
+        audience: Audience::Contains(&cx.cfg.edge_audience),
     };
-    let claims = jwt::verify(app, token, jwt::keys_of(tp, default_issuer), &tp.extra_keys, &profile).await?;
+    let claims = jwt::verify(cx, token, jwt::keys_of(tp, default_issuer), &tp.extra_keys, &profile).await?;
     let mut v = Verified::default();
     jwt::facts_from(&claims, mapping, &mut v.facts);
     v.claims = Some(claims);

@@ -11,9 +11,10 @@ use svc_api::edge::ClientWorkloadDetails;
 
 use super::anchors::{CloudAKey, add_dedup};
 use super::{CompiledTrust, Fact, Facts, TrustError, Verified};
-use crate::app::App;
+
 use crate::crypto::x509::{CertInfo, cert_info, pem_blocks, pem_text};
 use crate::crypto::{b64_any_decode, pkcs7};
+use crate::trust::VerifyCx;
 
 /// Match attribute ← document field (§4.6).
 const FIELDS: &[(&str, &str)] = &[
@@ -147,16 +148,20 @@ pub fn read_document(document: &[u8], max_age_secs: u64, now: i64) -> Result<Map
     Ok(doc)
 }
 
-pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetails) -> Result<Verified, TrustError> {
+pub async fn verify(
+    cx: &VerifyCx<'_>,
+    tp: &CompiledTrust,
+    client: &ClientWorkloadDetails,
+) -> Result<Verified, TrustError> {
     let (doc_b64, sig_b64) = evidence(client).ok_or(TrustError::NoDataFound)?;
     let document = b64_any_decode(doc_b64)
         .ok_or_else(|| TrustError::InvalidEvidence("instanceIdentityDocument is not base64".into()))?;
     let signature = b64_any_decode(sig_b64)
         .ok_or_else(|| TrustError::InvalidEvidence("instanceIdentityDocumentSignature is not base64".into()))?;
     let own = provider_keys(tp);
-    let keys: Vec<&CloudAKey> = app.platform.clouda_keys.iter().chain(own.iter()).collect();
+    let keys: Vec<&CloudAKey> = cx.platform.clouda_keys.iter().chain(own.iter()).collect();
     verify_signature(&document, &signature, &keys)?;
-    let doc = read_document(&document, app.cfg.clouda_iid_max_age_seconds, crate::clock::now_secs())?;
+    let doc = read_document(&document, cx.cfg.clouda_iid_max_age_seconds, crate::clock::now_secs())?;
     Ok(Verified {
         facts: facts(&doc),
         ..Verified::default()

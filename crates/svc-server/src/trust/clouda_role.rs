@@ -12,7 +12,7 @@ use quick_xml::events::Event;
 use svc_api::edge::ClientWorkloadDetails;
 
 use super::{CompiledTrust, Fact, Facts, TrustError, Verified};
-use crate::app::App;
+use crate::trust::VerifyCx;
 
 /// The only body ever sent (the client cannot supply one).
 pub const BODY: &str = "Action=GetCallerIdentity&Version=2011-06-15";
@@ -484,20 +484,24 @@ fn is_xml(content_type: Option<&str>) -> bool {
     media == "text/xml" || media == "application/xml"
 }
 
-pub async fn verify(app: &App, _tp: &CompiledTrust, client: &ClientWorkloadDetails) -> Result<Verified, TrustError> {
+pub async fn verify(
+    cx: &VerifyCx<'_>,
+    _tp: &CompiledTrust,
+    client: &ClientWorkloadDetails,
+) -> Result<Verified, TrustError> {
     let ev = evidence(client).ok_or(TrustError::NoDataFound)?;
     let settings = Settings {
-        url_template: &app.cfg.clouda_sts_url_template,
-        regions: &app.cfg.clouda_regions,
-        server_id: app.cfg.clouda_role_server_id.as_deref(),
-        max_skew_secs: app.cfg.edge_max_skew_seconds as i64,
+        url_template: &cx.cfg.clouda_sts_url_template,
+        regions: &cx.cfg.clouda_regions,
+        server_id: cx.cfg.clouda_role_server_id.as_deref(),
+        max_skew_secs: cx.cfg.edge_max_skew_seconds as i64,
     };
     let req = rebuild(&ev, &settings, crate::clock::now_secs())?;
-    let mut rb = app.upstream.client.post(req.url.clone()).body(BODY);
+    let mut rb = cx.upstream.client.post(req.url.clone()).body(BODY);
     for (name, value) in &req.headers {
         rb = rb.header(*name, value.as_str());
     }
-    let answer = app
+    let answer = cx
         .upstream
         .send(rb)
         .await

@@ -12,10 +12,11 @@ use serde_json::{Map, Value};
 use svc_api::edge::ClientWorkloadDetails;
 
 use super::{CompiledTrust, Fact, Facts, TrustError, Verified};
-use crate::app::App;
+
 use crate::crypto::chain::{Cert, PathError, build_path, within_domain};
 use crate::crypto::pkcs7::{self, SignedMessage, SignerId};
 use crate::crypto::{b64_any_decode, x509::pem_blocks};
+use crate::trust::VerifyCx;
 
 /// At most this many AIA documents are fetched for one verification.
 const MAX_AIA_FETCHES: usize = 4;
@@ -174,14 +175,14 @@ pub fn aia_allowed(url: &str, hosts: &[String]) -> Option<reqwest::Url> {
     hosts.iter().any(|h| h.eq_ignore_ascii_case(&host)).then_some(u)
 }
 
-async fn fetch_aia(app: &App, url: reqwest::Url) -> Result<Arc<Vec<Cert>>, TrustError> {
+async fn fetch_aia(cx: &VerifyCx<'_>, url: reqwest::Url) -> Result<Arc<Vec<Cert>>, TrustError> {
     let now = crate::clock::now_secs();
-    if let Some(c) = app.platform.aia.get(url.as_str(), now) {
+    if let Some(c) = cx.platform.aia.get(url.as_str(), now) {
         return Ok(c);
     }
-    let f = app
+    let f = cx
         .upstream
-        .send(app.upstream.client.get(url.clone()))
+        .send(cx.upstream.client.get(url.clone()))
         .await
         .map_err(|e| TrustError::Upstream(format!("AIA fetch: {e}")))?;
     if f.status != 200 {
@@ -191,13 +192,13 @@ async fn fetch_aia(app: &App, url: reqwest::Url) -> Result<Arc<Vec<Cert>>, Trust
     if certs.is_empty() {
         return Err(TrustError::Upstream("AIA answer holds no certificate".into()));
     }
-    app.platform.aia.put(url.as_str(), certs.clone(), now);
+    cx.platform.aia.put(url.as_str(), certs.clone(), now);
     Ok(certs)
 }
 
 /// Builds the chain from the signer; fetches AIA intermediates only when an issuer is missing.
-async fn chain(app: &App, p: &Parsed, now: i64) -> Result<(), TrustError> {
-    let roots = &app.platform.cloudb_roots;
+async fn chain(cx: &VerifyCx<'_>, p: &Parsed, now: i64) -> Result<(), TrustError> {
+    let roots = &cx.platform.cloudb_roots;
     let signer = &p.bag[p.signer];
     let mut pool: Vec<Cert> = p
         .bag
@@ -223,7 +224,7 @@ async fn chain(app: &App, p: &Parsed, now: i64) -> Result<(), TrustError> {
                 }
             })
             .flat_map(|c| c.ca_issuers.iter())
-            .filter_map(|u| aia_allowed(u, &app.cfg.cloudb_aia_hosts))
+            .filter_map(|u| aia_allowed(u, &cx.cfg.cloudb_aia_hosts))
             .filter(|u| !fetched.iter().any(|f| f == u.as_str()))
             .collect();
         if urls.is_empty() || fetched.len() >= MAX_AIA_FETCHES {
@@ -234,7 +235,7 @@ async fn chain(app: &App, p: &Parsed, now: i64) -> Result<(), TrustError> {
         }
         for u in urls.into_iter().take(MAX_AIA_FETCHES - fetched.len()) {
             fetched.push(u.as_str().to_string());
-            for c in fetch_aia(app, u).await?.iter() {
+            for c in fetch_aia(cx, u).await?.iter() {
                 if !pool.iter().any(|x| x.der == c.der) {
                     pool.push(c.clone());
                 }
@@ -243,14 +244,18 @@ async fn chain(app: &App, p: &Parsed, now: i64) -> Result<(), TrustError> {
     }
 }
 
-pub async fn verify(app: &App, _tp: &CompiledTrust, client: &ClientWorkloadDetails) -> Result<Verified, TrustError> {
+pub async fn verify(
+    cx: &VerifyCx<'_>,
+    _tp: &CompiledTrust,
+    client: &ClientWorkloadDetails,
+) -> Result<Verified, TrustError> {
     let (encoding, sig, nonce) = evidence(client).ok_or(TrustError::NoDataFound)?;
     let parsed = parse(encoding, sig)?;
     verify_signature(&parsed)?;
     let now = crate::clock::now_secs();
-    chain(app, &parsed, now).await?;
-    check_name(&parsed.bag[parsed.signer], &app.cfg.cloudb_metadata_domains)?;
-    let facts = read_content(&parsed.msg.content, nonce, now, app.cfg.edge_max_skew_seconds as i64)?;
+    chain(cx, &parsed, now).await?;
+    check_name(&parsed.bag[parsed.signer], &cx.cfg.cloudb_metadata_domains)?;
+    let facts = read_content(&parsed.msg.content, nonce, now, cx.cfg.edge_max_skew_seconds as i64)?;
     Ok(Verified {
         facts,
         ..Verified::default()

@@ -6,19 +6,19 @@
 use super::jwt::{self, Audience, Issuer, Keys, Profile, RS256_ONLY};
 use super::keycache::Kind;
 use super::{CompiledTrust, Fact, TrustError, Verified};
-use crate::app::App;
+use crate::trust::VerifyCx;
 
-pub async fn verify(app: &App, _tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
+pub async fn verify(cx: &VerifyCx<'_>, _tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let profile = Profile {
         algs: RS256_ONLY,
-        issuer: Issuer::OneOf(&app.cfg.cloudc_issuers),
-        audience: Audience::Contains(&app.cfg.edge_audience),
+        issuer: Issuer::OneOf(&cx.cfg.cloudc_issuers),
+        audience: Audience::Contains(&cx.cfg.edge_audience),
     };
     // Only the platform JWKS: no provider key material and no certificate secrets for this kind.
     let claims = jwt::verify(
-        app,
+        cx,
         token,
-        Keys::Fetched(&app.cfg.cloudc_jwks_url, Kind::Jwks),
+        Keys::Fetched(&cx.cfg.cloudc_jwks_url, Kind::Jwks),
         &[],
         &profile,
     )

@@ -9,8 +9,9 @@ use serde_json::{Map, Value};
 
 use super::keycache::{self, Loaded};
 use super::{CompiledTrust, KeySource, TrustError};
-use crate::app::App;
+
 use crate::crypto::jose::{self, Alg, JwsError, VerifyingKey};
+use crate::trust::VerifyCx;
 
 /// RS/PS/ES algorithms accepted for generic OIDC and orchestrator tokens.
 pub const ASYMMETRIC: &[Alg] = &[
@@ -95,7 +96,7 @@ fn num(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, TrustErro
 
 /// Verifies a token and returns its payload; `extra` keys (certificate secrets) are also tried.
 pub async fn verify(
-    app: &App,
+    cx: &VerifyCx<'_>,
     token: &str,
     keys: Keys<'_>,
     extra: &[Arc<VerifyingKey>],
@@ -108,15 +109,15 @@ pub async fn verify(
     let mut discovered_issuer: Option<String> = None;
     let verified = match keys {
         Keys::Fetched(url, kind) => {
-            let loaded = app
+            let loaded = cx
                 .key_cache
-                .get(&app.upstream, url, kind)
+                .get(cx.upstream, url, kind)
                 .await
                 .map_err(|e| TrustError::Upstream(e.to_string()))?;
             discovered_issuer = loaded.issuer.clone();
             match try_keys(&jws, alg, &loaded, extra)? {
                 true => true,
-                false => match app.key_cache.refresh_for_unknown_kid(&app.upstream, url, kind).await {
+                false => match cx.key_cache.refresh_for_unknown_kid(cx.upstream, url, kind).await {
                     Some(Ok(fresh)) => {
                         discovered_issuer = fresh.issuer.clone();
                         try_keys(&jws, alg, &fresh, extra)?
@@ -131,7 +132,7 @@ pub async fn verify(
             jose::verify_with(&jws, alg, &all).map_err(sig_err)?
         }
         Keys::Own => {
-            let ring = app.keys();
+            let ring = cx.keys.load();
             let own = ring.verifying_keys(crate::clock::now_millis());
             let all: Vec<&VerifyingKey> = own
                 .iter()
@@ -155,7 +156,7 @@ pub async fn verify(
         }
     };
     let now = crate::clock::now_secs();
-    let leeway = app.cfg.jwt_leeway_seconds as i64;
+    let leeway = cx.cfg.jwt_leeway_seconds as i64;
     let exp = num(&claims, "exp")?.ok_or_else(|| TrustError::InvalidEvidence("exp is required".into()))?;
     if exp + leeway < now {
         return Err(TrustError::StaleEvidence("token expired".into()));

@@ -23,8 +23,24 @@ use svc_api::edge::ClientWorkloadDetails;
 
 pub use compile::{CompiledTrust, KeySource};
 
-use crate::app::App;
+use crate::config::Config;
 use crate::domain::trust::TrustKind;
+use crate::issuer::KeyRing;
+use crate::trust::anchors::PlatformTrust;
+use crate::trust::keycache::KeyCache;
+use crate::upstream::Upstream;
+
+/// What a verifier may use: the configuration, the upstream client, the issuer-key cache, the
+/// platforms' anchors and the service's own keys (for tokens it issued). Never the database
+/// nor the application: verification reads evidence and answers facts (invariant 2).
+#[derive(Clone, Copy)]
+pub struct VerifyCx<'a> {
+    pub cfg: &'a Config,
+    pub upstream: &'a Upstream,
+    pub key_cache: &'a KeyCache,
+    pub platform: &'a PlatformTrust,
+    pub keys: &'a arc_swap::ArcSwap<KeyRing>,
+}
 
 /// A verified fact: one value, or several (arrays such as `aud`).
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
@@ -136,8 +152,12 @@ pub fn has_evidence(kind: TrustKind, c: &ClientWorkloadDetails) -> bool {
 }
 
 /// Verifies the request's evidence against one provider, then its match rules.
-pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetails) -> Result<Verified, TrustError> {
-    let verified = verify_evidence(app, tp, client).await?;
+pub async fn verify(
+    cx: &VerifyCx<'_>,
+    tp: &CompiledTrust,
+    client: &ClientWorkloadDetails,
+) -> Result<Verified, TrustError> {
+    let verified = verify_evidence(cx, tp, client).await?;
     rules::check(&tp.rules, &verified)?;
     Ok(verified)
 }
@@ -145,7 +165,7 @@ pub async fn verify(app: &App, tp: &CompiledTrust, client: &ClientWorkloadDetail
 /// Verifies the request's evidence against one provider, without its match rules (§4.4 step 5;
 /// `/auth` keeps the verified facts for its event when a rule then fails).
 pub async fn verify_evidence(
-    app: &App,
+    cx: &VerifyCx<'_>,
     tp: &CompiledTrust,
     client: &ClientWorkloadDetails,
 ) -> Result<Verified, TrustError> {
@@ -156,20 +176,20 @@ pub async fn verify_evidence(
     }
     let verified = match tp.kind {
         TrustKind::OidcIdToken => {
-            oidc::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
+            oidc::verify(cx, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
         TrustKind::CiAIdentityToken | TrustKind::CiBIdentityToken | TrustKind::CiCIdentityToken => {
-            ci::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
+            ci::verify(cx, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
         TrustKind::OrchestratorServiceAccount => {
-            orchestrator::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
+            orchestrator::verify(cx, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
         TrustKind::CloudCIdentityToken => {
-            cloudc::verify(app, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
+            cloudc::verify(cx, tp, evidence_token(tp.kind, client).ok_or(TrustError::NoDataFound)?).await?
         }
-        TrustKind::CloudAMetadataService => clouda_iid::verify(app, tp, client).await?,
-        TrustKind::CloudARole => clouda_role::verify(app, tp, client).await?,
-        TrustKind::CloudBMetadataService => cloudb::verify(app, tp, client).await?,
+        TrustKind::CloudAMetadataService => clouda_iid::verify(cx, tp, client).await?,
+        TrustKind::CloudARole => clouda_role::verify(cx, tp, client).await?,
+        TrustKind::CloudBMetadataService => cloudb::verify(cx, tp, client).await?,
     };
     Ok(verified)
 }

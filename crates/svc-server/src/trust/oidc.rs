@@ -6,9 +6,9 @@
 
 use super::jwt::{self, ASYMMETRIC, Audience, Issuer, Profile};
 use super::{CompiledTrust, Fact, KeySource, TrustError, Verified};
-use crate::app::App;
+use crate::trust::VerifyCx;
 
-pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
+pub async fn verify(cx: &VerifyCx<'_>, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let audience_rules: Vec<&str> = tp
         .rules
         .iter()
@@ -19,16 +19,16 @@ pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verifi
         algs: ASYMMETRIC,
         issuer: match &tp.keys {
             KeySource::Discovery(_) => Issuer::Discovered,
-            KeySource::OwnIssuer => Issuer::Exact(app.cfg.issuer()),
+            KeySource::OwnIssuer => Issuer::Exact(cx.cfg.issuer()),
             _ => Issuer::Unchecked,
         },
         audience: if audience_rules.is_empty() {
-            Audience::Contains(&app.cfg.edge_audience)
+            Audience::Contains(&cx.cfg.edge_audience)
         } else {
             Audience::OneOf(audience_rules)
         },
     };
-    let claims = jwt::verify(app, token, jwt::keys_of(tp, app.cfg.issuer()), &tp.extra_keys, &profile).await?;
+    let claims = jwt::verify(cx, token, jwt::keys_of(tp, cx.cfg.issuer()), &tp.extra_keys, &profile).await?;
     let mut v = Verified::default();
     jwt::facts_from(&claims, &[("OidcIssuer", "iss"), ("OidcSubject", "sub")], &mut v.facts);
     v.facts

@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 
 use super::jwt::{self, ASYMMETRIC, Audience, Issuer, Profile};
 use super::{CompiledTrust, Fact, KeySource, TrustError, Verified};
-use crate::app::App;
+use crate::trust::VerifyCx;
 
 /// (namespace, pod name, pod uid, service-account name, service-account uid). A number or boolean
 /// claim is its JSON text (§4.6), as for every other kind.
@@ -29,17 +29,17 @@ pub fn orchestrator_claims(c: &Map<String, Value>) -> [Option<String>; 5] {
     ]
 }
 
-pub async fn verify(app: &App, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
+pub async fn verify(cx: &VerifyCx<'_>, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let profile = Profile {
         algs: ASYMMETRIC,
         issuer: match &tp.keys {
             KeySource::Discovery(_) => Issuer::Discovered,
-            KeySource::OwnIssuer => Issuer::Exact(app.cfg.issuer()),
+            KeySource::OwnIssuer => Issuer::Exact(cx.cfg.issuer()),
             _ => Issuer::Unchecked,
         },
-        audience: Audience::Contains(&app.cfg.edge_audience),
+        audience: Audience::Contains(&cx.cfg.edge_audience),
     };
-    let claims = jwt::verify(app, token, jwt::keys_of(tp, app.cfg.issuer()), &tp.extra_keys, &profile).await?;
+    let claims = jwt::verify(cx, token, jwt::keys_of(tp, cx.cfg.issuer()), &tp.extra_keys, &profile).await?;
     let mut v = Verified::default();
     jwt::facts_from(
         &claims,

@@ -365,7 +365,8 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
     if spec.name == cib_account::TYPE {
-        tokio::spawn(cib_account::provision(app.clone(), id));
+        let app = app.clone();
+        tokio::spawn(async move { cib_account::provision(app.services(), id).await });
     }
     Ok((id, st))
 }
@@ -466,7 +467,8 @@ async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<
     };
     w.commit().await?;
     if gone.cp_type == cib_account::TYPE {
-        cib_account::revoke_after_delete(app, &gone);
+        let app = app.clone();
+        tokio::spawn(async move { cib_account::revoke_after_delete(app.services(), &gone).await });
     }
     Ok(no_content())
 }
@@ -534,7 +536,7 @@ async fn verification(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
     let st = app.state_full();
     let p = find::<CredentialProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
     let compiled = st.idx.credentials.get(&p.meta.id).cloned().ok_or(Error::NotFound)?;
-    let outcome = crate::credential::verify(&app, &compiled).await;
+    let outcome = crate::credential::verify(app.services(), &compiled).await;
     Ok(ok(match outcome {
         Ok(()) => json!({"success": true, "message": "A credential was obtained.", "id": 0}),
         Err(reason) => json!({"success": false, "message": reason, "id": 0}),
@@ -552,7 +554,7 @@ async fn authorize(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respons
             ),
         ));
     }
-    let url = authorization_code::authorize_url(&app, &p, &ctx.author()).await?;
+    let url = crate::service::consent::authorize_url(&app, &p, &ctx.author()).await?;
     Ok(redirect(&url))
 }
 
@@ -570,7 +572,7 @@ async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: Q
         // The state is checked (and spent) first, as for a code: a forged or replayed callback
         // learns nothing but that its state is unknown.
         let state = q.get("state").ok_or_else(|| Error::field("state", "is required"))?;
-        authorization_code::abandon_authorization(&app, ids.one(), state).await?;
+        crate::service::consent::abandon_authorization(&app, ids.one(), state).await?;
         let desc = q
             .get("error_description")
             .map(|d| format!(" ({d})"))
@@ -579,7 +581,7 @@ async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: Q
     }
     let state = q.get("state").ok_or_else(|| Error::field("state", "is required"))?;
     let code = q.get("code").ok_or_else(|| Error::field("code", "is required"))?;
-    match authorization_code::complete_authorization(&app, ids.one(), code, state, client).await? {
+    match crate::service::consent::complete_authorization(&app, ids.one(), code, state, client).await? {
         Some(url) if !url.is_empty() => Ok(redirect(&url)),
         _ => Ok(ok(
             json!({"success": true, "message": "Authorization complete.", "id": 0}),
