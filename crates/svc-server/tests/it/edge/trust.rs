@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::edge_support::*;
-use crate::fake_issuer::{FakeIssuer, rsa_jwk};
-use crate::harness::TestApp;
+use crate::support::edge::*;
+use crate::support::fake_issuer::{FakeIssuer, rsa_jwk};
+use crate::support::harness::TestApp;
 
 async fn provider(t: &TestApp, body: Value) -> (String, String) {
     let mut b = json!({"name": "p", "isActive": true});
@@ -476,7 +476,7 @@ async fn client_id_and_resource_set_rules() {
         .send(
             t.client
                 .post(t.url("/edge/v1/auth"))
-                .header("X-Svc-ResourceSet", crate::harness::DEFAULT_RS)
+                .header("X-Svc-ResourceSet", crate::support::harness::DEFAULT_RS)
                 .json(&json!({"clientId": cid, "client": client})),
         )
         .await;

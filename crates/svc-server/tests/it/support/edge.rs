@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Resp, TestApp};
+use crate::support::harness::{Resp, TestApp};
 
 /// A peer address exported by scripts/peers.sh; the test fails loudly without it.
 pub fn peer(name: &str) -> String {
