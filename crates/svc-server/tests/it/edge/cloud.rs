@@ -104,29 +104,6 @@ async fn start() -> TestApp {
     TestApp::start_with(cloud_env).await
 }
 
-async fn provider(t: &TestApp, body: Value) -> (String, String) {
-    let mut b = json!({"name": "p", "isActive": true});
-    b.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
-    let r = t.post("/api/v1/trust-providers", b).await;
-    let v = r.expect(200);
-    (
-        v["externalId"].as_str().unwrap().to_string(),
-        v["edgeSdkClientId"].as_str().unwrap().to_string(),
-    )
-}
-
-async fn last_authn(t: &TestApp) -> Value {
-    authz_events(t, "&event-type=access.authentication").await[0].clone()
-}
-
-/// 401 with the reason in the newest authentication event.
-async fn refused(t: &TestApp, cid: &str, client: Value, reason: &str) {
-    let r = auth(t, cid, client).await;
-    r.expect_error(401, "Unauthorized.");
-    let ev = last_authn(t).await;
-    assert_eq!(ev["trustProviders"][0]["reason"], reason, "event: {ev}");
-}
-
 /// 200; returns the facts recorded in the edge token.
 async fn accepted(t: &TestApp, cid: &str, client: Value) -> Value {
     let r = auth(t, cid, client).await;
