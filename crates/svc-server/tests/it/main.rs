@@ -1,26 +1,12 @@
-//! The one integration-test binary: drives the real service over HTTP (see `harness`). Runs on
-//! SQLite by default and on PostgreSQL with `SVC_TEST_DATABASE=postgres` (scripts/test.sh does both).
+//! The one integration-test binary: drives the real service over HTTP (see `support::harness`).
+//! Runs on SQLite by default and on PostgreSQL with `SVC_TEST_DATABASE=postgres` (scripts/test.sh
+//! does both). `support/` holds the helpers and fakes; every other folder is one area's tests.
 
-mod harness;
+mod support;
 
-mod concurrent_writes;
-mod config_policies;
-mod config_resources;
-mod cred_canaries;
-mod cred_fakes;
-mod cred_minted;
-mod cred_rules;
-mod cred_support;
-mod cred_upstream;
-mod edge_cloud;
-mod edge_credentials;
-mod edge_example;
-mod edge_support;
-mod edge_trust;
-mod fake_issuer;
-mod foundation_auth;
-mod foundation_errors;
-mod foundation_lists;
-mod foundation_rbac;
-mod foundation_secrets;
-mod store_conformance;
+mod concurrency;
+mod config;
+mod cred;
+mod edge;
+mod foundation;
+mod store;

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::harness::{TestApp, contains, logs, totp_now};
+use crate::support::harness::{TestApp, contains, logs, totp_now};
 
 #[tokio::test]
 async fn passwords_and_totp_seeds_never_leak() {
@@ -69,7 +69,7 @@ async fn passwords_and_totp_seeds_never_leak() {
 async fn bootstrap_password_is_hashed_and_keys_are_sealed() {
     let t = TestApp::start().await;
     if let Some(bytes) = t.sqlite_bytes() {
-        assert!(!contains(&bytes, crate::harness::ADMIN_PASSWORD));
+        assert!(!contains(&bytes, crate::support::harness::ADMIN_PASSWORD));
         assert!(
             contains(&bytes, "$argon2id$") || !contains(&bytes, "password_hash"),
             "password hashes are sealed too"
@@ -81,7 +81,7 @@ async fn bootstrap_password_is_hashed_and_keys_are_sealed() {
 #[tokio::test]
 async fn a_wrong_encryption_key_refuses_to_start() {
     let t = TestApp::start().await;
-    if crate::harness::use_postgres() {
+    if crate::support::harness::use_postgres() {
         let mut env = t.env.clone();
         env.insert("SVC_ENCRYPTION_KEY".into(), svc_server::crypto::b64std(&[9u8; 32]));
         env.insert("SVC_PUBLIC_URL".into(), "http://localhost:1".into());

@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Resp, TestApp};
+use crate::support::harness::{Resp, TestApp};
 
 /// A peer address exported by scripts/peers.sh; the test fails loudly without it.
 pub fn peer(name: &str) -> String {
@@ -125,6 +125,33 @@ pub fn example_body(id_token: &str) -> Value {
     json!({"client": {"oidc": {"identityToken": id_token}},
            "server": {"transportProtocol": "TCP", "host": "api.partner.example", "port": 443},
            "credentialType": "ApiKey"})
+}
+
+/// Creates a trust provider (v1, active, named `p`) from `body`; returns its externalId and
+/// edgeSdkClientId.
+pub async fn provider(t: &TestApp, body: Value) -> (String, String) {
+    let mut b = json!({"name": "p", "isActive": true});
+    b.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
+    let r = t.post("/api/v1/trust-providers", b).await;
+    let v = r.expect(200);
+    (
+        v["externalId"].as_str().unwrap().to_string(),
+        v["edgeSdkClientId"].as_str().unwrap().to_string(),
+    )
+}
+
+/// The newest `access.authentication` event.
+pub async fn last_authn(t: &TestApp) -> Value {
+    authz_events(t, "&event-type=access.authentication").await[0].clone()
+}
+
+/// `/auth` answers 401, and the newest authentication event gives the first trust provider's
+/// `reason`.
+pub async fn refused(t: &TestApp, client_id: &str, client: Value, reason: &str) {
+    let r = auth(t, client_id, client).await;
+    r.expect_error(401, "Unauthorized.");
+    let ev = last_authn(t).await;
+    assert_eq!(ev["trustProviders"][0]["reason"], reason, "event: {ev}");
 }
 
 /// Authorization events (newest first), read over HTTP right after the requests as any client

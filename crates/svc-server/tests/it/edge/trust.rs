@@ -3,33 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::edge_support::*;
-use crate::fake_issuer::{FakeIssuer, rsa_jwk};
-use crate::harness::TestApp;
-
-async fn provider(t: &TestApp, body: Value) -> (String, String) {
-    let mut b = json!({"name": "p", "isActive": true});
-    b.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
-    let r = t.post("/api/v1/trust-providers", b).await;
-    let v = r.expect(200);
-    (
-        v["externalId"].as_str().unwrap().to_string(),
-        v["edgeSdkClientId"].as_str().unwrap().to_string(),
-    )
-}
-
-/// The newest `access.authentication` event's provider result.
-async fn last_authn(t: &TestApp) -> Value {
-    let ev = authz_events(t, "&event-type=access.authentication").await;
-    ev[0].clone()
-}
-
-async fn refused(t: &TestApp, client_id: &str, client: Value, reason: &str) {
-    let r = auth(t, client_id, client).await;
-    r.expect_error(401, "Unauthorized.");
-    let ev = last_authn(t).await;
-    assert_eq!(ev["trustProviders"][0]["reason"], reason, "event: {ev}");
-}
+use crate::support::edge::*;
+use crate::support::fake_issuer::{FakeIssuer, rsa_jwk};
+use crate::support::harness::TestApp;
 
 fn oidc(token: &str) -> Value {
     json!({"oidc": {"identityToken": token}})
@@ -476,7 +452,7 @@ async fn client_id_and_resource_set_rules() {
         .send(
             t.client
                 .post(t.url("/edge/v1/auth"))
-                .header("X-Svc-ResourceSet", crate::harness::DEFAULT_RS)
+                .header("X-Svc-ResourceSet", crate::support::harness::DEFAULT_RS)
                 .json(&json!({"clientId": cid, "client": client})),
         )
         .await;

@@ -6,8 +6,8 @@
 use serde_json::{Value, json};
 use svc_server::domain::records::AUDITOR_ROLE;
 
-use crate::cred_support::*;
-use crate::harness::TestApp;
+use crate::support::cred::*;
+use crate::support::harness::TestApp;
 
 #[tokio::test]
 async fn reuse_never_crosses_policies() {
@@ -38,7 +38,7 @@ async fn reuse_never_crosses_policies() {
     )
     .await
     .expect(200);
-    let r = crate::edge_support::credentials(
+    let r = crate::support::edge::credentials(
         &t,
         &rig.access,
         json!({"client": {"oidc": {"identityToken": rig.id_token}}, "server": {"host": "other.example.test", "port": 443}, "credentialType": "OAuthToken"}),
@@ -444,7 +444,7 @@ fn rotating(s: &Seen) -> (u16, Value) {
 
 #[tokio::test]
 async fn two_nodes_never_spend_a_rotating_refresh_token_twice() {
-    if !crate::harness::use_postgres() {
+    if !crate::support::harness::use_postgres() {
         eprintln!("multi-node renewal runs in the PostgreSQL pass only (SQLite serves one node)");
         return;
     }
@@ -469,8 +469,8 @@ async fn two_nodes_never_spend_a_rotating_refresh_token_twice() {
     let body = json!({"client": {"oidc": {"identityToken": rig.id_token}}, "server": {"host": rig.host, "port": 443}, "credentialType": "OAuthToken"});
     for _ in 0..5 {
         let (ra, rb) = tokio::join!(
-            crate::edge_support::credentials(&a, &rig.access, body.clone()),
-            crate::edge_support::credentials(&b, &rig.access, body.clone())
+            crate::support::edge::credentials(&a, &rig.access, body.clone()),
+            crate::support::edge::credentials(&b, &rig.access, body.clone())
         );
         assert_eq!((ra.status, rb.status), (200, 200), "{} / {}", ra.text, rb.text);
     }

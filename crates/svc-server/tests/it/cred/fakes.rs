@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cred_support::*;
-use crate::edge_support::*;
-use crate::harness::TestApp;
+use crate::support::cred::*;
+use crate::support::edge::*;
+use crate::support::harness::TestApp;
 
 const TENANT: &str = "4f6c1d2e-8a9b-4c3d-9e8f-0a1b2c3d4e5f";
 const APP_ID: &str = "0b1c2d3e-4f5a-4b6c-8d7e-9f0a1b2c3d4e";
@@ -300,7 +300,7 @@ async fn cloudb_key_vault_values_through_an_integration() {
     // Secret values never reach events or logs.
     let events = serde_json::to_string(&authz_events(&t, "").await).unwrap();
     assert!(!events.contains("vault-canary-password") && !events.contains("kv-bearer"));
-    assert!(!crate::harness::logs().contains("vault-canary-password"));
+    assert!(!crate::support::harness::logs().contains("vault-canary-password"));
     // The integration cannot be deleted while a provider uses it.
     t.delete(&format!("/api/v1/credential-integrations/{integ_id}"))
         .await
@@ -692,12 +692,12 @@ async fn cib_managed_account_is_provisioned_issues_tokens_and_revokes_on_delete(
     if let Some(bytes) = t.sqlite_bytes() {
         for canary in ["glpat-admin-canary", "glpat-issued-canary"] {
             assert!(
-                !crate::harness::contains(&bytes, canary),
+                !crate::support::harness::contains(&bytes, canary),
                 "{canary} stored in plaintext"
             );
         }
     }
-    assert!(!crate::harness::logs().contains("glpat-"));
+    assert!(!crate::support::harness::logs().contains("glpat-"));
     // Deleting the provider revokes the token.
     t.delete(&format!("/api/v2/access-policies/{policy}")).await.expect(204);
     t.delete(&format!("/api/v2/credential-providers/{cp}"))

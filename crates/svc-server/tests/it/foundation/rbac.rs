@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{ADMIN_EMAIL, DEFAULT_RS, TestApp};
+use crate::support::harness::{ADMIN_EMAIL, DEFAULT_RS, TestApp};
 
 const PW: &str = "a-long-enough-password";
 

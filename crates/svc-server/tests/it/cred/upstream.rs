@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use crate::cred_support::*;
-use crate::edge_support::*;
-use crate::harness::{TestApp, logs};
+use crate::support::cred::*;
+use crate::support::edge::*;
+use crate::support::harness::{TestApp, logs};
 
 const INTERNAL: &str = "Failed to retrieve credentials due to an internal error.";
 
@@ -433,10 +433,10 @@ async fn oauth_authorization_code_consent_callback_and_refresh_rotation() {
     if let Some(bytes) = t.sqlite_bytes() {
         let tok = r.body["data"]["token"].as_str().unwrap();
         assert!(
-            !crate::harness::contains(&bytes, tok),
+            !crate::support::harness::contains(&bytes, tok),
             "access token stored in plaintext"
         );
-        assert!(!crate::harness::contains(&bytes, "svc-ac-secret"));
+        assert!(!crate::support::harness::contains(&bytes, "svc-ac-secret"));
     }
 }
 

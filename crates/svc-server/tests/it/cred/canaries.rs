@@ -5,8 +5,8 @@
 
 use serde_json::{Value, json};
 
-use crate::cred_support::*;
-use crate::harness::{TestApp, contains, logs};
+use crate::support::cred::*;
+use crate::support::harness::{TestApp, contains, logs};
 
 fn canary(what: &str) -> String {
     format!("canary-{what}-{}", uuid::Uuid::new_v4().simple())
@@ -55,7 +55,7 @@ async fn no_secret_or_credential_reaches_responses_events_logs_or_storage() {
         ac_secret.clone(),
         pat.clone(),
     ]);
-    let dir = crate::harness::temp_dir();
+    let dir = crate::support::harness::temp_dir();
     let key_path = dir.join("k.pem");
     openssl(
         &[

@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{ADMIN_EMAIL, DEFAULT_RS, TestApp};
+use crate::support::harness::{ADMIN_EMAIL, DEFAULT_RS, TestApp};
 
 fn names(v: &Value, key: &str) -> Vec<String> {
     v[key]

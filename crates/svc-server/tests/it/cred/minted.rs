@@ -8,9 +8,9 @@ use der::{Decode, Encode};
 use serde_json::{Value, json};
 use svc_server::domain::records::{AUDITOR_ROLE, SUPER_ADMIN_ROLE};
 
-use crate::cred_support::*;
-use crate::edge_support::*;
-use crate::harness::{TestApp, temp_dir};
+use crate::support::cred::*;
+use crate::support::edge::*;
+use crate::support::harness::{TestApp, temp_dir};
 
 // ---- svc-access-token ------------------------------------------------------------------------------
 
@@ -183,7 +183,7 @@ async fn signed_jwt_generated_and_provided_keys() {
     if let Some(bytes) = t.sqlite_bytes() {
         let line = private.lines().nth(1).unwrap();
         assert!(
-            !crate::harness::contains(&bytes, line),
+            !crate::support::harness::contains(&bytes, line),
             "private key stored in plaintext"
         );
     }
@@ -254,7 +254,7 @@ async fn multi_provider_selectors_choose_one_signed_jwt() {
                {"credentialProviderId": d, "mappingType": "HttpBody", "httpbodyFieldPath": "tenant.id", "httpbodyFieldValue": "delta"}]),
     )
     .await;
-    let sub_of = |r: &crate::harness::Resp| -> String {
+    let sub_of = |r: &crate::support::harness::Resp| -> String {
         assert_eq!(r.status, 200, "{}", r.text);
         jwt_payload(r.body["data"]["token"].as_str().unwrap())["sub"]
             .as_str()
@@ -636,7 +636,7 @@ async fn x509svid_issues_from_a_csr_under_the_root_ca() {
     );
 
     // Bad CSRs are 400 at step 3.
-    let bad = |r: crate::harness::Resp| {
+    let bad = |r: crate::support::harness::Resp| {
         r.expect_error_prefix(400, "The credentials request is invalid. certSigningRequest: ")
     };
     bad(rig.request(&t, "X509Svid", json!({})).await);

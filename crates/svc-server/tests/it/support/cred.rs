@@ -6,9 +6,9 @@
 use aws_lc_rs::signature::{self, UnparsedPublicKey};
 use serde_json::{Value, json};
 
-use crate::edge_support::*;
-use crate::fake_issuer::FakeIssuer;
-use crate::harness::{Resp, TestApp};
+use crate::support::edge::*;
+use crate::support::fake_issuer::FakeIssuer;
+use crate::support::harness::{Resp, TestApp};
 
 pub const SUBJECT: &str = "system:job:deploy";
 

@@ -3,8 +3,8 @@
 
 use serde_json::{Value, json};
 
-use crate::edge_support::*;
-use crate::harness::{ADMIN_EMAIL, DEFAULT_RS, TestApp, logs};
+use crate::support::edge::*;
+use crate::support::harness::{ADMIN_EMAIL, DEFAULT_RS, TestApp, logs};
 
 const KEY: &str = "pk_live_51Hx9";
 

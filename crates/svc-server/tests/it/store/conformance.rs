@@ -4,9 +4,9 @@
 use svc_server::config::DatabaseUrl;
 use svc_server::store::{AuditRow, EntityRow, EventQuery, EventRow, EventTable, KeyRow, QueryPage, Store};
 
-async fn open() -> (Store, crate::harness::TempDir) {
-    let dir = crate::harness::temp_dir();
-    let url = crate::harness::fresh_database(&dir).await;
+async fn open() -> (Store, crate::support::harness::TempDir) {
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
     let db = if let Some(p) = url.strip_prefix("sqlite://") {
         DatabaseUrl::Sqlite(p.into())
     } else {
@@ -586,17 +586,17 @@ async fn event_lists_order_strings_case_insensitively_then_exactly_on_both_datab
 /// them in `seq` order, and an id no longer has to be unique.
 #[tokio::test]
 async fn migration_2_keeps_the_events_stored_before_it() {
-    let dir = crate::harness::temp_dir();
-    let url = crate::harness::fresh_database(&dir).await;
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
     let sqlite = url.starts_with("sqlite:");
     sqlx::any::install_default_drivers();
     let pool = sqlx::AnyPool::connect(&if sqlite { format!("{url}?mode=rwc") } else { url.clone() })
         .await
         .unwrap();
     let init = if sqlite {
-        include_str!("../../migrations/sqlite/0001_init.sql")
+        include_str!("../../../migrations/sqlite/0001_init.sql")
     } else {
-        include_str!("../../migrations/postgres/0001_init.sql")
+        include_str!("../../../migrations/postgres/0001_init.sql")
     };
     sqlx::raw_sql(init).execute(&pool).await.unwrap();
     sqlx::raw_sql(

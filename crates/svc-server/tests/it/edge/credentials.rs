@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::edge_support::*;
-use crate::fake_issuer::FakeIssuer;
-use crate::harness::{DEFAULT_RS, TestApp};
+use crate::support::edge::*;
+use crate::support::fake_issuer::FakeIssuer;
+use crate::support::harness::{DEFAULT_RS, TestApp};
 
 /// An OIDC provider on the fake issuer, a token for `sub`, and its edge access token.
 struct Setup {
@@ -86,7 +86,7 @@ fn body(host: &str, port: i32, client: Value) -> Value {
     json!({"client": client, "server": {"host": host, "port": port}, "credentialType": "ApiKey"})
 }
 
-fn key_of(r: &crate::harness::Resp) -> String {
+fn key_of(r: &crate::support::harness::Resp) -> String {
     r.expect(200)["data"]["apiKey"].as_str().unwrap().to_string()
 }
 

@@ -6,10 +6,10 @@
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::harness::TestApp;
+use crate::support::harness::TestApp;
 
 fn postgres_only() -> bool {
-    if crate::harness::use_postgres() {
+    if crate::support::harness::use_postgres() {
         return true;
     }
     eprintln!("multi-node tests run in the PostgreSQL pass only (SQLite serves one node)");
@@ -235,8 +235,8 @@ async fn first_keys_are_complete_for_every_start_at_once() {
         return;
     }
     use svc_server::issuer::keys;
-    let dir = crate::harness::temp_dir();
-    let db = crate::harness::fresh_database(&dir).await;
+    let dir = crate::support::harness::temp_dir();
+    let db = crate::support::harness::fresh_database(&dir).await;
     let store = svc_server::store::Store::open(&svc_server::config::DatabaseUrl::Postgres(db))
         .await
         .unwrap();
@@ -264,8 +264,8 @@ async fn nodes_started_together_on_an_empty_database_share_one_key_ring() {
     }
     let key = svc_server::crypto::b64std(&[7u8; 32]);
     for _ in 0..4 {
-        let dir = crate::harness::temp_dir();
-        let db = crate::harness::fresh_database(&dir).await;
+        let dir = crate::support::harness::temp_dir();
+        let db = crate::support::harness::fresh_database(&dir).await;
         let ports: Vec<u16> = (0..3)
             .map(|_| {
                 std::net::TcpListener::bind("127.0.0.1:0")

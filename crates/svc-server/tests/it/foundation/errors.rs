@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::harness::TestApp;
+use crate::support::harness::TestApp;
 
 #[tokio::test]
 async fn unknown_path_is_404_generic() {
@@ -233,7 +233,7 @@ async fn health_is_public_and_names_the_user_of_a_valid_token() {
     assert!(b["host"].as_str().unwrap().starts_with("127.0.0.1:"));
     let me = t.get("/api/v1/health").await;
     let b = me.expect(200);
-    assert_eq!(b["user"], crate::harness::ADMIN_EMAIL);
+    assert_eq!(b["user"], crate::support::harness::ADMIN_EMAIL);
     assert_eq!(b["userFullName"], "Bootstrap Admin");
     assert!(b["sessionExpiresAt"].as_str().unwrap().ends_with('Z'));
     // An invalid token is ignored here.

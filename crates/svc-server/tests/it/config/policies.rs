@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{DEFAULT_RS, TestApp};
+use crate::support::harness::{DEFAULT_RS, TestApp};
 
 struct Parts {
     tp: String,
@@ -212,7 +212,7 @@ async fn policy_shapes_notes_and_queries() {
     assert_ne!(t.get(&path).await.body["modifiedAt"], before);
     assert_eq!(
         (n["note"].clone(), n["createdBy"].clone()),
-        (json!("first"), json!(crate::harness::ADMIN_EMAIL))
+        (json!("first"), json!(crate::support::harness::ADMIN_EMAIL))
     );
     t.post(
         &format!("/api/v2/access-policies/{id}/notes"),

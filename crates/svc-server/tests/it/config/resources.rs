@@ -3,9 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::edge_support::*;
-use crate::fake_issuer::FakeIssuer;
-use crate::harness::{TestApp, contains};
+use crate::support::edge::*;
+use crate::support::fake_issuer::FakeIssuer;
+use crate::support::harness::{TestApp, contains};
 
 pub fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
@@ -191,7 +191,7 @@ async fn trust_provider_certificate_key_source_and_validation_facts() {
 async fn trust_provider_secrets_add_signers() {
     let t = TestApp::start().await;
     let iss = FakeIssuer::start().await;
-    let jwks = json!({"keys": [crate::fake_issuer::rsa_jwk(&iss.rsa, "k1")]}).to_string();
+    let jwks = json!({"keys": [crate::support::fake_issuer::rsa_jwk(&iss.rsa, "k1")]}).to_string();
     let r = t
         .post(
             "/api/v1/trust-providers",

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
-use crate::edge_support::*;
-use crate::harness::TestApp;
+use crate::support::edge::*;
+use crate::support::harness::TestApp;
 
 // ---- helpers ---------------------------------------------------------------------------------------
 
@@ -102,29 +102,6 @@ fn cloud_env(env: &mut std::collections::BTreeMap<String, String>) {
 
 async fn start() -> TestApp {
     TestApp::start_with(cloud_env).await
-}
-
-async fn provider(t: &TestApp, body: Value) -> (String, String) {
-    let mut b = json!({"name": "p", "isActive": true});
-    b.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
-    let r = t.post("/api/v1/trust-providers", b).await;
-    let v = r.expect(200);
-    (
-        v["externalId"].as_str().unwrap().to_string(),
-        v["edgeSdkClientId"].as_str().unwrap().to_string(),
-    )
-}
-
-async fn last_authn(t: &TestApp) -> Value {
-    authz_events(t, "&event-type=access.authentication").await[0].clone()
-}
-
-/// 401 with the reason in the newest authentication event.
-async fn refused(t: &TestApp, cid: &str, client: Value, reason: &str) {
-    let r = auth(t, cid, client).await;
-    r.expect_error(401, "Unauthorized.");
-    let ev = last_authn(t).await;
-    assert_eq!(ev["trustProviders"][0]["reason"], reason, "event: {ev}");
 }
 
 /// 200; returns the facts recorded in the edge token.
@@ -305,7 +282,7 @@ async fn clouda_untrusted_signer_is_rejected_unless_the_provider_adds_it() {
     accepted(&t, &via_secret, iid(&doc, &raw)).await;
 
     // The platform's own RSA-1024 signature-form certificates are accepted as a certificate.
-    let bundle = include_str!("../../assets/platform/clouda-iid-certs.pem");
+    let bundle = include_str!("../../../assets/platform/clouda-iid-certs.pem");
     let start = bundle.find("-----BEGIN CERTIFICATE-----").unwrap();
     let end = bundle.find("-----END CERTIFICATE-----").unwrap() + "-----END CERTIFICATE-----".len();
     provider(
@@ -980,7 +957,7 @@ async fn cloudb_intermediates_are_fetched_only_from_allowed_aia_hosts() {
         "aia": format!("{}/pkiops/intermediate.crt", aia.url)}),
     ])[0]
         .clone();
-    let dir = crate::harness::temp_dir();
+    let dir = crate::support::harness::temp_dir();
     let (cert, key) = (dir.join("leaf-cert.pem"), dir.join("leaf-key.pem"));
     std::fs::write(&cert, leaf["cert"].as_str().unwrap()).unwrap();
     std::fs::write(&key, leaf["key"].as_str().unwrap()).unwrap();
@@ -1074,7 +1051,7 @@ async fn cloud_evidence_never_reaches_the_logs() {
     accepted(&t, &cid, role(&h, "us-east-1")).await;
     h["Authorization"] = json!(h["Authorization"].as_str().unwrap().replace(&sig[..8], "00000000"));
     refused(&t, &cid, role(&h, "us-east-1"), "InvalidSignature").await;
-    let logs = crate::harness::logs();
+    let logs = crate::support::harness::logs();
     assert!(!logs.contains(&sig), "the SigV4 signature was logged");
     assert!(
         !logs.contains(&peer("SVC_TEST_MOTO_KEY_ID")),

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::harness::{ADMIN_EMAIL, TestApp, totp_now};
+use crate::support::harness::{ADMIN_EMAIL, TestApp, totp_now};
 
 const PW: &str = "a-long-enough-password";
 
@@ -29,7 +29,7 @@ async fn login_wrong_password_and_unknown_user_are_401() {
     let r = t
         .post_anon(
             "/api/v1/login",
-            json!({"email": "ADMIN@Acme.Test", "password": crate::harness::ADMIN_PASSWORD}),
+            json!({"email": "ADMIN@Acme.Test", "password": crate::support::harness::ADMIN_PASSWORD}),
         )
         .await;
     let b = r.expect(200);
@@ -133,7 +133,7 @@ async fn cli_token(t: &TestApp) -> String {
     for (k, v) in &t.env {
         cmd.env(k, v);
     }
-    if !crate::harness::use_postgres() {
+    if !crate::support::harness::use_postgres() {
         cmd.current_dir(&t.dir);
     }
     let out = cmd.output().await.expect("run svc admin token");
@@ -255,7 +255,7 @@ async fn mfa_requires_a_real_totp_code() {
     let users = t.get("/api/v1/users?filter=email:mfa@acme.test").await;
     assert_eq!(users.expect(200)["users"][0]["twoFactorEnabled"], true);
     // Users without an authenticator still sign in during the 24 h grace period.
-    t.login(ADMIN_EMAIL, crate::harness::ADMIN_PASSWORD).await;
+    t.login(ADMIN_EMAIL, crate::support::harness::ADMIN_PASSWORD).await;
 }
 
 #[tokio::test]
@@ -370,7 +370,7 @@ async fn restart_keeps_data_keys_and_tokens() {
 
 #[tokio::test]
 async fn real_binary_serves_and_stops_on_sigterm() {
-    let dir = crate::harness::temp_dir();
+    let dir = crate::support::harness::temp_dir();
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port()
@@ -422,7 +422,7 @@ async fn real_binary_serves_and_stops_on_sigterm() {
 /// checked with the values, not one at a time after them.
 #[tokio::test]
 async fn invalid_configuration_is_reported_at_once() {
-    let dir = crate::harness::temp_dir();
+    let dir = crate::support::harness::temp_dir();
     let no_cert = dir.join("no-cert.pem");
     std::fs::write(&no_cert, "no certificate here\n").unwrap();
     let missing = dir.join("missing.pem");
@@ -462,7 +462,7 @@ async fn invalid_configuration_is_reported_at_once() {
 /// `svc migrate` reads no key file, so it runs where they are not mounted (a migration job).
 #[tokio::test]
 async fn migrate_runs_without_the_key_files() {
-    let dir = crate::harness::temp_dir();
+    let dir = crate::support::harness::temp_dir();
     let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
         .arg("migrate")
         .env_clear()
@@ -478,7 +478,7 @@ async fn migrate_runs_without_the_key_files() {
 /// secret (the database password included), and checks the key files `serve` would refuse.
 #[tokio::test]
 async fn config_check_prints_the_effective_configuration_without_secrets() {
-    let dir = crate::harness::temp_dir();
+    let dir = crate::support::harness::temp_dir();
     let file = dir.join("svc.env");
     std::fs::write(
         &file,

@@ -1,0 +1,3 @@
+//! The storage API on its own, without HTTP: the conformance suite on SQLite and PostgreSQL.
+
+mod conformance;
