@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use svc_server::App;
 use svc_server::config::{Config, KEYS};
-use svc_server::{App, app};
 
 /// mimalloc instead of glibc's allocator: the edge path allocates and frees many small buffers
 /// (request bodies, JSON, event rows) and glibc's `malloc`/`free`/`malloc_consolidate` took ~18% of
@@ -76,7 +76,7 @@ fn parse_args() -> Result<Args, String> {
 fn load_config(path: Option<&std::path::Path>, files: bool) -> Result<Config, ExitCode> {
     let check = |cfg: &Config| {
         if files {
-            svc_server::app::key_file_errors(cfg)
+            svc_server::service::startup::key_file_errors(cfg)
         } else {
             Vec::new()
         }
@@ -220,14 +220,14 @@ async fn serve(cfg: Config) -> ExitCode {
     };
     // Signal handlers first: a SIGTERM that arrives once the port answers stops the server
     // gracefully.
-    let shutdown = app::shutdown_signal();
+    let shutdown = svc_server::http::server::shutdown_signal();
     let listener = match tokio::net::TcpListener::bind(addr).await {
         Ok(l) => l,
         Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
     };
-    app.spawn_background();
+    svc_server::service::jobs::spawn(&app);
     tracing::info!(%addr, %public, version = env!("CARGO_PKG_VERSION"), "svc is serving");
-    match app.serve(listener, shutdown).await {
+    match svc_server::http::server::serve(app, listener, shutdown).await {
         Ok(()) => {
             tracing::info!("stopped");
             ExitCode::SUCCESS

@@ -15,34 +15,13 @@ use crate::app::App;
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::ClientInfo;
-use crate::service::auth::{Caller, Principal, authenticate, bearer};
+use crate::service::admission::{ADMITTED, Admitted, check};
+pub use crate::service::admission::{Guard, Scope};
+use crate::service::auth::{Caller, bearer};
 use crate::service::write::Author;
 use crate::state::State as Snapshot;
 
 pub const RS_HEADER: &str = "x-svc-resourceset";
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Scope {
-    /// The operation honours `X-Svc-ResourceSet` (default resource set when absent).
-    Rs,
-    /// A global entity: checked against the default resource set.
-    Global,
-    /// Resource set known only from the entity or body: the handler calls [`Ctx::check`].
-    Entity,
-    /// Like `Entity`, and the caller must hold the permission (read, or write for writes) in at
-    /// least one resource set: without it every call is 403, whatever the id or body.
-    AnySet,
-    /// Any authenticated *user* (`/api/v1/me/*`).
-    Me,
-}
-
-#[derive(Clone, Copy, Debug)]
-pub struct Guard {
-    pub perm: Perm,
-    pub scope: Scope,
-    /// Overrides the method-derived access (GET = read, else write).
-    pub write: Option<bool>,
-}
 
 /// The request context a guarded handler receives.
 #[derive(Clone, Debug)]
@@ -120,20 +99,6 @@ struct GuardState {
     guard: Guard,
 }
 
-/// What a guarded request was admitted with, for [`admit_again`].
-#[derive(Clone)]
-struct Admitted {
-    token: String,
-    guard: Guard,
-    write: bool,
-    rs: Uuid,
-}
-
-tokio::task_local! {
-    /// The admission of the guarded request this task serves.
-    static ADMITTED: Admitted;
-}
-
 async fn guard_layer(State(gs): State<GuardState>, mut req: Request, next: Next) -> Response {
     // Only a request whose token is one of ours (signed, unexpired) catches up with other
     // nodes' changes; anything else is refused without a database read.
@@ -190,43 +155,6 @@ fn admit(gs: &GuardState, req: &Request) -> Result<(Ctx, Admitted)> {
         },
         admitted,
     ))
-}
-
-/// Authenticates and checks the route's permission in `st`.
-fn check(app: &App, st: &Snapshot, a: &Admitted) -> Result<Caller> {
-    let caller = authenticate(app, st, &a.token)?;
-    let (perm, write) = (a.guard.perm, a.write);
-    match a.guard.scope {
-        Scope::Rs | Scope::Global => {
-            if !caller.can(st, perm, write, a.rs) {
-                return Err(Error::Forbidden);
-            }
-        }
-        Scope::Me => {
-            if !matches!(caller.principal, Principal::User(_)) {
-                return Err(Error::Forbidden);
-            }
-        }
-        // The handler checks the entity's set (`Ctx::check`).
-        Scope::Entity => {}
-        Scope::AnySet => {
-            if !caller.can_anywhere(st, perm, write) {
-                return Err(Error::Forbidden);
-            }
-        }
-    }
-    Ok(caller)
-}
-
-/// Inside a guarded request, admits its caller again against `st` (the state a write unit works
-/// on after catching up): 401 when the token no longer authenticates (user deactivated, locked
-/// or deleted), 403 when the permission was withdrawn. Outside one (sign-in, edge, background
-/// work) there is nothing to check.
-pub fn admit_again(app: &App, st: &Snapshot) -> Result<()> {
-    match ADMITTED.try_with(Admitted::clone) {
-        Ok(a) => check(app, st, &a).map(|_| ()),
-        Err(_) => Ok(()),
-    }
 }
 
 /// Protects a method router with a permission and scope.

@@ -6,6 +6,7 @@ pub mod extract;
 pub mod guard;
 pub mod list;
 pub mod resources;
+pub mod server;
 
 use std::time::Instant;
 

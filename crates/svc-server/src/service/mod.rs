@@ -3,11 +3,14 @@
 //! RBAC, sign-in, the consent of authorization-code providers and the storage interface of
 //! renewed upstream credentials.
 
+pub mod admission;
 pub mod auth;
 pub mod bootstrap;
 pub mod consent;
+pub mod jobs;
 pub mod load;
 pub mod login;
 pub mod refs;
 pub mod renewal;
+pub mod startup;
 pub mod write;

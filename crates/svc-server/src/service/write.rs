@@ -62,7 +62,7 @@ impl<'a> Write<'a> {
     /// (a user deactivated or a role withdrawn in between, on any node, stops the write).
     pub async fn begin(app: &'a App) -> Result<Write<'a>> {
         let w = Self::begin_system(app).await?;
-        crate::http::guard::admit_again(app, &w.st)?;
+        crate::service::admission::admit_again(app, &w.st)?;
         Ok(w)
     }
 

@@ -205,7 +205,7 @@ impl Resource for ClientWorkloads {
         release(w, author, id, RefField::ClientWorkload)
     }
 
-    fn render(st: &Snapshot, w: &ClientWorkload) -> Value {
+    fn render(_: &App, st: &Snapshot, w: &ClientWorkload) -> Value {
         client_json(st, w)
     }
 }

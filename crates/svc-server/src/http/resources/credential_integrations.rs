@@ -277,7 +277,7 @@ impl Resource for CredentialIntegrations {
         Ok(())
     }
 
-    fn check(_: &Snapshot, i: &CredentialIntegration) -> Result<()> {
+    fn check(_: &Write<'_>, i: &CredentialIntegration) -> Result<()> {
         if i.int_type == "CiB" && i.secrets.get("personalAccessToken").is_none() {
             return Err(Error::field("personalAccessToken", "is required"));
         }
@@ -302,7 +302,7 @@ impl Resource for CredentialIntegrations {
         }
     }
 
-    fn render(_: &Snapshot, i: &CredentialIntegration) -> Value {
+    fn render(_: &App, _: &Snapshot, i: &CredentialIntegration) -> Value {
         to_json(i)
     }
 }

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, check_rs_unchanged, new_external_id, resolve_rs};
 use crate::app::App;
-use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
@@ -27,7 +27,9 @@ use crate::state::{Record, State as Snapshot};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnCreate {
     /// `201` with the entity and its `Location`.
-    Body,
+    Created,
+    /// `200` with the entity and its `Location` (trust providers, §3.1).
+    Ok,
     /// `204` with the `Location` only (client and server workloads, §1.5).
     Location,
 }
@@ -59,7 +61,7 @@ pub trait Resource: Send + Sync + 'static {
     /// global entities, audited in the default resource set.
     const SCOPED: bool = true;
     const LIST: ListSpec;
-    const ON_CREATE: OnCreate = OnCreate::Body;
+    const ON_CREATE: OnCreate = OnCreate::Created;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NotFound;
 
     fn meta(r: &mut Self::Record) -> &mut Meta;
@@ -82,8 +84,18 @@ pub trait Resource: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Rules on the complete record against the unit's state (uniqueness, required secrets).
-    fn check(_st: &Snapshot, _rec: &Self::Record) -> Result<()> {
+    /// Rules on the complete record against the unit's state and the configuration
+    /// (uniqueness, references, required secrets).
+    fn check(_w: &Write<'_>, _rec: &Self::Record) -> Result<()> {
+        Ok(())
+    }
+
+    /// After a PUT or PATCH passed its checks: bookkeeping that compares the record with the
+    /// stored one (a trust provider's deactivation time).
+    fn updated(_before: &Self::Record, _rec: &mut Self::Record, _now: Timestamp) {}
+
+    /// Narrows the rendered list by the resource's own query parameters (beyond §1.6's).
+    fn refine_list(_q: &QueryPairs, _items: &mut Vec<Value>) -> Result<()> {
         Ok(())
     }
 
@@ -98,7 +110,7 @@ pub trait Resource: Send + Sync + 'static {
     }
 
     /// The entity's DTO.
-    fn render(st: &Snapshot, rec: &Self::Record) -> Value;
+    fn render(app: &App, st: &Snapshot, rec: &Self::Record) -> Value;
 }
 
 /// `{PATH}` (list, create, replace) and `{PATH}/{id}` (read, patch, delete) of `R`, guarded by
@@ -141,11 +153,17 @@ fn for_update<R: Resource>(st: &Snapshot, id: &Uuid, ctx: &Ctx) -> Result<R::Rec
 async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
     let st = app.state();
-    let items = if R::SCOPED {
-        st.in_rs::<R::Record>(Some(ctx.rs)).map(|v| R::render(&st, v)).collect()
+    let mut items = if R::SCOPED {
+        st.in_rs::<R::Record>(Some(ctx.rs))
+            .map(|v| R::render(&app, &st, v))
+            .collect()
     } else {
-        R::Record::table(&st).values().map(|v| R::render(&st, v)).collect()
+        R::Record::table(&st)
+            .values()
+            .map(|v| R::render(&app, &st, v))
+            .collect()
     };
+    R::refine_list(&q, &mut items)?;
     Ok(ok(respond(items, &p, &R::LIST)?))
 }
 
@@ -153,7 +171,7 @@ async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> R
 async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     Ok(match lookup::<R>(&st, &ids.one(), &ctx) {
-        Some(v) => ok(R::render(&st, v)),
+        Some(v) => ok(R::render(&app, &st, v)),
         None => no_content(),
     })
 }
@@ -172,13 +190,14 @@ async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): J
     let mut meta = w.new_meta(R::Record::KIND, id, rs, &author).await?;
     base.apply_full(&mut meta);
     let rec = R::create(&mut w, input, meta)?;
-    R::check(&w.st, &rec)?;
+    R::check(&w, &rec)?;
     w.put(rec);
     w.audit(&author, audit_rs::<R>(&ctx), R::CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
     let location = format!("{}/{id}", R::PATH);
     Ok(match R::ON_CREATE {
-        OnCreate::Body => created(StatusCode::CREATED, location, render_stored::<R>(&st, &id)?),
+        OnCreate::Created => created(StatusCode::CREATED, location, render_stored::<R>(&app, &st, &id)?),
+        OnCreate::Ok => created(StatusCode::OK, location, render_stored::<R>(&app, &st, &id)?),
         OnCreate::Location => super::located(location),
     })
 }
@@ -196,14 +215,15 @@ async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): 
         .ok_or_else(|| Error::field("externalId", "is required"))?;
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    let mut rec = for_update::<R>(&w.st, &id, &ctx)?;
+    let before = for_update::<R>(&w.st, &id, &ctx)?;
+    let mut rec = before.clone();
     if R::SCOPED {
         // §1.4 rule 3: a PUT body naming another resource set than the header.
         resolve_rs(base.resource_set, ctx.rs)?;
     }
     base.apply_full(R::meta(&mut rec));
     R::replace(&mut w, input, &mut rec)?;
-    finish_update::<R>(w, &ctx, &author, rec, id, Activity::Updated).await
+    finish_update::<R>(&app, w, &ctx, &author, &before, rec, Activity::Updated).await
 }
 
 async fn patch<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
@@ -213,30 +233,34 @@ async fn patch<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody
     let base = R::base(&input).clone();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    let mut rec = for_update::<R>(&w.st, &id, &ctx)?;
+    let before = for_update::<R>(&w.st, &id, &ctx)?;
+    let mut rec = before.clone();
     if R::SCOPED {
         check_rs_unchanged(base.resource_set, ctx.rs)?;
     }
     base.apply_patch(R::meta(&mut rec))?;
     R::patch(&mut w, input, &mut rec)?;
-    finish_update::<R>(w, &ctx, &author, rec, id, Activity::Patched).await
+    finish_update::<R>(&app, w, &ctx, &author, &before, rec, Activity::Patched).await
 }
 
 /// The end of a PUT or PATCH: the record's rules, the stamp, the audit entry, the commit, `200`.
 async fn finish_update<R: Resource>(
+    app: &App,
     mut w: Write<'_>,
     ctx: &Ctx,
     author: &Author,
+    before: &R::Record,
     mut rec: R::Record,
-    id: Uuid,
     activity: Activity,
 ) -> Result<Response> {
-    R::check(&w.st, &rec)?;
+    let id = rec.id();
+    R::check(&w, &rec)?;
+    R::updated(before, &mut rec, w.now);
     w.touch_meta(R::meta(&mut rec), author);
     w.put(rec);
     w.audit(author, audit_rs::<R>(ctx), R::CATEGORY, activity, id);
     let st = w.commit().await?;
-    Ok(ok(render_stored::<R>(&st, &id)?))
+    Ok(ok(render_stored::<R>(app, &st, &id)?))
 }
 
 async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -259,8 +283,8 @@ async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Resu
 }
 
 /// The committed entity's DTO.
-fn render_stored<R: Resource>(st: &Snapshot, id: &Uuid) -> Result<Value> {
+fn render_stored<R: Resource>(app: &App, st: &Snapshot, id: &Uuid) -> Result<Value> {
     st.get::<R::Record>(id)
-        .map(|v| R::render(st, v))
+        .map(|v| R::render(app, st, v))
         .ok_or_else(|| Error::internal("a committed entity is missing from the state"))
 }

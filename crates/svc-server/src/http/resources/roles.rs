@@ -239,7 +239,7 @@ impl Resource for Roles {
         Ok(())
     }
 
-    fn render(st: &Snapshot, r: &Role) -> Value {
+    fn render(_: &App, st: &Snapshot, r: &Role) -> Value {
         role_json(st, r)
     }
 }

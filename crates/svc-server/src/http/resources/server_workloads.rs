@@ -302,15 +302,15 @@ impl Resource for ServerWorkloads {
         Ok(())
     }
 
-    fn check(st: &Snapshot, sw: &ServerWorkload) -> Result<()> {
-        check_unique(st, sw)
+    fn check(w: &Write<'_>, sw: &ServerWorkload) -> Result<()> {
+        check_unique(&w.st, sw)
     }
 
     fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
         release(w, author, id, RefField::ServerWorkload)
     }
 
-    fn render(st: &Snapshot, w: &ServerWorkload) -> Value {
+    fn render(_: &App, st: &Snapshot, w: &ServerWorkload) -> Value {
         server_json(st, w)
     }
 }

@@ -10,20 +10,21 @@ use svc_api::Obj;
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
-use super::scoped::{delete_released, find, for_update, read_in_rs, taken};
+use super::common::{BaseInput, Mode, base_json, new_external_id, parse_base};
+use super::crud::{self, OnCreate, Resource};
+use super::scoped::{find, for_update};
 use crate::app::App;
 use crate::crypto::x509::{cert_info, pem_blocks, pem_text};
 use crate::domain::trust::{MatchRule, SealedCert, SecretInfo, TrustKind, TrustProvider};
-use crate::domain::{Kind, Perm, Secret};
+use crate::domain::{Meta, Perm, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Filter, ListParams, ListSpec, SCOPED_BASE_FIELDS, respond};
 use crate::http::{created, no_content, ok};
-use crate::service::refs::RefField;
-use crate::service::write::Write;
+use crate::service::refs::{RefField, release};
+use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 const CATEGORY: &str = "TrustProviders";
@@ -31,15 +32,7 @@ const MAX_SECRETS: usize = 10;
 
 pub fn routes(app: &App) -> Router<App> {
     let p = Perm::TrustProviders;
-    Router::new()
-        .route(
-            "/api/v1/trust-providers",
-            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v1/trust-providers/{id}",
-            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
-        )
+    crud::routes::<TrustProviders>(app)
         .route(
             "/api/v1/trust-providers/{tpId}/secrets",
             guarded(app, p, Scope::Rs, get(list_secrets).post(add_secret)),
@@ -181,9 +174,11 @@ pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&
 
 /// The request fields beyond the base block.
 #[derive(Default)]
-struct Input {
+pub struct Input {
     base: BaseInput,
     provider: Option<String>,
+    /// The parsed `provider` (POST and PUT).
+    kind: Option<TrustKind>,
     match_rules: Option<Vec<MatchRule>>,
     certificate: Option<String>,
     pem_type: Option<String>,
@@ -216,6 +211,7 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     Ok(Input {
         base,
         provider,
+        kind: None,
         match_rules,
         certificate,
         pem_type,
@@ -373,130 +369,102 @@ fn apply_fields(tp: &mut TrustProvider, i: &Input, full: bool) {
     }
 }
 
-/// Records a deactivation: tokens issued so far stay revoked after any reactivation.
-fn note_deactivation(was_active: bool, tp: &mut TrustProvider, now: svc_api::Timestamp) {
-    if was_active && !tp.meta.active {
-        tp.tokens_valid_after = Some(now);
-    }
-}
+/// `/api/v1/trust-providers` on the shared CRUD layer; the certificate secrets (§3.2) below.
+pub struct TrustProviders;
 
-async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = ListParams::parse(&q)?;
-    let st = app.state();
-    let mut items: Vec<Value> = st
-        .in_rs::<TrustProvider>(Some(ctx.rs))
-        .map(|tp| trust_json(&app, &st, tp, None))
-        .collect();
-    if let Some(active) = q.get("active") {
-        let want = match active.to_ascii_lowercase().as_str() {
-            "true" => true,
-            "false" => false,
-            _ => return Err(Error::field("active", "must be true or false")),
-        };
-        items.retain(|i| i["isActive"] == want);
-    }
-    Ok(ok(respond(items, &p, &SPEC)?))
-}
-
-async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    Ok(read_in_rs::<TrustProvider>(&st, ids.one(), ctx.rs, |tp| {
-        trust_json(&app, &st, tp, None)
-    }))
-}
-
-async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Create)?;
-    let kind = parse_kind(input.provider.as_deref().unwrap_or_default())?;
-    let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let id = new_external_id(input.base.external_id, |id| taken::<TrustProvider>(&w.st, id))?;
-    let mut meta = w.new_meta(Kind::TrustProvider, id, Some(rs), &author).await?;
-    input.base.apply_full(&mut meta);
-    let mut tp = TrustProvider {
-        meta,
-        kind,
-        match_rules: vec![],
-        certificate: None,
-        pem_type: None,
-        jwks: None,
-        oidc_url: None,
-        svc_tenant: false,
-        secret_infos: vec![],
-        tokens_valid_after: None,
-        secrets: Default::default(),
-    };
-    apply_fields(&mut tp, &input, true);
-    validate(&app, &tp)?;
-    w.put(tp);
-    w.audit(&author, rs, CATEGORY, Activity::Created, id);
-    let st = w.commit().await?;
+impl Resource for TrustProviders {
+    type Record = TrustProvider;
+    type Input = Input;
+    const PATH: &'static str = "/api/v1/trust-providers";
+    const PERM: Perm = Perm::TrustProviders;
+    const CATEGORY: &'static str = CATEGORY;
+    const LIST: ListSpec = SPEC;
     // POST answers 200 here (contract §3.1), with the usual Location.
-    Ok(created(
-        StatusCode::OK,
-        format!("/api/v1/trust-providers/{id}"),
-        trust_json(&app, &st, &st.trust_providers[&id], None),
-    ))
-}
+    const ON_CREATE: OnCreate = OnCreate::Ok;
 
-async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Replace)?;
-    let kind = parse_kind(input.provider.as_deref().unwrap_or_default())?;
-    let id = input.base.external_id.expect("required on replace");
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut tp: TrustProvider = for_update(&w.st, &id, ctx.rs)?;
-    // §1.4 rule 3: a PUT body naming another resource set than the header.
-    resolve_rs(input.base.resource_set, ctx.rs)?;
-    if kind != tp.kind {
-        return Err(Error::field("provider", "cannot be changed"));
+    fn meta(r: &mut TrustProvider) -> &mut Meta {
+        &mut r.meta
     }
-    let was_active = tp.meta.active;
-    input.base.apply_full(&mut tp.meta);
-    apply_fields(&mut tp, &input, true);
-    validate(&app, &tp)?;
-    note_deactivation(was_active, &mut tp, w.now);
-    w.touch_meta(&mut tp.meta, &author);
-    w.put(tp);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
-    let st = w.commit().await?;
-    Ok(ok(trust_json(&app, &st, &st.trust_providers[&id], None)))
-}
 
-async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Patch)?;
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let mut tp: TrustProvider = for_update(&w.st, &id, ctx.rs)?;
-    check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    if let Some(p) = &input.provider
-        && p != tp.kind.as_str()
-    {
-        return Err(Error::field("provider", "must equal the stored provider"));
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&TrustProvider>) -> Result<Input> {
+        let mut input = parse(body, mode)?;
+        if mode != Mode::Patch {
+            input.kind = Some(parse_kind(input.provider.as_deref().unwrap_or_default())?);
+        }
+        Ok(input)
     }
-    let was_active = tp.meta.active;
-    input.base.apply_patch(&mut tp.meta)?;
-    apply_fields(&mut tp, &input, false);
-    validate(&app, &tp)?;
-    note_deactivation(was_active, &mut tp, w.now);
-    w.touch_meta(&mut tp.meta, &author);
-    w.put(tp);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
-    let st = w.commit().await?;
-    Ok(ok(trust_json(&app, &st, &st.trust_providers[&id], None)))
-}
 
-async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let id = ids.one();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    if delete_released::<TrustProvider>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::TrustProvider)?.is_none() {
-        return Err(Error::NotFound);
+    fn base(input: &Input) -> &BaseInput {
+        &input.base
     }
-    w.commit().await?;
-    Ok(no_content())
+
+    fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<TrustProvider> {
+        let mut tp = TrustProvider {
+            meta,
+            kind: input.kind.expect("parsed on create"),
+            match_rules: vec![],
+            certificate: None,
+            pem_type: None,
+            jwks: None,
+            oidc_url: None,
+            svc_tenant: false,
+            secret_infos: vec![],
+            tokens_valid_after: None,
+            secrets: Default::default(),
+        };
+        apply_fields(&mut tp, &input, true);
+        Ok(tp)
+    }
+
+    fn replace(_: &mut Write<'_>, input: Input, tp: &mut TrustProvider) -> Result<()> {
+        if input.kind != Some(tp.kind) {
+            return Err(Error::field("provider", "cannot be changed"));
+        }
+        apply_fields(tp, &input, true);
+        Ok(())
+    }
+
+    fn patch(_: &mut Write<'_>, input: Input, tp: &mut TrustProvider) -> Result<()> {
+        if let Some(p) = &input.provider
+            && p != tp.kind.as_str()
+        {
+            return Err(Error::field("provider", "must equal the stored provider"));
+        }
+        apply_fields(tp, &input, false);
+        Ok(())
+    }
+
+    fn check(w: &Write<'_>, tp: &TrustProvider) -> Result<()> {
+        validate(w.app(), tp)
+    }
+
+    /// Records a deactivation: tokens issued so far stay revoked after any reactivation.
+    fn updated(before: &TrustProvider, tp: &mut TrustProvider, now: svc_api::Timestamp) {
+        if before.meta.active && !tp.meta.active {
+            tp.tokens_valid_after = Some(now);
+        }
+    }
+
+    /// `active=true|false` (§3.1).
+    fn refine_list(q: &QueryPairs, items: &mut Vec<Value>) -> Result<()> {
+        if let Some(active) = q.get("active") {
+            let want = match active.to_ascii_lowercase().as_str() {
+                "true" => true,
+                "false" => false,
+                _ => return Err(Error::field("active", "must be true or false")),
+            };
+            items.retain(|i| i["isActive"] == want);
+        }
+        Ok(())
+    }
+
+    fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        release(w, author, id, RefField::TrustProvider)
+    }
+
+    fn render(app: &App, st: &Snapshot, tp: &TrustProvider) -> Value {
+        trust_json(app, st, tp, None)
+    }
 }
 
 // ---- secrets (§3.2) --------------------------------------------------------------------------

@@ -219,16 +219,15 @@ impl TestApp {
         f(&mut env);
         let cfg = Config::from_map(&env).unwrap_or_else(|e| panic!("test config invalid: {e:?}"));
         let app = App::open(cfg).await.unwrap_or_else(|e| panic!("app start failed: {e}"));
-        app.spawn_background();
+        svc_server::service::jobs::spawn(&app);
         let (stop, rx) = oneshot::channel::<()>();
         let serving = app.clone();
         let task = tokio::spawn(async move {
-            serving
-                .serve(listener, async {
-                    let _ = rx.await;
-                })
-                .await
-                .unwrap();
+            svc_server::http::server::serve(serving, listener, async {
+                let _ = rx.await;
+            })
+            .await
+            .unwrap();
         });
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())

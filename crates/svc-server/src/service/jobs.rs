@@ -1,0 +1,104 @@
+//! The background jobs of a node: the event writer, the database health probe, the refresh from
+//! other nodes' changes (the change log on PostgreSQL, key changes on SQLite), signing-key
+//! rotation and event retention.
+
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use crate::app::App;
+use crate::issuer::keys;
+
+/// How long after start the first event-retention purge waits.
+const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
+
+/// Starts the background jobs: event writer, health probe, cross-node refresh, key rotation,
+/// retention.
+pub fn spawn(node: &App) {
+    node.events.start();
+    let app = node.clone();
+    tokio::spawn(async move {
+        loop {
+            let ok = app.store.ping().await;
+            if ok != app.healthy.swap(ok, Ordering::Relaxed) {
+                if ok {
+                    tracing::info!("database reachable again");
+                } else {
+                    tracing::error!("database unreachable");
+                }
+            }
+            tokio::time::sleep(Duration::from_secs(2)).await;
+        }
+    });
+    // Changes committed elsewhere, every second. PostgreSQL: other nodes' writes. SQLite
+    // serves one node, but `svc admin keys rotate` writes to the same file from a process of
+    // its own, and its new keys must be published at once (§5.1): only key changes are
+    // looked for there.
+    let app = node.clone();
+    if node.store.dialect() == crate::store::Dialect::Postgres {
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let _g = app.write_lock.lock().await;
+                if let Err(e) = crate::service::load::sync_changes(&app).await {
+                    tracing::warn!(error = %e, "refresh from the database failed");
+                }
+            }
+        });
+    } else {
+        tokio::spawn(async move {
+            let mut seen = app.last_change.load(Ordering::Acquire);
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                match app.store.key_changes_since(seen).await {
+                    // The cursor moves past a key change only once its keys are loaded: a failed
+                    // reload is tried again the next second.
+                    Ok((last, false)) => seen = last,
+                    Ok((last, true)) => match app.reload_keys().await {
+                        Ok(()) => seen = last,
+                        Err(e) => tracing::warn!(error = %e, "key reload failed"),
+                    },
+                    Err(e) => tracing::warn!(error = %e, "reading the change log failed"),
+                }
+            }
+        });
+    }
+    let app = node.clone();
+    tokio::spawn(async move {
+        loop {
+            let now = crate::clock::now_millis();
+            let ring = app.keys.load_full();
+            match keys::rotate_if_due(
+                &app.store,
+                &app.cipher,
+                &ring,
+                app.cfg.signing_key_rotation_days,
+                now,
+                &app.node_id,
+            )
+            .await
+            {
+                Ok(true) => tracing::info!("rotated signing keys"),
+                Ok(false) => {}
+                Err(e) => tracing::warn!(error = %e, "key rotation failed"),
+            }
+            if let Err(e) = app.reload_keys().await {
+                tracing::warn!(error = %e, "key reload failed");
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    });
+    // Event retention, hourly: old rows are deleted from the head of each table in short
+    // chunks (`Store::purge_events`). The first purge still waits: a node that has just
+    // (re)started is taking over traffic (docs/PERFORMANCE.md).
+    let app = node.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(RETENTION_FIRST_DELAY).await;
+        loop {
+            let cutoff = crate::clock::now_millis() - 90 * 86_400_000;
+            if let Err(e) = app.store.purge_events(cutoff).await {
+                tracing::warn!(error = %e, "event retention purge failed");
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    });
+}
