@@ -63,9 +63,8 @@ pub enum Filter {
 pub struct ListSpec {
     /// Name of the items array in the wrapper.
     pub items_key: &'static str,
-    /// The base block's fields ([`BASE_FIELDS`] or [`SCOPED_BASE_FIELDS`]; empty for lists whose
-    /// items have none).
-    pub base: &'static [&'static str],
+    /// The base block the items carry (its fields are orderable by name).
+    pub base: Base,
     /// The resource's own scalar fields accepted by `order` and `group-by` (canonical spelling;
     /// dotted for nested), besides `base`.
     pub fields: &'static [&'static str],
@@ -87,23 +86,26 @@ pub const BASE_FIELDS: &[&str] = &[
     "modifiedBy",
 ];
 
-/// [`BASE_FIELDS`] and `resourceSet`: the base block of a resource-set-scoped entity.
-pub const SCOPED_BASE_FIELDS: &[&str] = &[
-    "externalId",
-    "name",
-    "description",
-    "isActive",
-    "createdAt",
-    "modifiedAt",
-    "createdBy",
-    "modifiedBy",
-    "resourceSet",
-];
+/// Which base block a list's items carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Base {
+    /// None (secrets, users: their own fields only).
+    None,
+    /// [`BASE_FIELDS`]: a global entity.
+    Global,
+    /// [`BASE_FIELDS`] and `resourceSet`: a resource-set-scoped entity.
+    Scoped,
+}
 
 impl ListSpec {
     /// Every field `order` and `group-by` accept by name: the base block's, then the resource's.
     pub fn all_fields(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.base.iter().chain(self.fields).copied()
+        let (base, rs): (&[&'static str], &[&'static str]) = match self.base {
+            Base::None => (&[], &[]),
+            Base::Global => (BASE_FIELDS, &[]),
+            Base::Scoped => (BASE_FIELDS, &["resourceSet"]),
+        };
+        base.iter().chain(rs).chain(self.fields).copied()
     }
 }
 
@@ -298,7 +300,7 @@ mod tests {
 
     const SPEC: ListSpec = ListSpec {
         items_key: "entities",
-        base: &[],
+        base: Base::None,
         fields: &["externalId", "name", "isActive", "port"],
         default_order: ("name", false),
         filters: &[("port", Filter::Field("port"))],

@@ -49,6 +49,38 @@ pub trait Record: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
     fn compact(&mut self) {}
 }
 
+/// A stored entity with the base block of §1.3 (every management resource but users and the
+/// settings).
+pub trait MetaRecord: Record {
+    fn meta(&self) -> &Meta;
+    fn meta_mut(&mut self) -> &mut Meta;
+}
+
+/// Implements [`MetaRecord`] for types whose base block is `self.meta`.
+macro_rules! meta_of {
+    ($($t:ty),*) => {
+        $(impl MetaRecord for $t {
+            fn meta(&self) -> &Meta {
+                &self.meta
+            }
+            fn meta_mut(&mut self) -> &mut Meta {
+                &mut self.meta
+            }
+        })*
+    };
+}
+
+meta_of!(
+    ResourceSet,
+    Role,
+    TrustProvider,
+    CredentialProvider,
+    CredentialIntegration,
+    ClientWorkload,
+    ServerWorkload,
+    Policy
+);
+
 /// Implements [`Record`] for a type whose base block is `self.meta`.
 macro_rules! meta_record {
     ($t:ty, $kind:expr, $field:ident) => {

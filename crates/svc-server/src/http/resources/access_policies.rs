@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, SCOPED_BASE_FIELDS, respond};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{no_content, ok};
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
@@ -588,7 +588,7 @@ fn refs_any(item: &Value, field: &str, v: &str) -> bool {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "entities",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: &[],
     default_order: ("modifiedAt", true),
     filters: &[

@@ -21,7 +21,7 @@ use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, SCOPED_BASE_FIELDS, respond};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{no_content, ok};
 use crate::state::State as Snapshot;
 
@@ -220,7 +220,7 @@ fn several_refused(p: &Policy) -> Result<()> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "accessPolicies",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: &[],
     default_order: ("name", false),
     filters: &[

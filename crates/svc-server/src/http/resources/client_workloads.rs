@@ -15,7 +15,7 @@ use crate::domain::workload::{ClientWorkload, Identity};
 use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::guard::{Scope, guarded};
-use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
+use crate::http::list::{Base, Filter, ListSpec};
 use crate::http::ok;
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
@@ -44,7 +44,7 @@ fn has_identity_value(item: &Value, v: &str) -> bool {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "clientWorkloads",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: &["enforceSso", "type", "accessPolicyCount"],
     default_order: ("name", false),
     filters: &[
@@ -163,10 +163,6 @@ impl Resource for ClientWorkloads {
     const CATEGORY: &'static str = "ClientWorkloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
-
-    fn meta(r: &mut ClientWorkload) -> &mut Meta {
-        &mut r.meta
-    }
 
     fn parse(_: &App, body: Value, mode: Mode, _: Option<&ClientWorkload>) -> Result<Input> {
         parse(body, mode)

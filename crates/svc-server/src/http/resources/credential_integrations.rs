@@ -17,7 +17,7 @@ use crate::credential::types::uuid_text;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
 use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
+use crate::http::list::{Base, Filter, ListSpec};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 const KINDS: &[&str] = &["CiB", "CloudBDirectoryFederation"];
@@ -29,7 +29,7 @@ pub fn routes(app: &App) -> Router<App> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "entities",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: &["type", "status"],
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],
@@ -234,10 +234,6 @@ impl Resource for CredentialIntegrations {
     const PERM: Perm = Perm::CredentialProviderIntegrations;
     const CATEGORY: &'static str = "CredentialProviderIntegrations";
     const LIST: ListSpec = SPEC;
-
-    fn meta(r: &mut CredentialIntegration) -> &mut Meta {
-        &mut r.meta
-    }
 
     /// The variant's fields depend on the stored `type`: a PATCH of a missing id is a 404
     /// before its body is read.

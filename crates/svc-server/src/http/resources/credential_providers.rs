@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
-use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
+use crate::http::list::{Base, Filter, ListSpec};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
 use crate::service::write::Write;
@@ -74,7 +74,7 @@ const FIELDS: &[&str] = &[
 
 const SPEC_V2: ListSpec = ListSpec {
     items_key: "credentialProviders",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: FIELDS,
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],
@@ -593,7 +593,7 @@ async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: Q
 
 const SPEC_V1: ListSpec = ListSpec {
     items_key: "credentialProviders",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: FIELDS,
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],

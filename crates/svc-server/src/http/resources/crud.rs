@@ -21,7 +21,7 @@ use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Author, Write};
-use crate::state::{Record, State as Snapshot};
+use crate::state::{MetaRecord, Record, State as Snapshot};
 
 /// The answer to a successful POST.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +48,7 @@ pub enum OnMissing {
 /// (`check`, `editable`, `before_delete`) and how it is shown (`render`).
 pub trait Resource: Send + Sync + 'static {
     /// The stored entity.
-    type Record: Record;
+    type Record: MetaRecord;
     /// A parsed request body.
     type Input: Send + 'static;
 
@@ -63,8 +63,6 @@ pub trait Resource: Send + Sync + 'static {
     const LIST: ListSpec;
     const ON_CREATE: OnCreate = OnCreate::Created;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NotFound;
-
-    fn meta(r: &mut Self::Record) -> &mut Meta;
 
     /// Reads a body. `stored` is the entity the request names (PUT: the body's `externalId`,
     /// PATCH: the path's), read before the write unit starts, when the caller's resource set
@@ -221,7 +219,7 @@ async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): 
         // §1.4 rule 3: a PUT body naming another resource set than the header.
         resolve_rs(base.resource_set, ctx.rs)?;
     }
-    base.apply_full(R::meta(&mut rec));
+    base.apply_full(rec.meta_mut());
     R::replace(&mut w, input, &mut rec)?;
     finish_update::<R>(&app, w, &ctx, &author, &before, rec, Activity::Updated).await
 }
@@ -238,7 +236,7 @@ async fn patch<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody
     if R::SCOPED {
         check_rs_unchanged(base.resource_set, ctx.rs)?;
     }
-    base.apply_patch(R::meta(&mut rec))?;
+    base.apply_patch(rec.meta_mut())?;
     R::patch(&mut w, input, &mut rec)?;
     finish_update::<R>(&app, w, &ctx, &author, &before, rec, Activity::Patched).await
 }
@@ -256,7 +254,7 @@ async fn finish_update<R: Resource>(
     let id = rec.id();
     R::check(&w, &rec)?;
     R::updated(before, &mut rec, w.now);
-    w.touch_meta(R::meta(&mut rec), author);
+    w.touch_meta(rec.meta_mut(), author);
     w.put(rec);
     w.audit(author, audit_rs::<R>(ctx), R::CATEGORY, activity, id);
     let st = w.commit().await?;

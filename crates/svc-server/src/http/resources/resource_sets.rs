@@ -22,7 +22,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{BASE_FIELDS, ListParams, ListSpec, respond};
+use crate::http::list::{Base, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Author, Write};
 use crate::state::{Record, State as Snapshot};
@@ -49,7 +49,7 @@ pub fn routes(app: &App) -> Router<App> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "entities",
-    base: BASE_FIELDS,
+    base: Base::Global,
     fields: &[
         "serverWorkloadCount",
         "clientWorkloadCount",

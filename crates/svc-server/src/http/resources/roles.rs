@@ -12,7 +12,7 @@ use crate::domain::records::{Grant, Role};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::list::{BASE_FIELDS, Filter, ListSpec};
+use crate::http::list::{Base, Filter, ListSpec};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
@@ -22,7 +22,7 @@ pub fn routes(app: &App) -> Router<App> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "roles",
-    base: BASE_FIELDS,
+    base: Base::Global,
     fields: &["usersCount", "credentialProvidersCount", "isSystem"],
     default_order: ("name", false),
     filters: &[("isSystem", Filter::Field("isSystem"))],
@@ -177,10 +177,6 @@ impl Resource for Roles {
     const SCOPED: bool = false;
     const LIST: ListSpec = SPEC;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
-
-    fn meta(r: &mut Role) -> &mut Meta {
-        &mut r.meta
-    }
 
     fn parse(app: &App, body: Value, mode: Mode, _: Option<&Role>) -> Result<RoleInput> {
         parse(&app.state(), body, mode)

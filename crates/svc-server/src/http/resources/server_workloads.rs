@@ -12,7 +12,7 @@ use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
 use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Filter, ListSpec, SCOPED_BASE_FIELDS};
+use crate::http::list::{Base, Filter, ListSpec};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -47,7 +47,7 @@ pub fn routes(app: &App) -> Router<App> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "serverWorkloads",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: &[
         "type",
         "accessPolicyCount",
@@ -269,10 +269,6 @@ impl Resource for ServerWorkloads {
     const ON_CREATE: OnCreate = OnCreate::Location;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
-
-    fn meta(r: &mut ServerWorkload) -> &mut Meta {
-        &mut r.meta
-    }
 
     fn parse(_: &App, body: Value, mode: Mode, _: Option<&ServerWorkload>) -> Result<Input> {
         parse(body, mode)

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, SCOPED_BASE_FIELDS, respond};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
@@ -44,15 +44,6 @@ pub fn routes(app: &App) -> Router<App> {
 }
 
 const FIELDS: &[&str] = &[
-    "externalId",
-    "name",
-    "description",
-    "isActive",
-    "createdAt",
-    "modifiedAt",
-    "createdBy",
-    "modifiedBy",
-    "resourceSet",
     "id",
     "provider",
     "certificate",
@@ -67,7 +58,7 @@ const FIELDS: &[&str] = &[
 
 const SPEC: ListSpec = ListSpec {
     items_key: "trustProviders",
-    base: SCOPED_BASE_FIELDS,
+    base: Base::Scoped,
     fields: FIELDS,
     default_order: ("name", false),
     filters: &[("provider", Filter::Field("provider"))],
@@ -382,10 +373,6 @@ impl Resource for TrustProviders {
     // POST answers 200 here (contract §3.1), with the usual Location.
     const ON_CREATE: OnCreate = OnCreate::Ok;
 
-    fn meta(r: &mut TrustProvider) -> &mut Meta {
-        &mut r.meta
-    }
-
     fn parse(_: &App, body: Value, mode: Mode, _: Option<&TrustProvider>) -> Result<Input> {
         let mut input = parse(body, mode)?;
         if mode != Mode::Patch {
@@ -471,7 +458,7 @@ impl Resource for TrustProviders {
 
 const SECRET_SPEC: ListSpec = ListSpec {
     items_key: "entities",
-    base: &[],
+    base: Base::None,
     fields: &["externalId", "name", "type", "subject", "expiresAt"],
     default_order: ("name", false),
     filters: &[("type", Filter::Field("type"))],

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
@@ -47,7 +47,7 @@ pub fn routes(app: &App) -> Router<App> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "users",
-    base: &[],
+    base: Base::None,
     fields: &[
         "externalId",
         "email",
