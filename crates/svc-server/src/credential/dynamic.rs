@@ -7,40 +7,25 @@ use serde_json::{Map, Value};
 use svc_api::edge::ClientWorkloadDetails;
 use uuid::Uuid;
 
+use crate::domain::trust::TrustKind;
 use crate::trust::Facts;
 use crate::trust::rules::{claim, claim_values};
 
 /// What an expression can read.
 pub struct Values<'a> {
     /// The edge token's trust-provider kind (`tpk`).
-    pub kind: &'a str,
+    pub kind: TrustKind,
     pub facts: &'a Facts,
     pub claims: Option<&'a Map<String, Value>>,
     pub client: &'a ClientWorkloadDetails,
     pub client_workload: (Uuid, &'a str),
 }
 
-/// The expression prefix of each JWT kind's verified payload.
-const TOKEN_PREFIXES: &[(&str, &str)] = &[
-    ("oidc.identityToken.decode.payload.", "OidcIdToken"),
-    ("ciA.identityToken.decode.payload.", "CiAIdentityToken"),
-    ("ciB.identityToken.decode.payload.", "CiBIdentityToken"),
-    ("ciC.identityToken.decode.payload.", "CiCIdentityToken"),
-    (
-        "orchestrator.identityToken.decode.payload.",
-        "OrchestratorServiceAccount",
-    ),
-    (
-        "orchestrator.serviceAccountToken.decode.payload.",
-        "OrchestratorServiceAccount",
-    ),
-    ("cloudC.identityToken.decode.payload.", "CloudCIdentityToken"),
-];
-
 fn lookup(expr: &str, v: &Values<'_>) -> Option<String> {
-    for (prefix, kind) in TOKEN_PREFIXES {
-        if let Some(path) = expr.strip_prefix(prefix) {
-            if v.kind != *kind {
+    // A kind's verified payload (§3.5.3): only from the evidence of that kind.
+    for spec in crate::trust::kinds::KINDS {
+        if let Some(path) = spec.payload_prefixes.iter().find_map(|p| expr.strip_prefix(p)) {
+            if v.kind != spec.kind {
                 return None;
             }
             let vals = claim_values(claim(v.claims?, path)?);
@@ -113,9 +98,10 @@ pub fn check_template(template: &str) -> Result<(), String> {
         let after = &rest[start + 2..];
         let end = after.find('}').ok_or("unterminated ${ expression")?;
         let expr = after[..end].trim();
-        let known = TOKEN_PREFIXES
+        let known = crate::trust::kinds::KINDS
             .iter()
-            .any(|(p, _)| expr.starts_with(p) && expr.len() > p.len())
+            .flat_map(|k| k.payload_prefixes)
+            .any(|p| expr.starts_with(p) && expr.len() > p.len())
             || expr
                 .strip_prefix("os.environment.")
                 .is_some_and(|var| ENV_VARS.contains(&var))
@@ -158,7 +144,7 @@ mod tests {
         };
         let id = Uuid::nil();
         let v = Values {
-            kind: "CiAIdentityToken",
+            kind: TrustKind::CiAIdentityToken,
             facts: &facts,
             claims: Some(&claims),
             client: &client,

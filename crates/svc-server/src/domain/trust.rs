@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use super::{Meta, Secret, Timestamp, secret};
 
-/// The `provider` kinds.
+/// The `provider` kinds, in the order of their rows in `trust::kinds::KINDS`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TrustKind {
     CloudAMetadataService,
@@ -19,138 +19,7 @@ pub enum TrustKind {
     OidcIdToken,
 }
 
-impl TrustKind {
-    pub const ALL: [TrustKind; 9] = [
-        TrustKind::CloudAMetadataService,
-        TrustKind::CloudARole,
-        TrustKind::CloudBMetadataService,
-        TrustKind::CloudCIdentityToken,
-        TrustKind::CiAIdentityToken,
-        TrustKind::CiBIdentityToken,
-        TrustKind::CiCIdentityToken,
-        TrustKind::OrchestratorServiceAccount,
-        TrustKind::OidcIdToken,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            TrustKind::CloudAMetadataService => "CloudAMetadataService",
-            TrustKind::CloudARole => "CloudARole",
-            TrustKind::CloudBMetadataService => "CloudBMetadataService",
-            TrustKind::CloudCIdentityToken => "CloudCIdentityToken",
-            TrustKind::CiAIdentityToken => "CiAIdentityToken",
-            TrustKind::CiBIdentityToken => "CiBIdentityToken",
-            TrustKind::CiCIdentityToken => "CiCIdentityToken",
-            TrustKind::OrchestratorServiceAccount => "OrchestratorServiceAccount",
-            TrustKind::OidcIdToken => "OidcIdToken",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<TrustKind> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-
-    /// The clientId `<type>` segment (§4.2).
-    pub fn client_id_type(self) -> &'static str {
-        match self {
-            TrustKind::CloudAMetadataService => "cloudA_metadata",
-            TrustKind::CloudARole => "cloudA_role",
-            TrustKind::CloudBMetadataService => "cloudB_metadata",
-            TrustKind::CloudCIdentityToken => "cloudC_idtoken",
-            TrustKind::CiAIdentityToken => "ciA_idtoken",
-            TrustKind::CiBIdentityToken => "ciB_idtoken",
-            TrustKind::CiCIdentityToken => "ciC_idtoken",
-            TrustKind::OrchestratorServiceAccount => "orchestrator_idtoken",
-            TrustKind::OidcIdToken => "oidc_idtoken",
-        }
-    }
-
-    pub fn from_client_id_type(s: &str) -> Option<TrustKind> {
-        Self::ALL.into_iter().find(|k| k.client_id_type() == s)
-    }
-
-    /// Match-rule attributes allowed for this kind (§3.1).
-    pub fn match_attributes(self) -> &'static [&'static str] {
-        match self {
-            TrustKind::CloudAMetadataService => &[
-                "CloudAAccountId",
-                "CloudAArchitecture",
-                "CloudAAvailabilityZone",
-                "CloudABillingProducts",
-                "CloudAImageId",
-                "CloudAInstanceId",
-                "CloudAInstanceType",
-                "CloudAKernelId",
-                "CloudAMarketplaceProductCodes",
-                "CloudAPendingTime",
-                "CloudAPrivateIp",
-                "CloudARamdiskId",
-                "CloudARegion",
-                "CloudAVersion",
-            ],
-            TrustKind::CloudARole => &[
-                "CloudAAccountId",
-                "CloudAAssumedRole",
-                "CloudARoleARN",
-                "CloudAUsername",
-            ],
-            TrustKind::CloudBMetadataService => &["CloudBSku", "CloudBVmId", "CloudBSubscriptionId"],
-            TrustKind::CloudCIdentityToken => &["Email"],
-            TrustKind::CiAIdentityToken => &[
-                "CiAActor",
-                "CiARepository",
-                "CiAWorkflow",
-                "CiASubject",
-                "CiARef",
-                "CiARepositoryId",
-                "CiARepositoryOwnerId",
-            ],
-            TrustKind::CiBIdentityToken => &[
-                "CiBSubject",
-                "CiBProjectPath",
-                "CiBNamespacePath",
-                "CiBRefPath",
-                "CiBProjectId",
-                "CiBNamespaceId",
-            ],
-            TrustKind::CiCIdentityToken => &["CiCOrganizationId", "CiCProjectId", "CiCWorkspaceId"],
-            TrustKind::OrchestratorServiceAccount => &[
-                "OrchestratorIss",
-                "OrchestratorIoNamespace",
-                "OrchestratorIoPodName",
-                "OrchestratorIoServiceAccountName",
-                "OrchestratorSub",
-            ],
-            TrustKind::OidcIdToken => &["OidcIssuer", "OidcSubject", "OidcAudience", "OidcCustom"],
-        }
-    }
-
-    /// Kinds whose evidence is a JWT verified with configurable key material.
-    pub fn accepts_key_material(self) -> bool {
-        matches!(self, TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken)
-    }
-
-    /// Kinds that accept certificate secrets (§3.2).
-    pub fn accepts_secrets(self) -> bool {
-        matches!(
-            self,
-            TrustKind::CloudAMetadataService | TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken
-        )
-    }
-
-    /// Whether the kind's evidence is a JWT (its verified payload is carried in the edge token).
-    pub fn is_jwt(self) -> bool {
-        matches!(
-            self,
-            TrustKind::CloudCIdentityToken
-                | TrustKind::CiAIdentityToken
-                | TrustKind::CiBIdentityToken
-                | TrustKind::CiCIdentityToken
-                | TrustKind::OrchestratorServiceAccount
-                | TrustKind::OidcIdToken
-        )
-    }
-}
+// Everything that differs per kind is its row in `trust::kinds::KINDS` (`TrustKind::spec`).
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MatchRule {

@@ -139,15 +139,8 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         };
         match verified {
             Ok(v) => {
-                let (access_token, expires_in) = super::token::issue(
-                    &app,
-                    client_id,
-                    tp.id,
-                    tp.kind.as_str(),
-                    rs,
-                    &v.facts,
-                    v.claims.as_ref(),
-                );
+                let (access_token, expires_in) =
+                    super::token::issue(&app, client_id, tp.id, tp.kind, rs, &v.facts, v.claims.as_ref());
                 token = Some(TokenDto {
                     access_token,
                     refresh_token: None,

@@ -314,7 +314,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let subject = token.as_ref().map(|t| {
         Subject::new(
             &t.svc.facts,
-            &t.svc.tpk,
+            t.svc.tpk,
             t.svc.claims.as_deref().map(|r| r.get()),
             client.unwrap_or(&no_client),
             source_ip,
@@ -577,7 +577,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             .map(|c| c.meta.name.clone())
             .unwrap_or_default();
         let values = crate::credential::dynamic::Values {
-            kind: &token.svc.tpk,
+            kind: token.svc.tpk,
             facts: &token.svc.facts,
             claims: subject.claims(),
             client,

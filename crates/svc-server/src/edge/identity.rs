@@ -23,7 +23,7 @@ pub struct Subject<'a> {
     pub facts: &'a Facts,
     /// The kind of the trust provider that verified the evidence (the edge token's `tpk`): the
     /// claim-based identity types take values only from their own kind's evidence (§4.6).
-    kind: &'a str,
+    kind: TrustKind,
     claims_raw: Option<&'a str>,
     claims: OnceCell<Option<Map<String, Value>>>,
     pub client: &'a ClientWorkloadDetails,
@@ -38,7 +38,7 @@ fn s(v: &Option<String>) -> Option<&str> {
 impl<'a> Subject<'a> {
     pub fn new(
         facts: &'a Facts,
-        kind: &'a str,
+        kind: TrustKind,
         claims_raw: Option<&'a str>,
         client: &'a ClientWorkloadDetails,
         source_ip: Option<IpAddr>,
@@ -66,7 +66,7 @@ impl<'a> Subject<'a> {
     /// parsing the payload (~1 µs) for every other token, since the events' `environment` asks
     /// for the service-account UID on every `/credentials` request.
     fn may_have_orchestrator_claims(&self) -> bool {
-        self.kind == TrustKind::OrchestratorServiceAccount.as_str()
+        self.kind == TrustKind::OrchestratorServiceAccount
             && self
                 .claims_raw
                 .is_some_and(|r| r.contains("kubernetes.io") || r.contains("\\u"))
@@ -127,7 +127,7 @@ impl<'a> Subject<'a> {
                 .map(Cow::Owned)
                 .into_iter()
                 .collect(),
-            Source::CustomClaim if self.kind != TrustKind::OidcIdToken.as_str() => vec![],
+            Source::CustomClaim if self.kind != TrustKind::OidcIdToken => vec![],
             Source::CustomClaim => match (self.claims(), key) {
                 (Some(c), Some(k)) => claim(c, k)
                     .map(claim_values)
@@ -200,7 +200,7 @@ mod tests {
         let client = ClientWorkloadDetails::default();
         let ty = identity::lookup("orchestratorServiceAccountUID").expect("known type");
         let uid = |raw: &str| -> Vec<String> {
-            Subject::new(&facts, "OrchestratorServiceAccount", Some(raw), &client, None)
+            Subject::new(&facts, TrustKind::OrchestratorServiceAccount, Some(raw), &client, None)
                 .values(ty, None)
                 .into_iter()
                 .map(Cow::into_owned)
@@ -230,7 +230,7 @@ mod tests {
         let raw = r#"{"sub":"repo:acme/app","kubernetes.io":{"serviceaccount":{"uid":"sa-1"}}}"#;
         let values = |kind: &str, ty: &str, key: Option<&str>| -> Vec<String> {
             let ty = identity::lookup(ty).expect("known type");
-            Subject::new(&facts, kind, Some(raw), &client, None)
+            Subject::new(&facts, TrustKind::parse(kind).unwrap(), Some(raw), &client, None)
                 .values(ty, key)
                 .into_iter()
                 .map(Cow::into_owned)

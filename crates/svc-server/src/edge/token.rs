@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use uuid::Uuid;
 
 use crate::app::App;
+use crate::domain::trust::TrustKind;
 use crate::state::State;
 use crate::trust::{Fact, Facts};
 
@@ -31,7 +32,7 @@ struct IssueClaims<'a> {
 #[derive(Serialize)]
 struct IssueSvc<'a> {
     tp: Uuid,
-    tpk: &'a str,
+    tpk: TrustKind,
     rs: Uuid,
     facts: &'a Facts,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -43,7 +44,7 @@ pub fn issue(
     app: &App,
     client_id: &str,
     tp: Uuid,
-    tpk: &str,
+    tpk: TrustKind,
     rs: Uuid,
     facts: &Facts,
     claims: Option<&serde_json::Map<String, serde_json::Value>>,
@@ -86,7 +87,7 @@ pub struct Token {
 #[derive(Deserialize)]
 pub struct Svc {
     pub tp: Uuid,
-    pub tpk: String,
+    pub tpk: TrustKind,
     pub rs: Uuid,
     #[serde(default)]
     pub facts: BTreeMap<String, Fact>,
@@ -107,7 +108,7 @@ pub fn validate(app: &App, st: &State, token: &str) -> Option<Token> {
     let tp = st.idx.trust.get(&t.svc.tp)?;
     // Still that provider: same resource set and kind (a provider re-created under the id of a
     // deleted one is another provider), active, and the token not revoked.
-    if tp.rs != t.svc.rs || tp.kind.as_str() != t.svc.tpk || !tp.active || t.iat < tp.tokens_valid_after {
+    if tp.rs != t.svc.rs || tp.kind != t.svc.tpk || !tp.active || t.iat < tp.tokens_valid_after {
         return None;
     }
     Some(t)

@@ -9,6 +9,7 @@ use super::{CompiledTrust, TrustError, Verified};
 
 use crate::domain::trust::TrustKind;
 use crate::trust::VerifyCx;
+use crate::trust::kinds::{Evidence, KindSpec, non_blank};
 
 const CIA: &[(&str, &str)] = &[
     ("CiAActor", "actor"),
@@ -32,6 +33,60 @@ const CIC: &[(&str, &str)] = &[
     ("CiCProjectId", "terraform_project_id"),
     ("CiCWorkspaceId", "terraform_workspace_id"),
 ];
+
+pub const CIA_KIND: KindSpec = KindSpec {
+    kind: TrustKind::CiAIdentityToken,
+    name: "CiAIdentityToken",
+    client_id_type: "ciA_idtoken",
+    match_attributes: &[
+        "CiAActor",
+        "CiARepository",
+        "CiAWorkflow",
+        "CiASubject",
+        "CiARef",
+        "CiARepositoryId",
+        "CiARepositoryOwnerId",
+    ],
+    key_fields: &["oidcUrl"],
+    one_key_source: false,
+    accepts_secrets: false,
+    jwt: true,
+    payload_prefixes: &["ciA.identityToken.decode.payload."],
+    evidence: Evidence::Token(|c| non_blank(c.ci_a.as_ref()?.identity_token.as_ref())),
+};
+
+pub const CIB_KIND: KindSpec = KindSpec {
+    kind: TrustKind::CiBIdentityToken,
+    name: "CiBIdentityToken",
+    client_id_type: "ciB_idtoken",
+    match_attributes: &[
+        "CiBSubject",
+        "CiBProjectPath",
+        "CiBNamespacePath",
+        "CiBRefPath",
+        "CiBProjectId",
+        "CiBNamespaceId",
+    ],
+    key_fields: &["oidcUrl"],
+    one_key_source: false,
+    accepts_secrets: false,
+    jwt: true,
+    payload_prefixes: &["ciB.identityToken.decode.payload."],
+    evidence: Evidence::Token(|c| non_blank(c.ci_b.as_ref()?.identity_token.as_ref())),
+};
+
+pub const CIC_KIND: KindSpec = KindSpec {
+    kind: TrustKind::CiCIdentityToken,
+    name: "CiCIdentityToken",
+    client_id_type: "ciC_idtoken",
+    match_attributes: &["CiCOrganizationId", "CiCProjectId", "CiCWorkspaceId"],
+    key_fields: &["oidcUrl"],
+    one_key_source: false,
+    accepts_secrets: false,
+    jwt: true,
+    payload_prefixes: &["ciC.identityToken.decode.payload."],
+    evidence: Evidence::Token(|c| non_blank(c.ci_c.as_ref()?.identity_token.as_ref())),
+};
 
 pub async fn verify(cx: &VerifyCx<'_>, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let (default_issuer, mapping) = match tp.kind {

@@ -14,7 +14,9 @@ use super::{CompiledTrust, Fact, Facts, TrustError, Verified};
 
 use crate::crypto::x509::{CertInfo, cert_info, pem_blocks, pem_text};
 use crate::crypto::{b64_any_decode, pkcs7};
+use crate::domain::trust::TrustKind;
 use crate::trust::VerifyCx;
+use crate::trust::kinds::{Evidence, KindSpec};
 
 /// Match attribute ← document field (§4.6).
 const FIELDS: &[(&str, &str)] = &[
@@ -33,6 +35,34 @@ const FIELDS: &[(&str, &str)] = &[
     ("CloudARegion", "region"),
     ("CloudAVersion", "version"),
 ];
+
+pub const KIND: KindSpec = KindSpec {
+    kind: TrustKind::CloudAMetadataService,
+    name: "CloudAMetadataService",
+    client_id_type: "cloudA_metadata",
+    match_attributes: &[
+        "CloudAAccountId",
+        "CloudAArchitecture",
+        "CloudAAvailabilityZone",
+        "CloudABillingProducts",
+        "CloudAImageId",
+        "CloudAInstanceId",
+        "CloudAInstanceType",
+        "CloudAKernelId",
+        "CloudAMarketplaceProductCodes",
+        "CloudAPendingTime",
+        "CloudAPrivateIp",
+        "CloudARamdiskId",
+        "CloudARegion",
+        "CloudAVersion",
+    ],
+    key_fields: &["certificate"],
+    one_key_source: false,
+    accepts_secrets: true,
+    jwt: false,
+    payload_prefixes: &[],
+    evidence: Evidence::Document(|c| evidence(c).is_some()),
+};
 
 /// The evidence pair (base64 text), when both parts are present and non-empty.
 pub fn evidence(c: &ClientWorkloadDetails) -> Option<(&str, &str)> {

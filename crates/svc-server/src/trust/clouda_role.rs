@@ -12,7 +12,9 @@ use quick_xml::events::Event;
 use svc_api::edge::ClientWorkloadDetails;
 
 use super::{CompiledTrust, Fact, Facts, TrustError, Verified};
+use crate::domain::trust::TrustKind;
 use crate::trust::VerifyCx;
+use crate::trust::kinds::{self, KindSpec};
 
 /// The only body ever sent (the client cannot supply one).
 pub const BODY: &str = "Action=GetCallerIdentity&Version=2011-06-15";
@@ -38,6 +40,24 @@ pub struct Evidence<'a> {
     pub headers: &'a BTreeMap<String, Option<String>>,
     pub region: Option<&'a str>,
 }
+
+pub const KIND: KindSpec = KindSpec {
+    kind: TrustKind::CloudARole,
+    name: "CloudARole",
+    client_id_type: "cloudA_role",
+    match_attributes: &[
+        "CloudAAccountId",
+        "CloudAAssumedRole",
+        "CloudARoleARN",
+        "CloudAUsername",
+    ],
+    key_fields: &[],
+    one_key_source: false,
+    accepts_secrets: false,
+    jwt: false,
+    payload_prefixes: &[],
+    evidence: kinds::Evidence::Document(|c| evidence(c).is_some()),
+};
 
 pub fn evidence(c: &ClientWorkloadDetails) -> Option<Evidence<'_>> {
     let s = c.cloud_a.as_ref()?.sts_get_caller_identity.as_ref()?;

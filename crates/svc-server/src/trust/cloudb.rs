@@ -16,10 +16,25 @@ use super::{CompiledTrust, Fact, Facts, TrustError, Verified};
 use crate::crypto::chain::{Cert, PathError, build_path, within_domain};
 use crate::crypto::pkcs7::{self, SignedMessage, SignerId};
 use crate::crypto::{b64_any_decode, x509::pem_blocks};
+use crate::domain::trust::TrustKind;
 use crate::trust::VerifyCx;
+use crate::trust::kinds::{Evidence, KindSpec};
 
 /// At most this many AIA documents are fetched for one verification.
 const MAX_AIA_FETCHES: usize = 4;
+
+pub const KIND: KindSpec = KindSpec {
+    kind: TrustKind::CloudBMetadataService,
+    name: "CloudBMetadataService",
+    client_id_type: "cloudB_metadata",
+    match_attributes: &["CloudBSku", "CloudBVmId", "CloudBSubscriptionId"],
+    key_fields: &[],
+    one_key_source: false,
+    accepts_secrets: false,
+    jwt: false,
+    payload_prefixes: &[],
+    evidence: Evidence::Document(|c| evidence(c).is_some()),
+};
 
 /// The evidence: (encoding, base64 signature, nonce), when the signature is present.
 pub fn evidence(c: &ClientWorkloadDetails) -> Option<(Option<&str>, &str, Option<&str>)> {

@@ -6,7 +6,22 @@
 use super::jwt::{self, Audience, Issuer, Keys, Profile, RS256_ONLY};
 use super::keycache::Kind;
 use super::{CompiledTrust, Fact, TrustError, Verified};
+use crate::domain::trust::TrustKind;
 use crate::trust::VerifyCx;
+use crate::trust::kinds::{Evidence, KindSpec, non_blank};
+
+pub const KIND: KindSpec = KindSpec {
+    kind: TrustKind::CloudCIdentityToken,
+    name: "CloudCIdentityToken",
+    client_id_type: "cloudC_idtoken",
+    match_attributes: &["Email"],
+    key_fields: &[],
+    one_key_source: false,
+    accepts_secrets: false,
+    jwt: true,
+    payload_prefixes: &["cloudC.identityToken.decode.payload."],
+    evidence: Evidence::Token(|c| non_blank(c.cloud_c.as_ref()?.identity_token.as_ref())),
+};
 
 pub async fn verify(cx: &VerifyCx<'_>, _tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let profile = Profile {

@@ -12,6 +12,7 @@ pub mod cloudc;
 pub mod compile;
 pub mod jwt;
 pub mod keycache;
+pub mod kinds;
 pub mod oidc;
 pub mod orchestrator;
 pub mod rules;
@@ -124,30 +125,23 @@ impl TrustError {
     }
 }
 
-fn non_empty(s: Option<&String>) -> Option<&str> {
+pub(crate) fn non_empty(s: Option<&String>) -> Option<&str> {
     s.map(String::as_str).map(str::trim).filter(|s| !s.is_empty())
 }
 
-/// The evidence field of the provider's kind (§3.1), if present and non-empty.
+/// The evidence token of the provider's kind (§3.1), if present and non-blank.
 pub fn evidence_token(kind: TrustKind, c: &ClientWorkloadDetails) -> Option<&str> {
-    match kind {
-        TrustKind::OidcIdToken => non_empty(c.oidc.as_ref()?.identity_token.as_ref()),
-        TrustKind::CiAIdentityToken => non_empty(c.ci_a.as_ref()?.identity_token.as_ref()),
-        TrustKind::CiBIdentityToken => non_empty(c.ci_b.as_ref()?.identity_token.as_ref()),
-        TrustKind::CiCIdentityToken => non_empty(c.ci_c.as_ref()?.identity_token.as_ref()),
-        TrustKind::OrchestratorServiceAccount => non_empty(c.orchestrator.as_ref()?.service_account_token.as_ref()),
-        TrustKind::CloudCIdentityToken => non_empty(c.cloud_c.as_ref()?.identity_token.as_ref()),
-        TrustKind::CloudAMetadataService | TrustKind::CloudARole | TrustKind::CloudBMetadataService => None,
+    match kind.spec().evidence {
+        kinds::Evidence::Token(f) => f(c).map(|s| s.trim()),
+        kinds::Evidence::Document(_) => None,
     }
 }
 
 /// Whether the request carries evidence of the provider's kind (§4.4 step 4; absent → `NoDataFound`).
 pub fn has_evidence(kind: TrustKind, c: &ClientWorkloadDetails) -> bool {
-    match kind {
-        TrustKind::CloudAMetadataService => clouda_iid::evidence(c).is_some(),
-        TrustKind::CloudARole => clouda_role::evidence(c).is_some(),
-        TrustKind::CloudBMetadataService => cloudb::evidence(c).is_some(),
-        _ => evidence_token(kind, c).is_some(),
+    match kind.spec().evidence {
+        kinds::Evidence::Token(f) => f(c).is_some(),
+        kinds::Evidence::Document(f) => f(c),
     }
 }
 

@@ -6,7 +6,22 @@
 
 use super::jwt::{self, ASYMMETRIC, Audience, Issuer, Profile};
 use super::{CompiledTrust, Fact, KeySource, TrustError, Verified};
+use crate::domain::trust::TrustKind;
 use crate::trust::VerifyCx;
+use crate::trust::kinds::{Evidence, KindSpec, non_blank};
+
+pub const KIND: KindSpec = KindSpec {
+    kind: TrustKind::OidcIdToken,
+    name: "OidcIdToken",
+    client_id_type: "oidc_idtoken",
+    match_attributes: &["OidcIssuer", "OidcSubject", "OidcAudience", "OidcCustom"],
+    key_fields: &["oidcUrl", "jwks", "certificate", "isSvcTenantOidcToken"],
+    one_key_source: true,
+    accepts_secrets: true,
+    jwt: true,
+    payload_prefixes: &["oidc.identityToken.decode.payload."],
+    evidence: Evidence::Token(|c| non_blank(c.oidc.as_ref()?.identity_token.as_ref())),
+};
 
 pub async fn verify(cx: &VerifyCx<'_>, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let audience_rules: Vec<&str> = tp

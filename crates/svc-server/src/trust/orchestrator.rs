@@ -8,7 +8,9 @@ use serde_json::{Map, Value};
 
 use super::jwt::{self, ASYMMETRIC, Audience, Issuer, Profile};
 use super::{CompiledTrust, Fact, KeySource, TrustError, Verified};
+use crate::domain::trust::TrustKind;
 use crate::trust::VerifyCx;
+use crate::trust::kinds::{Evidence, KindSpec, non_blank};
 
 /// (namespace, pod name, pod uid, service-account name, service-account uid). A number or boolean
 /// claim is its JSON text (§4.6), as for every other kind.
@@ -28,6 +30,28 @@ pub fn orchestrator_claims(c: &Map<String, Value>) -> [Option<String>; 5] {
         s(at(&["serviceaccount", "uid"])).or_else(|| s(c.get("kubernetes.io/serviceaccount/service-account.uid"))),
     ]
 }
+
+pub const KIND: KindSpec = KindSpec {
+    kind: TrustKind::OrchestratorServiceAccount,
+    name: "OrchestratorServiceAccount",
+    client_id_type: "orchestrator_idtoken",
+    match_attributes: &[
+        "OrchestratorIss",
+        "OrchestratorIoNamespace",
+        "OrchestratorIoPodName",
+        "OrchestratorIoServiceAccountName",
+        "OrchestratorSub",
+    ],
+    key_fields: &["oidcUrl", "jwks", "certificate", "isSvcTenantOidcToken"],
+    one_key_source: true,
+    accepts_secrets: true,
+    jwt: true,
+    payload_prefixes: &[
+        "orchestrator.identityToken.decode.payload.",
+        "orchestrator.serviceAccountToken.decode.payload.",
+    ],
+    evidence: Evidence::Token(|c| non_blank(c.orchestrator.as_ref()?.service_account_token.as_ref())),
+};
 
 pub async fn verify(cx: &VerifyCx<'_>, tp: &CompiledTrust, token: &str) -> Result<Verified, TrustError> {
     let profile = Profile {

@@ -216,7 +216,10 @@ fn parse_kind(s: &str) -> Result<TrustKind> {
     TrustKind::parse(s).ok_or_else(|| {
         Error::field(
             "provider",
-            format!("must be one of {}", TrustKind::ALL.map(|k| k.as_str()).join(", ")),
+            format!(
+                "must be one of {}",
+                TrustKind::all().map(TrustKind::as_str).collect::<Vec<_>>().join(", ")
+            ),
         )
     })
 }
@@ -266,14 +269,7 @@ fn validate(app: &App, tp: &TrustProvider) -> Result<()> {
     .into_iter()
     .flatten()
     .collect();
-    let permitted: &[&str] = match kind {
-        TrustKind::OrchestratorServiceAccount | TrustKind::OidcIdToken => {
-            &["oidcUrl", "jwks", "certificate", "isSvcTenantOidcToken"]
-        }
-        TrustKind::CiAIdentityToken | TrustKind::CiBIdentityToken | TrustKind::CiCIdentityToken => &["oidcUrl"],
-        TrustKind::CloudAMetadataService => &["certificate"],
-        TrustKind::CloudARole | TrustKind::CloudBMetadataService | TrustKind::CloudCIdentityToken => &[],
-    };
+    let permitted = kind.spec().key_fields;
     if let Some(f) = given.iter().find(|f| !permitted.contains(f)) {
         return Err(Error::field(
             *f,
