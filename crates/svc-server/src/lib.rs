@@ -16,6 +16,7 @@ pub mod http;
 pub mod issuer;
 pub mod net;
 pub mod platform;
+pub mod policy;
 pub mod service;
 pub mod state;
 pub mod store;
