@@ -182,7 +182,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         source_port: peer_port,
         target_host: None,
         target_port: 0,
-        environment: events::environment(&facts, (None, sa_uid), client, client_id),
+        environment: super::environment::environment(&facts, (None, sa_uid), client, client_id),
     };
     let mut parts_ev = Parts::default();
     parts_ev.trust_providers.extend(outcome.provider);

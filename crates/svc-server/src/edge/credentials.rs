@@ -81,7 +81,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             source_ip,
         )
     });
-    let ids = subject.as_ref().map_or((None, None), events::subject_ids);
+    let ids = subject.as_ref().map_or((None, None), super::environment::subject_ids);
     let info = RequestInfo {
         context_id: crate::util::uuid_v4(),
         rs: selected_rs
@@ -94,7 +94,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             .and_then(|s| s.port)
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
-        environment: events::environment(
+        environment: super::environment::environment(
             token.as_ref().map(|t| &t.svc.facts).unwrap_or(&empty),
             ids,
             client,

@@ -4,6 +4,7 @@
 
 pub mod auth;
 pub mod credentials;
+pub mod environment;
 pub mod events;
 pub mod identity;
 pub mod ratelimit;

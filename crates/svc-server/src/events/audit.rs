@@ -169,8 +169,8 @@ impl AuditEntry<'_> {
 }
 
 /// The key tree of an audit entry's body (AuditLogDTO, §3.23), for `order` on any scalar field.
-pub const AUDIT_LOG: crate::edge::events::Shape = {
-    use crate::edge::events::Shape::{Leaf, Obj, Opaque};
+pub const AUDIT_LOG: crate::events::shape::Shape = {
+    use crate::events::shape::Shape::{Leaf, Obj, Opaque};
     Obj(&[
         ("externalId", Leaf),
         ("resourceSetId", Leaf),

@@ -9,6 +9,7 @@
 //! as the change they describe.
 
 pub mod audit;
+pub mod shape;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -77,7 +77,7 @@ impl EventTable {
             _ => "ts",
         }
     }
-    /// The text columns an edge event's body is stored without and `edge::events::expand` puts
+    /// The text columns an edge event's body is stored without and `events::shape::expand` puts
     /// back (besides `ts`, read as a number).
     fn restored_columns(self) -> &'static [&'static str] {
         match self {

@@ -1,7 +1,7 @@
 //! Query parameters shared by the three event lists (contract §3.26): paging, ordering, `search`
 //! and the time window (absolute dates win over spans; `span-last-minutes` over the unit span).
 
-use crate::edge::events::Shape;
+use crate::events::shape::Shape;
 use axum::response::Response;
 use serde_json::Value;
 
@@ -182,7 +182,7 @@ impl EventParams {
 }
 
 /// One page of event bodies; `shape` restores the keys an edge event is stored without
-/// (`edge::events::expand`).
+/// (`events::shape::expand`).
 pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: Option<Shape>) -> Result<Response> {
     let items: Vec<Value> = page
         .bodies
@@ -205,7 +205,7 @@ pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: O
 pub fn body_value(body: &str, shape: Option<Shape>, columns: &Columns) -> Result<Value> {
     let v: Value = serde_json::from_str(body).map_err(Error::internal)?;
     Ok(match shape {
-        Some(shape) => crate::edge::events::expand(v, shape, columns),
+        Some(shape) => crate::events::shape::expand(v, shape, columns),
         None => v,
     })
 }
