@@ -177,7 +177,7 @@ impl<K: Clone + Eq + Hash, V: Clone> Cache<K, V> {
     pub fn purge_expired(&mut self, now: i64) -> usize {
         let before = self.entries.len();
         self.entries
-            .retain(|_, e| !e.expires_ms.is_some_and(|x| now >= x) || e.refreshing);
+            .retain(|_, e| e.expires_ms.is_none_or(|x| now < x) || e.refreshing);
         before - self.entries.len()
     }
 }
