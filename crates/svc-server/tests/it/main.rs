@@ -12,6 +12,7 @@ mod cred_minted;
 mod cred_rules;
 mod cred_support;
 mod cred_upstream;
+mod edge_client;
 mod edge_cloud;
 mod edge_credentials;
 mod edge_example;
