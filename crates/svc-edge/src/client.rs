@@ -281,12 +281,17 @@ impl Client {
 
     /// The held token when fresh (or, once, the one in `--cache-dir`), else a new one.
     pub async fn session(&self) -> Result<Session, Error> {
+        Ok(self.session_new().await?.0)
+    }
+
+    /// As [`Client::session`], and whether the token was issued by this call.
+    async fn session_new(&self) -> Result<(Session, bool), Error> {
         let mut held = self.session.lock().await;
         let now = self.clock.now_ms();
         if let Some(s) = &*held
             && s.fresh(now, self.renewal)
         {
-            return Ok(s.clone());
+            return Ok((s.clone(), false));
         }
         if !self.disk_checked.swap(true, std::sync::atomic::Ordering::SeqCst)
             && let Some(dir) = &self.cfg.cache_dir
@@ -294,11 +299,11 @@ impl Client {
             && s.fresh(now, self.renewal)
         {
             *held = Some(s.clone());
-            return Ok(s);
+            return Ok((s, false));
         }
         let s = self.authenticate_locked().await?;
         *held = Some(s.clone());
-        Ok(s)
+        Ok((s, true))
     }
 
     /// The held token, if any (fresh or not).
@@ -328,8 +333,7 @@ impl Client {
         };
         let mut retried = false;
         loop {
-            let session = self.session().await?;
-            let just_issued = self.clock.now_ms() - session.obtained_ms < 2_000;
+            let (session, just_issued) = self.session_new().await?;
             let body = ApiCredentialsRequest {
                 client: Some(self.evidence().await?),
                 server: Some(ServerWorkloadDetails {
