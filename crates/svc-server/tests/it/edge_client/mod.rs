@@ -135,7 +135,7 @@ pub fn uuid_like() -> String {
 }
 
 /// A client workload with `identity`, a server workload `host:port`, the credential providers
-/// (with their mappings) and a policy joining them; returns the policy id.
+/// (with their mappings) and a policy joining them; returns the providers' ids.
 pub async fn grant(
     t: &TestApp,
     identity: Value,
@@ -143,7 +143,7 @@ pub async fn grant(
     host: &str,
     port: u16,
     providers: Vec<(Value, Value)>,
-) -> String {
+) -> Vec<String> {
     let n = uuid_like();
     let cw = t
         .post(
@@ -163,12 +163,13 @@ pub async fn grant(
         .await;
     assert_eq!(sw.status, 204, "{}", sw.text);
     let sw = sw.header("location").unwrap().rsplit('/').next().unwrap().to_string();
-    let mut mappings = vec![];
+    let (mut mappings, mut ids) = (vec![], vec![]);
     for (i, (body, mapping)) in providers.into_iter().enumerate() {
         let mut b = json!({"name": format!("cp-{n}-{i}"), "isActive": true});
         b.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
         let cp = t.post("/api/v2/credential-providers", b).await;
         let cp = cp.expect(201)["externalId"].as_str().unwrap().to_string();
+        ids.push(cp.clone());
         let mut m = json!({"credentialProviderId": cp, "mappingType": "None"});
         m.as_object_mut().unwrap().extend(mapping.as_object().unwrap().clone());
         mappings.push(m);
@@ -179,10 +180,8 @@ pub async fn grant(
                "credentialProviders": mappings}),
     )
     .await
-    .expect(200)["externalId"]
-        .as_str()
-        .unwrap()
-        .to_string()
+    .expect(200);
+    ids
 }
 
 /// An OIDC trust provider on the mock peer, a job token for subject `sub` with the edge
@@ -192,6 +191,8 @@ pub struct Oidc {
     pub tp: String,
     pub token: String,
     pub sub: String,
+    /// The API-key provider.
+    pub cp: String,
 }
 
 pub async fn oidc_setup(t: &TestApp, key: &str) -> Oidc {
@@ -199,7 +200,7 @@ pub async fn oidc_setup(t: &TestApp, key: &str) -> Oidc {
     let (tp, cid) = trust_provider(t, json!({"provider": "OidcIdToken", "oidcUrl": mock})).await;
     let sub = format!("repo:acme/app:{}", uuid_like());
     let token = mint(&[("sub", json!(sub)), ("aud", json!(t.base))]).await;
-    grant(
+    let cp = grant(
         t,
         json!({"type": "oidcIdTokenSubject", "value": sub}),
         &tp,
@@ -207,8 +208,15 @@ pub async fn oidc_setup(t: &TestApp, key: &str) -> Oidc {
         443,
         vec![(json!({"type": "apikey", "apiKey": key}), json!({}))],
     )
-    .await;
-    Oidc { cid, tp, token, sub }
+    .await
+    .remove(0);
+    Oidc {
+        cid,
+        tp,
+        token,
+        sub,
+        cp,
+    }
 }
 
 /// `/edge/v1/credentials` requests the service received (one `access.request` event each).
@@ -348,7 +356,7 @@ impl Platform {
             .route(
                 "/metadata/attested/document",
                 get(|h: HeaderMap, Query(q): Query<BTreeMap<String, String>>| async move {
-                    if h.get("metadata").and_then(|v| v.to_str().ok()) != Some("true") || q.get("api-version").is_none()
+                    if h.get("metadata").and_then(|v| v.to_str().ok()) != Some("true") || !q.contains_key("api-version")
                     {
                         return (StatusCode::BAD_REQUEST, String::new()).into_response();
                     }
@@ -389,7 +397,7 @@ impl Platform {
                 get(|h: HeaderMap, Query(q): Query<BTreeMap<String, String>>| async move {
                     let bearer = format!("Bearer {CIA_REQUEST_TOKEN}");
                     if h.get("authorization").and_then(|v| v.to_str().ok()) != Some(bearer.as_str())
-                        || q.get("api-version").is_none()
+                        || !q.contains_key("api-version")
                     {
                         return (StatusCode::UNAUTHORIZED, String::new()).into_response();
                     }
@@ -480,8 +488,12 @@ pub struct AgentProc {
 
 impl AgentProc {
     pub async fn start(edge: Edge) -> AgentProc {
+        Self::start_on(edge, "127.0.0.1:0").await
+    }
+
+    pub async fn start_on(edge: Edge, listen: &str) -> AgentProc {
         use tokio::io::AsyncBufReadExt;
-        let edge = edge.args(&["agent", "--listen", "127.0.0.1:0"]);
+        let edge = edge.args(&["agent", "--listen", listen]);
         let mut cmd = edge.command();
         cmd.stderr(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null());
@@ -508,7 +520,11 @@ impl AgentProc {
         });
         AgentProc {
             child,
-            base: format!("http://{addr}"),
+            base: if addr.starts_with("unix:") {
+                addr
+            } else {
+                format!("http://{addr}")
+            },
             logs,
             http: reqwest::Client::new(),
         }
