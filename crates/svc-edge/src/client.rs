@@ -306,6 +306,11 @@ impl Client {
         Ok((s, true))
     }
 
+    /// The edge token: the held one while fresh, else a new one (the SDK's `token()`).
+    pub async fn token(&self) -> Result<TokenDto, Error> {
+        Ok(self.session().await?.token)
+    }
+
     /// The held token, if any (fresh or not).
     pub async fn held(&self) -> Option<Session> {
         self.session.lock().await.clone()
