@@ -6,6 +6,7 @@
 mod agent;
 mod commands;
 mod kinds;
+mod sdk;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -144,18 +145,42 @@ pub async fn grant(
     port: u16,
     providers: Vec<(Value, Value)>,
 ) -> Vec<String> {
+    grant_in(t, None, identity, tp, host, port, providers).await
+}
+
+/// A management POST, in resource set `rs` when given.
+pub async fn post_in(t: &TestApp, rs: Option<&str>, path: &str, body: Value) -> crate::harness::Resp {
+    let mut r = t.client.post(t.url(path)).bearer_auth(&t.token).json(&body);
+    if let Some(rs) = rs {
+        r = r.header("X-Svc-ResourceSet", rs);
+    }
+    t.send(r).await
+}
+
+/// As [`grant`], every entity in resource set `rs` when given.
+pub async fn grant_in(
+    t: &TestApp,
+    rs: Option<&str>,
+    identity: Value,
+    tp: &str,
+    host: &str,
+    port: u16,
+    providers: Vec<(Value, Value)>,
+) -> Vec<String> {
     let n = uuid_like();
-    let cw = t
-        .post(
-            "/api/v1/client-workloads",
-            json!({"name": format!("cw-{n}"), "isActive": true, "identities": [identity]}),
-        )
-        .await;
+    let cw = post_in(
+        t,
+        rs,
+        "/api/v1/client-workloads",
+        json!({"name": format!("cw-{n}"), "isActive": true, "identities": [identity]}),
+    )
+    .await;
     assert_eq!(cw.status, 204, "{}", cw.text);
     let cw = cw.header("location").unwrap().rsplit('/').next().unwrap().to_string();
-    let sw = t
-        .post(
-            "/api/v1/server-workloads",
+    let sw = post_in(
+        t,
+        rs,
+        "/api/v1/server-workloads",
             json!({"name": format!("sw-{n}"), "isActive": true, "serviceEndpoint": {"host": host, "port": port,
                    "appProtocol": "HTTP", "transportProtocol": "TCP", "requestedPort": port, "requestedTls": true, "tls": true,
                    "tlsVerification": "full"}}),
@@ -167,20 +192,20 @@ pub async fn grant(
     for (i, (body, mapping)) in providers.into_iter().enumerate() {
         let mut b = json!({"name": format!("cp-{n}-{i}"), "isActive": true});
         b.as_object_mut().unwrap().extend(body.as_object().unwrap().clone());
-        let cp = t.post("/api/v2/credential-providers", b).await;
+        let cp = post_in(t, rs, "/api/v2/credential-providers", b).await;
         let cp = cp.expect(201)["externalId"].as_str().unwrap().to_string();
         ids.push(cp.clone());
         let mut m = json!({"credentialProviderId": cp, "mappingType": "None"});
         m.as_object_mut().unwrap().extend(mapping.as_object().unwrap().clone());
         mappings.push(m);
     }
-    t.post(
-        "/api/v2/access-policies",
-        json!({"name": format!("pol-{n}"), "isActive": true, "clientWorkload": cw, "serverWorkload": sw, "trustProviders": [tp],
-               "credentialProviders": mappings}),
-    )
-    .await
-    .expect(200);
+    let mut pol = json!({"name": format!("pol-{n}"), "isActive": true, "clientWorkload": cw, "serverWorkload": sw,
+                         "trustProviders": [tp], "credentialProviders": mappings});
+    if let Some(rs) = rs {
+        // v2 policies name their resource set in the body.
+        pol["resourceSet"] = json!(rs);
+    }
+    post_in(t, rs, "/api/v2/access-policies", pol).await.expect(200);
     ids
 }
 
