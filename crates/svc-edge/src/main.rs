@@ -194,6 +194,7 @@ async fn run(cli: Cli) -> Result<i32, Error> {
         }
         Command::Agent { listen } => {
             let listen = Listen::parse(&listen)?;
+            svc_edge::log::to_stdout();
             let max = cfg.number("SVC_EDGE_CACHE_MAX", 1_000, 1)?;
             let static_s = cfg.number("SVC_EDGE_STATIC_REFRESH_SECONDS", 300, 1)?;
             let client = Arc::new(Client::new(cfg, clock, Renewal::Fraction(0.2)));

@@ -73,7 +73,15 @@ async fn single_flight_hits_token_and_health() {
     assert_eq!(a.get("/nope").await.0, 404);
     let r = a.http.post(format!("{}{KEY_Q}", a.base)).send().await.unwrap();
     assert_eq!(r.status().as_u16(), 405);
-    // Logs are JSON lines without secrets.
+    // Logs are JSON lines on stdout (nothing on stderr), without secrets.
+    for l in a.logs() {
+        assert!(!l.starts_with("stderr: "), "{l}");
+        let v: Value = serde_json::from_str(&l).unwrap();
+        assert!(
+            v["ts"].is_string() && v["level"].is_string() && v["msg"].is_string(),
+            "{l}"
+        );
+    }
     let logs = a.logs().join("\n");
     assert!(logs.contains("credential fetched"));
     assert!(!logs.contains("agent-key") && !logs.contains(&o.token), "{logs}");

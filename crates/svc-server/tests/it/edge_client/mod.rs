@@ -503,7 +503,8 @@ pub fn facts(token_json: &Value) -> Value {
     jwt_payload(token_json["accessToken"].as_str().unwrap())["svc"]["facts"].clone()
 }
 
-/// A running `svc-edge agent`, stopped on drop. Its stderr (JSON log lines) is collected.
+/// A running `svc-edge agent`, stopped on drop. Its stdout (JSON log lines) and stderr are
+/// collected.
 pub struct AgentProc {
     pub child: tokio::process::Child,
     pub base: String,
@@ -521,14 +522,22 @@ impl AgentProc {
         let edge = edge.args(&["agent", "--listen", listen]);
         let mut cmd = edge.command();
         cmd.stderr(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::null());
+            .stdout(std::process::Stdio::piped());
         let mut child = cmd.spawn().unwrap();
-        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut errs = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
         let logs: Arc<Mutex<Vec<String>>> = Arc::default();
+        let l3 = logs.clone();
+        tokio::spawn(async move {
+            while let Ok(Some(l)) = errs.next_line().await {
+                l3.lock().unwrap().push(format!("stderr: {l}"));
+            }
+        });
         let addr = tokio::time::timeout(Duration::from_secs(20), async {
             while let Some(l) = lines.next_line().await.unwrap() {
                 logs.lock().unwrap().push(l.clone());
-                let v: Value = serde_json::from_str(&l).unwrap_or_else(|_| panic!("log line is not JSON: {l}"));
+                let v: Value =
+                    serde_json::from_str(&l).unwrap_or_else(|_| panic!("stdout line is not a JSON log line: {l}"));
                 if v["msg"] == "listening" {
                     return v["addr"].as_str().unwrap().to_string();
                 }
