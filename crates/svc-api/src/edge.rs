@@ -64,11 +64,13 @@ fn map_only_list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result
 }
 
 /// Body of `POST /edge/v1/auth`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct AuthRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientWorkloadDetails>,
 }
 
@@ -77,41 +79,56 @@ pub struct AuthRequest {
 #[serde(rename_all = "camelCase")]
 pub struct TokenDto {
     pub access_token: String,
+    #[serde(default)]
     pub refresh_token: Option<String>,
     pub token_type: String,
     pub expires_in: i32,
 }
 
 /// Body of `POST /edge/v1/credentials`.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ApiCredentialsRequest {
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientWorkloadDetails>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerWorkloadDetails>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub credential_type: Option<String>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub connection_metadata: Option<ConnectionMetadata>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cert_signing_request: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ServerWorkloadDetails {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub transport_protocol: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub port: Option<i64>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ConnectionMetadata {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub access_key_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub account_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub header_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub header_value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub http_body_field_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub http_body_field_value: Option<String>,
 }
 
@@ -127,165 +144,218 @@ impl ConnectionMetadata {
 }
 
 /// `ClientWorkloadDetails`: attestation evidence and self-reported context.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct ClientWorkloadDetails {
     #[serde(rename = "sourceIP")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_ip: Option<String>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud_a: Option<CloudA>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud_b: Option<CloudB>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud_c: Option<CloudC>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub os: Option<Os>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub orchestrator: Option<Orchestrator>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_a: Option<IdentityToken>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_b: Option<IdentityToken>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_c: Option<IdentityToken>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub oidc: Option<IdentityToken>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CloudA {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_identity_document: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_identity_document_signature: Option<String>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub lambda: Option<Lambda>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ecs: Option<Ecs>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sts_get_caller_identity: Option<StsGetCallerIdentity>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Lambda {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub arn: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Ecs {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub container_metadata: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub task_metadata: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct StsGetCallerIdentity {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, Option<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CloudB {
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub attested_document: Option<AttestedDocument>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AttestedDocument {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct CloudC {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_token: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_document: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct Os {
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub environment: Option<OsEnvironment>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
 pub struct OsEnvironment {
     #[serde(rename = "ORCH_POD_NAME")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub orch_pod_name: Option<String>,
     #[serde(rename = "CLIENT_WORKLOAD_ID")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub client_workload_id: Option<String>,
     #[serde(rename = "ORCH_PROVIDER_ID")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub orch_provider_id: Option<String>,
     #[serde(rename = "SVC_RESOURCE_SET_ID")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub svc_resource_set_id: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Orchestrator {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_token: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Host {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub domain_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub system_serial_number: Option<String>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<Process>,
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sensors: Option<Sensors>,
     #[serde(deserialize_with = "map_only_list")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub network_interfaces: Option<Vec<NetworkInterface>>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Process {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub user_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub user_name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exe_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub command_line: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub exe_hash: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Sensors {
     #[serde(deserialize_with = "map_only")]
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub sensor_a: Option<SensorA>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct SensorA {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct NetworkInterface {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub mac_address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv4_addresses: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub ipv6_addresses: Option<Vec<String>>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct IdentityToken {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_token: Option<String>,
 }
 
@@ -335,9 +405,61 @@ impl Serialize for CredentialType {
     }
 }
 
+/// Reads one of the enumeration's strings; any other value is an error.
+impl<'de> Deserialize<'de> for CredentialType {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        CredentialType::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("unknown credentialType {s:?}")))
+    }
+}
+
 /// `EdgeCredentials`: exactly the keys of the issued type (§4.10), values possibly null.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct EdgeCredentials(pub Vec<(&'static str, Option<String>)>);
+
+impl EdgeCredentials {
+    /// Every `data` key of §4.10, so a read response can name its keys with `&'static str`.
+    pub const KEYS: [&'static str; 8] = [
+        "apiKey",
+        "username",
+        "password",
+        "token",
+        "cloudAAccessKeyId",
+        "cloudASecretAccessKey",
+        "cloudASessionToken",
+        "certificateChain",
+    ];
+
+    /// The value of `key`, when present and not null.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| *k == key).and_then(|(_, v)| v.as_deref())
+    }
+}
+
+/// Reads a `data` object: the keys of §4.10 in their received order; a key this version does not
+/// know is skipped (a client keeps the raw body when it must pass everything on).
+impl<'de> Deserialize<'de> for EdgeCredentials {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = EdgeCredentials;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object of string or null values")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<EdgeCredentials, A::Error> {
+                let mut out = Vec::new();
+                while let Some(k) = m.next_key::<String>()? {
+                    let v: Option<String> = m.next_value()?;
+                    if let Some(key) = EdgeCredentials::KEYS.iter().find(|n| **n == k) {
+                        out.push((*key, v));
+                    }
+                }
+                Ok(EdgeCredentials(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
 
 impl Serialize for EdgeCredentials {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -350,11 +472,13 @@ impl Serialize for EdgeCredentials {
 }
 
 /// `ApiCredentialsResponse`
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiCredentialsResponse {
     pub credential_type: CredentialType,
+    #[serde(default)]
     pub expires_at: Option<Timestamp>,
+    #[serde(default)]
     pub data: EdgeCredentials,
 }
 
@@ -392,5 +516,71 @@ mod tests {
         let null: ApiCredentialsRequest = parse_body(br#"{"server":null,"client":{"oidc":null}}"#).unwrap();
         assert!(null.server.is_none());
         assert!(parse_body::<AuthRequest>(br#"{"clientId":"c"} x"#).is_err());
+    }
+
+    /// A value written by `Serialize` reads back through `parse_body` (the server's reader) and
+    /// writes the same JSON again: the types work both ways, for the client and the tests.
+    fn round_trip<T: Serialize + for<'de> Deserialize<'de>>(json: &str) -> serde_json::Value {
+        let v: T = parse_body(json.as_bytes()).unwrap();
+        let once = serde_json::to_value(&v).unwrap();
+        let back: T = parse_body(once.to_string().as_bytes()).unwrap();
+        assert_eq!(serde_json::to_value(&back).unwrap(), once, "{json}");
+        once
+    }
+
+    #[test]
+    fn requests_round_trip_and_omit_absent_fields() {
+        let auth = r#"{"clientId":"svc:local:default:identity:oidc_idtoken:00000000-0000-0000-0000-000000000001","client":{"oidc":{"identityToken":"t"}}}"#;
+        let v = round_trip::<AuthRequest>(auth);
+        assert_eq!(v, serde_json::from_str::<serde_json::Value>(auth).unwrap());
+        let every = r#"{"sourceIP":"10.0.0.1",
+            "cloudA":{"instanceIdentityDocument":"ZA==","instanceIdentityDocumentSignature":"cw==","lambda":{"arn":"a"},
+                      "ecs":{"containerMetadata":"{}","taskMetadata":"{}"},
+                      "stsGetCallerIdentity":{"headers":{"Authorization":"x","X-Amz-Security-Token":null},"region":"us-east-1"}},
+            "cloudB":{"attestedDocument":{"encoding":"pkcs7","signature":"c2ln","nonce":"1700000000"}},
+            "cloudC":{"identityToken":"j","instanceDocument":"ZA=="},
+            "os":{"environment":{"ORCH_POD_NAME":"p","CLIENT_WORKLOAD_ID":"c","ORCH_PROVIDER_ID":"o","SVC_RESOURCE_SET_ID":"r"}},
+            "orchestrator":{"serviceAccountToken":"s"},
+            "host":{"hostname":"h","domainName":"d","systemSerialNumber":"n",
+                    "process":{"name":"n","pid":1,"userId":0,"userName":"root","exePath":"/x","commandLine":"x","exeHash":"ab"},
+                    "sensors":{"sensorA":{"agentId":"a"}},
+                    "networkInterfaces":[{"name":"eth0","macAddress":"m","ipv4Addresses":["10.0.0.1"],"ipv6Addresses":[]}]},
+            "ciA":{"identityToken":"a"},"ciB":{"identityToken":"b"},"ciC":{"identityToken":"c"},"oidc":{"identityToken":"o"}}"#;
+        let body = format!(
+            r#"{{"client":{every},"server":{{"transportProtocol":"TCP","host":"h","port":443}},"credentialType":"X509Svid",
+               "connectionMetadata":{{"accessKeyId":"AK","accountName":"a","headerName":"h","headerValue":"v",
+               "httpBodyFieldPath":"p","httpBodyFieldValue":"v"}},"certSigningRequest":"csr"}}"#
+        );
+        let v = round_trip::<ApiCredentialsRequest>(&body);
+        assert_eq!(v, serde_json::from_str::<serde_json::Value>(&body).unwrap());
+        // Nothing set: nothing written (no nulls for the server to read as present).
+        let empty = serde_json::to_value(ApiCredentialsRequest::default()).unwrap();
+        assert_eq!(empty, serde_json::json!({}));
+    }
+
+    #[test]
+    fn responses_round_trip() {
+        let tok = r#"{"accessToken":"a.b.c","refreshToken":null,"tokenType":"Bearer","expiresIn":3600}"#;
+        let t: TokenDto = serde_json::from_str(tok).unwrap();
+        assert_eq!(serde_json::to_string(&t).unwrap(), tok);
+        for body in [
+            r#"{"credentialType":"ApiKey","expiresAt":null,"data":{"apiKey":"k"}}"#,
+            r#"{"credentialType":"CloudAStsFederation","expiresAt":"2026-11-21T10:15:30.000Z","data":{"cloudAAccessKeyId":"AK","cloudASecretAccessKey":"s","cloudASessionToken":null}}"#,
+            r#"{"credentialType":"Unknown","expiresAt":null,"data":{}}"#,
+            r#"{"credentialType":"X509Svid","expiresAt":"2026-11-21T10:15:30.123Z","data":{"certificateChain":"-----BEGIN CERTIFICATE-----"}}"#,
+        ] {
+            let r: ApiCredentialsResponse = serde_json::from_str(body).unwrap();
+            assert_eq!(serde_json::to_string(&r).unwrap(), body);
+        }
+        let r: ApiCredentialsResponse =
+            serde_json::from_str(r#"{"credentialType":"OAuthToken","data":{"token":"t","future":"x"}}"#).unwrap();
+        assert_eq!(r.data.get("token"), Some("t"));
+        assert_eq!(r.data.0.len(), 1, "unknown keys are skipped");
+        assert!(r.expires_at.is_none());
+        assert!(serde_json::from_str::<ApiCredentialsResponse>(r#"{"credentialType":"Nope","data":{}}"#).is_err());
+        for t in CredentialType::ALL {
+            let j = serde_json::to_string(&t).unwrap();
+            assert_eq!(serde_json::from_str::<CredentialType>(&j).unwrap(), t);
+        }
     }
 }

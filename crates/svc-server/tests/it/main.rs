@@ -8,5 +8,6 @@ mod concurrency;
 mod config;
 mod cred;
 mod edge;
+mod edge_client;
 mod foundation;
 mod store;
