@@ -23,4 +23,5 @@ mod foundation_errors;
 mod foundation_lists;
 mod foundation_rbac;
 mod foundation_secrets;
+mod sso_routings;
 mod store_conformance;

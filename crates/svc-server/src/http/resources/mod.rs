@@ -18,6 +18,7 @@ pub mod login;
 pub mod me;
 pub mod resource_sets;
 pub mod roles;
+pub mod routings;
 pub mod root_ca;
 pub mod scoped;
 pub mod server_workloads;
@@ -38,6 +39,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(compliance::routes(app))
         .merge(resource_sets::routes(app))
         .merge(roles::routes(app))
+        .merge(routings::routes(app))
         .merge(users::routes(app))
         .merge(audit_logs::routes(app))
         .merge(events::routes(app))

@@ -246,6 +246,7 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     cascade::<ClientWorkload>(&mut w, &author, id, "ClientWorkloads");
     cascade::<ServerWorkload>(&mut w, &author, id, "ServerWorkloads");
     cascade::<TrustProvider>(&mut w, &author, id, "TrustProviders");
+    cascade::<crate::domain::sso::Routing>(&mut w, &author, id, "Routings");
     let roles: Vec<_> =
         w.st.roles
             .values()
