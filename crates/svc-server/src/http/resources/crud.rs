@@ -120,6 +120,12 @@ pub trait Resource: Send + Sync + 'static {
 
     /// The entity's DTO.
     fn render(st: &Snapshot, rec: &Self::Record) -> Value;
+
+    /// The entity's DTO where it needs the configuration (an expanded trust provider's
+    /// `edgeSdkClientId`); by default [`Resource::render`].
+    fn render_in(_app: &App, st: &Snapshot, rec: &Self::Record) -> Value {
+        Self::render(st, rec)
+    }
 }
 
 /// `{PATH}` (list, create, replace) and `{PATH}/{id}` (read, patch, delete) of `R`, guarded by
@@ -172,16 +178,16 @@ async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> R
     let p = ListParams::parse(&q)?;
     let st = app.state();
     let items = if R::SCOPED {
-        st.in_rs::<R::Record>(Some(ctx.rs)).map(|v| R::render(&st, v)).collect()
+        st.in_rs::<R::Record>(Some(ctx.rs)).map(|v| R::render_in(&app, &st, v)).collect()
     } else if R::OWN_RS {
         let sets = ctx.readable_sets(&st);
         R::Record::table(&st)
             .values()
             .filter(|v| sets.contains(&v.rs().unwrap_or(DEFAULT_RESOURCE_SET)))
-            .map(|v| R::render(&st, v))
+            .map(|v| R::render_in(&app, &st, v))
             .collect()
     } else {
-        R::Record::table(&st).values().map(|v| R::render(&st, v)).collect()
+        R::Record::table(&st).values().map(|v| R::render_in(&app, &st, v)).collect()
     };
     Ok(ok(respond(items, &p, &R::LIST)?))
 }
@@ -195,7 +201,7 @@ async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result
             if R::OWN_RS {
                 ctx.check(&st, v.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
             }
-            Ok(ok(R::render(&st, v)))
+            Ok(ok(R::render_in(&app, &st, v)))
         }
         None => match R::ON_MISSING_READ {
             OnMissing::NoContent => Ok(no_content()),
@@ -231,7 +237,7 @@ async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): J
     let location = format!("{}/{id}", R::PATH);
     Ok(super::access_policies::with_warnings(
         match R::ON_CREATE {
-            OnCreate::Body => created(StatusCode::CREATED, location, render_stored::<R>(&st, &id)?),
+            OnCreate::Body => created(StatusCode::CREATED, location, render_stored::<R>(&app, &st, &id)?),
             OnCreate::Location => super::located(location),
         },
         &warnings,
@@ -291,13 +297,14 @@ async fn finish_update<R: Resource>(
 ) -> Result<Response> {
     R::check(&w.st, &rec)?;
     let warnings = R::warnings(&w.st, &rec)?;
+    let app = w.app().clone();
     w.touch_meta(R::meta(&mut rec), author);
     let rs = audit_rs::<R>(ctx, rec.rs());
     w.put(rec);
     w.audit(author, rs, R::CATEGORY, activity, id);
     let st = w.commit().await?;
     Ok(super::access_policies::with_warnings(
-        ok(render_stored::<R>(&st, &id)?),
+        ok(render_stored::<R>(&app, &st, &id)?),
         &warnings,
     ))
 }
@@ -323,8 +330,8 @@ async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Resu
 }
 
 /// The committed entity's DTO.
-fn render_stored<R: Resource>(st: &Snapshot, id: &Uuid) -> Result<Value> {
+fn render_stored<R: Resource>(app: &App, st: &Snapshot, id: &Uuid) -> Result<Value> {
     st.get::<R::Record>(id)
-        .map(|v| R::render(st, v))
+        .map(|v| R::render_in(app, st, v))
         .ok_or_else(|| Error::internal("a committed entity is missing from the state"))
 }
