@@ -23,5 +23,6 @@ mod foundation_errors;
 mod foundation_lists;
 mod foundation_rbac;
 mod foundation_secrets;
+mod sso_agent_controllers;
 mod sso_routings;
 mod store_conformance;

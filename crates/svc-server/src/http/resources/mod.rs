@@ -3,6 +3,7 @@
 
 pub mod access_policies;
 pub mod access_policies_v1;
+pub mod agent_controllers;
 pub mod audit_logs;
 pub mod client_workloads;
 pub mod common;
@@ -40,6 +41,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(resource_sets::routes(app))
         .merge(roles::routes(app))
         .merge(routings::routes(app))
+        .merge(agent_controllers::routes(app))
         .merge(users::routes(app))
         .merge(audit_logs::routes(app))
         .merge(events::routes(app))

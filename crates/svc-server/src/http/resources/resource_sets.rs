@@ -239,6 +239,7 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     editable(&w.st, &id)?;
+    super::agent_controllers::release_resource_set(&mut w, &author, id);
     // Policies first: nothing may reference a deleted entity, even inside the unit.
     cascade::<Policy>(&mut w, &author, id, "AccessPolicies");
     cascade::<CredentialProvider>(&mut w, &author, id, "CredentialProviders");

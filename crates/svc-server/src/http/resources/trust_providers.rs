@@ -172,8 +172,11 @@ pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&
         "accessPolicyCount".into(),
         json!(st.idx.policy_count(RefField::TrustProvider, tp.meta.id)),
     );
-    o.insert("agentControllersCount".into(), json!(0));
-    o.insert("agentControllerIds".into(), json!([]));
+    let controllers: Vec<Uuid> = super::agent_controllers::referring(st, tp.meta.id)
+        .map(|c| c.meta.id)
+        .collect();
+    o.insert("agentControllersCount".into(), json!(controllers.len()));
+    o.insert("agentControllerIds".into(), json!(controllers));
     o.insert("edgeSdkClientId".into(), json!(client_id(app, tp)));
     o.insert("secret".into(), secret.map(secret_json).unwrap_or(Value::Null));
     Value::Object(o)
@@ -492,6 +495,9 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
+    if find::<TrustProvider>(&w.st, &id, ctx.rs).is_some() {
+        super::agent_controllers::check_trust_provider_unreferenced(&w.st, id)?;
+    }
     if delete_released::<TrustProvider>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::TrustProvider)?.is_none() {
         return Err(Error::NotFound);
     }
