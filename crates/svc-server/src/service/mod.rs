@@ -7,4 +7,5 @@ pub mod bootstrap;
 pub mod load;
 pub mod login;
 pub mod refs;
+pub mod sso;
 pub mod write;

@@ -24,5 +24,7 @@ mod foundation_lists;
 mod foundation_rbac;
 mod foundation_secrets;
 mod sso_agent_controllers;
+mod sso_idps;
 mod sso_routings;
+mod sso_signin;
 mod store_conformance;

@@ -24,6 +24,8 @@ pub mod root_ca;
 pub mod scoped;
 pub mod server_workloads;
 pub mod signin;
+pub mod sso_idps;
+pub mod sso_login;
 pub mod trust_providers;
 pub mod users;
 
@@ -42,6 +44,8 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(roles::routes(app))
         .merge(routings::routes(app))
         .merge(agent_controllers::routes(app))
+        .merge(sso_idps::routes(app))
+        .merge(sso_login::routes())
         .merge(users::routes(app))
         .merge(audit_logs::routes(app))
         .merge(events::routes(app))
