@@ -174,7 +174,10 @@ mod tests {
         assert!(!c.redeem_device_code("123456", 0), "spent");
         let mut c = controller("123456", 1_000);
         assert!(!c.redeem_device_code("123456", 1_000), "expired at its end");
-        assert!(c.device_code.is_some(), "an expired code is not taken by a failed attempt");
+        assert!(
+            c.device_code.is_some(),
+            "an expired code is not taken by a failed attempt"
+        );
     }
 
     #[test]

@@ -45,7 +45,11 @@ fn attr(e: &quick_xml::events::BytesStart<'_>, name: &str) -> Option<String> {
     e.attributes()
         .flatten()
         .find(|a| a.key.local_name().as_ref() == name)
-        .and_then(|a| a.normalized_value(quick_xml::XmlVersion::Implicit1_0).ok().map(|v| v.into_owned()))
+        .and_then(|a| {
+            a.normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                .ok()
+                .map(|v| v.into_owned())
+        })
 }
 
 /// Reads an IdP's SAML metadata: the `EntityDescriptor`'s `entityID`, the first
@@ -118,7 +122,8 @@ pub fn parse_saml_metadata(xml: &str) -> std::result::Result<SamlMetadata, Strin
     let cert_b64 = cert_b64.ok_or("no signing certificate in the IDPSSODescriptor")?;
     let clean: String = cert_b64.chars().filter(|c| !c.is_whitespace()).collect();
     let der = crate::crypto::b64std_decode(&clean).ok_or("the signing certificate is not base64")?;
-    let info = crate::crypto::x509::cert_info(&der).map_err(|e| format!("the signing certificate cannot be read: {e}"))?;
+    let info =
+        crate::crypto::x509::cert_info(&der).map_err(|e| format!("the signing certificate cannot be read: {e}"))?;
     Ok(SamlMetadata {
         entity_id,
         sso_url,
@@ -130,9 +135,7 @@ pub fn parse_saml_metadata(xml: &str) -> std::result::Result<SamlMetadata, Strin
 /// The OIDC discovery document of `base` (its `{base}/.well-known/openid-configuration`).
 async fn discovery(app: &App, base: &str) -> std::result::Result<Map<String, Value>, String> {
     let url = format!("{}/.well-known/openid-configuration", base.trim_end_matches('/'));
-    app.upstream
-        .check_url(&url)
-        .map_err(|e| format!("oidcBaseURL: {e}"))?;
+    app.upstream.check_url(&url).map_err(|e| format!("oidcBaseURL: {e}"))?;
     match app.upstream.get_json(&url).await {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("discovery document is not a JSON object".into()),
@@ -172,9 +175,7 @@ pub async fn verify_idp(app: &App, idp: &SsoIdp) -> std::result::Result<String, 
                     .and_then(|b| String::from_utf8(b).ok())
                     .ok_or("metadataXml: is not base64 of UTF-8 XML")?,
                 (None, Some(url)) => {
-                    app.upstream
-                        .check_url(url)
-                        .map_err(|e| format!("metadataUrl: {e}"))?;
+                    app.upstream.check_url(url).map_err(|e| format!("metadataUrl: {e}"))?;
                     let f = app
                         .upstream
                         .send(app.upstream.client.get(url))
@@ -267,7 +268,14 @@ pub async fn start(app: &App, idp_id: Uuid) -> Result<String> {
 }
 
 /// A failed attempt: its audit entry (target the user's e-mail or id when known, else the IdP).
-async fn fail(app: &App, client: &ClientInfo, target: String, email: Option<String>, reason: String, err: Error) -> Error {
+async fn fail(
+    app: &App,
+    client: &ClientInfo,
+    target: String,
+    email: Option<String>,
+    reason: String,
+    err: Error,
+) -> Error {
     tracing::info!(target = %target, reason = %reason, "SSO sign-in refused");
     let actor = Actor::Anonymous { email };
     let row = AuditEntry {
@@ -334,14 +342,14 @@ async fn exchange(
         ("redirect_uri", redirect),
         ("code_verifier", verifier.into()),
     ];
-    let mut req = app.upstream.client.post(token_endpoint).header("accept", "application/json");
+    let mut req = app
+        .upstream
+        .client
+        .post(token_endpoint)
+        .header("accept", "application/json");
     match auth_type {
         OidcAuthType::ClientSecret => {
-            let secret = idp
-                .secrets
-                .client_secret
-                .as_ref()
-                .ok_or("no client secret is stored")?;
+            let secret = idp.secrets.client_secret.as_ref().ok_or("no client secret is stored")?;
             let basic = crate::crypto::b64std(
                 format!("{}:{}", form_encode(client_id), form_encode(secret.expose())).as_bytes(),
             );
@@ -484,7 +492,15 @@ async fn sign_in(
         None if mapped.is_empty() => {
             drop(w);
             let reason = "no user with this e-mail and no role mapping matched".to_string();
-            return Err(fail(app, client, email.clone(), Some(email), reason, Error::LoginRejected(FAILED)).await);
+            return Err(fail(
+                app,
+                client,
+                email.clone(),
+                Some(email),
+                reason,
+                Error::LoginRejected(FAILED),
+            )
+            .await);
         }
         None => {
             let seq = w.next_seq(Kind::User).await?;
@@ -593,7 +609,11 @@ mod tests {
 
     #[test]
     fn saml_metadata_problems() {
-        assert!(parse_saml_metadata("<a><b></a>").unwrap_err().starts_with("not well-formed XML"));
+        assert!(
+            parse_saml_metadata("<a><b></a>")
+                .unwrap_err()
+                .starts_with("not well-formed XML")
+        );
         assert_eq!(
             parse_saml_metadata(r#"<md:EntityDescriptor xmlns:md="urn:oasis:names:tc:SAML:2.0:metadata"/>"#)
                 .unwrap_err(),

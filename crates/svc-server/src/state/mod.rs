@@ -96,7 +96,11 @@ pub struct State {
 meta_record!(ResourceSet, Kind::ResourceSet, resource_sets);
 meta_record!(Role, Kind::Role, roles);
 meta_record!(crate::domain::sso::Routing, Kind::Routing, routings);
-meta_record!(crate::domain::sso::AgentController, Kind::AgentController, agent_controllers);
+meta_record!(
+    crate::domain::sso::AgentController,
+    Kind::AgentController,
+    agent_controllers
+);
 
 /// Implements [`Record`] for a [`Meta`] type with a sealed `secrets` bundle and an index hook.
 macro_rules! sealed_record {

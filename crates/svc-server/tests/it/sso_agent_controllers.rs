@@ -24,7 +24,10 @@ async fn trust_provider(t: &TestApp, rs: Option<&str>) -> String {
     if let Some(rs) = rs {
         req = req.header("X-Svc-ResourceSet", rs);
     }
-    t.send(req).await.expect(200)["externalId"].as_str().unwrap().to_string()
+    t.send(req).await.expect(200)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 #[tokio::test]
@@ -54,7 +57,9 @@ async fn agent_controller_shape_and_statuses() {
 
     assert_eq!(*t.get(&format!("{PATH}/{id}")).await.expect(200), body);
     assert_eq!(
-        t.get(&format!("{PATH}/00000000-0000-4000-8000-000000000001")).await.status,
+        t.get(&format!("{PATH}/00000000-0000-4000-8000-000000000001"))
+            .await
+            .status,
         204
     );
     let list = t.get(&format!("{PATH}?check-tls-type=true")).await;
@@ -81,9 +86,12 @@ async fn agent_controller_shape_and_statuses() {
     t.patch(&format!("{PATH}/{id}"), json!({"name": "x"}))
         .await
         .expect_error(400, "name: unknown property");
-    t.patch(&format!("{PATH}/00000000-0000-4000-8000-000000000001"), json!({"version": "1"}))
-        .await
-        .expect_error(404, "Not found.");
+    t.patch(
+        &format!("{PATH}/00000000-0000-4000-8000-000000000001"),
+        json!({"version": "1"}),
+    )
+    .await
+    .expect_error(404, "Not found.");
     let f = t.get(&format!("{PATH}?filter=trustProviderId:{tp}")).await;
     assert_eq!(f.expect(200)["recordsTotal"], 1);
 
@@ -127,7 +135,10 @@ async fn agent_controller_validation_and_compliance() {
         (json!({}), "name: is required"),
         (json!({"name": ""}), "name: must be 1..128 characters"),
         (json!({"name": "a", "isActive": "yes"}), "isActive: must be a boolean"),
-        (json!({"name": "a", "resourceSet": "x"}), "resourceSet: unknown property"),
+        (
+            json!({"name": "a", "resourceSet": "x"}),
+            "resourceSet: unknown property",
+        ),
         (
             json!({"name": "a", "trustProviderId": "00000000-0000-4000-8000-000000000001"}),
             "trustProviderId: unknown trust provider",
@@ -185,12 +196,10 @@ async fn agent_controller_validation_and_compliance() {
         "allowedTlsHostname: required by compliance setting edge_tls_hostname_governance",
     );
     // Existing entities are re-checked on their next write.
-    t.put(PATH, json!({"externalId": a, "name": "a3"}))
-        .await
-        .expect_error(
-            400,
-            "allowedTlsHostname: required by compliance setting edge_tls_hostname_governance",
-        );
+    t.put(PATH, json!({"externalId": a, "name": "a3"})).await.expect_error(
+        400,
+        "allowedTlsHostname: required by compliance setting edge_tls_hostname_governance",
+    );
     set_compliance(&t, "edge_tls_hostname_governance", "Optional").await;
     let r = t.post(PATH, json!({"name": "d"})).await;
     r.expect(201);
@@ -264,9 +273,12 @@ async fn device_codes() {
         assert!(!g.text.contains(code.as_str()) || g.text.matches(code.as_str()).count() == 0);
     }
     assert!(g.body.get("device_code").is_none() && g.body.get("deviceCode").is_none());
-    t.post(&format!("{PATH}/00000000-0000-4000-8000-000000000001/device-code"), json!(null))
-        .await
-        .expect_error(404, "Not found.");
+    t.post(
+        &format!("{PATH}/00000000-0000-4000-8000-000000000001/device-code"),
+        json!(null),
+    )
+    .await
+    .expect_error(404, "Not found.");
     t.post(&format!("{PATH}/nope/device-code"), json!(null))
         .await
         .expect_error_prefix(400, "agentControllerExternalId: must be a UUID");
@@ -277,7 +289,11 @@ async fn device_codes() {
         .filter(|a| a["activity"] == "DeviceCodeCreated")
         .collect();
     assert_eq!(audit.len(), 4);
-    assert!(audit.iter().all(|a| a["category"] == "AgentControllers" && a["target"] == c.as_str()));
+    assert!(
+        audit
+            .iter()
+            .all(|a| a["category"] == "AgentControllers" && a["target"] == c.as_str())
+    );
 
     // RBAC: device-code is a write of Agent Controllers.
     let ro = t
@@ -289,8 +305,13 @@ async fn device_codes() {
         .await
         .expect_error(403, "Forbidden.");
     let none = t
-        .user_with_role("none@acme.test", json!([{"name": "Routing Configuration", "write": true}]))
+        .user_with_role(
+            "none@acme.test",
+            json!([{"name": "Routing Configuration", "write": true}]),
+        )
         .await;
     t.get_as(&none, PATH).await.expect_error(403, "Forbidden.");
-    t.get_as(&none, &format!("{PATH}/{c}")).await.expect_error(403, "Forbidden.");
+    t.get_as(&none, &format!("{PATH}/{c}"))
+        .await
+        .expect_error(403, "Forbidden.");
 }

@@ -43,9 +43,7 @@ fn saml_metadata(entity: &str, cert_use: &str) -> String {
 async fn oidc_idp_shape_secret_and_crud() {
     let t = TestApp::start().await;
     let base = oidc_provider_url();
-    let role = t
-        .post("/api/v1/roles", json!({"name": "ops", "isActive": true}))
-        .await;
+    let role = t.post("/api/v1/roles", json!({"name": "ops", "isActive": true})).await;
     let role = role.expect(201)["externalId"].as_str().unwrap().to_string();
     let mut body = oidc_idp(&base);
     body["ssoStatementRoleMappings"] =
@@ -79,7 +77,12 @@ async fn oidc_idp_shape_secret_and_crud() {
         t.get(&format!("{PATH}?filter=type:OIDCv1")).await.body["recordsTotal"],
         1
     );
-    assert_eq!(t.get(&format!("{PATH}/00000000-0000-4000-8000-000000000001")).await.status, 204);
+    assert_eq!(
+        t.get(&format!("{PATH}/00000000-0000-4000-8000-000000000001"))
+            .await
+            .status,
+        204
+    );
 
     // PUT without clientSecret keeps the stored one (verification still finds it).
     let mut put = v.clone();
@@ -92,7 +95,9 @@ async fn oidc_idp_shape_secret_and_crud() {
     // The type cannot be changed.
     let mut saml = json!({"externalId": id, "type": "SAMLv2", "name": "x", "isActive": true,
                           "metadataXml": saml_metadata("https://idp.acme.test", "")});
-    t.put(PATH, saml.take()).await.expect_error(400, "type: cannot be changed");
+    t.put(PATH, saml.take())
+        .await
+        .expect_error(400, "type: cannot be changed");
     // PATCH (EntityPatchDTO).
     let p = t
         .patch(&format!("{PATH}/{id}"), json!({"description": "d", "isActive": false}))
@@ -137,17 +142,32 @@ async fn idp_validation_of_both_variants() {
     };
     let cases: Vec<(Value, &str)> = vec![
         (with(&|b| b["type"] = Value::Null), "type: is required"),
-        (with(&|b| b["type"] = json!("OIDC")), "type: must be one of SAMLv2, OIDCv1"),
+        (
+            with(&|b| b["type"] = json!("OIDC")),
+            "type: must be one of SAMLv2, OIDCv1",
+        ),
         (with(&|b| b["name"] = Value::Null), "name: is required"),
         (with(&|b| b["oidcBaseURL"] = Value::Null), "oidcBaseURL: is required"),
-        (with(&|b| b["oidcBaseURL"] = json!("ftp://x.test")), "oidcBaseURL: must be an https URL"),
+        (
+            with(&|b| b["oidcBaseURL"] = json!("ftp://x.test")),
+            "oidcBaseURL: must be an https URL",
+        ),
         (with(&|b| b["clientId"] = Value::Null), "clientId: is required"),
         (with(&|b| b["scopes"] = Value::Null), "scopes: is required"),
-        (with(&|b| b["scopes"] = json!("email profile")), "scopes: must contain openid"),
+        (
+            with(&|b| b["scopes"] = json!("email profile")),
+            "scopes: must contain openid",
+        ),
         (with(&|b| b["authType"] = Value::Null), "authType: is required"),
-        (with(&|b| b["authType"] = json!("Basic")), "authType: must be one of KeyPair, ClientSecret"),
+        (
+            with(&|b| b["authType"] = json!("Basic")),
+            "authType: must be one of KeyPair, ClientSecret",
+        ),
         (with(&|b| b["clientSecret"] = Value::Null), "clientSecret: is required"),
-        (with(&|b| b["metadataUrl"] = json!("https://x.test")), "metadataUrl: unknown property"),
+        (
+            with(&|b| b["metadataUrl"] = json!("https://x.test")),
+            "metadataUrl: unknown property",
+        ),
         (
             with(&|b| b["ssoStatementRoleMappings"] = json!([{"attributeName": "g", "attributeValue": "v"}])),
             "ssoStatementRoleMappings[0].roleExternalId: is required",
@@ -194,7 +214,10 @@ async fn idp_validation_of_both_variants() {
         b
     };
     let cases: Vec<(Value, &str)> = vec![
-        (saml(&|_| {}), "metadataUrl: exactly one of metadataUrl or metadataXml is required"),
+        (
+            saml(&|_| {}),
+            "metadataUrl: exactly one of metadataUrl or metadataXml is required",
+        ),
         (
             saml(&|b| {
                 b["metadataUrl"] = json!("https://idp.test/md");
@@ -202,8 +225,14 @@ async fn idp_validation_of_both_variants() {
             }),
             "metadataXml: exactly one of metadataUrl or metadataXml is allowed",
         ),
-        (saml(&|b| b["metadataUrl"] = json!("idp.test/md")), "metadataUrl: must be an https URL"),
-        (saml(&|b| b["metadataXml"] = json!("<xml/>")), "metadataXml: must be base64 of the metadata XML"),
+        (
+            saml(&|b| b["metadataUrl"] = json!("idp.test/md")),
+            "metadataUrl: must be an https URL",
+        ),
+        (
+            saml(&|b| b["metadataXml"] = json!("<xml/>")),
+            "metadataXml: must be base64 of the metadata XML",
+        ),
         (
             saml(&|b| {
                 b["metadataUrl"] = json!("https://idp.test/md");
@@ -253,7 +282,10 @@ async fn saml_idp_verification_reads_the_metadata_and_its_certificate() {
         ),
     ] {
         let r = t
-            .post(PATH, json!({"type": "SAMLv2", "name": "s", "isActive": true, "metadataXml": md}))
+            .post(
+                PATH,
+                json!({"type": "SAMLv2", "name": "s", "isActive": true, "metadataXml": md}),
+            )
             .await;
         let id = r.expect(201)["externalId"].as_str().unwrap().to_string();
         let ver = t.get(&format!("{PATH}/{id}/verification")).await;
@@ -317,9 +349,7 @@ async fn identity_provider_rbac_and_the_sso_policy() {
         .await
         .expect_error_prefix(400, "ssoRequired: requires");
     t.post(PATH, oidc_idp(&oidc_provider_url())).await.expect(201);
-    let r = t
-        .put("/api/v1/signin-policies/sso", json!({"ssoRequired": true}))
-        .await;
+    let r = t.put("/api/v1/signin-policies/sso", json!({"ssoRequired": true})).await;
     assert_eq!(*r.expect(200), json!({"ssoRequired": true}));
     assert_eq!(
         *t.get("/api/v1/signin-policies").await.expect(200),
@@ -339,7 +369,8 @@ async fn identity_provider_rbac_and_the_sso_policy() {
     t.post_anon("/api/v1/login", json!({"email": "reader@acme.test", "password": PW}))
         .await
         .expect_error(403, "Sign-in with SSO is required.");
-    t.login(crate::harness::ADMIN_EMAIL, crate::harness::ADMIN_PASSWORD).await;
+    t.login(crate::harness::ADMIN_EMAIL, crate::harness::ADMIN_PASSWORD)
+        .await;
     let audit = t.audit("").await;
     let refused = audit
         .iter()

@@ -27,7 +27,11 @@ struct Jar(BTreeMap<String, String>);
 
 impl Jar {
     fn header(&self) -> String {
-        self.0.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join("; ")
     }
     fn take(&mut self, r: &reqwest::Response) {
         for c in r.headers().get_all("set-cookie") {
@@ -69,7 +73,13 @@ async fn through_provider(t: &TestApp, idp: &str, login: &str) -> (url::Url, Str
     let auth = r.header("location").unwrap().to_string();
     let mut jar = Jar::default();
     let i1 = step(t, &mut jar, &auth, None).await;
-    let a1 = step(t, &mut jar, &i1, Some(&[("prompt", "login"), ("login", login), ("password", "x")])).await;
+    let a1 = step(
+        t,
+        &mut jar,
+        &i1,
+        Some(&[("prompt", "login"), ("login", login), ("password", "x")]),
+    )
+    .await;
     let i2 = step(t, &mut jar, &a1, None).await;
     let a2 = step(t, &mut jar, &i2, Some(&[("prompt", "consent")])).await;
     let cb = step(t, &mut jar, &a2, None).await;
@@ -87,7 +97,10 @@ fn query(u: &url::Url, k: &str) -> Option<String> {
 
 async fn role(t: &TestApp, name: &str, perms: Value) -> String {
     let r = t
-        .post("/api/v1/roles", json!({"name": name, "isActive": true, "permissions": perms}))
+        .post(
+            "/api/v1/roles",
+            json!({"name": name, "isActive": true, "permissions": perms}),
+        )
         .await;
     r.expect(201)["externalId"].as_str().unwrap().to_string()
 }
@@ -151,15 +164,15 @@ async fn sso_sign_in_with_a_client_secret_at_the_real_provider() {
     let alice_id = alice["externalId"].as_str().unwrap().to_string();
 
     // The state is single use: the same callback again is refused.
-    get_url(&t, &cb)
-        .await
-        .expect_error(400, "state: unknown or expired");
+    get_url(&t, &cb).await.expect_error(400, "state: unknown or expired");
 
     // Audit: the user's creation and the successful sign-in.
     let audit = t.audit("").await;
-    assert!(audit.iter().any(|a| a["category"] == "Users"
-        && a["activity"] == "Created"
-        && a["target"] == alice_id.as_str()));
+    assert!(
+        audit
+            .iter()
+            .any(|a| a["category"] == "Users" && a["activity"] == "Created" && a["target"] == alice_id.as_str())
+    );
     let ok_entry = audit
         .iter()
         .find(|a| a["activity"] == "LoginSucceeded" && a["target"] == alice_id.as_str())
@@ -178,16 +191,17 @@ async fn sso_sign_in_with_a_client_secret_at_the_real_provider() {
         .await
         .expect(200);
     let (_, cb) = through_provider(&t, &idp, "alice").await;
-    get_url(&t, &cb)
-        .await
-        .expect_error(401, "The account is inactive.");
+    get_url(&t, &cb).await.expect_error(401, "The account is inactive.");
 
     // Locked (five wrong passwords): 401.
     const PW: &str = "a-long-enough-password";
     t.create_user("carol@example.test", PW, &[]).await;
     for _ in 0..5 {
-        t.post_anon("/api/v1/login", json!({"email": "carol@example.test", "password": "wrong-password-1"}))
-            .await;
+        t.post_anon(
+            "/api/v1/login",
+            json!({"email": "carol@example.test", "password": "wrong-password-1"}),
+        )
+        .await;
     }
     let (_, cb) = through_provider(&t, &idp, "carol").await;
     get_url(&t, &cb).await.expect_error(401, "The account is locked.");
@@ -247,7 +261,9 @@ async fn sso_sign_in_with_private_key_jwt_at_the_real_provider() {
 
     // An existing user without matching mappings keeps its roles.
     let keep = role(&t, "kept", json!([{"name": "Roles", "read": true}])).await;
-    let dave = t.create_user("dave@example.test", "a-long-enough-password", &[&keep]).await;
+    let dave = t
+        .create_user("dave@example.test", "a-long-enough-password", &[&keep])
+        .await;
     let (_, cb) = through_provider(&t, &idp, "dave").await;
     let ok = get_url(&t, &cb).await;
     let token = ok.expect(200)["accessToken"].as_str().unwrap().to_string();
@@ -282,6 +298,9 @@ async fn sso_sign_in_with_private_key_jwt_at_the_real_provider() {
 
 // ---- a loopback IdP the test controls -----------------------------------------------------------
 
+/// A token request as the IdP saw it: the Authorization header and the form fields.
+type TokenRequest = (Option<String>, BTreeMap<String, String>);
+
 struct TestIdp {
     url: String,
     key: RsaKeyPair,
@@ -289,7 +308,7 @@ struct TestIdp {
     /// The next answer of `/token`.
     answer: Arc<Mutex<Value>>,
     /// Every token request: (Authorization header, form fields).
-    requests: Arc<Mutex<Vec<(Option<String>, BTreeMap<String, String>)>>>,
+    requests: Arc<Mutex<Vec<TokenRequest>>>,
 }
 
 impl TestIdp {
@@ -320,12 +339,9 @@ impl TestIdp {
                 post(move |headers: axum::http::HeaderMap, body: String| {
                     let (a, rq) = (a.clone(), rq.clone());
                     async move {
-                        let auth = headers
-                            .get("authorization")
-                            .map(|v| v.to_str().unwrap().to_string());
-                        let form: BTreeMap<String, String> = url::form_urlencoded::parse(body.as_bytes())
-                            .into_owned()
-                            .collect();
+                        let auth = headers.get("authorization").map(|v| v.to_str().unwrap().to_string());
+                        let form: BTreeMap<String, String> =
+                            url::form_urlencoded::parse(body.as_bytes()).into_owned().collect();
                         rq.lock().unwrap().push((auth, form));
                         axum::Json(a.lock().unwrap().clone())
                     }
@@ -375,7 +391,8 @@ async fn begin(t: &TestApp, idp: &str) -> (String, String, String) {
 }
 
 async fn finish(t: &TestApp, state: &str) -> Resp {
-    t.get(&format!("/api/v1/sso/callback?code=the-code&state={state}")).await
+    t.get(&format!("/api/v1/sso/callback?code=the-code&state={state}"))
+        .await
 }
 
 #[tokio::test]
@@ -401,7 +418,11 @@ async fn hostile_id_tokens_and_state_rules() {
             None
         }),
         ("foreign key", |i, c| {
-            Some(FakeIssuer::sign_rs256_with(&i.foreign, json!({"alg": "RS256", "kid": "k1"}), c))
+            Some(FakeIssuer::sign_rs256_with(
+                &i.foreign,
+                json!({"alg": "RS256", "kid": "k1"}),
+                c,
+            ))
         }),
         ("expired", |_, c| {
             let now = svc_server::clock::now_secs();
@@ -460,7 +481,10 @@ async fn hostile_id_tokens_and_state_rules() {
     assert_eq!(auth.as_deref(), Some(format!("Basic {basic}").as_str()));
     let u = user_by_email(&t, "mallory@example.test").await.expect("created");
     assert_eq!(u["roles"], json!([ops]), "array claim mapped");
-    assert_eq!((u["firstName"].as_str(), u["lastName"].as_str()), (Some("SSO"), Some("User")));
+    assert_eq!(
+        (u["firstName"].as_str(), u["lastName"].as_str()),
+        (Some("SSO"), Some("User"))
+    );
 
     // An existing user whom no mapping matches keeps its roles.
     let (state, nonce, _) = begin(&t, &id).await;
@@ -475,7 +499,9 @@ async fn hostile_id_tokens_and_state_rules() {
     t.get("/api/v1/sso/callback?code=x")
         .await
         .expect_error(400, "state: is required");
-    finish(&t, "not-a-state").await.expect_error(400, "state: unknown or expired");
+    finish(&t, "not-a-state")
+        .await
+        .expect_error(400, "state: unknown or expired");
     let data = json!({"idp": id, "nonce": "n", "verifier": "v"}).to_string();
     t.app
         .store
@@ -488,7 +514,12 @@ async fn hostile_id_tokens_and_state_rules() {
     // A consent state of the credential-provider flow is not an SSO state.
     t.app
         .store
-        .put_pending("other-purpose", "oauth-consent", &data, svc_server::clock::now_millis() + 60_000)
+        .put_pending(
+            "other-purpose",
+            "oauth-consent",
+            &data,
+            svc_server::clock::now_millis() + 60_000,
+        )
         .await
         .unwrap();
     finish(&t, "other-purpose")
@@ -508,7 +539,9 @@ async fn hostile_id_tokens_and_state_rules() {
     t.get("/api/v1/sso/login/00000000-0000-4000-8000-000000000001")
         .await
         .expect_error(404, "Not found.");
-    t.get("/api/v1/sso/login/nope").await.expect_error_prefix(400, "idpId: must be a UUID");
+    t.get("/api/v1/sso/login/nope")
+        .await
+        .expect_error_prefix(400, "idpId: must be a UUID");
     t.patch(&format!("{IDPS}/{id}"), json!({"isActive": false}))
         .await
         .expect(200);

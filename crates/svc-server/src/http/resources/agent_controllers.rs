@@ -38,7 +38,14 @@ pub fn routes(app: &App) -> Router<App> {
 
 const SPEC: ListSpec = ListSpec {
     items_key: "agentControllers",
-    base: &["externalId", "name", "description", "isActive", "createdAt", "modifiedAt"],
+    base: &[
+        "externalId",
+        "name",
+        "description",
+        "isActive",
+        "createdAt",
+        "modifiedAt",
+    ],
     fields: &[
         "id",
         "version",
@@ -344,12 +351,11 @@ async fn device_code(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respo
     let id = ids.one();
     let author: Author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    let mut c = w
-        .st
-        .agent_controllers
-        .get(&id)
-        .map(|c| (**c).clone())
-        .ok_or(Error::NotFound)?;
+    let mut c =
+        w.st.agent_controllers
+            .get(&id)
+            .map(|c| (**c).clone())
+            .ok_or(Error::NotFound)?;
     let n = u32::from_be_bytes(crate::crypto::random_bytes::<4>()) % 1_000_000;
     let code = format!("{n:06}");
     c.device_code = Some(DeviceCode {
@@ -358,13 +364,7 @@ async fn device_code(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respo
     });
     w.touch_meta(&mut c.meta, &author);
     w.put(c);
-    w.audit(
-        &author,
-        DEFAULT_RESOURCE_SET,
-        CATEGORY,
-        Activity::DeviceCodeCreated,
-        id,
-    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::DeviceCodeCreated, id);
     w.commit().await?;
     Ok((StatusCode::CREATED, axum::Json(json!({"device_code": code}))).into_response())
 }

@@ -139,7 +139,11 @@ pub fn routes<R: Resource>(app: &App) -> Router<App> {
         Scope::Global
     };
     let one = get(read::<R>).patch(patch::<R>);
-    let one = if R::DELETE.is_some() { one.delete(remove::<R>) } else { one };
+    let one = if R::DELETE.is_some() {
+        one.delete(remove::<R>)
+    } else {
+        one
+    };
     Router::new()
         .route(
             R::PATH,
@@ -178,7 +182,9 @@ async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> R
     let p = ListParams::parse(&q)?;
     let st = app.state();
     let items = if R::SCOPED {
-        st.in_rs::<R::Record>(Some(ctx.rs)).map(|v| R::render_in(&app, &st, v)).collect()
+        st.in_rs::<R::Record>(Some(ctx.rs))
+            .map(|v| R::render_in(&app, &st, v))
+            .collect()
     } else if R::OWN_RS {
         let sets = ctx.readable_sets(&st);
         R::Record::table(&st)
@@ -187,7 +193,10 @@ async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> R
             .map(|v| R::render_in(&app, &st, v))
             .collect()
     } else {
-        R::Record::table(&st).values().map(|v| R::render_in(&app, &st, v)).collect()
+        R::Record::table(&st)
+            .values()
+            .map(|v| R::render_in(&app, &st, v))
+            .collect()
     };
     Ok(ok(respond(items, &p, &R::LIST)?))
 }

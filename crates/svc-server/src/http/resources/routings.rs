@@ -58,8 +58,7 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoutingInput> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     if mode == Mode::Patch {
-        // RoutingPatchDTO is the EntityPatchDTO; a GET body sent back may repeat the others.
-        o.ignore(&["resourceSetId", "proxyUrl"]);
+        // RoutingPatchDTO is the EntityPatchDTO.
         o.finish()?;
         return Ok(RoutingInput {
             base,
