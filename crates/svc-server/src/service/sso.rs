@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::domain::records::{User, UserSecrets};
+use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::sso::{IdpConfig, OidcAuthType, RoleMapping, SsoIdp};
 use crate::domain::{Actor, DEFAULT_RESOURCE_SET, Kind};
 use crate::error::{Error, Result};
@@ -570,12 +570,26 @@ async fn sign_in(
     if created {
         w.put(user.clone());
         w.audit(&system, DEFAULT_RESOURCE_SET, "Users", Activity::Created, &target);
-    } else if !mapped.is_empty() && user.roles != mapped {
-        user.roles = mapped;
-        user.modified_at = w.now;
-        user.modified_by = system.actor.label();
-        w.put(user.clone());
-        w.audit(&system, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, &target);
+    } else if !mapped.is_empty() {
+        // The last active SuperAdmin keeps SuperAdmin (§3.18): a mapping must not leave the
+        // installation without one.
+        let last_super_admin = user.roles.contains(&SUPER_ADMIN_ROLE)
+            && !w
+                .st
+                .users
+                .values()
+                .any(|u| u.id != user.id && u.active && u.roles.contains(&SUPER_ADMIN_ROLE));
+        if last_super_admin && !mapped.contains(&SUPER_ADMIN_ROLE) {
+            mapped.push(SUPER_ADMIN_ROLE);
+        }
+        let same = user.roles.len() == mapped.len() && mapped.iter().all(|r| user.roles.contains(r));
+        if !same {
+            user.roles = mapped;
+            user.modified_at = w.now;
+            user.modified_by = system.actor.label();
+            w.put(user.clone());
+            w.audit(&system, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, &target);
+        }
     }
     w.audit(
         &author,

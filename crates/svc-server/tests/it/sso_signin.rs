@@ -581,3 +581,63 @@ async fn a_state_started_on_one_node_completes_on_another() {
     // Single use across nodes.
     finish(&b, &state).await.expect_error(400, "state: unknown or expired");
 }
+
+#[tokio::test]
+async fn mapped_roles_replace_the_users_roles_but_keep_the_last_super_admin() {
+    let t = TestApp::start().await;
+    let idp = TestIdp::start().await;
+    let ops = role(&t, "ops", json!([{"name": "Users", "read": true}])).await;
+    let dev = role(&t, "dev", json!([{"name": "Roles", "read": true}])).await;
+    let mut body = idp.body();
+    body["ssoStatementRoleMappings"] = json!([
+        {"attributeName": "groups", "attributeValue": "ops", "roleExternalId": ops},
+        {"attributeName": "department", "attributeValue": "eng", "roleExternalId": dev},
+    ]);
+    let id = t.post(IDPS, body).await;
+    let id = id.expect(201)["externalId"].as_str().unwrap().to_string();
+
+    // An existing user's roles become exactly the mapped ones (one Users Updated entry).
+    let user = t
+        .create_user("frank@example.test", "a-long-enough-password", &[&dev])
+        .await;
+    let (state, nonce, _) = begin(&t, &id).await;
+    let mut c = idp.claims(&nonce, "frank@example.test");
+    c["department"] = json!("eng");
+    idp.answer_with(idp.sign(&c));
+    finish(&t, &state).await.expect(200);
+    let u = t.get(&format!("/api/v1/users/{user}")).await;
+    let mut want = vec![ops.clone(), dev.clone()];
+    want.sort();
+    assert_eq!(sorted(&u.body["roles"]), want);
+    let updates = |audit: &[Value]| {
+        audit
+            .iter()
+            .filter(|a| a["category"] == "Users" && a["activity"] == "Updated" && a["target"] == user.as_str())
+            .count()
+    };
+    assert_eq!(updates(&t.audit("").await), 1);
+    // The same roles again: no change, no entry.
+    let (state, nonce, _) = begin(&t, &id).await;
+    let mut c = idp.claims(&nonce, "frank@example.test");
+    c["department"] = json!("eng");
+    idp.answer_with(idp.sign(&c));
+    finish(&t, &state).await.expect(200);
+    assert_eq!(updates(&t.audit("").await), 1);
+
+    // The only SuperAdmin signs in through SSO with a mapping to ops: SuperAdmin stays.
+    let admin = user_by_email(&t, crate::harness::ADMIN_EMAIL).await.unwrap();
+    let (state, nonce, _) = begin(&t, &id).await;
+    idp.answer_with(idp.sign(&idp.claims(&nonce, crate::harness::ADMIN_EMAIL)));
+    let tok = finish(&t, &state).await;
+    let tok = tok.expect(200)["accessToken"].as_str().unwrap().to_string();
+    let a = t
+        .get(&format!("/api/v1/users/{}", admin["externalId"].as_str().unwrap()))
+        .await;
+    let roles = sorted(&a.body["roles"]);
+    assert!(roles.contains(&ops), "{roles:?}");
+    assert_eq!(roles.len(), 2, "ops and SuperAdmin: {roles:?}");
+    // Still a SuperAdmin: may write roles.
+    t.post_as(&tok, "/api/v1/roles", json!({"name": "x", "isActive": true}))
+        .await
+        .expect(201);
+}
