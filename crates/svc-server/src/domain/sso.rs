@@ -181,6 +181,18 @@ mod tests {
     }
 
     #[test]
+    fn a_new_device_code_replaces_the_old_one() {
+        let mut c = controller("111111", 1_000_000);
+        // What POST …/device-code does: the new code's hash replaces the pending one.
+        c.device_code = Some(DeviceCode {
+            hash: DeviceCode::hash_of("222222"),
+            expires_at: Timestamp::from_millis(1_000_000),
+        });
+        assert!(!c.redeem_device_code("111111", 0), "the old code is void");
+        assert!(c.redeem_device_code("222222", 0));
+    }
+
+    #[test]
     fn the_stored_hash_is_not_the_code() {
         let c = controller("123456", 1);
         let body = serde_json::to_string(&c).unwrap();
