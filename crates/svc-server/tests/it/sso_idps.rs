@@ -402,3 +402,38 @@ async fn identity_provider_rbac_and_the_sso_policy() {
         .await
         .expect_error(403, "Forbidden.");
 }
+
+#[tokio::test]
+async fn deleting_a_role_removes_it_from_the_mappings() {
+    let t = TestApp::start().await;
+    let mk = |name: &'static str| {
+        let t = &t;
+        async move {
+            let r = t.post("/api/v1/roles", json!({"name": name, "isActive": true})).await;
+            r.expect(201)["externalId"].as_str().unwrap().to_string()
+        }
+    };
+    let (a, b) = (mk("a").await, mk("b").await);
+    let mut body = oidc_idp(&oidc_provider_url());
+    body["ssoStatementRoleMappings"] = json!([
+        {"attributeName": "groups", "attributeValue": "x", "roleExternalId": a},
+        {"attributeName": "groups", "attributeValue": "y", "roleExternalId": b},
+    ]);
+    let idp = t.post(PATH, body).await;
+    let idp = idp.expect(201)["externalId"].as_str().unwrap().to_string();
+    t.delete(&format!("/api/v1/roles/{a}")).await.expect(204);
+    let g = t.get(&format!("{PATH}/{idp}")).await;
+    assert_eq!(
+        g.expect(200)["ssoStatementRoleMappings"],
+        json!([{"attributeName": "groups", "attributeValue": "y", "roleExternalId": b}])
+    );
+    // The GET body sent back is a valid PUT.
+    t.put(PATH, g.body.clone()).await.expect(200);
+    let updates = t
+        .audit("")
+        .await
+        .iter()
+        .filter(|e| e["category"] == "IdentityProviders" && e["activity"] == "Updated" && e["target"] == idp.as_str())
+        .count();
+    assert_eq!(updates, 2, "the role's deletion, then the PUT");
+}

@@ -271,6 +271,30 @@ pub fn idp_json(cfg: &Config, idp: &SsoIdp) -> Value {
     Value::Object(o)
 }
 
+/// A role being deleted leaves the identity providers' mappings (one `IdentityProviders`
+/// `Updated` entry per IdP changed), so a GET body sent back in a PUT stays valid.
+pub fn release_role(w: &mut Write<'_>, author: &crate::service::write::Author, role: uuid::Uuid) {
+    let hit: Vec<SsoIdp> =
+        w.st.sso_idps
+            .values()
+            .filter(|i| i.mappings.iter().any(|m| m.role == role))
+            .map(|i| (**i).clone())
+            .collect();
+    for mut idp in hit {
+        idp.mappings.retain(|m| m.role != role);
+        w.touch_meta(&mut idp.meta, author);
+        let id = idp.meta.id;
+        w.put(idp);
+        w.audit(
+            author,
+            crate::domain::DEFAULT_RESOURCE_SET,
+            "IdentityProviders",
+            crate::events::audit::Activity::Updated,
+            id,
+        );
+    }
+}
+
 /// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
 pub struct SsoIdps;
 
