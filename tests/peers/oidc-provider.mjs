@@ -19,6 +19,12 @@
 //                http://127.0.0.1:8080/api/v1/credential-providers/callback) and, beyond what the
 //                library allows by itself, ANY http://127.0.0.1[:port]/... or http://localhost[:port]/...
 // Scopes: openid offline_access profile email, and the resource scopes api:read api:write.
+// Claims: profile = name, given_name (the login), family_name ("Peer"), groups
+// (["svc-users", "team-<login>"]); email = email (<login>@example.test), email_verified.
+// Dynamic registration (POST /reg, no initial access token) is open, e.g. for a
+// private_key_jwt client: {"redirect_uris":[R],"token_endpoint_auth_method":"private_key_jwt",
+// "jwks_uri":"http://127.0.0.1:PORT/.well-known/jwks.json","grant_types":["authorization_code"],
+// "response_types":["code"]} -> 201 {"client_id": ...}.
 //
 // Client credentials (resource indicators on; default resource https://api.svc.test; any other
 // absolute `resource=` URI is also accepted and becomes the token's `aud`):
@@ -136,13 +142,21 @@ async function serve(port) {
     scopes: ['openid', 'offline_access', 'profile', 'email', 'api:read', 'api:write'],
     claims: {
       openid: ['sub'],
-      profile: ['name'],
+      profile: ['name', 'given_name', 'family_name', 'groups'],
       email: ['email', 'email_verified'],
     },
     // Any login is accepted: the account id is whatever the test typed as `login`.
     findAccount: async (_ctx, id) => ({
       accountId: id,
-      claims: async () => ({ sub: id, name: id, email: `${id}@example.test`, email_verified: true }),
+      claims: async () => ({
+        sub: id,
+        name: id,
+        given_name: id,
+        family_name: 'Peer',
+        groups: ['svc-users', `team-${id}`],
+        email: `${id}@example.test`,
+        email_verified: true,
+      }),
     }),
     // Refresh tokens whenever the client is allowed the grant (no offline_access dance needed).
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
@@ -150,6 +164,13 @@ async function serve(port) {
     // library then revokes the grant), so a client that loses a rotation is caught at once.
     rotateRefreshToken: true,
     cookies: { keys: ['svc-test-peer-cookie-key'] },
+    // The library refuses outgoing requests to special-use addresses (SSRF protection); every
+    // peer here is on loopback, e.g. the jwks_uri of a registered private_key_jwt client (the
+    // Svc under test), so the protecting dispatcher is dropped for this test peer.
+    fetch: (url, options) => {
+      const { dispatcher: _ignored, ...rest } = options;
+      return globalThis.fetch(url, rest);
+    },
     ttl: {
       // The resource server's accessTokenTTL (below) decides, as in the library's defaults.
       AccessToken: (_ctx, token) => token.resourceServer?.accessTokenTTL ?? 3600,
@@ -163,6 +184,9 @@ async function serve(port) {
     },
     features: {
       devInteractions: { enabled: true },
+      // Open dynamic registration (RFC 7591, POST /reg): a test registers a private_key_jwt
+      // client whose jwks_uri is the JWKS of the Svc under test (random port).
+      registration: { enabled: true },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
@@ -203,6 +227,8 @@ async function serve(port) {
   };
 
   provider.on('server_error', (_ctx, err) => console.error('server_error', err));
+  // Why a token request failed (a client assertion's key, audience, ...), for the test logs.
+  provider.on('grant.error', (_ctx, err) => console.error('grant.error', err.message, err.error_description, err.cause?.message ?? ''));
 
   const server = provider.listen(port, '127.0.0.1');
   server.on('listening', () => {

@@ -8,6 +8,7 @@ pub mod perm;
 pub mod policy;
 pub mod records;
 pub mod secret;
+pub mod sso;
 pub mod trust;
 pub mod workload;
 
@@ -33,10 +34,13 @@ pub enum Kind {
     CredentialProvider,
     CredentialIntegration,
     AccessPolicy,
+    Routing,
+    AgentController,
+    SsoIdp,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 10] = [
+    pub const ALL: [Kind; 13] = [
         Kind::Settings,
         Kind::ResourceSet,
         Kind::Role,
@@ -47,6 +51,9 @@ impl Kind {
         Kind::CredentialProvider,
         Kind::CredentialIntegration,
         Kind::AccessPolicy,
+        Kind::Routing,
+        Kind::AgentController,
+        Kind::SsoIdp,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -61,6 +68,9 @@ impl Kind {
             Kind::CredentialProvider => "credential_provider",
             Kind::CredentialIntegration => "credential_integration",
             Kind::AccessPolicy => "access_policy",
+            Kind::Routing => "routing",
+            Kind::AgentController => "agent_controller",
+            Kind::SsoIdp => "sso_idp",
         }
     }
 

@@ -28,6 +28,9 @@ macro_rules! for_kind {
             Kind::CredentialProvider => $f::<$crate::domain::credential::CredentialProvider>($($arg),*),
             Kind::CredentialIntegration => $f::<$crate::domain::credential::CredentialIntegration>($($arg),*),
             Kind::AccessPolicy => $f::<$crate::domain::policy::Policy>($($arg),*),
+            Kind::Routing => $f::<$crate::domain::sso::Routing>($($arg),*),
+            Kind::AgentController => $f::<$crate::domain::sso::AgentController>($($arg),*),
+            Kind::SsoIdp => $f::<$crate::domain::sso::SsoIdp>($($arg),*),
         }
     }};
 }

@@ -12,5 +12,6 @@ pub mod load;
 pub mod login;
 pub mod refs;
 pub mod renewal;
+pub mod sso;
 pub mod startup;
 pub mod write;

@@ -15,6 +15,7 @@ use uuid::Uuid;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::domain::policy::Policy;
 use crate::domain::records::{ResourceSet, Role, Settings, User};
+use crate::domain::sso::{AgentController, Routing, SsoIdp};
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::domain::{Kind, Meta};
@@ -78,7 +79,10 @@ meta_of!(
     CredentialIntegration,
     ClientWorkload,
     ServerWorkload,
-    Policy
+    Policy,
+    Routing,
+    AgentController,
+    SsoIdp
 );
 
 /// Implements [`Record`] for a type whose base block is `self.meta`.
@@ -119,11 +123,20 @@ pub struct State {
     pub credential_providers: Table<CredentialProvider>,
     pub credential_integrations: Table<CredentialIntegration>,
     pub policies: Table<Policy>,
+    pub routings: Table<crate::domain::sso::Routing>,
+    pub agent_controllers: Table<crate::domain::sso::AgentController>,
+    pub sso_idps: Table<crate::domain::sso::SsoIdp>,
     pub idx: Indexes,
 }
 
 meta_record!(ResourceSet, Kind::ResourceSet, resource_sets);
 meta_record!(Role, Kind::Role, roles);
+meta_record!(crate::domain::sso::Routing, Kind::Routing, routings);
+meta_record!(
+    crate::domain::sso::AgentController,
+    Kind::AgentController,
+    agent_controllers
+);
 
 /// Implements [`Record`] for a [`Meta`] type with a sealed `secrets` bundle and an index hook.
 macro_rules! sealed_record {
@@ -220,6 +233,32 @@ indexed_record!(
     server_workload_changed
 );
 indexed_record!(Policy, Kind::AccessPolicy, policies, policy_changed);
+
+impl Record for crate::domain::sso::SsoIdp {
+    const KIND: Kind = Kind::SsoIdp;
+    fn id(&self) -> Uuid {
+        self.meta.id
+    }
+    fn seq(&self) -> i32 {
+        self.meta.seq
+    }
+    fn rs(&self) -> Option<Uuid> {
+        None
+    }
+    fn table(st: &State) -> &Table<Self> {
+        &st.sso_idps
+    }
+    fn table_mut(st: &mut State) -> &mut Table<Self> {
+        &mut st.sso_idps
+    }
+    fn secrets_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(&self.secrets).ok()
+    }
+    fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
+        self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
 
 impl Record for Settings {
     const KIND: Kind = Kind::Settings;

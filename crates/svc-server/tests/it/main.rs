@@ -10,4 +10,5 @@ mod cred;
 mod edge;
 mod edge_client;
 mod foundation;
+mod sso;
 mod store;

@@ -6,7 +6,7 @@
 use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::Value;
 use uuid::Uuid;
@@ -34,11 +34,12 @@ pub enum OnCreate {
     Location,
 }
 
-/// The answer to a DELETE of an id the caller's resource set does not hold.
+/// The answer to a GET or DELETE of an id the caller's resource set does not hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnMissing {
     NotFound,
-    /// The contract lists only `204`: deleting a missing entity is a no-op.
+    /// GET: `204` (§1.7). DELETE: the contract lists only the success status, so deleting a
+    /// missing entity is a no-op answering it.
     NoContent,
 }
 
@@ -63,6 +64,15 @@ pub trait Resource: Send + Sync + 'static {
     const LIST: ListSpec;
     const ON_CREATE: OnCreate = OnCreate::Created;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NotFound;
+    /// A GET of an id the caller's resource set does not hold: `204` (§1.7) or `404`.
+    const ON_MISSING_READ: OnMissing = OnMissing::NoContent;
+    /// The status of a successful DELETE (`204`; agent controllers answer `201`); `None`: the
+    /// resource has no DELETE (routings).
+    const DELETE: Option<StatusCode> = Some(StatusCode::NO_CONTENT);
+    /// `true` (with `SCOPED` false): the entity names its own resource set in its body
+    /// ([`Resource::own_rs`], routings' `resourceSetId`). The permission is checked in that set
+    /// (`403` otherwise); lists show the sets where the caller may read.
+    const OWN_RS: bool = false;
 
     /// Reads a body. `stored` is the entity the request names (PUT: the body's `externalId`,
     /// PATCH: the path's), read before the write unit starts, when the caller's resource set
@@ -70,6 +80,11 @@ pub trait Resource: Send + Sync + 'static {
     fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Self::Record>) -> Result<Self::Input>;
 
     fn base(input: &Self::Input) -> &BaseInput;
+
+    /// The resource set a body names (only with `OWN_RS`).
+    fn own_rs(_input: &Self::Input) -> Option<Uuid> {
+        None
+    }
 
     /// The new record of a POST, given its fresh base block (the body's base fields applied).
     fn create(w: &mut Write<'_>, input: Self::Input, meta: Meta) -> Result<Self::Record>;
@@ -86,6 +101,12 @@ pub trait Resource: Send + Sync + 'static {
     /// (uniqueness, references, required secrets).
     fn check(_w: &Write<'_>, _rec: &Self::Record) -> Result<()> {
         Ok(())
+    }
+
+    /// The compliance settings (§3.22) a `Recommended` check failed for: the names go into
+    /// `X-Svc-Compliance-Warning`. A `Required` one fails with its 400 instead.
+    fn warnings(_st: &Snapshot, _rec: &Self::Record) -> Result<Vec<&'static str>> {
+        Ok(Vec::new())
     }
 
     /// After a PUT or PATCH passed its checks: bookkeeping that compares the record with the
@@ -114,26 +135,36 @@ pub trait Resource: Send + Sync + 'static {
 /// `{PATH}` (list, create, replace) and `{PATH}/{id}` (read, patch, delete) of `R`, guarded by
 /// its permission in the request's resource set (or the default one for global resources).
 pub fn routes<R: Resource>(app: &App) -> Router<App> {
-    let scope = if R::SCOPED { Scope::Rs } else { Scope::Global };
+    let scope = if R::SCOPED {
+        Scope::Rs
+    } else if R::OWN_RS {
+        Scope::AnySet
+    } else {
+        Scope::Global
+    };
+    let one = get(read::<R>).patch(patch::<R>);
+    let one = if R::DELETE.is_some() {
+        one.delete(remove::<R>)
+    } else {
+        one
+    };
     Router::new()
         .route(
             R::PATH,
             guarded(app, R::PERM, scope, get(list::<R>).post(create::<R>).put(replace::<R>)),
         )
-        .route(
-            &format!("{}/{{id}}", R::PATH),
-            guarded(
-                app,
-                R::PERM,
-                scope,
-                get(read::<R>).patch(patch::<R>).delete(remove::<R>),
-            ),
-        )
+        .route(&format!("{}/{{id}}", R::PATH), guarded(app, R::PERM, scope, one))
 }
 
-/// The resource set an audit entry of `R` is filed under.
-fn audit_rs<R: Resource>(ctx: &Ctx) -> Uuid {
-    if R::SCOPED { ctx.rs } else { DEFAULT_RESOURCE_SET }
+/// The resource set an audit entry of `R` is filed under (`own`: the entity's, with `OWN_RS`).
+fn audit_rs<R: Resource>(ctx: &Ctx, own: Option<Uuid>) -> Uuid {
+    if R::SCOPED {
+        ctx.rs
+    } else if R::OWN_RS {
+        own.unwrap_or(DEFAULT_RESOURCE_SET)
+    } else {
+        DEFAULT_RESOURCE_SET
+    }
 }
 
 /// The entity `id` as the caller sees it: in the request's resource set, or global.
@@ -144,6 +175,9 @@ fn lookup<'s, R: Resource>(st: &'s Snapshot, id: &Uuid, ctx: &Ctx) -> Option<&'s
 /// The entity for a change: 404 when the caller cannot see it, else as [`Resource::editable`].
 fn for_update<R: Resource>(st: &Snapshot, id: &Uuid, ctx: &Ctx) -> Result<R::Record> {
     let rec = lookup::<R>(st, id, ctx).ok_or(Error::NotFound)?;
+    if R::OWN_RS {
+        ctx.check(st, rec.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
+    }
     R::editable(rec)?;
     Ok((**rec).clone())
 }
@@ -153,6 +187,13 @@ async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> R
     let st = app.state();
     let mut items = if R::SCOPED {
         st.in_rs::<R::Record>(Some(ctx.rs))
+            .map(|v| R::render(&app, &st, v))
+            .collect()
+    } else if R::OWN_RS {
+        let sets = ctx.readable_sets(&st);
+        R::Record::table(&st)
+            .values()
+            .filter(|v| sets.contains(&v.rs().unwrap_or(DEFAULT_RESOURCE_SET)))
             .map(|v| R::render(&app, &st, v))
             .collect()
     } else {
@@ -165,13 +206,22 @@ async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> R
     Ok(ok(respond(items, &p, &R::LIST)?))
 }
 
-/// One entity; `204` when the caller's resource set has none (§1.5).
+/// One entity; `204` (or `404`, [`Resource::ON_MISSING_READ`]) when the caller's resource set
+/// has none (§1.5); `403` for an `OWN_RS` entity in a set the caller may not read.
 async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
-    Ok(match lookup::<R>(&st, &ids.one(), &ctx) {
-        Some(v) => ok(R::render(&app, &st, v)),
-        None => no_content(),
-    })
+    match lookup::<R>(&st, &ids.one(), &ctx) {
+        Some(v) => {
+            if R::OWN_RS {
+                ctx.check(&st, v.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
+            }
+            Ok(ok(R::render(&app, &st, v)))
+        }
+        None => match R::ON_MISSING_READ {
+            OnMissing::NoContent => Ok(no_content()),
+            OnMissing::NotFound => Err(Error::NotFound),
+        },
+    }
 }
 
 async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -179,25 +229,32 @@ async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): J
     let base = R::base(&input).clone();
     let rs = if R::SCOPED {
         Some(resolve_rs(base.resource_set, ctx.rs)?)
+    } else if R::OWN_RS {
+        R::own_rs(&input)
     } else {
         None
     };
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
+    if R::OWN_RS {
+        ctx.check(&w.st, rs.unwrap_or(DEFAULT_RESOURCE_SET))?;
+    }
     let id = new_external_id(base.external_id, |id| w.st.get::<R::Record>(id).is_some())?;
     let mut meta = w.new_meta(R::Record::KIND, id, rs, &author).await?;
     base.apply_full(&mut meta);
     let rec = R::create(&mut w, input, meta)?;
     R::check(&w, &rec)?;
+    let warnings = R::warnings(&w.st, &rec)?;
     w.put(rec);
-    w.audit(&author, audit_rs::<R>(&ctx), R::CATEGORY, Activity::Created, id);
+    w.audit(&author, audit_rs::<R>(&ctx, rs), R::CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
     let location = format!("{}/{id}", R::PATH);
-    Ok(match R::ON_CREATE {
+    let response = match R::ON_CREATE {
         OnCreate::Created => created(StatusCode::CREATED, location, render_stored::<R>(&app, &st, &id)?),
         OnCreate::Ok => created(StatusCode::OK, location, render_stored::<R>(&app, &st, &id)?),
         OnCreate::Location => super::located(location),
-    })
+    };
+    Ok(super::access_policies::with_warnings(response, &warnings))
 }
 
 async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -218,6 +275,9 @@ async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): 
     if R::SCOPED {
         // §1.4 rule 3: a PUT body naming another resource set than the header.
         resolve_rs(base.resource_set, ctx.rs)?;
+    }
+    if R::OWN_RS && R::own_rs(&input) != rec.rs() {
+        return Err(Error::field("resourceSetId", "cannot be changed"));
     }
     base.apply_full(rec.meta_mut());
     R::replace(&mut w, input, &mut rec)?;
@@ -253,31 +313,40 @@ async fn finish_update<R: Resource>(
 ) -> Result<Response> {
     let id = rec.id();
     R::check(&w, &rec)?;
+    let warnings = R::warnings(&w.st, &rec)?;
     R::updated(before, &mut rec, w.now);
     w.touch_meta(rec.meta_mut(), author);
+    let rs = audit_rs::<R>(ctx, rec.rs());
     w.put(rec);
-    w.audit(author, audit_rs::<R>(ctx), R::CATEGORY, activity, id);
+    w.audit(author, rs, R::CATEGORY, activity, id);
     let st = w.commit().await?;
-    Ok(ok(render_stored::<R>(app, &st, &id)?))
+    Ok(super::access_policies::with_warnings(
+        ok(render_stored::<R>(app, &st, &id)?),
+        &warnings,
+    ))
 }
 
 async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
+    let done = R::DELETE.unwrap_or(StatusCode::NO_CONTENT);
     let Some(rec) = lookup::<R>(&w.st, &id, &ctx) else {
         return match R::ON_MISSING_DELETE {
             OnMissing::NotFound => Err(Error::NotFound),
-            OnMissing::NoContent => Ok(no_content()),
+            OnMissing::NoContent => Ok(done.into_response()),
         };
     };
+    if R::OWN_RS {
+        ctx.check(&w.st, rec.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
+    }
     R::editable(rec)?;
-    let rs = audit_rs::<R>(&ctx);
+    let rs = audit_rs::<R>(&ctx, rec.rs());
     R::before_delete(&mut w, &author, rs, id)?;
     w.remove::<R::Record>(&id);
     w.audit(&author, rs, R::CATEGORY, Activity::Deleted, id);
     w.commit().await?;
-    Ok(no_content())
+    Ok(done.into_response())
 }
 
 /// The committed entity's DTO.

@@ -3,6 +3,7 @@
 
 pub mod access_policies;
 pub mod access_policies_v1;
+pub mod agent_controllers;
 pub mod audit_logs;
 pub mod client_workloads;
 pub mod common;
@@ -19,9 +20,12 @@ pub mod me;
 pub mod resource_sets;
 pub mod roles;
 pub mod root_ca;
+pub mod routings;
 pub mod scoped;
 pub mod server_workloads;
 pub mod signin;
+pub mod sso_idps;
+pub mod sso_login;
 pub mod trust_providers;
 pub mod users;
 
@@ -38,6 +42,10 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(compliance::routes(app))
         .merge(resource_sets::routes(app))
         .merge(roles::routes(app))
+        .merge(routings::routes(app))
+        .merge(agent_controllers::routes(app))
+        .merge(sso_idps::routes(app))
+        .merge(sso_login::routes())
         .merge(users::routes(app))
         .merge(audit_logs::routes(app))
         .merge(events::routes(app))

@@ -239,6 +239,7 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     editable(&w.st, &id)?;
+    super::agent_controllers::release_resource_set(&mut w, &author, id);
     // Policies first: nothing may reference a deleted entity, even inside the unit.
     cascade::<Policy>(&mut w, &author, id, "AccessPolicies");
     cascade::<CredentialProvider>(&mut w, &author, id, "CredentialProviders");
@@ -246,6 +247,7 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     cascade::<ClientWorkload>(&mut w, &author, id, "ClientWorkloads");
     cascade::<ServerWorkload>(&mut w, &author, id, "ServerWorkloads");
     cascade::<TrustProvider>(&mut w, &author, id, "TrustProviders");
+    cascade::<crate::domain::sso::Routing>(&mut w, &author, id, "Routings");
     let roles: Vec<_> =
         w.st.roles
             .values()

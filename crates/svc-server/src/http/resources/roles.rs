@@ -222,6 +222,7 @@ impl Resource for Roles {
                 cp.meta.name, cp.meta.id
             )));
         }
+        super::sso_idps::release_role(w, author, id);
         let holders: Vec<_> = w.st.users.values().filter(|u| u.roles.contains(&id)).cloned().collect();
         for u in holders {
             let mut u = (*u).clone();

@@ -72,21 +72,21 @@ async fn put_mfa(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
 
 async fn put_sso(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
     let required = flag(body, "ssoRequired")?;
-    if required {
-        // SSO sign-in needs an active OIDCv1 identity provider with userAccessEnabled; this
-        // version offers none, so requiring SSO would lock every non-SuperAdmin out.
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    // Requiring SSO needs an identity provider users can sign in through (else every
+    // non-SuperAdmin would be locked out); checked in the unit, against every node's writes.
+    if required && !w.st.sso_idps.values().any(|i| i.offers_sign_in()) {
         return Err(Error::field(
             "ssoRequired",
             "requires an active OIDCv1 identity provider with userAccessEnabled",
         ));
     }
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
     let mut s = (*w.st.settings()).clone();
-    s.sso_required = false;
+    s.sso_required = required;
     s.modified_at = w.now;
     w.put(s);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, "sso");
     w.commit().await?;
-    Ok(ok(json!({"ssoRequired": false})))
+    Ok(ok(json!({"ssoRequired": required})))
 }

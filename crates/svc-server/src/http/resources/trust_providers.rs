@@ -156,8 +156,11 @@ pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&
         "accessPolicyCount".into(),
         json!(st.idx.policy_count(RefField::TrustProvider, tp.meta.id)),
     );
-    o.insert("agentControllersCount".into(), json!(0));
-    o.insert("agentControllerIds".into(), json!([]));
+    let controllers: Vec<Uuid> = super::agent_controllers::referring(st, tp.meta.id)
+        .map(|c| c.meta.id)
+        .collect();
+    o.insert("agentControllersCount".into(), json!(controllers.len()));
+    o.insert("agentControllerIds".into(), json!(controllers));
     o.insert("edgeSdkClientId".into(), json!(client_id(app, tp)));
     o.insert("secret".into(), secret.map(secret_json).unwrap_or(Value::Null));
     Value::Object(o)
@@ -441,7 +444,9 @@ impl Resource for TrustProviders {
         Ok(())
     }
 
+    /// A trust provider an agent controller names cannot be deleted (§3.21); policies release it.
     fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        super::agent_controllers::check_trust_provider_unreferenced(&w.st, id)?;
         release(w, author, id, RefField::TrustProvider)
     }
 

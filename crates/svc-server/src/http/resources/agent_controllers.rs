@@ -1,0 +1,389 @@
+//! Agent controllers (contract §3.21): their own DTO shape (no `createdBy`, an int `id`), a trust
+//! provider of any resource set, a unique `allowedTlsHostname`, the two `edge_*` compliance
+//! settings (§3.22), DELETE answering `201`, and single-use device codes (six digits, 15 minutes,
+//! a new one replaces the old, stored only as a hash).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+use svc_api::Obj;
+use uuid::Uuid;
+
+use super::common::{BaseInput, Mode, parse_tags};
+use super::crud::{self, OnMissing, Resource};
+use crate::app::App;
+use crate::domain::records::ComplianceLevel;
+use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
+use crate::error::{Error, Result};
+use crate::events::audit::Activity;
+use crate::http::extract::Ids;
+use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::list::{Base, Filter, ListSpec};
+use crate::service::write::{Author, Write};
+use crate::state::State as Snapshot;
+
+const PATH: &str = "/api/v1/agent-controllers";
+const CATEGORY: &str = "AgentControllers";
+
+pub fn routes(app: &App) -> Router<App> {
+    crud::routes::<AgentControllers>(app).route(
+        "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
+        guarded(app, Perm::AgentControllers, Scope::Global, post(device_code)),
+    )
+}
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "agentControllers",
+    base: Base::None,
+    fields: &[
+        "externalId",
+        "name",
+        "description",
+        "isActive",
+        "createdAt",
+        "modifiedAt",
+        "id",
+        "version",
+        "trustProviderId",
+        "isHealthy",
+        "lastReportedUptime",
+        "lastReportedHealthTime",
+        "allowedTlsHostname",
+    ],
+    default_order: ("name", false),
+    filters: &[
+        ("trustProviderId", Filter::Field("trustProviderId")),
+        ("isHealthy", Filter::Field("isHealthy")),
+    ],
+};
+
+/// Read-only fields of the DTO, accepted and ignored on input.
+const RO: &[&str] = &[
+    "id",
+    "createdAt",
+    "modifiedAt",
+    "tlsCertificates",
+    "trustProvider",
+    "isHealthy",
+    "lastReportedUptime",
+    "lastReportedHealthTime",
+];
+
+pub struct ControllerInput {
+    base: BaseInput,
+    version: Option<String>,
+    trust_provider: Option<Uuid>,
+    hostname: Option<String>,
+}
+
+/// A DNS name (labels of letters, digits and inner hyphens, at least two labels), or one with a
+/// leading `*.` wildcard label.
+pub fn hostname_ok(s: &str) -> bool {
+    let name = s.strip_prefix("*.").unwrap_or(s);
+    let labels: Vec<&str> = name.split('.').collect();
+    labels.len() >= 2
+        && name.len() <= 253
+        && labels.iter().all(|l| {
+            (1..=63).contains(&l.len())
+                && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+                && !l.starts_with('-')
+                && !l.ends_with('-')
+        })
+        && labels.last().is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<ControllerInput> {
+    let mut o = Obj::root(body)?;
+    let external_id = o.opt_uuid("externalId")?;
+    if mode == Mode::Replace && external_id.is_none() {
+        return Err(Error::field("externalId", "is required"));
+    }
+    o.ignore(RO);
+    let version = o.opt_str("version")?;
+    let is_active = o.opt_bool("isActive")?;
+    let trust_provider = o.opt_uuid("trustProviderId")?;
+    if let Some(tp) = trust_provider
+        && !st.trust_providers.contains_key(&tp)
+    {
+        return Err(Error::field("trustProviderId", "unknown trust provider"));
+    }
+    if mode == Mode::Patch {
+        // AgentControllerPatchDTO: version, isActive, trustProviderId.
+        o.finish()?;
+        return Ok(ControllerInput {
+            base: BaseInput {
+                external_id,
+                is_active,
+                ..BaseInput::default()
+            },
+            version,
+            trust_provider,
+            hostname: None,
+        });
+    }
+    let name = o.req_str_len("name", 1, 128)?;
+    let description = o.opt_str("description")?;
+    if let Some(d) = &description {
+        svc_api::reader::check_len("description", d, 0, 1024)?;
+    }
+    let tags = parse_tags(&mut o)?;
+    let hostname = o.opt_str("allowedTlsHostname")?.filter(|h| !h.is_empty());
+    if let Some(h) = &hostname {
+        svc_api::reader::check_len("allowedTlsHostname", h, 1, 256)?;
+        if !hostname_ok(h) {
+            return Err(Error::field(
+                "allowedTlsHostname",
+                "must be a fully qualified domain name or a *. wildcard",
+            ));
+        }
+    }
+    o.finish()?;
+    Ok(ControllerInput {
+        base: BaseInput {
+            external_id,
+            name: Some(name),
+            description,
+            // §3.21: isActive defaults to true.
+            is_active: Some(is_active.unwrap_or(true)),
+            tags,
+            resource_set: None,
+        },
+        version,
+        trust_provider,
+        hostname: hostname.map(|h| h.to_ascii_lowercase()),
+    })
+}
+
+/// `AgentControllerDTO`.
+pub fn controller_json(app: &App, st: &Snapshot, c: &AgentController) -> Value {
+    let tp = c
+        .trust_provider
+        .and_then(|id| st.trust_providers.get(&id))
+        .map(|tp| super::trust_providers::trust_json(app, st, tp, None))
+        .unwrap_or(Value::Null);
+    json!({
+        "id": c.meta.seq,
+        "externalId": c.meta.id,
+        "createdAt": c.meta.created_at,
+        "modifiedAt": c.meta.modified_at,
+        "version": c.version,
+        "isActive": c.meta.active,
+        "name": c.meta.name,
+        "description": c.meta.description,
+        "tags": c.meta.tags,
+        "tlsCertificates": [],
+        "trustProviderId": c.trust_provider,
+        "trustProvider": tp,
+        "isHealthy": false,
+        "lastReportedUptime": 0,
+        "lastReportedHealthTime": null,
+        "allowedTlsHostname": c.allowed_tls_hostname,
+    })
+}
+
+/// The agent controllers naming trust provider `tp`.
+pub fn referring(st: &Snapshot, tp: Uuid) -> impl Iterator<Item = &AgentController> {
+    st.agent_controllers
+        .values()
+        .filter(move |c| c.trust_provider == Some(tp))
+        .map(|c| &**c)
+}
+
+/// §1.10 rule 4: a trust provider an agent controller names cannot be deleted.
+pub fn check_trust_provider_unreferenced(st: &Snapshot, tp: Uuid) -> Result<()> {
+    match referring(st, tp).next() {
+        Some(c) => Err(Error::field(
+            "trustProviderId",
+            format!("referenced by agent controller '{}' ({})", c.meta.name, c.meta.id),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// §1.10 rule 6: controllers naming a trust provider of the deleted resource set `rs` lose it
+/// (`trustProviderId = null`, one `Updated` entry each). Call before the providers are removed.
+pub fn release_resource_set(w: &mut Write<'_>, author: &Author, rs: Uuid) {
+    let st = &w.st;
+    let hit: Vec<AgentController> = st
+        .agent_controllers
+        .values()
+        .filter(|c| {
+            c.trust_provider
+                .and_then(|t| st.trust_providers.get(&t))
+                .is_some_and(|t| t.meta.rs == Some(rs))
+        })
+        .map(|c| (**c).clone())
+        .collect();
+    for mut c in hit {
+        c.trust_provider = None;
+        w.touch_meta(&mut c.meta, author);
+        let id = c.meta.id;
+        w.put(c);
+        w.audit(author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
+    }
+}
+
+/// `/api/v1/agent-controllers` on the shared CRUD layer: global entities.
+pub struct AgentControllers;
+
+impl Resource for AgentControllers {
+    type Record = AgentController;
+    type Input = ControllerInput;
+    const PATH: &'static str = PATH;
+    const PERM: Perm = Perm::AgentControllers;
+    const CATEGORY: &'static str = CATEGORY;
+    const SCOPED: bool = false;
+    const LIST: ListSpec = SPEC;
+    /// §3.21 lists `201` as DELETE's only status; a missing id answers it too (§1.5).
+    const DELETE: Option<StatusCode> = Some(StatusCode::CREATED);
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
+
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&AgentController>) -> Result<ControllerInput> {
+        parse(&app.state(), body, mode)
+    }
+
+    fn base(input: &ControllerInput) -> &BaseInput {
+        &input.base
+    }
+
+    fn create(_: &mut Write<'_>, input: ControllerInput, meta: Meta) -> Result<AgentController> {
+        Ok(AgentController {
+            meta,
+            version: input.version,
+            trust_provider: input.trust_provider,
+            allowed_tls_hostname: input.hostname,
+            device_code: None,
+        })
+    }
+
+    fn replace(_: &mut Write<'_>, input: ControllerInput, c: &mut AgentController) -> Result<()> {
+        c.version = input.version;
+        c.trust_provider = input.trust_provider;
+        c.allowed_tls_hostname = input.hostname;
+        Ok(())
+    }
+
+    fn patch(_: &mut Write<'_>, input: ControllerInput, c: &mut AgentController) -> Result<()> {
+        if input.version.is_some() {
+            c.version = input.version;
+        }
+        if input.trust_provider.is_some() {
+            c.trust_provider = input.trust_provider;
+        }
+        Ok(())
+    }
+
+    /// The trust provider still exists; `allowedTlsHostname` is unique among controllers.
+    fn check(w: &Write<'_>, c: &AgentController) -> Result<()> {
+        let st = &w.st;
+        if let Some(tp) = c.trust_provider
+            && !st.trust_providers.contains_key(&tp)
+        {
+            return Err(Error::field("trustProviderId", "unknown trust provider"));
+        }
+        if let Some(h) = &c.allowed_tls_hostname
+            && let Some(other) = st
+                .agent_controllers
+                .values()
+                .find(|o| o.meta.id != c.meta.id && o.allowed_tls_hostname.as_ref() == Some(h))
+        {
+            return Err(Error::field(
+                "allowedTlsHostname",
+                format!(
+                    "already used by agent controller '{}' ({})",
+                    other.meta.name, other.meta.id
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// §3.22: `edge_trust_prov_governance` (a trust provider) and `edge_tls_hostname_governance`
+    /// (an allowed TLS hostname).
+    fn warnings(st: &Snapshot, c: &AgentController) -> Result<Vec<&'static str>> {
+        let settings = st.settings();
+        let mut warnings = Vec::new();
+        for (name, field, missing) in [
+            (
+                "edge_trust_prov_governance",
+                "trustProviderId",
+                c.trust_provider.is_none(),
+            ),
+            (
+                "edge_tls_hostname_governance",
+                "allowedTlsHostname",
+                c.allowed_tls_hostname.is_none(),
+            ),
+        ] {
+            if missing {
+                match settings.compliance(name) {
+                    ComplianceLevel::Required => {
+                        return Err(Error::field(field, format!("required by compliance setting {name}")));
+                    }
+                    ComplianceLevel::Recommended => warnings.push(name),
+                    ComplianceLevel::Optional => {}
+                }
+            }
+        }
+        Ok(warnings)
+    }
+
+    fn render(app: &App, st: &Snapshot, c: &AgentController) -> Value {
+        controller_json(app, st, c)
+    }
+}
+
+/// `POST …/{id}/device-code`: a new six-digit code (replacing any earlier one), valid 15 minutes;
+/// only its hash is stored.
+async fn device_code(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
+    let author: Author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut c =
+        w.st.agent_controllers
+            .get(&id)
+            .map(|c| (**c).clone())
+            .ok_or(Error::NotFound)?;
+    let n = u32::from_be_bytes(crate::crypto::random_bytes::<4>()) % 1_000_000;
+    let code = format!("{n:06}");
+    c.device_code = Some(DeviceCode {
+        hash: DeviceCode::hash_of(&code),
+        expires_at: Timestamp::from_millis(w.now.millis() + DEVICE_CODE_TTL_MS),
+    });
+    w.touch_meta(&mut c.meta, &author);
+    w.put(c);
+    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::DeviceCodeCreated, id);
+    w.commit().await?;
+    Ok((StatusCode::CREATED, axum::Json(json!({"device_code": code}))).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::hostname_ok;
+
+    #[test]
+    fn hostnames() {
+        for ok in ["edge.acme.test", "*.edge.acme.test", "a-b.c1.example", "x.io"] {
+            assert!(hostname_ok(ok), "{ok}");
+        }
+        for bad in [
+            "localhost",
+            "*.",
+            "a..b",
+            "-a.b",
+            "a-.b",
+            "a.b.*",
+            "*.*.a.b",
+            "10.0.0.1",
+            "a b.c",
+            "https://a.b",
+            "a.b:443",
+        ] {
+            assert!(!hostname_ok(bad), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! SSO identity providers (contract §3.20): the `OIDCv1` and `SAMLv2` variants, write-only client
+//! secrets (§1.9), role mappings to existing roles, the read-only service-provider values, and
+//! `GET …/{id}/verification` (service/sso.rs does the checks).
+
+use axum::Router;
+use axum::extract::State;
+use axum::response::Response;
+use axum::routing::get;
+use serde_json::{Map, Value, json};
+use svc_api::Obj;
+use svc_api::reader::check_len;
+
+use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::crud::{self, OnMissing, Resource};
+use crate::app::App;
+use crate::config::Config;
+use crate::domain::sso::{IdpConfig, IdpSecrets, IdpType, OidcAuthType, RoleMapping, SsoIdp};
+use crate::domain::{Meta, Perm, Secret};
+use crate::error::{Error, Result};
+use crate::http::extract::Ids;
+use crate::http::guard::{Scope, guarded};
+use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::ok;
+use crate::service::write::Write;
+use crate::state::State as Snapshot;
+
+const PATH: &str = "/api/v1/sso-idps";
+
+pub fn routes(app: &App) -> Router<App> {
+    crud::routes::<SsoIdps>(app).route(
+        "/api/v1/sso-idps/{id}/verification",
+        guarded(app, Perm::IdentityProviders, Scope::Global, get(verification)),
+    )
+}
+
+const SPEC: ListSpec = ListSpec {
+    items_key: "entities",
+    base: Base::Global,
+    fields: &["type", "userAccessEnabled"],
+    default_order: ("name", false),
+    filters: &[
+        ("type", Filter::Field("type")),
+        ("userAccessEnabled", Filter::Field("userAccessEnabled")),
+    ],
+};
+
+const OIDC_RO: &[&str] = &["svcRedirectUrl", "svcJwksUrl"];
+const SAML_RO: &[&str] = &["serviceProviderEntityId", "serviceProviderSsoUrl"];
+
+/// `{base_url}/api/v1/sso/callback`: the redirect URI registered at an OIDC identity provider.
+pub fn redirect_url(cfg: &Config) -> String {
+    format!("{}/api/v1/sso/callback", cfg.public_url)
+}
+
+pub struct IdpInput {
+    base: BaseInput,
+    /// `None` on PATCH.
+    body: Option<IdpBody>,
+}
+
+struct IdpBody {
+    mappings: Vec<RoleMapping>,
+    user_access: bool,
+    config: IdpConfig,
+    /// A new client secret (non-empty); `None` keeps the stored one.
+    secret: Option<String>,
+}
+
+/// `https://…` (or `http://…` with `SVC_ALLOW_INSECURE_UPSTREAM`), a parsable URL.
+fn url_ok(cfg: &Config, u: &str) -> bool {
+    (u.starts_with("https://") || (cfg.allow_insecure_upstream && u.starts_with("http://")))
+        && url::Url::parse(u).is_ok_and(|x| x.host_str().is_some_and(|h| !h.is_empty()))
+}
+
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<IdpInput> {
+    let st = app.state();
+    let mut o = Obj::root(body)?;
+    let base = parse_base(&mut o, mode, false)?;
+    if mode == Mode::Patch {
+        o.finish()?;
+        return Ok(IdpInput { base, body: None });
+    }
+    let ty = o.req_enum("type", &["SAMLv2", "OIDCv1"])?;
+    let ty = if ty == "OIDCv1" { IdpType::Oidc } else { IdpType::Saml };
+    if mode == Mode::Replace
+        && let Some(s) = stored
+        && s.idp_type() != ty
+    {
+        return Err(Error::field("type", "cannot be changed"));
+    }
+    let user_access = o.opt_bool("userAccessEnabled")?.unwrap_or(false);
+    let mappings = o
+        .opt_obj_list("ssoStatementRoleMappings", |m| {
+            let attribute_name = m.opt_str("attributeName")?;
+            let attribute_value = m.opt_str("attributeValue")?;
+            let role = m.req_uuid("roleExternalId")?;
+            if !st.roles.contains_key(&role) {
+                return Err(svc_api::FieldError::new(m.path("roleExternalId"), "unknown role"));
+            }
+            Ok(RoleMapping {
+                attribute_name,
+                attribute_value,
+                role,
+            })
+        })?
+        .unwrap_or_default();
+    for (i, m) in mappings.iter().enumerate() {
+        if mappings[..i].contains(m) {
+            return Err(Error::field(
+                format!("ssoStatementRoleMappings[{i}]"),
+                "duplicate mapping",
+            ));
+        }
+    }
+    let cfg = &app.cfg;
+    let (config, secret) = match ty {
+        IdpType::Oidc => {
+            o.ignore(OIDC_RO);
+            let base_url = o.req_str_len("oidcBaseURL", 1, 2048)?;
+            if !url_ok(cfg, &base_url) {
+                return Err(Error::field("oidcBaseURL", "must be an https URL"));
+            }
+            let client_id = o.req_str_len("clientId", 1, 256)?;
+            let scopes = o.req_str_len("scopes", 1, 1024)?;
+            if !scopes.split_whitespace().any(|s| s == "openid") {
+                return Err(Error::field("scopes", "must contain openid"));
+            }
+            let auth_type = match o.req_enum("authType", &["KeyPair", "ClientSecret"])?.as_str() {
+                "KeyPair" => OidcAuthType::KeyPair,
+                _ => OidcAuthType::ClientSecret,
+            };
+            let secret = o.opt_str("clientSecret")?.filter(|s| !s.is_empty());
+            if let Some(s) = &secret {
+                check_len("clientSecret", s, 1, 4096)?;
+            }
+            let pkce_required = o.opt_bool("pkceRequired")?.unwrap_or(false);
+            let stored_secret = stored.is_some_and(|s| s.secrets.client_secret.is_some());
+            if auth_type == OidcAuthType::ClientSecret && secret.is_none() && !stored_secret {
+                return Err(Error::field("clientSecret", "is required"));
+            }
+            (
+                IdpConfig::Oidc {
+                    base_url: base_url.trim_end_matches('/').to_string(),
+                    client_id,
+                    scopes,
+                    auth_type,
+                    pkce_required,
+                },
+                secret,
+            )
+        }
+        IdpType::Saml => {
+            o.ignore(SAML_RO);
+            let entity_id = o.opt_str("entityId")?.filter(|s| !s.is_empty());
+            if let Some(e) = &entity_id {
+                check_len("entityId", e, 1, 1024)?;
+            }
+            let metadata_url = o.opt_str("metadataUrl")?.filter(|s| !s.is_empty());
+            let metadata_xml = o.opt_str("metadataXml")?.filter(|s| !s.is_empty());
+            match (&metadata_url, &metadata_xml) {
+                (Some(_), Some(_)) => {
+                    return Err(Error::field(
+                        "metadataXml",
+                        "exactly one of metadataUrl or metadataXml is allowed",
+                    ));
+                }
+                (None, None) => {
+                    return Err(Error::field(
+                        "metadataUrl",
+                        "exactly one of metadataUrl or metadataXml is required",
+                    ));
+                }
+                _ => {}
+            }
+            if let Some(u) = &metadata_url {
+                check_len("metadataUrl", u, 1, 2048)?;
+                if !url_ok(cfg, u) {
+                    return Err(Error::field("metadataUrl", "must be an https URL"));
+                }
+            }
+            if let Some(x) = &metadata_xml
+                && crate::crypto::b64std_decode(x.trim()).is_none_or(|b| String::from_utf8(b).is_err())
+            {
+                return Err(Error::field("metadataXml", "must be base64 of the metadata XML"));
+            }
+            // The other variant's fields are unknown properties here.
+            (
+                IdpConfig::Saml {
+                    entity_id,
+                    metadata_url,
+                    metadata_xml: metadata_xml.map(|x| x.trim().to_string()),
+                },
+                None,
+            )
+        }
+    };
+    o.finish()?;
+    Ok(IdpInput {
+        base,
+        body: Some(IdpBody {
+            mappings,
+            user_access,
+            config,
+            secret,
+        }),
+    })
+}
+
+/// Applies a POST or PUT body: a new secret replaces the stored one; a SAML provider keeps none.
+fn apply(idp: &mut SsoIdp, b: IdpBody) {
+    idp.mappings = b.mappings;
+    idp.user_access = b.user_access;
+    let saml = matches!(b.config, IdpConfig::Saml { .. });
+    idp.config = b.config;
+    if saml {
+        idp.secrets.client_secret = None;
+    } else if let Some(s) = b.secret {
+        idp.secrets.client_secret = Some(Secret::new(s));
+    }
+}
+
+/// The IdP's DTO (its variant), the secret always `null`.
+pub fn idp_json(cfg: &Config, idp: &SsoIdp) -> Value {
+    let mut o: Map<String, Value> = base_json(&idp.meta, false);
+    o.insert("type".into(), json!(idp.idp_type().as_str()));
+    let mappings: Vec<Value> = idp
+        .mappings
+        .iter()
+        .map(|m| json!({"attributeName": m.attribute_name, "attributeValue": m.attribute_value, "roleExternalId": m.role}))
+        .collect();
+    o.insert("ssoStatementRoleMappings".into(), Value::Array(mappings));
+    o.insert("userAccessEnabled".into(), json!(idp.user_access));
+    match &idp.config {
+        IdpConfig::Oidc {
+            base_url,
+            client_id,
+            scopes,
+            auth_type,
+            pkce_required,
+        } => {
+            o.insert("oidcBaseURL".into(), json!(base_url));
+            o.insert("clientId".into(), json!(client_id));
+            o.insert("scopes".into(), json!(scopes));
+            o.insert("authType".into(), json!(auth_type.as_str()));
+            o.insert("clientSecret".into(), Value::Null);
+            o.insert("pkceRequired".into(), json!(pkce_required));
+            o.insert("svcRedirectUrl".into(), json!(redirect_url(cfg)));
+            o.insert(
+                "svcJwksUrl".into(),
+                json!(format!("{}/.well-known/jwks.json", cfg.public_url)),
+            );
+        }
+        IdpConfig::Saml {
+            entity_id,
+            metadata_url,
+            metadata_xml,
+        } => {
+            o.insert("entityId".into(), json!(entity_id));
+            o.insert("metadataUrl".into(), json!(metadata_url));
+            o.insert("metadataXml".into(), json!(metadata_xml));
+            o.insert(
+                "serviceProviderEntityId".into(),
+                json!(format!("{}/api/v1/sso/saml", cfg.public_url)),
+            );
+            o.insert(
+                "serviceProviderSsoUrl".into(),
+                json!(format!("{}/api/v1/sso/saml/acs", cfg.public_url)),
+            );
+        }
+    }
+    Value::Object(o)
+}
+
+/// A role being deleted leaves the identity providers' mappings (one `IdentityProviders`
+/// `Updated` entry per IdP changed), so a GET body sent back in a PUT stays valid.
+pub fn release_role(w: &mut Write<'_>, author: &crate::service::write::Author, role: uuid::Uuid) {
+    let hit: Vec<SsoIdp> =
+        w.st.sso_idps
+            .values()
+            .filter(|i| i.mappings.iter().any(|m| m.role == role))
+            .map(|i| (**i).clone())
+            .collect();
+    for mut idp in hit {
+        idp.mappings.retain(|m| m.role != role);
+        w.touch_meta(&mut idp.meta, author);
+        let id = idp.meta.id;
+        w.put(idp);
+        w.audit(
+            author,
+            crate::domain::DEFAULT_RESOURCE_SET,
+            "IdentityProviders",
+            crate::events::audit::Activity::Updated,
+            id,
+        );
+    }
+}
+
+/// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
+pub struct SsoIdps;
+
+impl Resource for SsoIdps {
+    type Record = SsoIdp;
+    type Input = IdpInput;
+    const PATH: &'static str = PATH;
+    const PERM: Perm = Perm::IdentityProviders;
+    const CATEGORY: &'static str = "IdentityProviders";
+    const SCOPED: bool = false;
+    const LIST: ListSpec = SPEC;
+    /// §3.20 lists only `204` for DELETE.
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
+
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<IdpInput> {
+        parse(app, body, mode, stored)
+    }
+
+    fn base(input: &IdpInput) -> &BaseInput {
+        &input.base
+    }
+
+    fn create(_: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {
+        let b = input.body.ok_or_else(|| Error::internal("create without a body"))?;
+        let mut idp = SsoIdp {
+            meta,
+            mappings: vec![],
+            user_access: false,
+            config: b.config.clone(),
+            secrets: IdpSecrets::default(),
+        };
+        apply(&mut idp, b);
+        Ok(idp)
+    }
+
+    fn replace(_: &mut Write<'_>, input: IdpInput, idp: &mut SsoIdp) -> Result<()> {
+        let b = input.body.ok_or_else(|| Error::internal("replace without a body"))?;
+        if std::mem::discriminant(&b.config) != std::mem::discriminant(&idp.config) {
+            return Err(Error::field("type", "cannot be changed"));
+        }
+        apply(idp, b);
+        Ok(())
+    }
+
+    /// Mapped roles still exist; a `ClientSecret` provider has a secret.
+    fn check(w: &Write<'_>, idp: &SsoIdp) -> Result<()> {
+        let st = &w.st;
+        for (i, m) in idp.mappings.iter().enumerate() {
+            if !st.roles.contains_key(&m.role) {
+                return Err(Error::field(
+                    format!("ssoStatementRoleMappings[{i}].roleExternalId"),
+                    "unknown role",
+                ));
+            }
+        }
+        if let IdpConfig::Oidc {
+            auth_type: OidcAuthType::ClientSecret,
+            ..
+        } = idp.config
+            && idp.secrets.client_secret.is_none()
+        {
+            return Err(Error::field("clientSecret", "is required"));
+        }
+        Ok(())
+    }
+
+    fn render(app: &App, _: &Snapshot, idp: &SsoIdp) -> Value {
+        idp_json(&app.cfg, idp)
+    }
+}
+
+/// `GET …/{id}/verification`: always `200` with the outcome (§3.20); `404` for an unknown id.
+async fn verification(State(app): State<App>, ids: Ids) -> Result<Response> {
+    let idp = app.state().sso_idps.get(&ids.one()).cloned().ok_or(Error::NotFound)?;
+    Ok(ok(match crate::service::sso::verify_idp(&app, &idp).await {
+        Ok(msg) => json!({"success": true, "message": msg, "id": 0}),
+        Err(problem) => json!({"success": false, "message": problem, "id": 0}),
+    }))
+}

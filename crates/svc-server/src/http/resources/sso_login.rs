@@ -1,0 +1,36 @@
+//! SSO sign-in routes (contract §2.3, public): `GET /api/v1/sso/login/{idpId}` redirects to the
+//! identity provider, `GET /api/v1/sso/callback` completes the sign-in (service/sso.rs).
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+use crate::app::App;
+use crate::error::{Error, Result};
+use crate::http::extract::{Client, Ids, QueryPairs};
+
+pub fn routes() -> Router<App> {
+    Router::new()
+        .route("/api/v1/sso/login/{idpId}", get(login))
+        .route("/api/v1/sso/callback", get(callback))
+}
+
+async fn login(State(app): State<App>, ids: Ids) -> Result<Response> {
+    let url = crate::service::sso::start(&app, ids.one()).await?;
+    let mut r = StatusCode::FOUND.into_response();
+    let v = axum::http::HeaderValue::from_str(&url).map_err(Error::internal)?;
+    r.headers_mut().insert(axum::http::header::LOCATION, v);
+    r.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    Ok(r)
+}
+
+async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs) -> Result<Response> {
+    let get = |k: &str| q.get(k).map(str::to_string);
+    let resp = crate::service::sso::callback(&app, get("code"), get("state"), get("error"), &client).await?;
+    Ok(crate::http::ok(serde_json::to_value(resp).map_err(Error::internal)?))
+}
