@@ -12,3 +12,4 @@ mod edge_client;
 mod foundation;
 mod sso;
 mod store;
+mod tidy;
