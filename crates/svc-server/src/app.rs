@@ -21,6 +21,8 @@ pub struct App(pub(crate) Arc<Inner>);
 
 pub struct Inner {
     pub cfg: Config,
+    /// This node's clock (`clock::scope` runs its tasks on it; tests advance it).
+    pub clock: Arc<crate::clock::Clock>,
     pub store: Store,
     pub cipher: Cipher,
     pub(crate) state: ArcSwap<State>,

@@ -61,7 +61,7 @@ pub async fn serve(
         let conn = http.serve_connection(TokioIo::new(stream), svc);
         let mut stop = stop_rx.clone();
         let open = open_rx.clone();
-        tokio::spawn(async move {
+        tokio::spawn(crate::clock::scope(app.clock.clone(), async move {
             let mut conn = std::pin::pin!(conn);
             tokio::select! {
                 _ = conn.as_mut() => {}
@@ -71,7 +71,7 @@ pub async fn serve(
                 }
             }
             drop(open);
-        });
+        }));
     }
     drop(listener);
     let _ = stop_tx.send(true);

@@ -16,7 +16,7 @@ const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
 pub fn spawn(node: &App) {
     node.events.start();
     let app = node.clone();
-    tokio::spawn(async move {
+    on_node(app.clock.clone(), async move {
         loop {
             let ok = app.store.ping().await;
             if ok != app.healthy.swap(ok, Ordering::Relaxed) {
@@ -35,7 +35,7 @@ pub fn spawn(node: &App) {
     // looked for there.
     let app = node.clone();
     if node.store.dialect() == crate::store::Dialect::Postgres {
-        tokio::spawn(async move {
+        on_node(app.clock.clone(), async move {
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 let _g = app.write_lock.lock().await;
@@ -45,7 +45,7 @@ pub fn spawn(node: &App) {
             }
         });
     } else {
-        tokio::spawn(async move {
+        on_node(app.clock.clone(), async move {
             let mut seen = app.last_change.load(Ordering::Acquire);
             loop {
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -63,7 +63,7 @@ pub fn spawn(node: &App) {
         });
     }
     let app = node.clone();
-    tokio::spawn(async move {
+    on_node(app.clock.clone(), async move {
         loop {
             let now = crate::clock::now_millis();
             let ring = app.keys.load_full();
@@ -91,7 +91,7 @@ pub fn spawn(node: &App) {
     // chunks (`Store::purge_events`). The first purge still waits: a node that has just
     // (re)started is taking over traffic (docs/PERFORMANCE.md).
     let app = node.clone();
-    tokio::spawn(async move {
+    on_node(app.clock.clone(), async move {
         tokio::time::sleep(RETENTION_FIRST_DELAY).await;
         loop {
             let cutoff = crate::clock::now_millis() - 90 * 86_400_000;
@@ -101,4 +101,9 @@ pub fn spawn(node: &App) {
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
     });
+}
+
+/// Spawns a job of the node on its clock ([`crate::clock::scope`]).
+fn on_node(clock: std::sync::Arc<crate::clock::Clock>, job: impl std::future::Future<Output = ()> + Send + 'static) {
+    tokio::spawn(crate::clock::scope(clock, job));
 }

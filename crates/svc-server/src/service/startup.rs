@@ -119,6 +119,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
     let app = App(Arc::new(Inner {
         cfg,
+        clock: Default::default(),
         store,
         cipher,
         state: ArcSwap::from_pointee(state),

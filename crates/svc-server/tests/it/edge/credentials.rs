@@ -584,7 +584,7 @@ async fn rate_limits_answer_429_with_retry_after_and_write_no_event() {
 }
 
 async fn auth_oidc_after_wait(t: &TestApp, s: &Setup) -> String {
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    t.advance_clock(1100);
     let tok = s.iss.sign(&s.iss.claims(&t.base, "r2"));
     auth_oidc(t, &s.cid, &tok).await
 }

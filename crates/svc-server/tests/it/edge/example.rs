@@ -369,7 +369,7 @@ async fn worked_example_variations() {
     credentials(&t, &access, example_body(&id_token))
         .await
         .expect_error(401, "Unauthorized access.");
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    t.advance_clock(1100);
     let fresh = auth_oidc(&t, &ex.client_id, &id_token).await;
     credentials(&t, &fresh, example_body(&id_token)).await.expect(200);
     // Deleting needs the policy gone first (it is active); then the token is revoked too.
@@ -389,7 +389,7 @@ async fn worked_example_variations() {
     t.delete(&format!("/api/v1/trust-providers/{}", ex.trust_provider))
         .await
         .expect(204);
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    t.advance_clock(1100);
     let again = t.post("/api/v1/trust-providers", tp_body).await;
     assert_eq!(again.expect(200)["externalId"], ex.trust_provider.as_str());
     credentials(&t, &fresh, example_body(&id_token))

@@ -107,7 +107,7 @@ async fn a_deleted_users_token_does_not_come_back_with_its_id() {
     let id = t.create_user("ghost@acme.test", PW, &[]).await;
     let old = t.login("ghost@acme.test", PW).await;
     t.delete(&format!("/api/v1/users/{id}")).await.expect(204);
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    t.advance_clock(1100);
     t.post(
         "/api/v1/users",
         json!({"externalId": id, "email": "heir@acme.test", "firstName": "He", "lastName": "Ir", "password": PW}),

@@ -288,6 +288,11 @@ impl TestApp {
         self.app.store.close().await;
     }
 
+    /// Moves this server's clock forward (instead of sleeping until a second has passed).
+    pub fn advance_clock(&self, ms: i64) {
+        self.app.clock.advance(ms);
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
