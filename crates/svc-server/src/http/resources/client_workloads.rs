@@ -133,10 +133,6 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     } else {
         let e = o.opt_bool("enforceSso")?;
         let s = o.opt_uuid_list("ssoIdentityProviders")?;
-        // SSO identity providers are not part of this version: no id can exist yet.
-        if s.as_ref().is_some_and(|v| !v.is_empty()) {
-            return Err(Error::field("ssoIdentityProviders[0]", "unknown SSO identity provider"));
-        }
 
         let l = o.opt_str_len("type", 0, 64)?;
         (e, s, l)
@@ -195,6 +191,21 @@ impl Resource for ClientWorkloads {
             cw.identities = ids;
         }
         Ok(())
+    }
+
+    /// `ssoIdentityProviders` must name existing SSO identity providers (§3.3, §1.10 rule 1).
+    fn check(w: &Write<'_>, cw: &ClientWorkload) -> Result<()> {
+        match cw
+            .sso_identity_providers
+            .iter()
+            .position(|id| !w.st.sso_idps.contains_key(id))
+        {
+            Some(i) => Err(Error::field(
+                format!("ssoIdentityProviders[{i}]"),
+                "unknown SSO identity provider",
+            )),
+            None => Ok(()),
+        }
     }
 
     fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {

@@ -9,6 +9,7 @@ use axum::routing::get;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
+use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnMissing, Resource};
@@ -21,7 +22,7 @@ use crate::http::extract::Ids;
 use crate::http::guard::{Scope, guarded};
 use crate::http::list::{Base, Filter, ListSpec};
 use crate::http::ok;
-use crate::service::write::Write;
+use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 const PATH: &str = "/api/v1/sso-idps";
@@ -315,6 +316,22 @@ impl Resource for SsoIdps {
 
     fn base(input: &IdpInput) -> &BaseInput {
         &input.base
+    }
+
+    /// An identity provider a client workload names cannot be deleted (§1.10 rule 4).
+    fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        match w
+            .st
+            .client_workloads
+            .values()
+            .find(|c| c.sso_identity_providers.contains(&id))
+        {
+            Some(c) => Err(Error::bad(format!(
+                "clientWorkloads: referenced by client workload '{}' ({})",
+                c.meta.name, c.meta.id
+            ))),
+            None => Ok(()),
+        }
     }
 
     fn create(_: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {

@@ -440,3 +440,32 @@ async fn deleting_a_role_removes_it_from_the_mappings() {
         .count();
     assert_eq!(updates, 2, "the role's deletion, then the PUT");
 }
+
+/// §3.3 and §1.10 rules 1 and 4: a client workload's `ssoIdentityProviders` name existing
+/// identity providers, and an identity provider a client workload names cannot be deleted.
+#[tokio::test]
+async fn client_workloads_name_existing_identity_providers_which_then_cannot_be_deleted() {
+    let t = TestApp::start().await;
+    let idp = t.post(PATH, oidc_idp("https://idp.acme.test")).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let workload = |sso: Value| {
+        json!({"name": "deploy-job", "isActive": true, "ssoIdentityProviders": sso,
+               "identities": [{"type": "oidcIdTokenSubject", "value": "repo:acme/app"}]})
+    };
+    t.post("/api/v1/client-workloads", workload(json!([uuid::Uuid::new_v4()])))
+        .await
+        .expect_error(400, "ssoIdentityProviders[0]: unknown SSO identity provider");
+    let r = t.post("/api/v1/client-workloads", workload(json!([idp]))).await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    let cw = r.header("location").unwrap().rsplit('/').next().unwrap().to_string();
+    let shown = t.get(&format!("/api/v1/client-workloads/{cw}")).await;
+    assert_eq!(shown.expect(200)["ssoIdentityProviders"], json!([idp]));
+    t.delete(&format!("{PATH}/{idp}")).await.expect_error(
+        400,
+        &format!("clientWorkloads: referenced by client workload 'deploy-job' ({cw})"),
+    );
+    t.delete(&format!("/api/v1/client-workloads/{cw}")).await.expect(204);
+    t.delete(&format!("{PATH}/{idp}")).await.expect(204);
+}
