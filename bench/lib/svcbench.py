@@ -186,6 +186,38 @@ def load(a) -> None:
                       "writes_per_s": round(3 * done[0] / dt, 1)}))
 
 
+def agent_targets(a) -> None:
+    """`count` more server workloads (agent-NNN.bench.example:443), each with a policy from the
+    bench job to it and the partner key: the entries one svc-edge agent holds."""
+    with open(a.state) as f:
+        state = json.load(f)
+    api = Api(a.base, login(a.base))
+    hosts = []
+    for i in range(a.count):
+        host = f"agent-{i:03d}.bench.example"
+        sw = server_workload(api, f"agent-target-{i:03d}", host)
+        policy(api, f"bench-job to agent-target-{i:03d}", state["clientWorkload"], sw,
+               [state["trustProvider"]], state["credentialProvider"])
+        hosts.append(host)
+    with open(a.out, "w") as f:
+        f.write("\n".join(hosts) + "\n")
+    print(f"{len(hosts)} agent targets")
+
+
+def edge_requests(a) -> None:
+    """Edge requests recorded in the database: `/auth` and `/credentials` calls (one
+    `access.authentication` / `access.request` event each)."""
+    import sqlite3
+    c = sqlite3.connect(f"file:{a.db}?mode=ro", uri=True, timeout=30)
+    try:
+        n = dict(c.execute("SELECT event_type, count(*) FROM authorization_events "
+                           "WHERE event_type IN ('access.authentication', 'access.request') "
+                           "GROUP BY event_type").fetchall())
+    finally:
+        c.close()
+    print(n.get("access.authentication", 0), n.get("access.request", 0))
+
+
 def read_lines(path: str) -> list:
     with open(path) as f:
         return [line.strip() for line in f if line.strip()]
@@ -334,11 +366,19 @@ def main() -> int:
     w.add_argument("--base", required=True)
     w.add_argument("--since-ns", type=int, required=True)
     w.add_argument("--timeout", type=float, default=60)
+    at = sp.add_parser("agent-targets")
+    at.add_argument("--base", required=True)
+    at.add_argument("--state", required=True)
+    at.add_argument("--count", type=int, required=True)
+    at.add_argument("--out", required=True)
+    er = sp.add_parser("edge-requests")
+    er.add_argument("--db", required=True)
     m = sp.add_parser("mem")
     m.add_argument("--pid", required=True)
     a = p.parse_args()
     {"configure": configure, "load": load, "auth-pool": auth_pool, "cred-pool": cred_pool,
-     "bao-pool": bao_pool, "bao-configure": bao_configure, "wait-healthy": wait_healthy, "mem": mem}[a.cmd](a)
+     "bao-pool": bao_pool, "bao-configure": bao_configure, "wait-healthy": wait_healthy, "mem": mem,
+     "agent-targets": agent_targets, "edge-requests": edge_requests}[a.cmd](a)
     return 0
 
 

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64};
 
 use arc_swap::ArcSwap;
+use uuid::Uuid;
 
 use crate::config::Config;
 use crate::crypto::aead::Cipher;
@@ -39,7 +40,9 @@ pub struct Inner {
     pub last_change: AtomicI64,
     /// Random id of this process (rotation lock owner).
     pub node_id: String,
-    pub upstream: crate::upstream::Upstream,
+    pub upstream: Arc<crate::upstream::Upstream>,
+    /// The clients of the routings' proxies (§3.17).
+    pub routes: crate::upstream::Routes,
     /// Issuer keys fetched for JWT evidence (discovery / JWKS), shared by all requests.
     pub key_cache: crate::trust::keycache::KeyCache,
     /// Upstream credentials reused until shortly before their expiry.
@@ -110,11 +113,35 @@ impl App {
         st
     }
 
+    /// The upstream client for calls made for an entity of `rs`: through the proxy of the set's
+    /// active routing (§3.17), else direct. A routing whose proxy cannot be used gives a client
+    /// that fails every call (the call must not bypass the proxy).
+    pub fn upstream_for(&self, rs: Uuid) -> Arc<crate::upstream::Upstream> {
+        let st = self.state();
+        let Some(r) = st.routings.values().find(|r| r.meta.active && r.meta.rs == Some(rs)) else {
+            return self.upstream.clone();
+        };
+        match self.routes.client(&self.cfg, &r.proxy_url) {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!(routing = %r.meta.id, error = %e, "routing proxy unusable");
+                self.routes
+                    .client(&self.cfg, "http://0.0.0.0:9")
+                    .unwrap_or_else(|_| self.upstream.clone())
+            }
+        }
+    }
+
     /// What trust verifiers may use (narrower than the application: no storage).
     pub fn verify_cx(&self) -> crate::trust::VerifyCx<'_> {
+        self.verify_cx_via(&self.upstream)
+    }
+
+    /// [`App::verify_cx`] with the upstream client of a routing ([`App::upstream_for`]).
+    pub fn verify_cx_via<'a>(&'a self, upstream: &'a crate::upstream::Upstream) -> crate::trust::VerifyCx<'a> {
         crate::trust::VerifyCx {
             cfg: &self.cfg,
-            upstream: &self.upstream,
+            upstream,
             key_cache: &self.key_cache,
             platform: &self.platform,
             keys: &self.keys,

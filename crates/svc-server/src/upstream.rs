@@ -217,12 +217,25 @@ fn scrub(text: &str, secrets: &[String]) -> String {
 
 impl Upstream {
     pub fn new(cfg: &Config) -> Result<Upstream, String> {
+        Self::build(cfg, None)
+    }
+
+    /// The client of a routing (§3.17): every call through the HTTP(S) proxy `proxy`
+    /// (absolute-form requests for `http`, CONNECT for `https`).
+    pub fn via(cfg: &Config, proxy: &str) -> Result<Upstream, String> {
+        Self::build(cfg, Some(proxy))
+    }
+
+    fn build(cfg: &Config, proxy: Option<&str>) -> Result<Upstream, String> {
         let mut b = reqwest::Client::builder()
             .timeout(TIMEOUT)
             .connect_timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("svc/", env!("CARGO_PKG_VERSION")))
-            .no_proxy();
+            .user_agent(concat!("svc/", env!("CARGO_PKG_VERSION")));
+        b = match proxy {
+            None => b.no_proxy(),
+            Some(p) => b.proxy(reqwest::Proxy::all(p).map_err(|e| format!("proxy {p}: {e}"))?),
+        };
         if let Some(path) = &cfg.upstream_ca_bundle {
             // Each certificate parsed here, so a bad one is named by its key and position (the
             // TLS library only fails the client's build, with "builder error").
@@ -494,5 +507,22 @@ mod tests {
         assert!(upstream(&[]).config_http.is_empty());
         let open = upstream(&[("SVC_ALLOW_INSECURE_UPSTREAM", "true")]);
         assert!(open.check_url("http://127.0.0.1:5003/").is_ok());
+    }
+}
+
+/// The upstream clients of the routings' proxies (§3.17), built once per proxy URL.
+#[derive(Default)]
+pub struct Routes(std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Upstream>>>);
+
+impl Routes {
+    /// The client for `proxy`, built on first use.
+    pub fn client(&self, cfg: &Config, proxy: &str) -> Result<std::sync::Arc<Upstream>, String> {
+        let mut m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(u) = m.get(proxy) {
+            return Ok(u.clone());
+        }
+        let u = std::sync::Arc::new(Upstream::via(cfg, proxy)?);
+        m.insert(proxy.to_string(), u.clone());
+        Ok(u)
     }
 }

@@ -169,7 +169,10 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         if let Attestation::Verify(providers) = decide::attestation(&st, &policy, token.svc.tp, rs, &mut ev) {
             let mut passed = false;
             for tp in providers {
-                let outcome = crate::trust::verify(&app.verify_cx(), tp, client).await.map(|_| ());
+                let up = app.upstream_for(rs);
+                let outcome = crate::trust::verify(&app.verify_cx_via(&up), tp, client)
+                    .await
+                    .map(|_| ());
                 if decide::record_attestation(tp, outcome, &mut ev) {
                     passed = true;
                     break;
@@ -197,8 +200,9 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             client,
             client_workload: (policy.client_workload, &cw_name),
         };
+        let up = app.upstream_for(rs);
         let cx = IssueCx {
-            svc: app.services(),
+            svc: app.services_via(&up),
             rs,
             client_workload: Some((policy.client_workload, &cw_name)),
             server_workload: policy.server_workload,

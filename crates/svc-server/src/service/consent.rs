@@ -107,8 +107,9 @@ pub async fn complete_authorization(
     if let Some(v) = &verifier {
         form.push(("code_verifier", v));
     }
+    let up = app.upstream_for(p.meta.scope());
     let f = post_form(
-        &app.services(),
+        &app.services_via(&up),
         ep.token_url,
         &form,
         Some(&basic(ep.client_id, ep.secret)),

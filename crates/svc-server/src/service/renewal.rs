@@ -17,9 +17,14 @@ impl App {
     /// What credential backends may use (narrower than the application: no storage but the
     /// [`Renewals`] interface).
     pub fn services(&self) -> Services<'_> {
+        self.services_via(&self.upstream)
+    }
+
+    /// [`App::services`] with the upstream client of a routing ([`App::upstream_for`]).
+    pub fn services_via<'a>(&'a self, upstream: &'a crate::upstream::Upstream) -> Services<'a> {
         Services {
             cfg: &self.cfg,
-            upstream: &self.upstream,
+            upstream,
             keys: self.key_ring(),
             ca: &self.ca,
             cache: &self.credential_cache,

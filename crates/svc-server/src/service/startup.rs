@@ -115,7 +115,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         .await
         .map_err(StartError)?;
     let events = EventSink::new(store.clone());
-    let upstream = crate::upstream::Upstream::new(&cfg)?;
+    let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
     let app = App(Arc::new(Inner {
         cfg,
@@ -131,6 +131,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         last_change: AtomicI64::new(last_change),
         node_id: crate::crypto::hex(&random_bytes::<8>()),
         upstream,
+        routes: Default::default(),
         key_cache: Default::default(),
         credential_cache: Default::default(),
         refresh_lock: tokio::sync::Mutex::new(()),

@@ -366,7 +366,7 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
     let st = w.commit().await?;
     if spec.name == cib_account::TYPE {
         let app = app.clone();
-        tokio::spawn(async move { cib_account::provision(app.services(), id).await });
+        tokio::spawn(async move { cib_account::provision(app.services_via(&app.upstream_for(rs)), id).await });
     }
     Ok((id, st))
 }
@@ -468,7 +468,10 @@ async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<
     w.commit().await?;
     if gone.cp_type == cib_account::TYPE {
         let app = app.clone();
-        tokio::spawn(async move { cib_account::revoke_after_delete(app.services(), &gone).await });
+        tokio::spawn(async move {
+            let up = app.upstream_for(gone.meta.scope());
+            cib_account::revoke_after_delete(app.services_via(&up), &gone).await
+        });
     }
     Ok(no_content())
 }
@@ -536,7 +539,7 @@ async fn verification(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
     let st = app.state_full();
     let p = find::<CredentialProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
     let compiled = st.idx.credentials.get(&p.meta.id).cloned().ok_or(Error::NotFound)?;
-    let outcome = crate::credential::verify(app.services(), &compiled).await;
+    let outcome = crate::credential::verify(app.services_via(&app.upstream_for(compiled.rs)), &compiled).await;
     Ok(ok(match outcome {
         Ok(()) => json!({"success": true, "message": "A credential was obtained.", "id": 0}),
         Err(reason) => json!({"success": false, "message": reason, "id": 0}),

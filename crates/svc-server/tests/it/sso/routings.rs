@@ -253,3 +253,117 @@ async fn routing_rights_are_checked_in_the_routings_resource_set() {
         .await
         .expect_error(403, "Forbidden.");
 }
+
+/// A loopback HTTP proxy that answers every request itself, as the token endpoint it was asked
+/// for would, and records each request line (absolute-form when a client sends it through a
+/// proxy: `POST http://host/path HTTP/1.1`).
+async fn answering_proxy() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = seen.clone();
+    tokio::spawn(async move {
+        while let Ok((mut s, _)) = listener.accept().await {
+            let log = log.clone();
+            tokio::spawn(async move {
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 4096];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") {
+                    match s.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                let head = String::from_utf8_lossy(&buf).to_string();
+                log.lock()
+                    .unwrap()
+                    .push(head.lines().next().unwrap_or_default().to_string());
+                let body = r#"{"access_token":"tok-via-proxy","token_type":"Bearer","expires_in":3600}"#;
+                let answer = format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+                let _ = s.write_all(answer.as_bytes()).await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+/// §3.17: an active routing sends the upstream calls made for its resource set's entities
+/// through its proxy; without it (or once it is inactive) they go direct.
+#[tokio::test]
+async fn an_active_routing_sends_the_sets_upstream_calls_through_its_proxy() {
+    let t = TestApp::start().await;
+    let (proxy, seen) = answering_proxy().await;
+    // A token endpoint only the proxy can reach: `.test` names never resolve.
+    let cp = t
+        .post(
+            "/api/v2/credential-providers",
+            json!({"type": "oauth-client-credential", "name": "partner-oauth", "isActive": true,
+                   "clientID": "svc", "clientSecret": "s3cr3t", "url": "http://token.upstream.test/token"}),
+        )
+        .await
+        .expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = format!("/api/v2/credential-providers/{cp}/verification");
+    let verify = || t.get(&path);
+    assert_eq!(
+        verify().await.expect(200)["success"],
+        false,
+        "direct: the name does not resolve"
+    );
+    assert!(seen.lock().unwrap().is_empty());
+
+    let r = t
+        .post(
+            "/api/v1/routings",
+            json!({"name": "egress", "isActive": true, "resourceSetId": DEFAULT_RS, "proxyUrl": proxy}),
+        )
+        .await;
+    let id = r.expect(201)["externalId"].as_str().unwrap().to_string();
+    let v = verify().await;
+    assert_eq!(v.expect(200)["success"], true, "{:?}", v.body);
+    assert_eq!(
+        seen.lock().unwrap().as_slice(),
+        ["POST http://token.upstream.test/token HTTP/1.1"]
+    );
+
+    t.patch(&format!("/api/v1/routings/{id}"), json!({"isActive": false}))
+        .await
+        .expect(200);
+    assert_eq!(verify().await.expect(200)["success"], false, "inactive: direct again");
+    assert_eq!(seen.lock().unwrap().len(), 1);
+
+    // Another resource set's calls never use this set's routing.
+    let other = create_rs(&t, "team-b").await;
+    t.patch(&format!("/api/v1/routings/{id}"), json!({"isActive": true}))
+        .await
+        .expect(200);
+    let r = t
+        .send(
+            t.client
+                .post(t.url("/api/v2/credential-providers"))
+                .bearer_auth(&t.token)
+                .header("x-svc-resourceset", &other)
+                .json(
+                    &json!({"type": "oauth-client-credential", "name": "b-oauth", "isActive": true,
+                              "clientID": "svc", "url": "http://token.upstream.test/token"}),
+                ),
+        )
+        .await;
+    let cp_b = r.expect(201)["externalId"].as_str().unwrap().to_string();
+    let v = t
+        .send(
+            t.client
+                .get(t.url(&format!("/api/v2/credential-providers/{cp_b}/verification")))
+                .bearer_auth(&t.token)
+                .header("x-svc-resourceset", &other),
+        )
+        .await;
+    assert_eq!(v.expect(200)["success"], false);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}
