@@ -20,7 +20,7 @@ use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::extract::Ids;
+use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Base, Filter, ListSpec};
 use crate::service::write::{Author, Write};
@@ -330,6 +330,15 @@ impl Resource for AgentControllers {
             }
         }
         Ok(warnings)
+    }
+
+    /// `check-tls-type` (§3.21) is a boolean; `true` asks for `tlsCertificates`, which stay `[]`
+    /// in this version (no agent registers a certificate with the service yet).
+    fn refine_list(q: &QueryPairs, _: &mut Vec<Value>) -> Result<()> {
+        match q.get("check-tls-type").map(str::to_ascii_lowercase).as_deref() {
+            None | Some("true" | "false") => Ok(()),
+            Some(_) => Err(Error::field("check-tls-type", "must be true or false")),
+        }
     }
 
     fn render(app: &App, st: &Snapshot, c: &AgentController) -> Value {

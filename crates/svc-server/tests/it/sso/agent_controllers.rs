@@ -66,6 +66,13 @@ async fn agent_controller_shape_and_statuses() {
     assert_eq!(list.expect(200)["agentControllers"][0]["externalId"], id.as_str());
     assert_eq!(list.body["recordsTotal"], 1);
     assert_eq!(
+        list.body["agentControllers"][0]["tlsCertificates"],
+        serde_json::json!([])
+    );
+    t.get(&format!("{PATH}?check-tls-type=maybe"))
+        .await
+        .expect_error(400, "check-tls-type: must be true or false");
+    assert_eq!(
         t.get(&format!("{PATH}?filter=isHealthy:false")).await.body["recordsTotal"],
         1
     );
