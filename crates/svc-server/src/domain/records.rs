@@ -72,6 +72,29 @@ impl Settings {
             .map(|(_, l)| *l)
             .unwrap_or(ComplianceLevel::Recommended)
     }
+
+    /// The compliance checks of §3.22 on one entity: each `(setting, field, missing)` whose
+    /// `missing` holds fails with `400 <field>: required by compliance setting <setting>` when
+    /// the setting is `Required`, and is returned (for `X-Svc-Compliance-Warning`) when it is
+    /// `Recommended`.
+    pub fn gate(&self, checks: &[(&'static str, &'static str, bool)]) -> crate::error::Result<Vec<&'static str>> {
+        let mut warnings = Vec::new();
+        for &(name, field, missing) in checks {
+            if missing {
+                match self.compliance(name) {
+                    ComplianceLevel::Required => {
+                        return Err(crate::error::Error::field(
+                            field,
+                            format!("required by compliance setting {name}"),
+                        ));
+                    }
+                    ComplianceLevel::Recommended => warnings.push(name),
+                    ComplianceLevel::Optional => {}
+                }
+            }
+        }
+        Ok(warnings)
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

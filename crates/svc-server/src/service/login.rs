@@ -85,17 +85,7 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
             .user_by_email(&req.email)
             .map(|u| u.id.to_string())
             .unwrap_or_else(|| req.email.clone());
-        let row = AuditEntry {
-            rs: DEFAULT_RESOURCE_SET,
-            category: CATEGORY,
-            activity: Activity::LoginFailed,
-            target: Some(target),
-            actor: &actor,
-            client,
-            failure: Some("unknown or inactive user".into()),
-        }
-        .to_row(crate::clock::now());
-        app.store.insert_audit_now(&[row]).await?;
+        audit_failed_sign_in(app, target, &actor, client, "unknown or inactive user".into()).await?;
         return Err(Error::LoginRejected(INVALID));
     };
 
@@ -232,4 +222,27 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
     };
     w.commit().await?;
     result
+}
+
+/// A `LoginFailed` audit entry (category `Authentication`) stored at once, outside any write
+/// unit: a refused sign-in changes nothing else (password and SSO sign-in alike).
+pub async fn audit_failed_sign_in(
+    app: &App,
+    target: String,
+    actor: &Actor,
+    client: &ClientInfo,
+    reason: String,
+) -> Result<()> {
+    let row = AuditEntry {
+        rs: DEFAULT_RESOURCE_SET,
+        category: CATEGORY,
+        activity: Activity::LoginFailed,
+        target: Some(target),
+        actor,
+        client,
+        failure: Some(reason),
+    }
+    .to_row(crate::clock::now());
+    app.store.insert_audit_now(&[row]).await?;
+    Ok(())
 }

@@ -13,7 +13,7 @@ use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::sso::{IdpConfig, OidcAuthType, RoleMapping, SsoIdp};
 use crate::domain::{Actor, DEFAULT_RESOURCE_SET, Kind};
 use crate::error::{Error, Result};
-use crate::events::audit::{Activity, AuditEntry, ClientInfo};
+use crate::events::audit::{Activity, ClientInfo};
 use crate::service::auth::{LoginResponse, mint_user_token};
 use crate::service::write::{Author, Write};
 use crate::trust::jwt::{self, ASYMMETRIC, Audience, Issuer, Keys, Profile};
@@ -278,18 +278,8 @@ async fn fail(
 ) -> Error {
     tracing::info!(target = %target, reason = %reason, "SSO sign-in refused");
     let actor = Actor::Anonymous { email };
-    let row = AuditEntry {
-        rs: DEFAULT_RESOURCE_SET,
-        category: CATEGORY,
-        activity: Activity::LoginFailed,
-        target: Some(target),
-        actor: &actor,
-        client,
-        failure: Some(reason),
-    }
-    .to_row(crate::clock::now());
-    if let Err(e) = app.store.insert_audit_now(&[row]).await {
-        return e.into();
+    if let Err(e) = crate::service::login::audit_failed_sign_in(app, target, &actor, client, reason).await {
+        return e;
     }
     err
 }

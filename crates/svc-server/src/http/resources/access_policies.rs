@@ -17,7 +17,6 @@ use super::scoped::taken;
 use crate::app::App;
 use crate::domain::credential::CredentialProvider;
 use crate::domain::policy::{Mapping, MappingType, Note, Policy, Selectors};
-use crate::domain::records::ComplianceLevel;
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm};
@@ -411,9 +410,7 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
             ));
         }
     }
-    let settings = st.settings();
-    let mut warnings = Vec::new();
-    for (name, field, missing) in [
+    st.settings().gate(&[
         (
             "ap_trust_prov_governance",
             "trustProviders",
@@ -424,18 +421,7 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
             "accessConditions",
             p.access_conditions.is_empty(),
         ),
-    ] {
-        if missing {
-            match settings.compliance(name) {
-                ComplianceLevel::Required => {
-                    return Err(Error::field(field, format!("required by compliance setting {name}")));
-                }
-                ComplianceLevel::Recommended => warnings.push(name),
-                ComplianceLevel::Optional => {}
-            }
-        }
-    }
-    Ok(warnings)
+    ])
 }
 
 /// Adds `X-Svc-Compliance-Warning` when a Recommended check failed.

@@ -15,7 +15,6 @@ use uuid::Uuid;
 use super::common::{BaseInput, Mode, parse_tags};
 use super::crud::{self, OnMissing, Resource};
 use crate::app::App;
-use crate::domain::records::ComplianceLevel;
 use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
@@ -305,9 +304,7 @@ impl Resource for AgentControllers {
     /// §3.22: `edge_trust_prov_governance` (a trust provider) and `edge_tls_hostname_governance`
     /// (an allowed TLS hostname).
     fn warnings(st: &Snapshot, c: &AgentController) -> Result<Vec<&'static str>> {
-        let settings = st.settings();
-        let mut warnings = Vec::new();
-        for (name, field, missing) in [
+        st.settings().gate(&[
             (
                 "edge_trust_prov_governance",
                 "trustProviderId",
@@ -318,18 +315,7 @@ impl Resource for AgentControllers {
                 "allowedTlsHostname",
                 c.allowed_tls_hostname.is_none(),
             ),
-        ] {
-            if missing {
-                match settings.compliance(name) {
-                    ComplianceLevel::Required => {
-                        return Err(Error::field(field, format!("required by compliance setting {name}")));
-                    }
-                    ComplianceLevel::Recommended => warnings.push(name),
-                    ComplianceLevel::Optional => {}
-                }
-            }
-        }
-        Ok(warnings)
+        ])
     }
 
     /// `check-tls-type` (§3.21) is a boolean; `true` asks for `tlsCertificates`, which stay `[]`
