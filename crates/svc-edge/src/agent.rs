@@ -302,7 +302,11 @@ impl Agent {
     }
 
     pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-        let a = if req.method() != hyper::Method::GET {
+        let a = if !local_host(req.headers().get(hyper::header::HOST).and_then(|h| h.to_str().ok())) {
+            // DNS rebinding: a page in a browser on this host that made evil.example resolve to
+            // 127.0.0.1 sends `Host: evil.example:PORT`; only loopback names are answered.
+            Answer::error(403, "Host must be 127.0.0.1, [::1] or localhost")
+        } else if req.method() != hyper::Method::GET {
             Answer::error(405, "only GET is supported")
         } else {
             match req.uri().path() {
@@ -492,5 +496,45 @@ mod tests {
         assert_eq!(a.status, 502);
         let g: GenericResponse = serde_json::from_slice(&a.body).unwrap();
         assert_eq!(g.message.as_deref(), Some("cannot reach x"));
+    }
+}
+
+/// Whether a request's `Host` names this machine's loopback (any port): `127.0.0.1`, `[::1]`,
+/// `localhost`. A request without `Host` (HTTP/1.0, a unix-socket client) is local by its transport.
+fn local_host(host: Option<&str>) -> bool {
+    let Some(h) = host else {
+        return true;
+    };
+    let name = match h.strip_prefix('[') {
+        Some(rest) => rest.split(']').next().unwrap_or_default(),
+        None => h.rsplit_once(':').map_or(h, |(n, _)| n),
+    };
+    matches!(name.to_ascii_lowercase().as_str(), "127.0.0.1" | "::1" | "localhost")
+}
+
+#[cfg(test)]
+mod host_tests {
+    use super::local_host;
+
+    #[test]
+    fn only_loopback_hosts_are_answered_dns_rebinding() {
+        for ok in [
+            None,
+            Some("127.0.0.1:8100"),
+            Some("localhost:8100"),
+            Some("[::1]:8100"),
+            Some("LOCALHOST"),
+        ] {
+            assert!(local_host(ok), "{ok:?}");
+        }
+        for bad in [
+            "evil.example:8100",
+            "127.0.0.1.evil.example",
+            "10.0.0.1:8100",
+            "[::2]:8100",
+            "",
+        ] {
+            assert!(!local_host(Some(bad)), "{bad}");
+        }
     }
 }

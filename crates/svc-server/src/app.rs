@@ -126,7 +126,7 @@ impl App {
             Err(e) => {
                 tracing::warn!(routing = %r.meta.id, error = %e, "routing proxy unusable");
                 self.routes
-                    .client(&self.cfg, "http://0.0.0.0:9")
+                    .client(&self.cfg, "http://127.0.0.1:0")
                     .unwrap_or_else(|_| self.upstream.clone())
             }
         }

@@ -12,6 +12,9 @@ pub const TIMEOUT: Duration = Duration::from_secs(10);
 #[derive(Clone)]
 pub struct Upstream {
     pub client: reqwest::Client,
+    /// The routing proxy every call goes through (§3.17); `None`: direct. What one proxy
+    /// answered is never taken for another's, or for a direct call's (`trust::keycache`).
+    pub proxy: Option<String>,
     pub allow_insecure: bool,
     /// The upstream URLs the configuration names with `http` (trailing `/` trimmed) and their
     /// origins: the operator chose them, so calls to them need no `SVC_ALLOW_INSECURE_UPSTREAM`,
@@ -270,6 +273,7 @@ impl Upstream {
             .collect();
         Ok(Upstream {
             client,
+            proxy: proxy.map(str::to_string),
             allow_insecure: cfg.allow_insecure_upstream,
             config_http,
         })

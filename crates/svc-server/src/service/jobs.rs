@@ -101,6 +101,16 @@ pub fn spawn(node: &App) {
             tokio::time::sleep(Duration::from_secs(3600)).await;
         }
     });
+    // Expired single-use states (SSO sign-ins and consents never finished), every minute.
+    let app = node.clone();
+    on_node(app.clock.clone(), async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            if let Err(e) = app.store.purge_pending(crate::clock::now_millis()).await {
+                tracing::warn!(error = %e, "purging expired pending states failed");
+            }
+        }
+    });
 }
 
 /// Spawns a job of the node on its clock ([`crate::clock::scope`]).

@@ -454,6 +454,14 @@ pub async fn callback(
         let reason = "the ID token has no email claim".to_string();
         return Err(fail(app, client, target, None, reason, rejected).await);
     };
+    // An address the IdP says it has not verified names nobody: whoever typed it in at the IdP
+    // would sign in as its owner here (the user is found by e-mail).
+    if matches!(claims.get("email_verified"), Some(Value::Bool(false)))
+        || claims.get("email_verified").and_then(Value::as_str) == Some("false")
+    {
+        let reason = "the ID token's email is not verified (email_verified: false)".to_string();
+        return Err(fail(app, client, target, Some(email), reason, rejected).await);
+    }
     sign_in(app, &idp, &claims, email, client).await
 }
 

@@ -408,6 +408,19 @@ impl Store {
         Ok(())
     }
 
+    /// Deletes the pending values that expired before `now` (a job, so that a flood of unfinished
+    /// sign-ins or consents cannot grow the table).
+    pub async fn purge_pending(&self, now: i64) -> Result<u64> {
+        let mut tx = self.begin_write().await?;
+        let n = sqlx::query("DELETE FROM pending_states WHERE expires_at < $1")
+            .bind(now)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+        tx.commit().await?;
+        Ok(n)
+    }
+
     /// Takes (deletes and returns) a pending value if it exists, matches `purpose` and is unexpired.
     pub async fn take_pending(&self, state: &str, purpose: &str, now: i64) -> Result<Option<String>> {
         let mut tx = self.begin_write().await?;
@@ -415,9 +428,11 @@ impl Store {
             .bind(state)
             .fetch_optional(&mut *tx)
             .await?;
-        sqlx::query("DELETE FROM pending_states WHERE state = $1 OR expires_at < $2")
+        // Spent only by its own purpose: an SSO callback presented with a consent state leaves it.
+        sqlx::query("DELETE FROM pending_states WHERE (state = $1 AND purpose = $3) OR expires_at < $2")
             .bind(state)
             .bind(now)
+            .bind(purpose)
             .execute(&mut *tx)
             .await?;
         tx.commit().await?;

@@ -40,7 +40,9 @@ pub enum Kind {
 
 #[derive(Default)]
 pub struct KeyCache {
-    sources: Mutex<HashMap<(String, bool), Arc<Source>>>,
+    /// By URL, kind and the routing proxy that fetched it (a proxy could answer with keys of its
+    /// own for an `http` URL: they serve only the calls routed through it).
+    sources: Mutex<HashMap<(String, bool, Option<String>), Arc<Source>>>,
 }
 
 fn trim_slash(s: &str) -> &str {
@@ -48,9 +50,9 @@ fn trim_slash(s: &str) -> &str {
 }
 
 impl KeyCache {
-    fn source(&self, url: &str, kind: Kind) -> Arc<Source> {
+    fn source(&self, up: &Upstream, url: &str, kind: Kind) -> Arc<Source> {
         let mut m = self.sources.lock().unwrap_or_else(|p| p.into_inner());
-        m.entry((url.to_string(), kind == Kind::Discovery))
+        m.entry((url.to_string(), kind == Kind::Discovery, up.proxy.clone()))
             .or_insert_with(|| {
                 Arc::new(Source {
                     loaded: ArcSwapOption::empty(),
@@ -63,7 +65,7 @@ impl KeyCache {
 
     /// The keys of `url`, fetching when nothing fresh is held.
     pub async fn get(&self, up: &Upstream, url: &str, kind: Kind) -> Result<Arc<Loaded>, UpstreamError> {
-        let src = self.source(url, kind);
+        let src = self.source(up, url, kind);
         let now = crate::clock::now_millis();
         if let Some(l) = src.loaded.load_full()
             && now - l.fetched_at < TTL_MS
@@ -81,7 +83,7 @@ impl KeyCache {
         url: &str,
         kind: Kind,
     ) -> Option<Result<Arc<Loaded>, UpstreamError>> {
-        let src = self.source(url, kind);
+        let src = self.source(up, url, kind);
         let now = crate::clock::now_millis();
         let last = src.last_forced.load(Ordering::Relaxed);
         if now - last < FORCED_REFRESH_MS

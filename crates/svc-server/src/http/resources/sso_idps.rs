@@ -135,9 +135,26 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
                 check_len("clientSecret", s, 1, 4096)?;
             }
             let pkce_required = o.opt_bool("pkceRequired")?.unwrap_or(false);
-            let stored_secret = stored.is_some_and(|s| s.secrets.client_secret.is_some());
+            // The stored secret is kept only for the same IdP and client: moving `oidcBaseURL`
+            // or `clientId` while keeping it would send it to the new token endpoint (§1.9).
+            let same_client = stored.is_some_and(|s| match &s.config {
+                IdpConfig::Oidc {
+                    base_url: b,
+                    client_id: c,
+                    ..
+                } => b == base_url.trim_end_matches('/') && *c == client_id,
+                IdpConfig::Saml { .. } => false,
+            });
+            let stored_secret = same_client && stored.is_some_and(|s| s.secrets.client_secret.is_some());
             if auth_type == OidcAuthType::ClientSecret && secret.is_none() && !stored_secret {
-                return Err(Error::field("clientSecret", "is required"));
+                return Err(Error::field(
+                    "clientSecret",
+                    if stored.is_some_and(|s| s.secrets.client_secret.is_some()) {
+                        "is required when oidcBaseURL or clientId changes"
+                    } else {
+                        "is required"
+                    },
+                ));
             }
             (
                 IdpConfig::Oidc {
@@ -212,10 +229,27 @@ fn apply(idp: &mut SsoIdp, b: IdpBody) {
     idp.mappings = b.mappings;
     idp.user_access = b.user_access;
     let saml = matches!(b.config, IdpConfig::Saml { .. });
+    let same_client = match (&idp.config, &b.config) {
+        (
+            IdpConfig::Oidc {
+                base_url: b0,
+                client_id: c0,
+                ..
+            },
+            IdpConfig::Oidc {
+                base_url: b1,
+                client_id: c1,
+                ..
+            },
+        ) => b0 == b1 && c0 == c1,
+        _ => false,
+    };
     idp.config = b.config;
-    if saml {
+    if saml || !same_client {
+        // A secret belongs to one IdP and client: it never follows a move (§1.9).
         idp.secrets.client_secret = None;
-    } else if let Some(s) = b.secret {
+    }
+    if let (false, Some(s)) = (saml, b.secret) {
         idp.secrets.client_secret = Some(Secret::new(s));
     }
 }

@@ -469,3 +469,33 @@ async fn client_workloads_name_existing_identity_providers_which_then_cannot_be_
     t.delete(&format!("/api/v1/client-workloads/{cw}")).await.expect(204);
     t.delete(&format!("{PATH}/{idp}")).await.expect(204);
 }
+
+/// §1.9: a stored client secret never follows the provider to another `oidcBaseURL` or
+/// `clientId` (a PUT that moves it without a new secret would send the old one to the new
+/// token endpoint).
+#[tokio::test]
+async fn a_stored_client_secret_never_follows_a_moved_identity_provider() {
+    let t = TestApp::start().await;
+    let created = t.post(PATH, oidc_idp("https://idp.acme.test")).await;
+    let id = created.expect(201)["externalId"].as_str().unwrap().to_string();
+    let mut body = oidc_idp("https://idp.acme.test");
+    body["externalId"] = json!(id);
+    body.as_object_mut().unwrap().remove("clientSecret");
+    // Same IdP and client: the stored secret is kept.
+    t.put(PATH, body.clone()).await.expect(200);
+    for (field, value) in [("oidcBaseURL", "https://evil.example"), ("clientId", "another-client")] {
+        let mut moved = body.clone();
+        moved[field] = json!(value);
+        t.put(PATH, moved)
+            .await
+            .expect_error(400, "clientSecret: is required when oidcBaseURL or clientId changes");
+    }
+    // Moved through KeyPair (no secret needed) and back: the old secret is gone for good.
+    let mut key_pair = body.clone();
+    key_pair["authType"] = json!("KeyPair");
+    key_pair["oidcBaseURL"] = json!("https://evil.example");
+    t.put(PATH, key_pair).await.expect(200);
+    let mut back = body.clone();
+    back["oidcBaseURL"] = json!("https://evil.example");
+    t.put(PATH, back).await.expect_error(400, "clientSecret: is required");
+}

@@ -442,6 +442,11 @@ async fn hostile_id_tokens_and_state_rules() {
             c.as_object_mut().unwrap().remove("email");
             None
         }),
+        // Whoever typed an address in at the IdP is not its owner (account takeover).
+        ("unverified email", |_, c| {
+            c["email_verified"] = json!(false);
+            None
+        }),
     ];
     for (what, mutate) in cases {
         let (state, nonce, _) = begin(&t, &id).await;
@@ -459,7 +464,7 @@ async fn hostile_id_tokens_and_state_rules() {
         .into_iter()
         .filter(|a| a["activity"] == "LoginFailed" && a["target"] == id.as_str())
         .count();
-    assert_eq!(failures, 7, "one entry per refused token, under the IdP");
+    assert_eq!(failures, 8, "one entry per refused token, under the IdP");
 
     // A good token: PKCE verifier and client authentication as sent to the token endpoint.
     let (state, nonce, challenge) = begin(&t, &id).await;
