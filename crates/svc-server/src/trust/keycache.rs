@@ -38,11 +38,14 @@ pub enum Kind {
     Jwks,
 }
 
+/// A source's URL, whether it is a discovery document, and the routing proxy it came through.
+type SourceKey = (String, bool, Option<String>);
+
 #[derive(Default)]
 pub struct KeyCache {
     /// By URL, kind and the routing proxy that fetched it (a proxy could answer with keys of its
     /// own for an `http` URL: they serve only the calls routed through it).
-    sources: Mutex<HashMap<(String, bool, Option<String>), Arc<Source>>>,
+    sources: Mutex<HashMap<SourceKey, Arc<Source>>>,
 }
 
 fn trim_slash(s: &str) -> &str {
