@@ -9,6 +9,7 @@ mod config;
 mod cred;
 mod edge;
 mod edge_client;
+mod explain;
 mod foundation;
 mod sso;
 mod store;
