@@ -11,6 +11,7 @@ mod edge;
 mod edge_client;
 mod explain;
 mod foundation;
+mod hardening;
 mod sso;
 mod store;
 mod tidy;
