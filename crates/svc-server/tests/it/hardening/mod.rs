@@ -3,6 +3,7 @@
 //! or role change and stay dead after re-activation, sign-in throttling per source address,
 //! strict request bodies, `Connection: close` on answers that close, and a bounded graceful stop.
 
+mod bodies;
 mod escalation;
 mod sessions;
 mod throttle;
