@@ -5,6 +5,7 @@
 
 mod bodies;
 mod escalation;
+mod server;
 mod sessions;
 mod throttle;
 mod totp;
