@@ -213,7 +213,7 @@ impl<'de> Visitor<'de> for Unique<'_> {
                 let path = join(self.path.unwrap_or(""), &k);
                 return Err(de::Error::custom(format!("{RULE}{path}: duplicate key")));
             }
-            // The path of a nested repeat names only its own key: enough to find it.
+            // A nested repeat's path names its parent's key and its own: enough to find it.
             map.next_value_seed(Unique { path: Some(k.as_ref()) })?;
             keys.push(k);
         }
@@ -248,7 +248,7 @@ mod tests {
         assert_eq!(v, serde_json::json!({"a":[1,-2,3.5,true,null,"x"],"b":{"c":"d"}}));
         assert_eq!(
             unique_keys(br#"{"client":{"oidc":{},"oidc":{}}}"#),
-            Err("oidc: duplicate key".into())
+            Err("client.oidc: duplicate key".into())
         );
         assert_eq!(unique_keys(br#"{"a":"x\"y","b":[{"a":1},{"a":2}]}"#), Ok(()));
         assert_eq!(unique_keys(br#"{"a":1,"a":2}"#), Err("a: duplicate key".into()));
