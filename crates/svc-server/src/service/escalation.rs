@@ -1,12 +1,15 @@
 //! A caller can grant only what it holds (issue 22; Kubernetes RBAC's escalation rule): a role
 //! written, or a role given to a user, may carry only permissions the caller holds, at the same
 //! level, in each of the role's resource sets, and only resource sets where the caller holds some
-//! permission. SuperAdmin holds everything, so it may grant everything. Checked in the write unit
+//! permission. SuperAdmin holds everything, so it may grant everything. The same holds for the
+//! role a `svc-access-token` credential provider hands to workloads. Checked in the write unit
 //! against the state it caught up with; a refusal is `403 Forbidden.` (§1.8).
 
 use uuid::Uuid;
 
 use crate::app::App;
+use crate::credential::access_token;
+use crate::domain::credential::CredentialProvider;
 use crate::domain::records::Role;
 use crate::error::{Error, Result};
 use crate::service::admission::ADMITTED;
@@ -70,4 +73,31 @@ pub fn check_roles_given(caller: &Caller, st: &State, added: &[Uuid]) -> Result<
         }
     }
     Ok(())
+}
+
+/// The role a `svc-access-token` provider names (whether or not the provider is active).
+fn token_role(p: &CredentialProvider) -> Option<Uuid> {
+    if p.cp_type != access_token::TYPE {
+        return None;
+    }
+    p.config
+        .get("roleId")
+        .and_then(|v| v.as_str())
+        .and_then(|s| Uuid::parse_str(s).ok())
+}
+
+/// A `svc-access-token` provider about to be stored confers its role on every workload it
+/// issues to: naming a role, or switching the provider on, gives that role, so the caller must
+/// hold it.
+pub fn check_access_token_role(caller: &Caller, st: &State, p: &CredentialProvider) -> Result<()> {
+    let Some(role) = token_role(p) else {
+        return Ok(());
+    };
+    if let Some(before) = st.credential_providers.get(&p.meta.id)
+        && token_role(before) == Some(role)
+        && (before.meta.active || !p.meta.active)
+    {
+        return Ok(());
+    }
+    check_roles_given(caller, st, &[role])
 }

@@ -145,3 +145,41 @@ async fn a_caller_can_grant_only_what_it_holds() {
     .await
     .expect(201);
 }
+
+/// A `svc-access-token` provider hands its role to every workload it issues to: naming a role
+/// there is granting it.
+#[tokio::test]
+async fn a_caller_can_hand_workloads_only_roles_it_holds() {
+    let t = TestApp::start().await;
+    let cp_admin = t
+        .user_with_role(
+            "cp-admin@example.com",
+            json!([{"name": "Credential Providers", "write": true}, {"name": "Audit Logs", "read": true}]),
+        )
+        .await;
+    let provider = |role: &str| json!({"type": "svc-access-token", "name": "token", "isActive": true, "roleId": role, "lifetimeInSeconds": 600});
+    let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+    t.post_as(&cp_admin, "/api/v2/credential-providers", provider(&super_admin))
+        .await
+        .expect_error(403, "Forbidden.");
+    let reader = id(t
+        .post(
+            "/api/v1/roles",
+            role("reader", json!([{"name": "Audit Logs", "read": true}]), &[]),
+        )
+        .await
+        .expect(201));
+    let cp = id(t
+        .post_as(&cp_admin, "/api/v2/credential-providers", provider(&reader))
+        .await
+        .expect(201));
+    // Switching it to a role the caller does not hold is refused too.
+    t.call(
+        reqwest::Method::PATCH,
+        &format!("/api/v2/credential-providers/{cp}"),
+        Some(&cp_admin),
+        Some(json!({"providerDetailJSON": json!({"roleId": super_admin}).to_string()})),
+    )
+    .await
+    .expect(403);
+}
