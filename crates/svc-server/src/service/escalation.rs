@@ -101,3 +101,18 @@ pub fn check_access_token_role(caller: &Caller, st: &State, p: &CredentialProvid
     }
     check_roles_given(caller, st, &[role])
 }
+
+/// Roles an SSO identity provider maps its users to (issue 22): a role mapped anew must be the
+/// caller's own, as giving it to a user directly would need.
+pub fn check_mapped_roles(app: &App, st: &State, id: Uuid, mapped: &[Uuid]) -> Result<()> {
+    let before: Vec<Uuid> = st
+        .sso_idps
+        .get(&id)
+        .map(|i| i.mappings.iter().map(|m| m.role).collect())
+        .unwrap_or_default();
+    let added: Vec<Uuid> = mapped.iter().filter(|r| !before.contains(r)).copied().collect();
+    match current_caller(app, st) {
+        Some(caller) if !added.is_empty() => check_roles_given(&caller, st, &added),
+        _ => Ok(()),
+    }
+}

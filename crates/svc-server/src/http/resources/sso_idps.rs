@@ -9,6 +9,7 @@ use axum::routing::get;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
+use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnMissing, Resource};
@@ -358,6 +359,9 @@ impl Resource for SsoIdps {
         {
             return Err(Error::field("clientSecret", "is required"));
         }
+        // A caller can grant only what it holds (issue 22): mapped roles are given at sign-in.
+        let mapped: Vec<Uuid> = idp.mappings.iter().map(|m| m.role).collect();
+        crate::service::escalation::check_mapped_roles(w.app(), st, idp.meta.id, &mapped)?;
         Ok(())
     }
 

@@ -183,3 +183,38 @@ async fn a_caller_can_hand_workloads_only_roles_it_holds() {
     .await
     .expect(403);
 }
+
+/// An SSO identity provider gives its mapped roles to the users who sign in through it: mapping
+/// a role there is granting it.
+#[tokio::test]
+async fn a_caller_can_map_sso_users_only_to_roles_it_holds() {
+    let t = TestApp::start().await;
+    let idp_admin = t
+        .user_with_role(
+            "idp-admin@example.com",
+            json!([{"name": "Identity Providers", "write": true}, {"name": "Audit Logs", "read": true}]),
+        )
+        .await;
+    let reader = id(t
+        .post(
+            "/api/v1/roles",
+            role("reader", json!([{"name": "Audit Logs", "read": true}]), &[]),
+        )
+        .await
+        .expect(201));
+    let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+    let idp = |role: &str| {
+        let mut b = json!({"type": "OIDCv1", "name": "corp", "isActive": true, "userAccessEnabled": true,
+                           "oidcBaseURL": "https://idp.example.test", "clientId": "svc", "clientSecret": "secret",
+                           "scopes": "openid email profile", "authType": "ClientSecret", "pkceRequired": true});
+        b["ssoStatementRoleMappings"] =
+            json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": role}]);
+        b
+    };
+    t.post_as(&idp_admin, "/api/v1/sso-idps", idp(&super_admin))
+        .await
+        .expect_error(403, "Forbidden.");
+    t.post_as(&idp_admin, "/api/v1/sso-idps", idp(&reader))
+        .await
+        .expect(201);
+}
