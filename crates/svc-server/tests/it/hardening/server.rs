@@ -142,3 +142,78 @@ async fn graceful_stop_finishes_requests_in_flight_and_queued_within_a_bound() {
     };
     assert!(refused, "a connection was accepted after the stop");
 }
+
+/// The built binary on SIGTERM, with the default grace: clients holding a half-sent header and a
+/// half-sent body do not keep it alive (before, 60 s), a request in flight is answered, and it
+/// exits well inside an orchestrator's 30 s.
+#[tokio::test]
+async fn a_sigterm_stop_is_bounded_by_the_grace_period() {
+    let dir = crate::support::harness::temp_dir();
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"));
+    cmd.arg("serve")
+        .current_dir(&dir)
+        .env_clear()
+        .env("SVC_LISTEN_ADDR", format!("127.0.0.1:{port}"))
+        .env("SVC_LOG", "error");
+    cmd.kill_on_drop(true);
+    let mut child = cmd.spawn().unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let mut up = false;
+    for _ in 0..100 {
+        if let Ok(mut s) = TcpStream::connect(&addr).await {
+            s.write_all(HEALTH).await.unwrap();
+            up = read_answer(&mut s).await.0.starts_with("HTTP/1.1 200");
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(up, "the binary did not serve /api/v1/health");
+    let connect = |bytes: &'static [u8]| {
+        let addr = addr.clone();
+        async move {
+            let mut s = TcpStream::connect(&addr).await.unwrap();
+            s.write_all(bytes).await.unwrap();
+            s
+        }
+    };
+    let _half_header = connect(b"GET /api/v1/health HTTP/1.1\r\nHost: x\r\n").await;
+    let _half_body = connect(
+        b"POST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"em",
+    )
+    .await;
+    let body = r#"{"email":"nobody@acme.test","password":"not-the-password"}"#;
+    let head = format!(
+        "POST /api/v1/login HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let mut in_flight = TcpStream::connect(&addr).await.unwrap();
+    in_flight.write_all(head.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+
+    let started = Instant::now();
+    let pid = child.id().unwrap();
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    in_flight.write_all(body.as_bytes()).await.unwrap();
+    let (head, _) = read_answer(&mut in_flight).await;
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    assert!(closes(&head), "{head}");
+    let status = tokio::time::timeout(Duration::from_secs(25), child.wait())
+        .await
+        .expect("stops within 25 s of SIGTERM")
+        .unwrap();
+    let took = started.elapsed();
+    assert!(status.success(), "exit status {status:?}");
+    assert!(
+        took < Duration::from_secs(15),
+        "the default grace (10 s) bounds the stop: {took:?}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
