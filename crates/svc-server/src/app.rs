@@ -52,6 +52,8 @@ pub struct Inner {
     /// The CA that signs X.509-SVIDs.
     pub ca: crate::issuer::ca::Ca,
     pub limits: crate::edge::ratelimit::Limiters,
+    /// Failed sign-ins per source address (issue 22).
+    pub login_throttle: crate::service::throttle::Throttle,
     /// The platforms' trust anchors (cloudA signers, cloudB roots) and the AIA cache.
     pub platform: crate::trust::anchors::PlatformTrust,
 }

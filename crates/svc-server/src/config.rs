@@ -36,6 +36,12 @@ pub struct Config {
     /// Time a client has to send a request's headers; also the idle limit of a keep-alive
     /// connection (ours, not the contract's).
     pub http_header_timeout_seconds: u32,
+    /// Failed password sign-ins a source address may make per minute (and at once) before its
+    /// sign-ins are refused with 429 (issue 22: password spraying); 0 switches it off.
+    pub login_failures_per_minute: u32,
+    /// How long a stopping server (SIGTERM) waits for requests in flight before it closes the
+    /// remaining connections (issue 22: a bounded graceful stop).
+    pub shutdown_grace_seconds: u32,
     pub edge_token_ttl_seconds: u32,
     pub edge_audience: String,
     pub edge_max_skew_seconds: u32,
@@ -97,6 +103,8 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_BOOTSTRAP_ADMIN_PASSWORD", None),
     ("SVC_SESSION_TTL_SECONDS", Some("3600")),
     ("SVC_HTTP_HEADER_TIMEOUT_SECONDS", Some("60")),
+    ("SVC_LOGIN_FAILURES_PER_MINUTE", Some("100")),
+    ("SVC_SHUTDOWN_GRACE_SECONDS", Some("10")),
     ("SVC_EDGE_TOKEN_TTL_SECONDS", Some("3600")),
     ("SVC_EDGE_AUDIENCE", None),
     ("SVC_EDGE_MAX_SKEW_SECONDS", Some("300")),
@@ -453,6 +461,8 @@ impl Config {
         let session_ttl_seconds = r.num("SVC_SESSION_TTL_SECONDS", 3600u32, 1, 86400);
         let edge_token_ttl_seconds = r.num("SVC_EDGE_TOKEN_TTL_SECONDS", 3600u32, 300, 86400);
         let http_header_timeout_seconds = r.num("SVC_HTTP_HEADER_TIMEOUT_SECONDS", 60u32, 1, 3600);
+        let login_failures_per_minute = r.num("SVC_LOGIN_FAILURES_PER_MINUTE", 100u32, 0, 1_000_000);
+        let shutdown_grace_seconds = r.num("SVC_SHUTDOWN_GRACE_SECONDS", 10u32, 0, 3600);
         let edge_audience = r.opt_string("SVC_EDGE_AUDIENCE").unwrap_or_else(|| public_url.clone());
         let edge_max_skew_seconds = r.num("SVC_EDGE_MAX_SKEW_SECONDS", 300u32, 1, 3600);
         let jwt_leeway_seconds = r.num("SVC_JWT_LEEWAY_SECONDS", 60u32, 0, 600);
@@ -526,6 +536,8 @@ impl Config {
             bootstrap_admin_password,
             session_ttl_seconds,
             http_header_timeout_seconds,
+            login_failures_per_minute,
+            shutdown_grace_seconds,
             edge_token_ttl_seconds,
             edge_audience,
             edge_max_skew_seconds,

@@ -19,6 +19,8 @@ pub enum Error {
     NotFound,
     /// 405
     MethodNotAllowed,
+    /// 429 `Too many requests. Please try again later.` with `Retry-After` (seconds).
+    TooManyRequests(u64),
     /// 500 `Internal server error.`; the detail goes only to the log.
     Internal(String),
 }

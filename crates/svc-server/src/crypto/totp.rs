@@ -55,12 +55,21 @@ pub fn code_at(secret: &[u8], unix_secs: i64) -> String {
 
 /// Accepts the code of the current step or the neighbouring ones.
 pub fn verify(secret: &[u8], code: &str, unix_secs: i64) -> bool {
+    matched_step(secret, code, unix_secs).is_some()
+}
+
+/// The time-step (`unix_secs / 30`) whose code `code` is, among the current step and its
+/// neighbours; callers keep the last one accepted so a code is accepted at most once (RFC 6238
+/// §5.2).
+pub fn matched_step(secret: &[u8], code: &str, unix_secs: i64) -> Option<i64> {
     if code.len() != 6 || !code.bytes().all(|b| b.is_ascii_digit()) {
-        return false;
+        return None;
     }
     [-30i64, 0, 30]
         .iter()
-        .any(|d| crate::util::ct_eq(code_at(secret, unix_secs + d).as_bytes(), code.as_bytes()))
+        .map(|d| unix_secs + d)
+        .find(|t| crate::util::ct_eq(code_at(secret, *t).as_bytes(), code.as_bytes()))
+        .map(|t| t.div_euclid(30))
 }
 
 #[cfg(test)]

@@ -170,6 +170,15 @@ pub struct User {
     pub modified_by: Option<super::Label>,
     /// Start of the user's own MFA grace period (creation or last unlock).
     pub mfa_grace_from: Timestamp,
+    /// The user's session generation: a management token carries the one it was minted in
+    /// (`sv`) and is refused once this moved on (password change, deactivation, lock, role
+    /// change; issue 22). Never goes back, so re-activation revives no token.
+    #[serde(default)]
+    pub session_epoch: u32,
+    /// The last TOTP time-step accepted for this user (RFC 6238 §5.2: a code is accepted at most
+    /// once), kept in the record so every node refuses a replay.
+    #[serde(default)]
+    pub totp_last_step: i64,
     #[serde(skip)]
     pub secrets: UserSecrets,
 }
@@ -197,5 +206,9 @@ impl User {
     }
     pub fn has_verified_totp(&self) -> bool {
         self.tokens.iter().any(|t| t.verified)
+    }
+    /// Ends every session of the user (issue 22): tokens minted before are refused.
+    pub fn end_sessions(&mut self) {
+        self.session_epoch = self.session_epoch.wrapping_add(1);
     }
 }

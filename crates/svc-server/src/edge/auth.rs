@@ -70,7 +70,7 @@ fn attestation(tp: &trust::CompiledTrust, err: Option<&TrustError>) -> Attestati
 pub async fn auth(State(app): State<App>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let (peer_ip, peer_port) = peer(&parts.extensions);
-    let bytes = super::read_body(body).await;
+    let bytes = super::read_body(&parts, body).await;
     let parsed: Option<AuthRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
     // The bucket is the trust provider the clientId names, however its UUID is spelled (upper
     // case, braces: one provider, one bucket); every clientId that names none shares one bucket

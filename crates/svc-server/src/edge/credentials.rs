@@ -55,7 +55,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     }
     let _room = app.events.reserve(4).await;
 
-    let bytes = super::read_body(body).await;
+    let bytes = super::read_body(&parts, body).await;
     let parsed: Option<ApiCredentialsRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());

@@ -139,10 +139,18 @@ pub fn select_rs(st: &State, headers: &HeaderMap, client: Option<&ClientWorkload
     st.resource_set_exists(&rs).then_some(rs)
 }
 
-/// Reads an edge body (≤ 256 KiB); `None` when too large, not readable or not there in time.
-pub async fn read_body(body: axum::body::Body) -> Option<axum::body::Bytes> {
-    use crate::http::extract::{EDGE_BODY_LIMIT, body_bytes};
-    body_bytes(body, EDGE_BODY_LIMIT).await.ok()
+/// Reads an edge body (≤ 256 KiB); `None` when too large, not readable or not there in time,
+/// when it is not announced as JSON in UTF-8, or when an object repeats a key (issue 22): the
+/// handler then answers its malformed-body 400 and records it as such.
+pub async fn read_body(parts: &axum::http::request::Parts, body: axum::body::Body) -> Option<axum::body::Bytes> {
+    use crate::http::extract::{EDGE_BODY_LIMIT, body_bytes, body_timeout, json_content_type};
+    let bytes = body_bytes(body, EDGE_BODY_LIMIT, body_timeout(&parts.extensions))
+        .await
+        .ok()?;
+    if json_content_type(&parts.headers).is_err() || svc_api::strict::unique_keys(&bytes).is_err() {
+        return None;
+    }
+    Some(bytes)
 }
 
 #[cfg(test)]

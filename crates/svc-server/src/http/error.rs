@@ -26,6 +26,14 @@ impl IntoResponse for Error {
             Error::ForbiddenMsg(m) => generic(StatusCode::FORBIDDEN, &m),
             Error::NotFound => generic(StatusCode::NOT_FOUND, NOT_FOUND),
             Error::MethodNotAllowed => generic(StatusCode::METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED),
+            Error::TooManyRequests(wait) => {
+                let mut r = generic(StatusCode::TOO_MANY_REQUESTS, crate::edge::TOO_MANY);
+                r.headers_mut().insert(
+                    axum::http::header::RETRY_AFTER,
+                    axum::http::HeaderValue::from(wait.max(1)),
+                );
+                r
+            }
             Error::Internal(detail) => {
                 tracing::error!(error = %detail, "internal error");
                 generic(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL)

@@ -15,8 +15,19 @@ use crate::events::audit::ClientInfo;
 
 pub const MANAGEMENT_BODY_LIMIT: usize = 1024 * 1024;
 pub const EDGE_BODY_LIMIT: usize = 256 * 1024;
-/// How long a request's body may take to arrive once its headers have.
+/// How long a request's body may take to arrive once its headers have, unless the server loop
+/// says otherwise ([`BodyTimeout`]).
 const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// The body-read timeout the server loop sets on every request: `SVC_HTTP_HEADER_TIMEOUT_SECONDS`
+/// (README: the time a client has to send its headers, and to send its body).
+#[derive(Clone, Copy, Debug)]
+pub struct BodyTimeout(pub std::time::Duration);
+
+/// The body-read timeout of a request (its extensions).
+pub fn body_timeout(ext: &axum::http::Extensions) -> std::time::Duration {
+    ext.get::<BodyTimeout>().map_or(BODY_READ_TIMEOUT, |t| t.0)
+}
 
 /// Why a body could not be read.
 pub enum BodyFault {
@@ -27,8 +38,12 @@ pub enum BodyFault {
 
 /// A request body of at most `limit` bytes, for both APIs: one that stops arriving (fewer bytes
 /// than its Content-Length) must not hold the request.
-pub async fn body_bytes(body: axum::body::Body, limit: usize) -> Result<axum::body::Bytes, BodyFault> {
-    match tokio::time::timeout(BODY_READ_TIMEOUT, axum::body::to_bytes(body, limit)).await {
+pub async fn body_bytes(
+    body: axum::body::Body,
+    limit: usize,
+    timeout: std::time::Duration,
+) -> Result<axum::body::Bytes, BodyFault> {
+    match tokio::time::timeout(timeout, axum::body::to_bytes(body, limit)).await {
         Ok(Ok(b)) => Ok(b),
         Ok(Err(e)) if std::error::Error::source(&e).is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) => {
             Err(BodyFault::TooLarge)
@@ -37,19 +52,53 @@ pub async fn body_bytes(body: axum::body::Body, limit: usize) -> Result<axum::bo
     }
 }
 
-/// Reads a request body of at most `limit` bytes, requiring a JSON content type when one is set.
-pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, Error> {
-    if let Some(ct) = req.headers().get(header::CONTENT_TYPE) {
-        let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-        let mime = ct.split(';').next().unwrap_or("").trim();
-        if !(mime == "application/json" || mime.ends_with("+json")) {
-            return Err(Error::bad("body: Content-Type must be application/json"));
+/// Why a request's `Content-Type` does not announce JSON text in UTF-8 (§1.1; issue 22: a body
+/// without one, or in another charset, is refused rather than guessed at).
+pub enum ContentTypeFault {
+    /// Absent, or not `application/json` / `*+json`.
+    NotJson,
+    /// A `charset` parameter other than UTF-8.
+    Charset,
+}
+
+/// Checks a request's `Content-Type`: `application/json` (or `*+json`), with no charset or
+/// `charset=utf-8` (case-insensitive, quoted or not).
+pub fn json_content_type(headers: &HeaderMap) -> Result<(), ContentTypeFault> {
+    let Some(ct) = headers.get(header::CONTENT_TYPE) else {
+        return Err(ContentTypeFault::NotJson);
+    };
+    let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+    let mut params = ct.split(';');
+    let mime = params.next().unwrap_or("").trim();
+    if !(mime == "application/json" || mime.ends_with("+json")) {
+        return Err(ContentTypeFault::NotJson);
+    }
+    for p in params {
+        if let Some((k, v)) = p.split_once('=')
+            && k.trim() == "charset"
+            && v.trim().trim_matches('"') != "utf-8"
+        {
+            return Err(ContentTypeFault::Charset);
         }
     }
-    body_bytes(req.into_body(), limit).await.map_err(|f| match f {
+    Ok(())
+}
+
+/// Reads a request body of at most `limit` bytes, announced as JSON in UTF-8.
+pub async fn read_body(req: Request, limit: usize) -> Result<axum::body::Bytes, Error> {
+    let content_type = json_content_type(req.headers());
+    let timeout = body_timeout(req.extensions());
+    let bytes = body_bytes(req.into_body(), limit, timeout).await.map_err(|f| match f {
         BodyFault::TooLarge => Error::bad(format!("body: larger than the {} KiB limit", limit / 1024)),
         BodyFault::Unreadable => Error::bad("body: could not be read (malformed or incomplete)"),
-    })
+    })?;
+    match content_type {
+        Ok(()) => Ok(bytes),
+        // No body at all reads as a missing body, whatever the headers say.
+        Err(_) if bytes.iter().all(u8::is_ascii_whitespace) => Err(Error::bad("body: is required")),
+        Err(ContentTypeFault::NotJson) => Err(Error::bad("body: Content-Type must be application/json")),
+        Err(ContentTypeFault::Charset) => Err(Error::bad("body: charset must be utf-8")),
+    }
 }
 
 /// A management JSON body (≤ 1 MiB) parsed into a `Value`.
@@ -68,7 +117,11 @@ pub fn parse_json(bytes: &[u8]) -> Result<Value, Error> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(Error::bad("body: is required"));
     }
-    serde_json::from_slice(bytes).map_err(|e| Error::bad(format!("body: malformed JSON ({e})")))
+    // Repeated keys and NUL characters are refused (issue 22), not silently resolved.
+    svc_api::strict::parse(bytes).map_err(|e| match e {
+        svc_api::strict::StrictError::Syntax(e) => Error::bad(format!("body: malformed JSON ({e})")),
+        svc_api::strict::StrictError::Rule(m) => Error::bad(m),
+    })
 }
 
 /// The path's UUID parameters, in order; a malformed one is a 400 naming it.

@@ -1,6 +1,7 @@
 //! HTTP: the router, the middleware every request passes (request id, access log, panic catcher),
 //! the fallbacks, and one module per API resource. Only this module knows axum and status codes.
 
+pub mod conn;
 pub mod error;
 pub mod extract;
 pub mod guard;

@@ -1,4 +1,6 @@
 //! The access-policy engine: the `/edge/v1/credentials` decision as pure steps over the state
-//! (`decide`). Nothing here does I/O or issues a credential.
+//! (`decide`), and the explain trace built from them (`explain`). Nothing here does I/O or issues
+//! a credential.
 
 pub mod decide;
+pub mod explain;

@@ -38,6 +38,13 @@ pub struct MgmtClaims {
     pub cp: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ap: Option<String>,
+    /// User tokens: the user's session generation at minting (`User::session_epoch`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub sv: u32,
+}
+
+fn is_zero(v: &u32) -> bool {
+    *v == 0
 }
 
 #[derive(Clone, Debug)]
@@ -151,6 +158,7 @@ fn base_claims(cfg: &Config, sub: String, svc_auth: &str, ttl: i64) -> MgmtClaim
         roles: vec![],
         cp: None,
         ap: None,
+        sv: 0,
     }
 }
 
@@ -161,6 +169,7 @@ pub fn mint_user_token(app: &App, user: &User, svc_auth: &str) -> LoginResponse 
     c.email = Some(user.email.clone());
     c.name = Some(user.display_name());
     c.roles = user.roles.iter().map(Uuid::to_string).collect();
+    c.sv = user.session_epoch;
     LoginResponse {
         access_token: sign(&app.keys(), &c),
         token_type: "Bearer",
@@ -213,7 +222,9 @@ pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
             let user = st.users.get(&id).cloned().ok_or(Error::Unauthenticated)?;
             // A token from before the user existed belongs to a deleted user whose id a new
             // one took (ids may be chosen on create): it does not come back to life.
-            if !user.active || user.locked || c.iat < user.created_at.secs() {
+            // Nor does one from an ended session (issue 22: password change, deactivation,
+            // lock, role change), even when the user is active again.
+            if !user.active || user.locked || c.iat < user.created_at.secs() || c.sv != user.session_epoch {
                 return Err(Error::Unauthenticated);
             }
             let actor = Actor::User {

@@ -100,6 +100,8 @@ pub async fn first_start(app: &App) -> Result<()> {
             created_by: Some("system".into()),
             modified_by: Some("system".into()),
             mfa_grace_from: now,
+            session_epoch: 0,
+            totp_last_step: 0,
             secrets: UserSecrets {
                 password_hash: Some(Secret::new(hash)),
                 totp: vec![],

@@ -69,6 +69,20 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
     // password or a new user through another node).
     crate::service::load::catch_up(app).await;
     let req = parse(body)?;
+    // Password spraying (issue 22): an address that failed too often waits, whichever account
+    // it tries; nothing is verified, recorded or counted for the account meanwhile.
+    let address = client.ip.as_deref();
+    app.login_throttle
+        .check(address, crate::clock::now_millis())
+        .map_err(Error::TooManyRequests)?;
+    let result = login_checked(app, req, client).await;
+    if result.is_err() {
+        app.login_throttle.failed(address, crate::clock::now_millis());
+    }
+    result
+}
+
+async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Result<LoginResponse> {
     let st = app.state_full();
     let user = st.user_by_email(&req.email).cloned();
     let Some(user) = user.filter(|u| u.active && u.secrets.password_hash.is_some()) else {
@@ -89,6 +103,8 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
         return Err(Error::LoginRejected(INVALID));
     };
 
+    // The TOTP time-step of the code that passed (kept in the unit, so it passes once).
+    let mut totp_step: Option<i64> = None;
     let outcome = if user.locked {
         Outcome::Refused(Error::LoginRejected(LOCKED), "account locked")
     } else {
@@ -109,15 +125,15 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
         } else if settings.sso_required && !user.roles.contains(&SUPER_ADMIN_ROLE) {
             Outcome::Refused(Error::ForbiddenMsg(SSO_REQUIRED.into()), "SSO required")
         } else if settings.mfa_required && user.has_verified_totp() {
-            let valid = req.totp.as_deref().is_some_and(|code| {
-                user.tokens.iter().filter(|t| t.verified).any(|t| {
-                    user.secrets.totp.iter().find(|s| s.id == t.id).is_some_and(|s| {
+            totp_step = req.totp.as_deref().and_then(|code| {
+                user.tokens.iter().filter(|t| t.verified).find_map(|t| {
+                    user.secrets.totp.iter().find(|s| s.id == t.id).and_then(|s| {
                         crate::crypto::totp::base32_decode(s.secret.expose())
-                            .is_some_and(|seed| crate::crypto::totp::verify(&seed, code, now.div_euclid(1000)))
+                            .and_then(|seed| crate::crypto::totp::matched_step(&seed, code, now.div_euclid(1000)))
                     })
                 })
             });
-            if valid {
+            if totp_step.is_some() {
                 Outcome::Success
             } else {
                 Outcome::Failure(TOTP_REQUIRED, "TOTP code missing or wrong")
@@ -160,12 +176,20 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
         Outcome::Success if hash(&current) != hash(&user) || !current.active || current.locked => {
             Outcome::Refused(Error::LoginRejected(INVALID), "the user changed while signing in")
         }
+        // RFC 6238 §5.2: a code is accepted at most once, whichever node it reached first (the
+        // unit has caught up with every node's sign-ins).
+        Outcome::Success if totp_step.is_some_and(|s| s <= current.totp_last_step) => {
+            Outcome::Failure(TOTP_REQUIRED, "TOTP code already used")
+        }
         o => o,
     };
     let result = match outcome {
         Outcome::Success => {
-            if u.failed_logins != 0 {
+            if u.failed_logins != 0 || totp_step.is_some() {
                 u.failed_logins = 0;
+                if let Some(s) = totp_step {
+                    u.totp_last_step = s;
+                }
                 w.put(u.clone());
             }
             w.audit(
@@ -200,6 +224,8 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
             );
             if u.failed_logins >= MAX_FAILURES && !u.locked {
                 u.locked = true;
+                // A lock ends the user's sessions (issue 22), for good.
+                u.end_sessions();
                 w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Locked, &target);
             }
             w.put(u);
@@ -207,6 +233,7 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
         }
         Outcome::Lock(reason) => {
             u.locked = true;
+            u.end_sessions();
             w.audit_failure(
                 &author,
                 DEFAULT_RESOURCE_SET,

@@ -531,6 +531,8 @@ async fn sign_in(
                     created_by: label.clone(),
                     modified_by: label,
                     mfa_grace_from: now,
+                    session_epoch: 0,
+                    totp_last_step: 0,
                     secrets: UserSecrets::default(),
                 },
                 true,
@@ -583,6 +585,8 @@ async fn sign_in(
         let same = user.roles.len() == mapped.len() && mapped.iter().all(|r| user.roles.contains(r));
         if !same {
             user.roles = mapped;
+            // A role change ends the user's other sessions (issue 22); this one is minted after.
+            user.end_sessions();
             user.modified_at = w.now;
             user.modified_by = system.actor.label();
             w.put(user.clone());

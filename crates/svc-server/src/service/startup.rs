@@ -117,6 +117,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
     let events = EventSink::new(store.clone());
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
+    let login_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
     let app = App(Arc::new(Inner {
         cfg,
         clock: Default::default(),
@@ -137,6 +138,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         refresh_lock: tokio::sync::Mutex::new(()),
         ca,
         limits,
+        login_throttle,
         platform,
     }));
     crate::service::bootstrap::first_start(&app)

@@ -361,6 +361,7 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
         secrets,
     };
     finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(v1, input.role_top))?;
+    crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
@@ -392,6 +393,7 @@ async fn replace(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, 
     // Secrets absent or null keep their stored value.
     apply_secrets(&mut p.secrets, input.secrets);
     finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(v1, input.role_top))?;
+    crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
@@ -436,6 +438,7 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
     let span = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
     set_lifetime(&mut p, span);
     finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(detail.is_some(), role_top))?;
+    crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
     w.touch_meta(&mut p.meta, &author);
     w.put(p);
     w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);

@@ -77,9 +77,11 @@ async fn verify(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): Json
         .ok_or(Error::NotFound)?;
     let seed =
         totp::base32_decode(seed.secret.expose()).ok_or_else(|| Error::internal("stored TOTP seed unreadable"))?;
-    if !totp::verify(&seed, code.trim(), crate::clock::now_secs()) {
+    let Some(step) = totp::matched_step(&seed, code.trim(), crate::clock::now_secs()) else {
         return Err(Error::field("code", "is not a valid TOTP code"));
-    }
+    };
+    // The enrolment code is spent: it does not sign in afterwards (RFC 6238 §5.2, issue 22).
+    u.totp_last_step = u.totp_last_step.max(step);
     if let Some(t) = u.tokens.iter_mut().find(|t| t.id == token_id) {
         t.verified = true;
     }

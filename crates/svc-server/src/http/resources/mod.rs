@@ -11,6 +11,7 @@ pub mod compliance;
 pub mod credential_integrations;
 pub mod credential_providers;
 pub mod crud;
+pub mod evaluate;
 pub mod event_query;
 pub mod events;
 pub mod health;
@@ -56,6 +57,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(credential_providers::routes(app))
         .merge(credential_integrations::routes(app))
         .merge(access_policies::routes(app))
+        .merge(evaluate::routes(app))
         .merge(root_ca::routes(app))
         .merge(crate::edge::routes())
 }

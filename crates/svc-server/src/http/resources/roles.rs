@@ -202,6 +202,11 @@ impl Resource for Roles {
         Ok(())
     }
 
+    /// A caller can grant only what it holds (issue 22).
+    fn check(w: &Write<'_>, rec: &Role) -> Result<()> {
+        crate::service::escalation::check_role(w.app(), &w.st, rec)
+    }
+
     fn editable(r: &Role) -> Result<()> {
         if r.system {
             return Err(Error::bad("role: system roles cannot be modified or deleted"));

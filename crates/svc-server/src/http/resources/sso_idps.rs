@@ -409,6 +409,9 @@ impl Resource for SsoIdps {
         {
             return Err(Error::field("clientSecret", "is required"));
         }
+        // A caller can grant only what it holds (issue 22): mapped roles are given at sign-in.
+        let mapped: Vec<Uuid> = idp.mappings.iter().map(|m| m.role).collect();
+        crate::service::escalation::check_mapped_roles(w.app(), st, idp.meta.id, &mapped)?;
         Ok(())
     }
 

@@ -225,6 +225,9 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     if email_taken(&w.st, &email, None) {
         return Err(Error::field("email", "already exists"));
     }
+    let roles = dedup(input.roles.unwrap_or_default());
+    // A caller can grant only what it holds (issue 22).
+    crate::service::escalation::check_roles_given(&ctx.caller, &w.st, &roles)?;
     let id = new_external_id(input.external_id, |id| w.st.users.contains_key(id))?;
     let seq = w.next_seq(Kind::User).await?;
     let now = w.now;
@@ -235,7 +238,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         first_name: input.first_name.expect("required"),
         last_name: input.last_name.expect("required"),
         phone_number: input.phone_number,
-        roles: dedup(input.roles.unwrap_or_default()),
+        roles,
         active: input.is_active.unwrap_or(true),
         locked: false,
         failed_logins: 0,
@@ -246,6 +249,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         created_by: author.actor.label(),
         modified_by: author.actor.label(),
         mfa_grace_from: now,
+        session_epoch: 0,
+        totp_last_step: 0,
         secrets: UserSecrets {
             password_hash,
             totp: vec![],
@@ -301,6 +306,8 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
             "user: the last active SuperAdmin cannot be deactivated or lose SuperAdmin",
         ));
     }
+    let added: Vec<Uuid> = roles.iter().filter(|r| !u.roles.contains(r)).copied().collect();
+    crate::service::escalation::check_roles_given(&ctx.caller, &w.st, &added)?;
     if input.two_factor == Some(true) && !u.has_verified_totp() {
         return Err(Error::field(
             "twoFactorEnabled",
@@ -310,6 +317,11 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
     if input.two_factor == Some(false) {
         u.tokens.clear();
         u.secrets.totp.clear();
+    }
+    // A password change, a deactivation or a role change ends the user's sessions (issue 22).
+    let same_roles = roles.len() == u.roles.len() && roles.iter().all(|r| u.roles.contains(r));
+    if password_hash.is_some() || (u.active && !active) || !same_roles {
+        u.end_sessions();
     }
     u.email = email;
     u.first_name = input.first_name.expect("required");
@@ -361,6 +373,10 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     }
     if let Some(v) = input.phone_number {
         u.phone_number = Some(v);
+    }
+    // A password change or a deactivation ends the user's sessions (issue 22).
+    if password_hash.is_some() || (u.active && input.is_active == Some(false)) {
+        u.end_sessions();
     }
     if let Some(v) = input.is_active {
         u.active = v;

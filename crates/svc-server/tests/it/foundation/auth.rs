@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use crate::support::harness::{ADMIN_EMAIL, TestApp, totp_now};
+use crate::support::harness::{ADMIN_EMAIL, TestApp, totp_now, totp_step_offset};
 
 const PW: &str = "a-long-enough-password";
 
@@ -244,10 +244,11 @@ async fn mfa_requires_a_real_totp_code() {
         .await
         .expect_error(400, "totpCode: must be 6 digits");
     }
+    // The enrolment's code is spent (RFC 6238 §5.2, issue 22): the next step's code signs in.
     let ok = t
         .post_anon(
             "/api/v1/login",
-            json!({"email": "mfa@acme.test", "password": PW, "totpCode": totp_now(&secret)}),
+            json!({"email": "mfa@acme.test", "password": PW, "totpCode": totp_step_offset(&secret, 1)}),
         )
         .await;
     ok.expect(200);

@@ -377,8 +377,10 @@ async fn users_protect_the_last_super_admin_and_the_caller() {
         )
         .await;
     r.expect(200);
-    // Its rights follow its current roles: the same token is now powerless.
-    t.get_as(&tok, "/api/v1/users").await.expect_error(403, "Forbidden.");
+    // A role change ends the user's sessions (issue 22): the same token is refused.
+    t.get_as(&tok, "/api/v1/users")
+        .await
+        .expect_error(401, "Not authenticated.");
     // The admin is the last SuperAdmin again and cannot strip itself.
     let r = t
         .put(

@@ -635,9 +635,11 @@ async fn mapped_roles_replace_the_users_roles_but_keep_the_last_super_admin() {
     idp.answer_with(idp.sign(&idp.claims(&nonce, crate::support::harness::ADMIN_EMAIL)));
     let tok = finish(&t, &state).await;
     let tok = tok.expect(200)["accessToken"].as_str().unwrap().to_string();
-    let a = t
-        .get(&format!("/api/v1/users/{}", admin["externalId"].as_str().unwrap()))
-        .await;
+    // The mapping changed the admin's roles, which ended its other sessions (issue 22): the
+    // password session of the harness is refused, the new SSO session reads.
+    let path = format!("/api/v1/users/{}", admin["externalId"].as_str().unwrap());
+    t.get(&path).await.expect_error(401, "Not authenticated.");
+    let a = t.get_as(&tok, &path).await;
     let roles = sorted(&a.body["roles"]);
     assert!(roles.contains(&ops), "{roles:?}");
     assert_eq!(roles.len(), 2, "ops and SuperAdmin: {roles:?}");

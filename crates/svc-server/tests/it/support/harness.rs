@@ -441,6 +441,12 @@ pub fn contains(haystack: &[u8], needle: &str) -> bool {
 
 /// An independent RFC 6238 implementation (HMAC-SHA-1, 6 digits, 30 s), for computing real codes.
 pub fn totp_now(base32_secret: &str) -> String {
+    totp_step_offset(base32_secret, 0)
+}
+
+/// The code of the time-step `offset` steps from now (the service accepts ±1 step; a code is
+/// accepted once, so a sign-in right after the enrolment's verification uses the next step's).
+pub fn totp_step_offset(base32_secret: &str, offset: i64) -> String {
     let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
     let mut bits: u64 = 0;
     let mut n = 0;
@@ -457,8 +463,9 @@ pub fn totp_now(base32_secret: &str) -> String {
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
-        .as_secs()
-        / 30;
+        .as_secs() as i64
+        / 30
+        + offset;
     let k = aws_lc_rs::hmac::Key::new(aws_lc_rs::hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY, &key);
     let h = aws_lc_rs::hmac::sign(&k, &t.to_be_bytes());
     let h = h.as_ref();
