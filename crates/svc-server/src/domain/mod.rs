@@ -2,6 +2,7 @@
 //! per stored entity. Records are what the store persists (serde, internal shape) and what the
 //! in-memory [`crate::state::State`] holds; wire DTOs are built from them in `crate::api`.
 
+pub mod condition;
 pub mod credential;
 pub mod identity;
 pub mod perm;
@@ -37,10 +38,12 @@ pub enum Kind {
     Routing,
     AgentController,
     SsoIdp,
+    Integration,
+    AccessCondition,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 15] = [
         Kind::Settings,
         Kind::ResourceSet,
         Kind::Role,
@@ -54,6 +57,8 @@ impl Kind {
         Kind::Routing,
         Kind::AgentController,
         Kind::SsoIdp,
+        Kind::Integration,
+        Kind::AccessCondition,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +76,8 @@ impl Kind {
             Kind::Routing => "routing",
             Kind::AgentController => "agent_controller",
             Kind::SsoIdp => "sso_idp",
+            Kind::Integration => "integration",
+            Kind::AccessCondition => "access_condition",
         }
     }
 

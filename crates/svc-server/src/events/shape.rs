@@ -199,7 +199,7 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
     ("serverWorkloads", List(ENTITY)),
     ("accessPolicies", List(ENTITY)),
     ("trustProviders", List(ATTESTATION)),
-    ("accessConditions", List(&[])),
+    ("accessConditions", List(ATTESTATION)),
     ("contentSecurity", List(&[])),
     ("credentialProvider", Nullable(CREDENTIAL_PROVIDER)),
     ("user", Leaf),

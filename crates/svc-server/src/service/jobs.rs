@@ -15,6 +15,17 @@ const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
 /// retention.
 pub fn spawn(node: &App) {
     node.events.start();
+    // §3.10: the GeoIP database is opened again when its file changes.
+    if node.cfg.geoip_db.is_some() {
+        let app = node.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let a = app.clone();
+                let _ = tokio::task::spawn_blocking(move || a.geoip.refresh()).await;
+            }
+        });
+    }
     let app = node.clone();
     tokio::spawn(async move {
         loop {

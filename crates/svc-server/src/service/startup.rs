@@ -117,6 +117,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
     let events = EventSink::new(store.clone());
     let upstream = crate::upstream::Upstream::new(&cfg)?;
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
+    let geoip_db = cfg.geoip_db.clone();
     let app = App(Arc::new(Inner {
         cfg,
         store,
@@ -136,6 +137,8 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         ca,
         limits,
         platform,
+        geoip: crate::geoip::GeoDb::new(geoip_db),
+        vendor_cache: Default::default(),
     }));
     crate::service::bootstrap::first_start(&app)
         .await

@@ -82,7 +82,9 @@ meta_of!(
     Policy,
     Routing,
     AgentController,
-    SsoIdp
+    SsoIdp,
+    crate::domain::condition::Integration,
+    crate::domain::condition::AccessCondition
 );
 
 /// Implements [`Record`] for a type whose base block is `self.meta`.
@@ -126,6 +128,8 @@ pub struct State {
     pub routings: Table<crate::domain::sso::Routing>,
     pub agent_controllers: Table<crate::domain::sso::AgentController>,
     pub sso_idps: Table<crate::domain::sso::SsoIdp>,
+    pub integrations: Table<crate::domain::condition::Integration>,
+    pub access_conditions: Table<crate::domain::condition::AccessCondition>,
     pub idx: Indexes,
 }
 
@@ -382,7 +386,9 @@ has_meta!(
     ServerWorkload,
     CredentialProvider,
     CredentialIntegration,
-    Policy
+    Policy,
+    crate::domain::condition::Integration,
+    crate::domain::condition::AccessCondition
 );
 
 #[cfg(test)]

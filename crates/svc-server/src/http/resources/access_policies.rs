@@ -127,7 +127,15 @@ pub fn get_json(st: &Snapshot, p: &Policy) -> Value {
                 .collect(),
         ),
     );
-    o.insert("accessConditions".into(), json!([]));
+    o.insert(
+        "accessConditions".into(),
+        Value::Array(
+            p.access_conditions
+                .iter()
+                .map(|c| meta_of::<crate::domain::condition::AccessCondition>(st, c))
+                .collect(),
+        ),
+    );
     o.insert("contentSecurity".into(), json!([]));
     Value::Object(o)
 }
@@ -319,10 +327,21 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
             return Err(Error::field(format!("trustProviders[{i}]"), "duplicate trust provider"));
         }
     }
-    // Access conditions and content-security entries are not part of this version: none exists.
-    if !p.access_conditions.is_empty() {
-        return Err(Error::field("accessConditions[0]", "unknown access condition"));
+    for (i, c) in p.access_conditions.iter().enumerate() {
+        if !exists_in::<crate::domain::condition::AccessCondition>(st, c, rs) {
+            return Err(Error::field(
+                format!("accessConditions[{i}]"),
+                "unknown access condition",
+            ));
+        }
+        if p.access_conditions[..i].contains(c) {
+            return Err(Error::field(
+                format!("accessConditions[{i}]"),
+                "duplicate access condition",
+            ));
+        }
     }
+    // Content-security entries are not part of this version: none exists.
     if !p.content_security.is_empty() {
         return Err(Error::field("contentSecurity[0]", "unknown content security entry"));
     }

@@ -143,7 +143,13 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
         .map(|t| super::trust_providers::trust_json(app, st, t, None))
         .collect();
     o.insert("trustProviders".into(), Value::Array(tps));
-    o.insert("accessConditions".into(), json!([]));
+    let acs: Vec<Value> = p
+        .access_conditions
+        .iter()
+        .filter_map(|c| st.access_conditions.get(c))
+        .map(|c| super::access_conditions::v1_condition_json(st, c))
+        .collect();
+    o.insert("accessConditions".into(), Value::Array(acs));
     o.insert("contentSecurity".into(), json!([]));
     let cp = single_cp(p)
         .and_then(|c| st.get::<CredentialProvider>(&c))

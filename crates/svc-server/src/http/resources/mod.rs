@@ -1,6 +1,7 @@
 //! One module per API resource: routes, request parsing, rules, and the response DTO with its
 //! JSON names.
 
+pub mod access_conditions;
 pub mod access_policies;
 pub mod access_policies_v1;
 pub mod agent_controllers;
@@ -14,6 +15,7 @@ pub mod crud;
 pub mod event_query;
 pub mod events;
 pub mod health;
+pub mod integrations;
 pub mod issuer;
 pub mod login;
 pub mod me;
@@ -56,6 +58,8 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(credential_providers::routes(app))
         .merge(credential_integrations::routes(app))
         .merge(access_policies::routes(app))
+        .merge(integrations::routes(app))
+        .merge(access_conditions::routes(app))
         .merge(root_ca::routes(app))
         .merge(crate::edge::routes())
 }
