@@ -98,9 +98,12 @@ fn no_module_doc(f: &File) -> bool {
     !f.text.starts_with("//!")
 }
 
+/// A rule: its name and the test a file fails.
+type Rule = (&'static str, fn(&File) -> bool);
+
 /// The rules, by name, and the files each one finds.
 fn violations(files: &[File]) -> Vec<String> {
-    let rules: [(&str, fn(&File) -> bool); 5] = [
+    let rules: [Rule; 5] = [
         ("axum outside http/ and the edge handlers", axum_outside_http),
         ("sqlx outside store/", sqlx_outside_store),
         ("crate::app in trust/, credential/ or policy/", app_in_narrow_code),
