@@ -29,23 +29,25 @@ const LOOKUP_TTL: Duration = Duration::from_secs(60);
 const TOKEN_MARGIN: u64 = 60;
 
 type Key = (Uuid, i64, String);
+/// A cache: key → (value, valid until).
+type Cache<K, V> = Mutex<HashMap<K, (V, Instant)>>;
 
 /// The token and lookup caches of one node.
 #[derive(Default)]
 pub struct VendorCache {
-    tokens: Mutex<HashMap<(Uuid, i64), (Arc<Secret<String>>, Instant)>>,
-    devices: Mutex<HashMap<Key, (Lookup<Device>, Instant)>>,
-    resources: Mutex<HashMap<Key, (Lookup<CloudResource>, Instant)>>,
+    tokens: Cache<(Uuid, i64), Arc<Secret<String>>>,
+    devices: Cache<Key, Lookup<Device>>,
+    resources: Cache<Key, Lookup<CloudResource>>,
 }
 
-fn get<K: std::hash::Hash + Eq, V: Clone>(m: &Mutex<HashMap<K, (V, Instant)>>, k: &K) -> Option<V> {
+fn get<K: std::hash::Hash + Eq, V: Clone>(m: &Cache<K, V>, k: &K) -> Option<V> {
     let m = m.lock().unwrap_or_else(|e| e.into_inner());
     m.get(k)
         .filter(|(_, until)| *until > Instant::now())
         .map(|(v, _)| v.clone())
 }
 
-fn put<K: std::hash::Hash + Eq, V>(m: &Mutex<HashMap<K, (V, Instant)>>, k: K, v: V, until: Instant) {
+fn put<K: std::hash::Hash + Eq, V>(m: &Cache<K, V>, k: K, v: V, until: Instant) {
     let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
     if m.len() >= CAP {
         let now = Instant::now();
