@@ -196,3 +196,45 @@ impl crate::state::Record for AccessCondition {
         self.shrink_lists();
     }
 }
+
+/// A content-security entry (contract §3.13): stored, referenced by policies and reported in
+/// authorization events; it changes no decision.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ContentSecurity {
+    pub meta: Meta,
+    #[serde(rename = "type")]
+    pub cs_type: String,
+    pub base_url: String,
+    pub fail_open: bool,
+    pub timeout_ms: i32,
+    pub max_retries: i32,
+    /// `encryptedToken`.
+    #[serde(skip)]
+    pub secrets: SecretFields,
+}
+
+impl crate::state::Record for ContentSecurity {
+    const KIND: super::Kind = super::Kind::ContentSecurity;
+    fn id(&self) -> Uuid {
+        self.meta.id
+    }
+    fn seq(&self) -> i32 {
+        self.meta.seq
+    }
+    fn rs(&self) -> Option<Uuid> {
+        self.meta.rs
+    }
+    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
+        &st.content_security
+    }
+    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
+        &mut st.content_security
+    }
+    fn secrets_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(&self.secrets).ok()
+    }
+    fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
+        self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}

@@ -40,10 +40,11 @@ pub enum Kind {
     SsoIdp,
     Integration,
     AccessCondition,
+    ContentSecurity,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 15] = [
+    pub const ALL: [Kind; 16] = [
         Kind::Settings,
         Kind::ResourceSet,
         Kind::Role,
@@ -59,6 +60,7 @@ impl Kind {
         Kind::SsoIdp,
         Kind::Integration,
         Kind::AccessCondition,
+        Kind::ContentSecurity,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -78,6 +80,7 @@ impl Kind {
             Kind::SsoIdp => "sso_idp",
             Kind::Integration => "integration",
             Kind::AccessCondition => "access_condition",
+            Kind::ContentSecurity => "content_security",
         }
     }
 

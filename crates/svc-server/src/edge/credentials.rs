@@ -165,6 +165,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             Err(d) => break 'd d,
         };
         let (rs, policy) = (matched.rs, matched.policy);
+        decide::content_security(&st, &policy, &mut ev);
         // Step 8: attestation by the policy's trust providers (verified here: upstream I/O).
         if let Attestation::Verify(providers) = decide::attestation(&st, &policy, token.svc.tp, rs, &mut ev) {
             let mut passed = false;

@@ -78,6 +78,7 @@ pub struct Parts {
     pub access_policies: Vec<EntityResult>,
     pub trust_providers: Vec<AttestationResult>,
     pub access_conditions: Vec<AttestationResult>,
+    pub content_security: Vec<AttestationResult>,
     pub credential_provider: Option<CpResult>,
 }
 
@@ -127,8 +128,8 @@ struct AuthorizationEvent<'a> {
     server_workload: &'a Option<EntityResult>,
     #[serde(skip_serializing_if = "none_ref")]
     access_policy: &'a Option<EntityResult>,
-    // Empty lists (and the always-empty `authorizationChain` and `contentSecurity`) are not
-    // stored: the shape restores `[]`.
+    // Empty lists (and the always-empty `authorizationChain`) are not stored: the shape
+    // restores `[]`.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     client_workloads: &'a [EntityResult],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -139,6 +140,8 @@ struct AuthorizationEvent<'a> {
     trust_providers: &'a [AttestationResult],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     access_conditions: &'a [AttestationResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    content_security: &'a [AttestationResult],
     #[serde(skip_serializing_if = "none_ref")]
     credential_provider: &'a Option<CpResult>,
     // `user` (always null for edge requests) is not stored: the shape restores it.
@@ -252,6 +255,7 @@ pub fn authorization(
         access_policies: &parts.access_policies,
         trust_providers: &parts.trust_providers,
         access_conditions: &parts.access_conditions,
+        content_security: &parts.content_security,
         credential_provider: &parts.credential_provider,
     };
     let body = to_json(&ev);
@@ -470,6 +474,7 @@ mod tests {
                 actual_value: full.then(|| "v".into()),
             }],
             access_conditions: vec![],
+            content_security: vec![],
             credential_provider: full.then(|| CpResult {
                 id,
                 name: "c".into(),
@@ -503,6 +508,7 @@ mod tests {
             access_policies: &parts.access_policies,
             trust_providers: if full { &parts.trust_providers } else { &[] },
             access_conditions: &[],
+            content_security: &[],
             credential_provider: &parts.credential_provider,
         };
         serde_json::to_value(&ev).unwrap()

@@ -200,7 +200,7 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
     ("accessPolicies", List(ENTITY)),
     ("trustProviders", List(ATTESTATION)),
     ("accessConditions", List(ATTESTATION)),
-    ("contentSecurity", List(&[])),
+    ("contentSecurity", List(ATTESTATION)),
     ("credentialProvider", Nullable(CREDENTIAL_PROVIDER)),
     ("user", Leaf),
 ]);

@@ -445,6 +445,24 @@ pub fn access_conditions_of<'s>(st: &'s Snapshot, policy: &Policy) -> Vec<&'s Ar
         .collect()
 }
 
+/// The policy's active content-security entries, reported as `Identified` (§3.13, §4.11); they
+/// change no decision.
+pub fn content_security(st: &Snapshot, policy: &Policy, ev: &mut Parts) {
+    for c in policy
+        .content_security
+        .iter()
+        .filter_map(|id| st.content_security.get(id))
+        .filter(|c| c.meta.active)
+    {
+        ev.content_security.push(AttestationResult {
+            id: c.meta.id,
+            name: c.meta.name.clone(),
+            result: "Identified",
+            ..Default::default()
+        });
+    }
+}
+
 /// What step 9 compares besides the conditions: the time, the GeoIP answer for the source IP,
 /// what the handler looked up at the vendors (by condition id), and the request's client.
 pub struct ConditionInputs<'a> {

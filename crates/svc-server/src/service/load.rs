@@ -33,6 +33,7 @@ macro_rules! for_kind {
             Kind::SsoIdp => $f::<$crate::domain::sso::SsoIdp>($($arg),*),
             Kind::Integration => $f::<$crate::domain::condition::Integration>($($arg),*),
             Kind::AccessCondition => $f::<$crate::domain::condition::AccessCondition>($($arg),*),
+            Kind::ContentSecurity => $f::<$crate::domain::condition::ContentSecurity>($($arg),*),
         }
     }};
 }

@@ -84,7 +84,8 @@ meta_of!(
     AgentController,
     SsoIdp,
     crate::domain::condition::Integration,
-    crate::domain::condition::AccessCondition
+    crate::domain::condition::AccessCondition,
+    crate::domain::condition::ContentSecurity
 );
 
 /// Implements [`Record`] for a type whose base block is `self.meta`.
@@ -130,6 +131,7 @@ pub struct State {
     pub sso_idps: Table<crate::domain::sso::SsoIdp>,
     pub integrations: Table<crate::domain::condition::Integration>,
     pub access_conditions: Table<crate::domain::condition::AccessCondition>,
+    pub content_security: Table<crate::domain::condition::ContentSecurity>,
     pub idx: Indexes,
 }
 
@@ -388,7 +390,8 @@ has_meta!(
     CredentialIntegration,
     Policy,
     crate::domain::condition::Integration,
-    crate::domain::condition::AccessCondition
+    crate::domain::condition::AccessCondition,
+    crate::domain::condition::ContentSecurity
 );
 
 #[cfg(test)]

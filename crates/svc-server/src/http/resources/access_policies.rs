@@ -136,7 +136,15 @@ pub fn get_json(st: &Snapshot, p: &Policy) -> Value {
                 .collect(),
         ),
     );
-    o.insert("contentSecurity".into(), json!([]));
+    o.insert(
+        "contentSecurity".into(),
+        Value::Array(
+            p.content_security
+                .iter()
+                .map(|c| meta_of::<crate::domain::condition::ContentSecurity>(st, c))
+                .collect(),
+        ),
+    );
     Value::Object(o)
 }
 
@@ -341,9 +349,19 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
             ));
         }
     }
-    // Content-security entries are not part of this version: none exists.
-    if !p.content_security.is_empty() {
-        return Err(Error::field("contentSecurity[0]", "unknown content security entry"));
+    for (i, c) in p.content_security.iter().enumerate() {
+        if !exists_in::<crate::domain::condition::ContentSecurity>(st, c, rs) {
+            return Err(Error::field(
+                format!("contentSecurity[{i}]"),
+                "unknown content security entry",
+            ));
+        }
+        if p.content_security[..i].contains(c) {
+            return Err(Error::field(
+                format!("contentSecurity[{i}]"),
+                "duplicate content security entry",
+            ));
+        }
     }
     let mut types = Vec::new();
     for (i, m) in p.mappings.iter().enumerate() {

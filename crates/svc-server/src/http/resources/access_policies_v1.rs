@@ -150,7 +150,13 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
         .map(|c| super::access_conditions::v1_condition_json(st, c))
         .collect();
     o.insert("accessConditions".into(), Value::Array(acs));
-    o.insert("contentSecurity".into(), json!([]));
+    let css: Vec<Value> = p
+        .content_security
+        .iter()
+        .filter_map(|c| st.content_security.get(c))
+        .map(|c| super::content_security::cs_json(st, c))
+        .collect();
+    o.insert("contentSecurity".into(), Value::Array(css));
     let cp = single_cp(p)
         .and_then(|c| st.get::<CredentialProvider>(&c))
         .map(|c| super::credential_providers::provider_v1_json(st, &app.cfg, c));

@@ -9,6 +9,7 @@ pub mod audit_logs;
 pub mod client_workloads;
 pub mod common;
 pub mod compliance;
+pub mod content_security;
 pub mod credential_integrations;
 pub mod credential_providers;
 pub mod crud;
@@ -60,6 +61,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(access_policies::routes(app))
         .merge(integrations::routes(app))
         .merge(access_conditions::routes(app))
+        .merge(content_security::routes(app))
         .merge(root_ca::routes(app))
         .merge(crate::edge::routes())
 }

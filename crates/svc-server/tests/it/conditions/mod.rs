@@ -1,7 +1,8 @@
 //! Access conditions and integrations (§3.10, §3.11) and their evaluation at
 //! `/edge/v1/credentials` (§4.8 step 9): management rules, the GeoIP database the tests build
-//! (`mmdb`), and loopback fakes of the vendor APIs of §5.4.
+//! (`mmdb`), loopback fakes of the vendor APIs of §5.4, and content security (§3.13).
 
+mod content_security;
 mod evaluation;
 mod integrations;
 mod mmdb;
