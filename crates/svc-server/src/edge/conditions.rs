@@ -1,6 +1,6 @@
 //! Step 9's vendor calls (contract §4.8, §5.4): the `SensorA` device lookup and the
 //! `CloudSecurityAIntegrationApi` resource lookup, each with the integration's OAuth2
-//! client-credentials token. Tokens are cached until 60 s before their expiry, lookups for 60 s;
+//! client-credentials token; and the periodic integration sync of §3.11 (`lastSync`). Tokens are cached until 60 s before their expiry, lookups for 60 s;
 //! both caches are bounded. A vendor that fails, answers badly or not within the upstream timeout
 //! fails its condition (`Lookup::Upstream`), never the request. The rules themselves are pure
 //! (`policy::conditions`).
@@ -77,12 +77,23 @@ fn version(i: &Integration) -> i64 {
     i.meta.modified_at.millis()
 }
 
-/// The OAuth2 client-credentials token of an integration (§5.4).
+/// The OAuth2 client-credentials token of an integration (§5.4), reused until 60 s before it
+/// expires.
 async fn token(app: &App, i: &Integration) -> Result<Arc<Secret<String>>, String> {
     let key = (i.meta.id, version(i));
     if let Some(t) = get(&app.vendor_cache.tokens, &key) {
         return Ok(t);
     }
+    let (token, expires) = request_token(app, i).await?;
+    if expires > TOKEN_MARGIN {
+        let until = Instant::now() + Duration::from_secs(expires - TOKEN_MARGIN);
+        put(&app.vendor_cache.tokens, key, token.clone(), until);
+    }
+    Ok(token)
+}
+
+/// Asks the integration's `tokenUrl` for a token: the token and its `expires_in`.
+async fn request_token(app: &App, i: &Integration) -> Result<(Arc<Secret<String>>, u64), String> {
     let url = i.config_str("tokenUrl").unwrap_or_default();
     let u = app.upstream.check_url(url).map_err(|e| e.to_string())?;
     let secret = i.secrets.get("clientSecret").unwrap_or_default();
@@ -109,12 +120,57 @@ async fn token(app: &App, i: &Integration) -> Result<Arc<Secret<String>>, String
         return Err("token answer without access_token".into());
     };
     let expires = v.get("expires_in").and_then(Value::as_u64).unwrap_or(0);
-    let token = Arc::new(Secret::new(t.to_string()));
-    if expires > TOKEN_MARGIN {
-        let until = Instant::now() + Duration::from_secs(expires - TOKEN_MARGIN);
-        put(&app.vendor_cache.tokens, key, token.clone(), until);
+    Ok((Arc::new(Secret::new(t.to_string())), expires))
+}
+
+/// Whether a vendor integration's sync is due at `now` (ms).
+fn sync_due(i: &Integration, now: i64) -> bool {
+    !i.builtin
+        && i.meta.active
+        && i.last_sync
+            .is_none_or(|t| now - t.millis() >= i64::from(i.sync_frequency_seconds) * 1000)
+}
+
+/// §3.11: every `syncFrequencySeconds`, each active vendor integration obtains a token from its
+/// `tokenUrl` and records `lastSync` and `lastSyncStatus` (`Success` or the error). The record is
+/// written in a system write unit that first catches up with the other nodes: when several nodes
+/// share PostgreSQL, the first to record a sync for the period wins and the others skip it.
+pub async fn sync_integrations(app: &App) {
+    let now = crate::clock::now_millis();
+    let due: Vec<Arc<Integration>> = app
+        .state_full()
+        .integrations
+        .values()
+        .filter(|i| sync_due(i, now))
+        .cloned()
+        .collect();
+    for i in due {
+        let status = match tokio::time::timeout(crate::upstream::TIMEOUT, request_token(app, &i)).await {
+            Ok(Ok(_)) => "Success".to_string(),
+            Ok(Err(e)) => e,
+            Err(_) => "timed out".to_string(),
+        };
+        let mut w = match crate::service::write::Write::begin_system(app).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(error = %e, "integration sync not recorded");
+                return;
+            }
+        };
+        let Some(current) = w.st.integrations.get(&i.meta.id).cloned() else {
+            continue;
+        };
+        if !sync_due(&current, now) {
+            continue;
+        }
+        let mut n = (*current).clone();
+        n.last_sync = Some(crate::domain::Timestamp::from_millis(crate::clock::now_millis()));
+        n.last_sync_status = Some(status);
+        w.put(n);
+        if let Err(e) = w.commit().await {
+            tracing::warn!(integration = %i.meta.id, error = %e, "integration sync not recorded");
+        }
     }
-    Ok(token)
 }
 
 fn text(v: &Value, k: &str) -> Option<String> {

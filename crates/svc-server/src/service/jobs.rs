@@ -15,6 +15,14 @@ const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
 /// retention.
 pub fn spawn(node: &App) {
     node.events.start();
+    // §3.11: the integrations' periodic token check (`lastSync`, `lastSyncStatus`).
+    let app = node.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            crate::edge::conditions::sync_integrations(&app).await;
+        }
+    });
     // §3.10: the GeoIP database is opened again when its file changes.
     if node.cfg.geoip_db.is_some() {
         let app = node.clone();

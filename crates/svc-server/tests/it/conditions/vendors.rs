@@ -84,6 +84,18 @@ fn host(agent: &str) -> Value {
                     "networkInterfaces": [{"name": "eth0", "macAddress": "aa:bb:cc:dd:ee:01", "ipv4Addresses": ["10.1.2.3"]}]}})
 }
 
+/// The integration once its first periodic sync is recorded.
+async fn synced(t: &TestApp, id: &str) -> Value {
+    for _ in 0..60 {
+        let r = t.get(&format!("/api/v2/integrations/{id}")).await;
+        if !r.expect(200)["lastSyncStatus"].is_null() {
+            return r.body.clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    panic!("no sync recorded for integration {id}");
+}
+
 fn calls(v: &Recorder, prefix: &str) -> usize {
     v.seen().iter().filter(|s| s.uri.starts_with(prefix)).count()
 }
@@ -98,6 +110,11 @@ async fn a_sensor_a_condition_checks_the_device_and_each_enabled_match() {
                      "preventRestrictedFunctionalityMode": true});
     let c = sensor_condition(&t, &i, all).await;
     guarded(&t, &rig, &[&c]).await;
+    // §3.11: the periodic sync obtains a token and records it.
+    let synced = synced(&t, &i).await;
+    assert_eq!(synced["lastSyncStatus"], "Success");
+    assert!(synced["lastSync"].is_string());
+    let before = calls(&v, "/token");
     let r = ask(&t, &rig, host("agent-ok")).await;
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(decision(&t).await["accessConditions"][0]["result"], "Passed");
@@ -106,7 +123,7 @@ async fn a_sensor_a_condition_checks_the_device_and_each_enabled_match() {
     assert_eq!(token_call.form_value("client_id").as_deref(), Some("sensor-client"));
     // Cached: a second request asks the vendor nothing.
     ask(&t, &rig, host("agent-ok")).await.expect(200);
-    assert_eq!(calls(&v, "/token"), 1);
+    assert_eq!(calls(&v, "/token"), before + 1);
     assert_eq!(calls(&v, "/devices/"), 1);
 
     // Each failure names what was compared.
@@ -180,6 +197,11 @@ async fn a_vendor_that_fails_fails_the_condition_not_the_service() {
     let i = sensor_integration(&t, &v.url, &format!("{}/token", v.url)).await;
     let c = sensor_condition(&t, &i, json!({})).await;
     guarded(&t, &rig, &[&c]).await;
+    // The sync records the failure.
+    let s = synced(&t, &i).await;
+    assert_eq!(s["lastSyncStatus"], "token endpoint answered 503");
+    let v1 = t.get(&format!("/api/v1/integrations/{i}")).await;
+    assert_eq!(v1.expect(200)["lastSyncStatus"], "token endpoint answered 503");
     // 5xx from the token endpoint.
     ask(&t, &rig, host("agent-ok"))
         .await
