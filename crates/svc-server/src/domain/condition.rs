@@ -238,3 +238,77 @@ impl crate::state::Record for ContentSecurity {
         Ok(())
     }
 }
+
+/// A discovery integration (contract §3.12): reads the cloud-security inventory and keeps one
+/// server-workload draft per discovered (host, port).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DiscoveryIntegration {
+    pub meta: Meta,
+    #[serde(rename = "type")]
+    pub dtype: String,
+    pub sync_frequency_seconds: i32,
+    pub endpoint: String,
+    /// `tokenUrl`, `clientId`, `audience` (the non-secret part of `discoveryIntegrationJSON`).
+    pub config: serde_json::Map<String, serde_json::Value>,
+    pub last_sync: Option<Timestamp>,
+    pub last_sync_status: Option<String>,
+    /// `clientSecret`.
+    #[serde(skip)]
+    pub secrets: SecretFields,
+}
+
+/// A server workload found by a discovery integration: read-only, never matched by the edge.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct ServerWorkloadDraft {
+    pub meta: Meta,
+    pub integration: Uuid,
+    pub host: String,
+    pub port: i32,
+    pub provider_unique_id: String,
+    pub last_seen_at: Option<Timestamp>,
+}
+
+impl crate::state::Record for DiscoveryIntegration {
+    const KIND: super::Kind = super::Kind::DiscoveryIntegration;
+    fn id(&self) -> Uuid {
+        self.meta.id
+    }
+    fn seq(&self) -> i32 {
+        self.meta.seq
+    }
+    fn rs(&self) -> Option<Uuid> {
+        self.meta.rs
+    }
+    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
+        &st.discovery_integrations
+    }
+    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
+        &mut st.discovery_integrations
+    }
+    fn secrets_json(&self) -> Option<serde_json::Value> {
+        serde_json::to_value(&self.secrets).ok()
+    }
+    fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
+        self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}
+
+impl crate::state::Record for ServerWorkloadDraft {
+    const KIND: super::Kind = super::Kind::ServerWorkloadDraft;
+    fn id(&self) -> Uuid {
+        self.meta.id
+    }
+    fn seq(&self) -> i32 {
+        self.meta.seq
+    }
+    fn rs(&self) -> Option<Uuid> {
+        self.meta.rs
+    }
+    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
+        &st.server_workload_drafts
+    }
+    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
+        &mut st.server_workload_drafts
+    }
+}

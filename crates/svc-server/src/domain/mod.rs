@@ -41,10 +41,12 @@ pub enum Kind {
     Integration,
     AccessCondition,
     ContentSecurity,
+    DiscoveryIntegration,
+    ServerWorkloadDraft,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 16] = [
+    pub const ALL: [Kind; 18] = [
         Kind::Settings,
         Kind::ResourceSet,
         Kind::Role,
@@ -61,6 +63,8 @@ impl Kind {
         Kind::Integration,
         Kind::AccessCondition,
         Kind::ContentSecurity,
+        Kind::DiscoveryIntegration,
+        Kind::ServerWorkloadDraft,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -81,6 +85,8 @@ impl Kind {
             Kind::Integration => "integration",
             Kind::AccessCondition => "access_condition",
             Kind::ContentSecurity => "content_security",
+            Kind::DiscoveryIntegration => "discovery_integration",
+            Kind::ServerWorkloadDraft => "server_workload_draft",
         }
     }
 

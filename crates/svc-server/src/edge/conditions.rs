@@ -94,15 +94,31 @@ async fn token(app: &App, i: &Integration) -> Result<Arc<Secret<String>>, String
 
 /// Asks the integration's `tokenUrl` for a token: the token and its `expires_in`.
 async fn request_token(app: &App, i: &Integration) -> Result<(Arc<Secret<String>>, u64), String> {
-    let url = i.config_str("tokenUrl").unwrap_or_default();
-    let u = app.upstream.check_url(url).map_err(|e| e.to_string())?;
-    let secret = i.secrets.get("clientSecret").unwrap_or_default();
+    client_credentials(
+        app,
+        i.config_str("tokenUrl").unwrap_or_default(),
+        i.config_str("clientId").unwrap_or_default(),
+        i.secrets.get("clientSecret").unwrap_or_default(),
+        i.config_str("audience"),
+    )
+    .await
+}
+
+/// The OAuth2 client-credentials request of §5.4: the token and its `expires_in`.
+pub async fn client_credentials(
+    app: &App,
+    token_url: &str,
+    client_id: &str,
+    secret: &str,
+    audience: Option<&str>,
+) -> Result<(Arc<Secret<String>>, u64), String> {
+    let u = app.upstream.check_url(token_url).map_err(|e| e.to_string())?;
     let mut form = vec![
         ("grant_type", "client_credentials"),
-        ("client_id", i.config_str("clientId").unwrap_or_default()),
+        ("client_id", client_id),
         ("client_secret", secret),
     ];
-    if let Some(a) = i.config_str("audience").filter(|a| !a.is_empty()) {
+    if let Some(a) = audience.filter(|a| !a.is_empty()) {
         form.push(("audience", a));
     }
     let req = app

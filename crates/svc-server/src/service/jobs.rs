@@ -21,6 +21,7 @@ pub fn spawn(node: &App) {
         loop {
             tokio::time::sleep(Duration::from_secs(5)).await;
             crate::edge::conditions::sync_integrations(&app).await;
+            crate::service::discovery::sync_due(&app).await;
         }
     });
     // §3.10: the GeoIP database is opened again when its file changes.

@@ -34,6 +34,8 @@ macro_rules! for_kind {
             Kind::Integration => $f::<$crate::domain::condition::Integration>($($arg),*),
             Kind::AccessCondition => $f::<$crate::domain::condition::AccessCondition>($($arg),*),
             Kind::ContentSecurity => $f::<$crate::domain::condition::ContentSecurity>($($arg),*),
+            Kind::DiscoveryIntegration => $f::<$crate::domain::condition::DiscoveryIntegration>($($arg),*),
+            Kind::ServerWorkloadDraft => $f::<$crate::domain::condition::ServerWorkloadDraft>($($arg),*),
         }
     }};
 }

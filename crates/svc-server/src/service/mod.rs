@@ -7,6 +7,7 @@ pub mod admission;
 pub mod auth;
 pub mod bootstrap;
 pub mod consent;
+pub mod discovery;
 pub mod integrations;
 pub mod jobs;
 pub mod load;

@@ -85,7 +85,9 @@ meta_of!(
     SsoIdp,
     crate::domain::condition::Integration,
     crate::domain::condition::AccessCondition,
-    crate::domain::condition::ContentSecurity
+    crate::domain::condition::ContentSecurity,
+    crate::domain::condition::DiscoveryIntegration,
+    crate::domain::condition::ServerWorkloadDraft
 );
 
 /// Implements [`Record`] for a type whose base block is `self.meta`.
@@ -132,6 +134,8 @@ pub struct State {
     pub integrations: Table<crate::domain::condition::Integration>,
     pub access_conditions: Table<crate::domain::condition::AccessCondition>,
     pub content_security: Table<crate::domain::condition::ContentSecurity>,
+    pub discovery_integrations: Table<crate::domain::condition::DiscoveryIntegration>,
+    pub server_workload_drafts: Table<crate::domain::condition::ServerWorkloadDraft>,
     pub idx: Indexes,
 }
 
@@ -391,7 +395,9 @@ has_meta!(
     Policy,
     crate::domain::condition::Integration,
     crate::domain::condition::AccessCondition,
-    crate::domain::condition::ContentSecurity
+    crate::domain::condition::ContentSecurity,
+    crate::domain::condition::DiscoveryIntegration,
+    crate::domain::condition::ServerWorkloadDraft
 );
 
 #[cfg(test)]

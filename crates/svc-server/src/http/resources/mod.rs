@@ -13,6 +13,7 @@ pub mod content_security;
 pub mod credential_integrations;
 pub mod credential_providers;
 pub mod crud;
+pub mod discovery;
 pub mod event_query;
 pub mod events;
 pub mod health;
@@ -62,6 +63,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(integrations::routes(app))
         .merge(access_conditions::routes(app))
         .merge(content_security::routes(app))
+        .merge(discovery::routes(app))
         .merge(root_ca::routes(app))
         .merge(crate::edge::routes())
 }

@@ -251,6 +251,8 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     cascade::<crate::domain::condition::AccessCondition>(&mut w, &author, id, "AccessConditions");
     cascade::<crate::domain::condition::Integration>(&mut w, &author, id, "Integrations");
     cascade::<crate::domain::condition::ContentSecurity>(&mut w, &author, id, "ContentSecurity");
+    cascade::<crate::domain::condition::ServerWorkloadDraft>(&mut w, &author, id, "ServerWorkloads");
+    cascade::<crate::domain::condition::DiscoveryIntegration>(&mut w, &author, id, "DiscoveryIntegrations");
     cascade::<ClientWorkload>(&mut w, &author, id, "ClientWorkloads");
     cascade::<ServerWorkload>(&mut w, &author, id, "ServerWorkloads");
     cascade::<TrustProvider>(&mut w, &author, id, "TrustProviders");

@@ -3,6 +3,7 @@
 //! (`mmdb`), loopback fakes of the vendor APIs of §5.4, and content security (§3.13).
 
 mod content_security;
+mod discovery;
 mod evaluation;
 mod integrations;
 mod mmdb;
