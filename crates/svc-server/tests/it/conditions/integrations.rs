@@ -226,3 +226,32 @@ async fn integrations_need_the_integrations_permission() {
         .expect_error(403, "Forbidden.");
     t.get_as(&nop, "/api/v2/access-conditions").await.expect(200);
 }
+
+#[tokio::test]
+async fn resource_sets_from_before_the_builtin_integrations_get_them_at_start() {
+    use svc_server::domain::condition::Integration;
+    use svc_server::service::write::Write;
+    let t = TestApp::start().await;
+    // A database written before this version: the default set without its built-ins.
+    let ids: Vec<uuid::Uuid> = t.app.state().integrations.keys().copied().collect();
+    assert_eq!(ids.len(), 2);
+    let mut w = Write::begin_system(&t.app).await.unwrap();
+    for id in &ids {
+        w.remove::<Integration>(id);
+    }
+    w.commit().await.unwrap();
+    let r = t.get("/api/v2/integrations").await;
+    assert_eq!(r.expect(200)["recordsTotal"], 0);
+    let t = t.restart().await;
+    let r = t.get("/api/v2/integrations").await;
+    let names: Vec<Value> = r.expect(200)["integrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("GeoIP"), json!("Time")]);
+    // Made by the start-up, not by a management request: no audit entry.
+    let audit = t.audit("&category=Integrations").await;
+    assert!(audit.is_empty(), "{audit:?}");
+}
