@@ -56,6 +56,10 @@ pub struct Inner {
     pub login_throttle: crate::service::throttle::Throttle,
     /// The platforms' trust anchors (cloudA signers, cloudB roots) and the AIA cache.
     pub platform: crate::trust::anchors::PlatformTrust,
+    /// The GeoIP database of `SVC_GEOIP_DB` (§3.10), reopened when the file changes.
+    pub geoip: crate::geoip::GeoDb,
+    /// Step 9's vendor token and lookup caches (§5.4).
+    pub vendor_cache: crate::edge::conditions::VendorCache,
 }
 
 impl std::ops::Deref for App {

@@ -12,6 +12,7 @@ pub mod domain;
 pub mod edge;
 pub mod error;
 pub mod events;
+pub mod geoip;
 pub mod http;
 pub mod issuer;
 pub mod net;

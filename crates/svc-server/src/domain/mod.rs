@@ -2,6 +2,7 @@
 //! per stored entity. Records are what the store persists (serde, internal shape) and what the
 //! in-memory [`crate::state::State`] holds; wire DTOs are built from them in `crate::api`.
 
+pub mod condition;
 pub mod credential;
 pub mod identity;
 pub mod perm;
@@ -37,10 +38,15 @@ pub enum Kind {
     Routing,
     AgentController,
     SsoIdp,
+    Integration,
+    AccessCondition,
+    ContentSecurity,
+    DiscoveryIntegration,
+    ServerWorkloadDraft,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 13] = [
+    pub const ALL: [Kind; 18] = [
         Kind::Settings,
         Kind::ResourceSet,
         Kind::Role,
@@ -54,6 +60,11 @@ impl Kind {
         Kind::Routing,
         Kind::AgentController,
         Kind::SsoIdp,
+        Kind::Integration,
+        Kind::AccessCondition,
+        Kind::ContentSecurity,
+        Kind::DiscoveryIntegration,
+        Kind::ServerWorkloadDraft,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -71,6 +82,11 @@ impl Kind {
             Kind::Routing => "routing",
             Kind::AgentController => "agent_controller",
             Kind::SsoIdp => "sso_idp",
+            Kind::Integration => "integration",
+            Kind::AccessCondition => "access_condition",
+            Kind::ContentSecurity => "content_security",
+            Kind::DiscoveryIntegration => "discovery_integration",
+            Kind::ServerWorkloadDraft => "server_workload_draft",
         }
     }
 

@@ -165,6 +165,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             Err(d) => break 'd d,
         };
         let (rs, policy) = (matched.rs, matched.policy);
+        decide::content_security(&st, &policy, &mut ev);
         // Step 8: attestation by the policy's trust providers (verified here: upstream I/O).
         if let Attestation::Verify(providers) = decide::attestation(&st, &policy, token.svc.tp, rs, &mut ev) {
             let mut passed = false;
@@ -180,6 +181,28 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             }
             if !passed {
                 break 'd decide::attestation_failed();
+            }
+        }
+        // Step 9: access conditions (the vendors are asked here: upstream I/O; the rules are
+        // `decide`'s).
+        let conds = decide::access_conditions_of(&st, &policy);
+        if !conds.is_empty() {
+            let geo = conds
+                .iter()
+                .any(|c| matches!(c.spec, crate::domain::condition::ConditionSpec::GeoIp { .. }))
+                .then(|| source_ip.and_then(|ip| app.geoip.lookup(ip)))
+                .flatten();
+            let (devices, resources) = super::conditions::lookups(&app, &st, &conds, client, &token.svc.facts).await;
+            let inputs = decide::ConditionInputs {
+                now: jiff::Timestamp::from_millisecond(crate::clock::now_millis())
+                    .unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+                geo: geo.as_ref(),
+                devices: &devices,
+                resources: &resources,
+                client,
+            };
+            if let Err(d) = decide::check_conditions(&conds, &inputs, &mut ev) {
+                break 'd d;
             }
         }
         // Steps 10–11.

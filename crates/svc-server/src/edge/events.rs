@@ -77,6 +77,8 @@ pub struct Parts {
     pub server_workloads: Vec<EntityResult>,
     pub access_policies: Vec<EntityResult>,
     pub trust_providers: Vec<AttestationResult>,
+    pub access_conditions: Vec<AttestationResult>,
+    pub content_security: Vec<AttestationResult>,
     pub credential_provider: Option<CpResult>,
 }
 
@@ -126,8 +128,8 @@ struct AuthorizationEvent<'a> {
     server_workload: &'a Option<EntityResult>,
     #[serde(skip_serializing_if = "none_ref")]
     access_policy: &'a Option<EntityResult>,
-    // Empty lists (and the always-empty `authorizationChain`, `accessConditions`,
-    // `contentSecurity`) are not stored: the shape restores `[]`.
+    // Empty lists (and the always-empty `authorizationChain`) are not stored: the shape
+    // restores `[]`.
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     client_workloads: &'a [EntityResult],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -136,6 +138,10 @@ struct AuthorizationEvent<'a> {
     access_policies: &'a [EntityResult],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     trust_providers: &'a [AttestationResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    access_conditions: &'a [AttestationResult],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    content_security: &'a [AttestationResult],
     #[serde(skip_serializing_if = "none_ref")]
     credential_provider: &'a Option<CpResult>,
     // `user` (always null for edge requests) is not stored: the shape restores it.
@@ -170,6 +176,7 @@ fn names(parts: &Parts) -> impl Iterator<Item = &str> {
     .flatten()
     .map(|e| e.name.as_str())
     .chain(parts.trust_providers.iter().map(|t| t.name.as_str()))
+    .chain(parts.access_conditions.iter().map(|c| c.name.as_str()))
     .chain(parts.credential_provider.iter().map(|c| c.name.as_str()))
 }
 
@@ -247,6 +254,8 @@ pub fn authorization(
         server_workloads: &parts.server_workloads,
         access_policies: &parts.access_policies,
         trust_providers: &parts.trust_providers,
+        access_conditions: &parts.access_conditions,
+        content_security: &parts.content_security,
         credential_provider: &parts.credential_provider,
     };
     let body = to_json(&ev);
@@ -464,6 +473,8 @@ mod tests {
                 expected_values: full.then(|| vec!["e".into()]),
                 actual_value: full.then(|| "v".into()),
             }],
+            access_conditions: vec![],
+            content_security: vec![],
             credential_provider: full.then(|| CpResult {
                 id,
                 name: "c".into(),
@@ -496,6 +507,8 @@ mod tests {
             server_workloads: &parts.server_workloads,
             access_policies: &parts.access_policies,
             trust_providers: if full { &parts.trust_providers } else { &[] },
+            access_conditions: &[],
+            content_security: &[],
             credential_provider: &parts.credential_provider,
         };
         serde_json::to_value(&ev).unwrap()

@@ -3,6 +3,7 @@
 //! bounded event sink.
 
 pub mod auth;
+pub mod conditions;
 pub mod credentials;
 pub mod environment;
 pub mod events;

@@ -199,8 +199,8 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
     ("serverWorkloads", List(ENTITY)),
     ("accessPolicies", List(ENTITY)),
     ("trustProviders", List(ATTESTATION)),
-    ("accessConditions", List(&[])),
-    ("contentSecurity", List(&[])),
+    ("accessConditions", List(ATTESTATION)),
+    ("contentSecurity", List(ATTESTATION)),
     ("credentialProvider", Nullable(CREDENTIAL_PROVIDER)),
     ("user", Leaf),
 ]);

@@ -6,11 +6,13 @@
 
 use std::sync::Arc;
 
-use svc_api::edge::{ApiCredentialsRequest, ConnectionMetadata, CredentialType};
+use svc_api::edge::{ApiCredentialsRequest, ClientWorkloadDetails, ConnectionMetadata, CredentialType};
 use uuid::Uuid;
 
+use super::conditions::{self, CloudResource, Device, Geo, Lookup};
 use crate::credential::CompiledCredential;
 use crate::domain::Label;
+use crate::domain::condition::{AccessCondition, ConditionSpec};
 use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::edge::events::{AttestationResult, CpResult, EntityResult, Parts};
@@ -432,9 +434,101 @@ pub fn attestation_failed() -> Decision {
     Decision::fail(403, NOT_APPLICABLE, "AttestationFailed")
 }
 
+/// Step 9: the policy's active access conditions, in the policy's order (inactive ones are
+/// skipped, §4.8).
+pub fn access_conditions_of<'s>(st: &'s Snapshot, policy: &Policy) -> Vec<&'s Arc<AccessCondition>> {
+    policy
+        .access_conditions
+        .iter()
+        .filter_map(|id| st.access_conditions.get(id))
+        .filter(|c| c.meta.active)
+        .collect()
+}
+
+/// The policy's active content-security entries, reported as `Identified` (§3.13, §4.11); they
+/// change no decision.
+pub fn content_security(st: &Snapshot, policy: &Policy, ev: &mut Parts) {
+    for c in policy
+        .content_security
+        .iter()
+        .filter_map(|id| st.content_security.get(id))
+        .filter(|c| c.meta.active)
+    {
+        ev.content_security.push(AttestationResult {
+            id: c.meta.id,
+            name: c.meta.name.clone(),
+            result: "Identified",
+            ..Default::default()
+        });
+    }
+}
+
+/// What step 9 compares besides the conditions: the time, the GeoIP answer for the source IP,
+/// what the handler looked up at the vendors (by condition id), and the request's client.
+pub struct ConditionInputs<'a> {
+    pub now: jiff::Timestamp,
+    pub geo: Option<&'a Geo>,
+    pub devices: &'a [(Uuid, Lookup<Device>)],
+    pub resources: &'a [(Uuid, Lookup<CloudResource>)],
+    pub client: &'a ClientWorkloadDetails,
+}
+
+/// Step 9: every condition is evaluated and recorded (`Passed` / `Failed` with the compared
+/// attribute); one failure denies (403 `ConditionFailed`).
+pub fn check_conditions(
+    conds: &[&Arc<AccessCondition>],
+    inputs: &ConditionInputs<'_>,
+    ev: &mut Parts,
+) -> Result<(), Decision> {
+    let mut passed = true;
+    for c in conds {
+        let outcome = match &c.spec {
+            ConditionSpec::GeoIp { locations } => conditions::geoip(locations, inputs.geo),
+            ConditionSpec::Time { schedule, timezone } => conditions::time(schedule, &timezone.timezone, inputs.now),
+            ConditionSpec::SensorA { .. } => {
+                let found = inputs
+                    .devices
+                    .iter()
+                    .find(|(id, _)| *id == c.meta.id)
+                    .map(|(_, l)| l.clone());
+                let device = found.unwrap_or_else(|| Lookup::Upstream("not looked up".into()));
+                conditions::sensor_a(&c.spec, c.max_last_seen_seconds, &device, inputs.client, inputs.now)
+            }
+            ConditionSpec::CloudSecurityA { .. } => {
+                let found = inputs
+                    .resources
+                    .iter()
+                    .find(|(id, _)| *id == c.meta.id)
+                    .map(|(_, l)| l.clone());
+                let resource = found.unwrap_or_else(|| Lookup::Upstream("not looked up".into()));
+                conditions::cloud_security_a(&c.spec, c.max_last_seen_seconds, &resource, inputs.now)
+            }
+        };
+        let mut r = AttestationResult {
+            id: c.meta.id,
+            name: c.meta.name.clone(),
+            result: "Passed",
+            ..Default::default()
+        };
+        if let Err(f) = outcome {
+            passed = false;
+            r.result = "Failed";
+            r.reason = Some("ConditionFailed".into());
+            r.attribute = Some(f.attribute.into());
+            r.expected_values = Some(f.expected);
+            r.actual_value = f.actual;
+        }
+        ev.access_conditions.push(r);
+    }
+    if passed {
+        Ok(())
+    } else {
+        Err(Decision::fail(403, NOT_APPLICABLE, "ConditionFailed"))
+    }
+}
+
 /// Steps 10–11: the credential provider (by `connectionMetadata` when the policy maps several)
-/// and its type against the requested one. Step 9 (access conditions) has nothing to check in
-/// this version: policies cannot reference one.
+/// and its type against the requested one.
 pub fn choose_provider(
     st: &Snapshot,
     policy: &Policy,

@@ -2,5 +2,6 @@
 //! (`decide`), and the explain trace built from them (`explain`). Nothing here does I/O or issues
 //! a credential.
 
+pub mod conditions;
 pub mod decide;
 pub mod explain;

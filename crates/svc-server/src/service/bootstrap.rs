@@ -16,6 +16,7 @@ pub async fn first_start(app: &App) -> Result<()> {
         && st.roles.contains_key(&SUPER_ADMIN_ROLE)
         && st.roles.contains_key(&AUDITOR_ROLE)
         && !needs_admin
+        && crate::service::integrations::complete(&st)
     {
         return Ok(());
     }
@@ -45,6 +46,11 @@ pub async fn first_start(app: &App) -> Result<()> {
         meta.description = Some("The default resource set.".into());
         meta.active = true;
         w.put(ResourceSet { meta });
+    }
+    // §3.11: the built-in integrations, also of resource sets made before they existed.
+    let sets: Vec<uuid::Uuid> = w.st.resource_sets.keys().copied().collect();
+    for rs in sets {
+        crate::service::integrations::add_builtins(&mut w, rs, &author, false).await?;
     }
     for (id, name, write) in [(SUPER_ADMIN_ROLE, "SuperAdmin", true), (AUDITOR_ROLE, "Auditor", false)] {
         if w.st.roles.contains_key(&id) {

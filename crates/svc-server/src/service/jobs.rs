@@ -15,6 +15,26 @@ const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
 /// retention.
 pub fn spawn(node: &App) {
     node.events.start();
+    // §3.11: the integrations' periodic token check (`lastSync`, `lastSyncStatus`).
+    let app = node.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            crate::edge::conditions::sync_integrations(&app).await;
+            crate::service::discovery::sync_due(&app).await;
+        }
+    });
+    // §3.10: the GeoIP database is opened again when its file changes.
+    if node.cfg.geoip_db.is_some() {
+        let app = node.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(2)).await;
+                let a = app.clone();
+                let _ = tokio::task::spawn_blocking(move || a.geoip.refresh()).await;
+            }
+        });
+    }
     let app = node.clone();
     on_node(app.clock.clone(), async move {
         loop {

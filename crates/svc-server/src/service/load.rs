@@ -31,6 +31,11 @@ macro_rules! for_kind {
             Kind::Routing => $f::<$crate::domain::sso::Routing>($($arg),*),
             Kind::AgentController => $f::<$crate::domain::sso::AgentController>($($arg),*),
             Kind::SsoIdp => $f::<$crate::domain::sso::SsoIdp>($($arg),*),
+            Kind::Integration => $f::<$crate::domain::condition::Integration>($($arg),*),
+            Kind::AccessCondition => $f::<$crate::domain::condition::AccessCondition>($($arg),*),
+            Kind::ContentSecurity => $f::<$crate::domain::condition::ContentSecurity>($($arg),*),
+            Kind::DiscoveryIntegration => $f::<$crate::domain::condition::DiscoveryIntegration>($($arg),*),
+            Kind::ServerWorkloadDraft => $f::<$crate::domain::condition::ServerWorkloadDraft>($($arg),*),
         }
     }};
 }

@@ -118,6 +118,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
     let login_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
+    let geoip_db = cfg.geoip_db.clone();
     let app = App(Arc::new(Inner {
         cfg,
         clock: Default::default(),
@@ -140,6 +141,8 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         limits,
         login_throttle,
         platform,
+        geoip: crate::geoip::GeoDb::new(geoip_db),
+        vendor_cache: Default::default(),
     }));
     crate::service::bootstrap::first_start(&app)
         .await

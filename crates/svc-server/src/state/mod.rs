@@ -82,7 +82,12 @@ meta_of!(
     Policy,
     Routing,
     AgentController,
-    SsoIdp
+    SsoIdp,
+    crate::domain::condition::Integration,
+    crate::domain::condition::AccessCondition,
+    crate::domain::condition::ContentSecurity,
+    crate::domain::condition::DiscoveryIntegration,
+    crate::domain::condition::ServerWorkloadDraft
 );
 
 /// Implements [`Record`] for a type whose base block is `self.meta`.
@@ -126,6 +131,11 @@ pub struct State {
     pub routings: Table<crate::domain::sso::Routing>,
     pub agent_controllers: Table<crate::domain::sso::AgentController>,
     pub sso_idps: Table<crate::domain::sso::SsoIdp>,
+    pub integrations: Table<crate::domain::condition::Integration>,
+    pub access_conditions: Table<crate::domain::condition::AccessCondition>,
+    pub content_security: Table<crate::domain::condition::ContentSecurity>,
+    pub discovery_integrations: Table<crate::domain::condition::DiscoveryIntegration>,
+    pub server_workload_drafts: Table<crate::domain::condition::ServerWorkloadDraft>,
     pub idx: Indexes,
 }
 
@@ -382,7 +392,12 @@ has_meta!(
     ServerWorkload,
     CredentialProvider,
     CredentialIntegration,
-    Policy
+    Policy,
+    crate::domain::condition::Integration,
+    crate::domain::condition::AccessCondition,
+    crate::domain::condition::ContentSecurity,
+    crate::domain::condition::DiscoveryIntegration,
+    crate::domain::condition::ServerWorkloadDraft
 );
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 mod support;
 
 mod concurrency;
+mod conditions;
 mod config;
 mod cred;
 mod edge;

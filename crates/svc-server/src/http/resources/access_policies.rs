@@ -126,8 +126,24 @@ pub fn get_json(st: &Snapshot, p: &Policy) -> Value {
                 .collect(),
         ),
     );
-    o.insert("accessConditions".into(), json!([]));
-    o.insert("contentSecurity".into(), json!([]));
+    o.insert(
+        "accessConditions".into(),
+        Value::Array(
+            p.access_conditions
+                .iter()
+                .map(|c| meta_of::<crate::domain::condition::AccessCondition>(st, c))
+                .collect(),
+        ),
+    );
+    o.insert(
+        "contentSecurity".into(),
+        Value::Array(
+            p.content_security
+                .iter()
+                .map(|c| meta_of::<crate::domain::condition::ContentSecurity>(st, c))
+                .collect(),
+        ),
+    );
     Value::Object(o)
 }
 
@@ -318,12 +334,33 @@ pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
             return Err(Error::field(format!("trustProviders[{i}]"), "duplicate trust provider"));
         }
     }
-    // Access conditions and content-security entries are not part of this version: none exists.
-    if !p.access_conditions.is_empty() {
-        return Err(Error::field("accessConditions[0]", "unknown access condition"));
+    for (i, c) in p.access_conditions.iter().enumerate() {
+        if !exists_in::<crate::domain::condition::AccessCondition>(st, c, rs) {
+            return Err(Error::field(
+                format!("accessConditions[{i}]"),
+                "unknown access condition",
+            ));
+        }
+        if p.access_conditions[..i].contains(c) {
+            return Err(Error::field(
+                format!("accessConditions[{i}]"),
+                "duplicate access condition",
+            ));
+        }
     }
-    if !p.content_security.is_empty() {
-        return Err(Error::field("contentSecurity[0]", "unknown content security entry"));
+    for (i, c) in p.content_security.iter().enumerate() {
+        if !exists_in::<crate::domain::condition::ContentSecurity>(st, c, rs) {
+            return Err(Error::field(
+                format!("contentSecurity[{i}]"),
+                "unknown content security entry",
+            ));
+        }
+        if p.content_security[..i].contains(c) {
+            return Err(Error::field(
+                format!("contentSecurity[{i}]"),
+                "duplicate content security entry",
+            ));
+        }
     }
     let mut types = Vec::new();
     for (i, m) in p.mappings.iter().enumerate() {

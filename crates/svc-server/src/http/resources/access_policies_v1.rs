@@ -143,8 +143,20 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
         .map(|t| super::trust_providers::trust_json(app, st, t, None))
         .collect();
     o.insert("trustProviders".into(), Value::Array(tps));
-    o.insert("accessConditions".into(), json!([]));
-    o.insert("contentSecurity".into(), json!([]));
+    let acs: Vec<Value> = p
+        .access_conditions
+        .iter()
+        .filter_map(|c| st.access_conditions.get(c))
+        .map(|c| super::access_conditions::v1_condition_json(st, c))
+        .collect();
+    o.insert("accessConditions".into(), Value::Array(acs));
+    let css: Vec<Value> = p
+        .content_security
+        .iter()
+        .filter_map(|c| st.content_security.get(c))
+        .map(|c| super::content_security::cs_json(st, c))
+        .collect();
+    o.insert("contentSecurity".into(), Value::Array(css));
     let cp = single_cp(p)
         .and_then(|c| st.get::<CredentialProvider>(&c))
         .map(|c| super::credential_providers::provider_v1_json(st, &app.cfg, c));

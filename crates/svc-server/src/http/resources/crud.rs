@@ -73,6 +73,9 @@ pub trait Resource: Send + Sync + 'static {
     /// ([`Resource::own_rs`], routings' `resourceSetId`). The permission is checked in that set
     /// (`403` otherwise); lists show the sets where the caller may read.
     const OWN_RS: bool = false;
+    /// The body field naming an `OWN_RS` entity's resource set (routings' `resourceSetId`;
+    /// content security's `resourceSet`, §1.4 rule 5).
+    const OWN_RS_FIELD: &'static str = "resourceSetId";
 
     /// Reads a body. `stored` is the entity the request names (PUT: the body's `externalId`,
     /// PATCH: the path's), read before the write unit starts, when the caller's resource set
@@ -81,7 +84,8 @@ pub trait Resource: Send + Sync + 'static {
 
     fn base(input: &Self::Input) -> &BaseInput;
 
-    /// The resource set a body names (only with `OWN_RS`).
+    /// The resource set a body names (only with `OWN_RS`); `None`: the default one on create,
+    /// the stored one on PUT.
     fn own_rs(_input: &Self::Input) -> Option<Uuid> {
         None
     }
@@ -230,7 +234,7 @@ async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): J
     let rs = if R::SCOPED {
         Some(resolve_rs(base.resource_set, ctx.rs)?)
     } else if R::OWN_RS {
-        R::own_rs(&input)
+        Some(R::own_rs(&input).unwrap_or(DEFAULT_RESOURCE_SET))
     } else {
         None
     };
@@ -276,8 +280,8 @@ async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): 
         // §1.4 rule 3: a PUT body naming another resource set than the header.
         resolve_rs(base.resource_set, ctx.rs)?;
     }
-    if R::OWN_RS && R::own_rs(&input) != rec.rs() {
-        return Err(Error::field("resourceSetId", "cannot be changed"));
+    if R::OWN_RS && R::own_rs(&input).is_some_and(|rs| Some(rs) != rec.rs()) {
+        return Err(Error::field(R::OWN_RS_FIELD, "cannot be changed"));
     }
     base.apply_full(rec.meta_mut());
     R::replace(&mut w, input, &mut rec)?;

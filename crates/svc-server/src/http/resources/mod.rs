@@ -1,6 +1,7 @@
 //! One module per API resource: routes, request parsing, rules, and the response DTO with its
 //! JSON names.
 
+pub mod access_conditions;
 pub mod access_policies;
 pub mod access_policies_v1;
 pub mod agent_controllers;
@@ -8,13 +9,16 @@ pub mod audit_logs;
 pub mod client_workloads;
 pub mod common;
 pub mod compliance;
+pub mod content_security;
 pub mod credential_integrations;
 pub mod credential_providers;
 pub mod crud;
+pub mod discovery;
 pub mod evaluate;
 pub mod event_query;
 pub mod events;
 pub mod health;
+pub mod integrations;
 pub mod issuer;
 pub mod login;
 pub mod me;
@@ -58,6 +62,10 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(credential_integrations::routes(app))
         .merge(access_policies::routes(app))
         .merge(evaluate::routes(app))
+        .merge(integrations::routes(app))
+        .merge(access_conditions::routes(app))
+        .merge(content_security::routes(app))
+        .merge(discovery::routes(app))
         .merge(root_ca::routes(app))
         .merge(crate::edge::routes())
 }

@@ -74,7 +74,10 @@ pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
     o.insert("clientWorkloadCount".into(), json!(count::<ClientWorkload>(st, id)));
     o.insert("accessPolicyCount".into(), json!(count::<Policy>(st, id)));
     o.insert("trustProviderCount".into(), json!(count::<TrustProvider>(st, id)));
-    o.insert("accessConditionCount".into(), json!(0));
+    o.insert(
+        "accessConditionCount".into(),
+        json!(count::<crate::domain::condition::AccessCondition>(st, id)),
+    );
     o.insert(
         "credentialProviderCount".into(),
         json!(count::<CredentialProvider>(st, id)),
@@ -174,6 +177,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     input.apply_full(&mut meta);
     w.put(ResourceSet { meta });
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Created, id);
+    crate::service::integrations::add_builtins(&mut w, id, &author, true).await?;
     let st = w.commit().await?;
     Ok(created(
         StatusCode::CREATED,
@@ -244,6 +248,11 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     cascade::<Policy>(&mut w, &author, id, "AccessPolicies");
     cascade::<CredentialProvider>(&mut w, &author, id, "CredentialProviders");
     cascade::<CredentialIntegration>(&mut w, &author, id, "CredentialProviderIntegrations");
+    cascade::<crate::domain::condition::AccessCondition>(&mut w, &author, id, "AccessConditions");
+    cascade::<crate::domain::condition::Integration>(&mut w, &author, id, "Integrations");
+    cascade::<crate::domain::condition::ContentSecurity>(&mut w, &author, id, "ContentSecurity");
+    cascade::<crate::domain::condition::ServerWorkloadDraft>(&mut w, &author, id, "ServerWorkloads");
+    cascade::<crate::domain::condition::DiscoveryIntegration>(&mut w, &author, id, "DiscoveryIntegrations");
     cascade::<ClientWorkload>(&mut w, &author, id, "ClientWorkloads");
     cascade::<ServerWorkload>(&mut w, &author, id, "ServerWorkloads");
     cascade::<TrustProvider>(&mut w, &author, id, "TrustProviders");

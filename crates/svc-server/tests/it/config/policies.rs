@@ -702,6 +702,22 @@ async fn deleting_a_resource_set_deletes_everything_in_it() {
         ),
         (json!(1), json!(1), json!(1))
     );
+    // Its built-in GeoIP and Time integrations (§3.11) go with it.
+    let builtins: Vec<String> = t
+        .send(
+            t.client
+                .get(t.url("/api/v2/integrations"))
+                .bearer_auth(&t.token)
+                .header("X-Svc-ResourceSet", &b),
+        )
+        .await
+        .expect(200)["integrations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["externalId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(builtins.len(), 2);
     t.delete(&format!("/api/v1/resource-sets/{b}")).await.expect(204);
     assert_eq!(t.get(&format!("/api/v2/access-policies/{pol}")).await.status, 204);
     let st = t.app.state();
@@ -732,6 +748,7 @@ async fn deleting_a_resource_set_deletes_everything_in_it() {
         sw.as_str(),
         cp.as_str(),
     ];
+    expected.extend(builtins.iter().map(String::as_str));
     expected.sort_unstable();
     assert_eq!(targets, expected);
     assert!(deleted.iter().all(|a| a["resourceSetId"] == DEFAULT_RS));
