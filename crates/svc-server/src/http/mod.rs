@@ -5,6 +5,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod list;
+pub mod openapi;
 pub mod resources;
 pub mod server;
 
@@ -28,7 +29,7 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct RequestId(pub Uuid);
 
 pub fn router(app: App) -> Router {
-    common_layers(Router::new().merge(resources::routes(&app))).with_state(app)
+    common_layers(Router::new().merge(resources::routes(&app)).merge(openapi::routes())).with_state(app)
 }
 
 /// Fallbacks and the layers every route shares: the 404/405 bodies, the panic catcher (a panic

@@ -10,6 +10,7 @@ mod cred;
 mod edge;
 mod edge_client;
 mod foundation;
+mod ops;
 mod sso;
 mod store;
 mod tidy;
