@@ -54,6 +54,8 @@ enum Body {
     Empty,
     /// A redirect (`Location`).
     Redirect,
+    /// A PEM document (`application/x-pem-file`).
+    Pem,
 }
 
 /// The query parameters an operation reads.
@@ -105,7 +107,7 @@ impl Op {
     }
 }
 
-use Body::{Empty, Json, Redirect};
+use Body::{Empty, Json, Pem, Redirect};
 
 /// The shared CRUD layer's six operations (`http/resources/crud.rs`): list, create, replace at
 /// the collection path; read, patch and (when `delete` is set) delete by id.
@@ -247,7 +249,7 @@ fn operations() -> Vec<Op> {
     o.push(op("post", "/api/v1/access-policies", "Create an access policy", ap1).body("Entity").ok(200, Json("Entity")));
     o.push(op("put", "/api/v1/access-policies", "Replace an access policy", ap1).body("Entity").ok(200, Json("Entity")));
     let ca = Perm("Standalone Certificate Authorities", false);
-    o.push(op("get", "/api/v1/root-ca", "The X.509 CA certificate (§3.28)", ca).ok(200, Json("Object")));
+    o.push(op("get", "/api/v1/root-ca", "The X.509 CA certificate (§3.28)", ca).ok(200, Pem));
     o.push(op("post", "/edge/v1/auth", "Authenticate a workload (§4.4)", Public).body("EdgeAuth").ok(200, Json("EdgeToken")));
     o.push(
         op("post", "/edge/v1/credentials", "A credential for a workload (§4.8)", Edge)
@@ -332,6 +334,8 @@ fn operation(o: &Op) -> Value {
             Empty => json!({"description": reason(*status)}),
             Redirect => json!({"description": reason(*status),
                 "headers": {"Location": {"schema": {"type": "string"}}}}),
+            Pem => json!({"description": reason(*status),
+                "content": {"application/x-pem-file": {"schema": {"type": "string"}}}}),
         };
         responses.insert(status.to_string(), v);
     }
