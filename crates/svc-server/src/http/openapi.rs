@@ -124,12 +124,28 @@ fn crud(
 ) {
     let a = Access::Perm(perm, rs);
     let id = format!("{path}/{{id}}");
-    ops.push(op("get", path, &format!("List {name}"), a).query(Query::List).ok(200, Json("List")));
-    ops.push(op("post", path, &format!("Create a {name} entry"), a).body("Entity").ok(create.0, create.1));
-    ops.push(op("put", path, &format!("Replace a {name} entry"), a).body("Entity").ok(200, Json("Entity")));
+    ops.push(
+        op("get", path, &format!("List {name}"), a)
+            .query(Query::List)
+            .ok(200, Json("List")),
+    );
+    ops.push(
+        op("post", path, &format!("Create a {name} entry"), a)
+            .body("Entity")
+            .ok(create.0, create.1),
+    );
+    ops.push(
+        op("put", path, &format!("Replace a {name} entry"), a)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
     let read = op("get", &id, &format!("Read a {name} entry"), a).ok(200, Json("Entity"));
     ops.push(if missing == 204 { read.ok(204, Empty) } else { read });
-    ops.push(op("patch", &id, &format!("Patch a {name} entry"), a).body("Entity").ok(200, Json("Entity")));
+    ops.push(
+        op("patch", &id, &format!("Patch a {name} entry"), a)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
     if let Some(s) = delete {
         ops.push(op("delete", &id, &format!("Delete a {name} entry"), a).ok(s, Empty));
     }
@@ -140,129 +156,520 @@ fn operations() -> Vec<Op> {
     use Access::{Edge, Perm, Public};
     let mut o = Vec::new();
     o.push(op("get", PATH, "This OpenAPI document", Public).ok(200, Json("Object")));
-    o.push(op("get", "/api/v1/health", "Health, and the caller of a valid token (§3.27)", Public).ok(200, Json("Health")));
-    o.push(op("post", "/api/v1/login", "Sign in with e-mail and password (§2.2)", Public).body("Login").ok(200, Json("Object")));
+    o.push(
+        op(
+            "get",
+            "/api/v1/health",
+            "Health, and the caller of a valid token (§3.27)",
+            Public,
+        )
+        .ok(200, Json("Health")),
+    );
+    o.push(
+        op(
+            "post",
+            "/api/v1/login",
+            "Sign in with e-mail and password (§2.2)",
+            Public,
+        )
+        .body("Login")
+        .ok(200, Json("Object")),
+    );
     let me = Perm("Users", false);
     o.push(op("post", "/api/v1/me/totp", "Enrol a TOTP authenticator (§2.4)", me).ok(201, Json("TotpEnrolment")));
-    o.push(op("post", "/api/v1/me/totp/{id}/verify", "Verify a TOTP authenticator (§2.4)", me).body("Code").ok(200, Json("Generic")));
+    o.push(
+        op(
+            "post",
+            "/api/v1/me/totp/{id}/verify",
+            "Verify a TOTP authenticator (§2.4)",
+            me,
+        )
+        .body("Code")
+        .ok(200, Json("Generic")),
+    );
     let sp = Perm("Sign On Policy", false);
     o.push(op("get", "/api/v1/signin-policies", "Sign-in policies (§3.19)", sp).ok(200, Json("Object")));
-    o.push(op("put", "/api/v1/signin-policies/mfa", "Set the MFA sign-in policy (§3.19)", sp).body("Object").ok(200, Json("Object")));
-    o.push(op("put", "/api/v1/signin-policies/sso", "Set the SSO sign-in policy (§3.19)", sp).body("Object").ok(200, Json("Object")));
+    o.push(
+        op(
+            "put",
+            "/api/v1/signin-policies/mfa",
+            "Set the MFA sign-in policy (§3.19)",
+            sp,
+        )
+        .body("Object")
+        .ok(200, Json("Object")),
+    );
+    o.push(
+        op(
+            "put",
+            "/api/v1/signin-policies/sso",
+            "Set the SSO sign-in policy (§3.19)",
+            sp,
+        )
+        .body("Object")
+        .ok(200, Json("Object")),
+    );
     let cs = Perm("Global Policy Compliance", false);
     o.push(op("get", "/api/v1/compliance-settings", "Compliance settings (§3.22)", cs).ok(200, Json("Array")));
-    o.push(op("put", "/api/v1/compliance-settings", "Change a compliance setting (§3.22)", cs).body("Object").ok(200, Json("Object")));
-    let rs = Perm("Resource Sets", false);
-    o.push(op("get", "/api/v1/resource-sets", "List resource sets (§3.15)", rs).query(Query::List).ok(200, Json("List")));
-    o.push(op("post", "/api/v1/resource-sets", "Create a resource set", rs).body("Entity").ok(201, Json("Entity")));
-    o.push(op("put", "/api/v1/resource-sets", "Replace a resource set", rs).body("Entity").ok(200, Json("Entity")));
-    o.push(op("get", "/api/v1/resource-sets/{id}", "Read a resource set", rs).ok(200, Json("Entity")).ok(204, Empty));
-    o.push(op("patch", "/api/v1/resource-sets/{id}", "Patch a resource set", rs).body("Entity").ok(200, Json("Entity")));
-    o.push(op("delete", "/api/v1/resource-sets/{id}", "Delete a resource set and what it holds", rs).ok(204, Empty));
-    crud(&mut o, "/api/v1/roles", "roles (§3.16)", "Roles", false, (201, Json("Entity")), 204, Some(204));
-    crud(&mut o, "/api/v1/routings", "routings (§3.17)", "Routings", false, (201, Json("Entity")), 404, None);
-    let ac = "/api/v1/agent-controllers";
-    crud(&mut o, ac, "agent controllers (§3.21)", "Agent Controllers", false, (201, Json("Entity")), 204, Some(201));
     o.push(
-        op("post", "/api/v1/agent-controllers/{agentControllerExternalId}/device-code", "Issue a device code (§3.21)", Perm("Agent Controllers", false))
-            .ok(201, Json("Object")),
+        op(
+            "put",
+            "/api/v1/compliance-settings",
+            "Change a compliance setting (§3.22)",
+            cs,
+        )
+        .body("Object")
+        .ok(200, Json("Object")),
+    );
+    let rs = Perm("Resource Sets", false);
+    o.push(
+        op("get", "/api/v1/resource-sets", "List resource sets (§3.15)", rs)
+            .query(Query::List)
+            .ok(200, Json("List")),
+    );
+    o.push(
+        op("post", "/api/v1/resource-sets", "Create a resource set", rs)
+            .body("Entity")
+            .ok(201, Json("Entity")),
+    );
+    o.push(
+        op("put", "/api/v1/resource-sets", "Replace a resource set", rs)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
+    o.push(
+        op("get", "/api/v1/resource-sets/{id}", "Read a resource set", rs)
+            .ok(200, Json("Entity"))
+            .ok(204, Empty),
+    );
+    o.push(
+        op("patch", "/api/v1/resource-sets/{id}", "Patch a resource set", rs)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
+    o.push(
+        op(
+            "delete",
+            "/api/v1/resource-sets/{id}",
+            "Delete a resource set and what it holds",
+            rs,
+        )
+        .ok(204, Empty),
+    );
+    crud(
+        &mut o,
+        "/api/v1/roles",
+        "roles (§3.16)",
+        "Roles",
+        false,
+        (201, Json("Entity")),
+        204,
+        Some(204),
+    );
+    crud(
+        &mut o,
+        "/api/v1/routings",
+        "routings (§3.17)",
+        "Routings",
+        false,
+        (201, Json("Entity")),
+        404,
+        None,
+    );
+    let ac = "/api/v1/agent-controllers";
+    crud(
+        &mut o,
+        ac,
+        "agent controllers (§3.21)",
+        "Agent Controllers",
+        false,
+        (201, Json("Entity")),
+        204,
+        Some(201),
+    );
+    o.push(
+        op(
+            "post",
+            "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
+            "Issue a device code (§3.21)",
+            Perm("Agent Controllers", false),
+        )
+        .ok(201, Json("Object")),
     );
     let idp = Perm("Identity Providers", false);
-    crud(&mut o, "/api/v1/sso-idps", "SSO identity providers (§3.20)", "Identity Providers", false, (201, Json("Entity")), 204, Some(204));
-    o.push(op("get", "/api/v1/sso-idps/{id}/verification", "Verify an SSO identity provider (§3.20)", idp).ok(200, Json("Generic")));
+    crud(
+        &mut o,
+        "/api/v1/sso-idps",
+        "SSO identity providers (§3.20)",
+        "Identity Providers",
+        false,
+        (201, Json("Entity")),
+        204,
+        Some(204),
+    );
+    o.push(
+        op(
+            "get",
+            "/api/v1/sso-idps/{id}/verification",
+            "Verify an SSO identity provider (§3.20)",
+            idp,
+        )
+        .ok(200, Json("Generic")),
+    );
     o.push(op("get", "/api/v1/sso/login/{idpId}", "Start SSO sign-in (§2.3)", Public).ok(302, Redirect));
-    o.push(op("get", "/api/v1/sso/callback", "Finish SSO sign-in (§2.3)", Public).query(Query::Callback).ok(200, Json("Object")));
+    o.push(
+        op("get", "/api/v1/sso/callback", "Finish SSO sign-in (§2.3)", Public)
+            .query(Query::Callback)
+            .ok(200, Json("Object")),
+    );
     let u = Perm("Users", false);
-    o.push(op("get", "/api/v1/users", "List users (§3.18)", u).query(Query::List).ok(200, Json("List")));
-    o.push(op("post", "/api/v1/users", "Create a user", u).body("Entity").ok(201, Json("Entity")));
-    o.push(op("get", "/api/v1/users/{id}", "Read a user (201, as in the spec)", u).ok(201, Json("Entity")).ok(204, Empty));
-    o.push(op("put", "/api/v1/users/{id}", "Replace a user", u).body("Entity").ok(200, Json("Entity")));
-    o.push(op("patch", "/api/v1/users/{id}", "Patch a user", u).body("Entity").ok(200, Json("Entity")));
+    o.push(
+        op("get", "/api/v1/users", "List users (§3.18)", u)
+            .query(Query::List)
+            .ok(200, Json("List")),
+    );
+    o.push(
+        op("post", "/api/v1/users", "Create a user", u)
+            .body("Entity")
+            .ok(201, Json("Entity")),
+    );
+    o.push(
+        op("get", "/api/v1/users/{id}", "Read a user (201, as in the spec)", u)
+            .ok(201, Json("Entity"))
+            .ok(204, Empty),
+    );
+    o.push(
+        op("put", "/api/v1/users/{id}", "Replace a user", u)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
+    o.push(
+        op("patch", "/api/v1/users/{id}", "Patch a user", u)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
     o.push(op("delete", "/api/v1/users/{id}", "Delete a user", u).ok(204, Empty));
     o.push(op("post", "/api/v1/users/{id}/unlock", "Unlock a user", u).ok(200, Json("Generic")));
     let al = Perm("Audit Logs", true);
-    o.push(op("get", "/api/v1/audit-logs", "List audit entries (§3.23)", al).query(Query::Events).ok(200, Json("List")));
-    o.push(op("get", "/api/v1/audit-logs/{id}", "Read an audit entry", al).ok(200, Json("Object")).ok(204, Empty));
+    o.push(
+        op("get", "/api/v1/audit-logs", "List audit entries (§3.23)", al)
+            .query(Query::Events)
+            .ok(200, Json("List")),
+    );
+    o.push(
+        op("get", "/api/v1/audit-logs/{id}", "Read an audit entry", al)
+            .ok(200, Json("Object"))
+            .ok(204, Empty),
+    );
     let ae = Perm("Access Authorization Events", true);
-    o.push(op("get", "/api/v1/authorization-events", "List authorization events (§3.24)", ae).query(Query::Events).ok(200, Json("List")));
-    o.push(op("get", "/api/v1/authorization-events/{id}", "Read an authorization event", ae).ok(200, Json("Object")).ok(204, Empty));
+    o.push(
+        op(
+            "get",
+            "/api/v1/authorization-events",
+            "List authorization events (§3.24)",
+            ae,
+        )
+        .query(Query::Events)
+        .ok(200, Json("List")),
+    );
+    o.push(
+        op(
+            "get",
+            "/api/v1/authorization-events/{id}",
+            "Read an authorization event",
+            ae,
+        )
+        .ok(200, Json("Object"))
+        .ok(204, Empty),
+    );
     let we = Perm("Workload Events", true);
-    o.push(op("get", "/api/v1/workload-events", "List workload events (§3.25)", we).query(Query::Events).ok(200, Json("List")));
-    o.push(op("get", "/api/v1/workload-events/{id}", "Read a workload event", we).ok(200, Json("Object")).ok(204, Empty));
-    o.push(op("get", "/.well-known/openid-configuration", "The issuer's discovery document (§5.1)", Public).ok(200, Json("Object")));
-    o.push(op("get", "/.well-known/jwks.json", "The issuer's public keys (§5.1)", Public).ok(200, Json("Jwks")));
+    o.push(
+        op("get", "/api/v1/workload-events", "List workload events (§3.25)", we)
+            .query(Query::Events)
+            .ok(200, Json("List")),
+    );
+    o.push(
+        op("get", "/api/v1/workload-events/{id}", "Read a workload event", we)
+            .ok(200, Json("Object"))
+            .ok(204, Empty),
+    );
+    o.push(
+        op(
+            "get",
+            "/.well-known/openid-configuration",
+            "The issuer's discovery document (§5.1)",
+            Public,
+        )
+        .ok(200, Json("Object")),
+    );
+    o.push(
+        op(
+            "get",
+            "/.well-known/jwks.json",
+            "The issuer's public keys (§5.1)",
+            Public,
+        )
+        .ok(200, Json("Jwks")),
+    );
     let tp = "/api/v1/trust-providers";
-    crud(&mut o, tp, "trust providers (§3.1)", "Trust Providers", true, (200, Json("Entity")), 204, Some(204));
+    crud(
+        &mut o,
+        tp,
+        "trust providers (§3.1)",
+        "Trust Providers",
+        true,
+        (200, Json("Entity")),
+        204,
+        Some(204),
+    );
     let tpa = Perm("Trust Providers", true);
-    o.push(op("get", "/api/v1/trust-providers/{tpId}/secrets", "List a trust provider's secrets (§3.2)", tpa).query(Query::List).ok(200, Json("List")));
-    o.push(op("post", "/api/v1/trust-providers/{tpId}/secrets", "Add a trust-provider secret", tpa).body("Entity").ok(200, Json("Entity")));
-    o.push(op("get", "/api/v1/trust-providers/{tpId}/secrets/{secretId}", "Read a trust-provider secret", tpa).ok(200, Json("Entity")).ok(204, Empty));
-    o.push(op("delete", "/api/v1/trust-providers/{tpId}/secrets/{secretId}", "Delete a trust-provider secret", tpa).ok(204, Empty));
+    o.push(
+        op(
+            "get",
+            "/api/v1/trust-providers/{tpId}/secrets",
+            "List a trust provider's secrets (§3.2)",
+            tpa,
+        )
+        .query(Query::List)
+        .ok(200, Json("List")),
+    );
+    o.push(
+        op(
+            "post",
+            "/api/v1/trust-providers/{tpId}/secrets",
+            "Add a trust-provider secret",
+            tpa,
+        )
+        .body("Entity")
+        .ok(200, Json("Entity")),
+    );
+    o.push(
+        op(
+            "get",
+            "/api/v1/trust-providers/{tpId}/secrets/{secretId}",
+            "Read a trust-provider secret",
+            tpa,
+        )
+        .ok(200, Json("Entity"))
+        .ok(204, Empty),
+    );
+    o.push(
+        op(
+            "delete",
+            "/api/v1/trust-providers/{tpId}/secrets/{secretId}",
+            "Delete a trust-provider secret",
+            tpa,
+        )
+        .ok(204, Empty),
+    );
     let cw = "/api/v1/client-workloads";
-    crud(&mut o, cw, "client workloads (§3.3)", "Client Workloads", true, (204, Empty), 204, Some(204));
-    o.push(op("get", "/api/v1/client-workloads/identifiers", "The identity-type catalogue (§3.3)", Perm("Client Workloads", false)).ok(200, Json("Array")));
+    crud(
+        &mut o,
+        cw,
+        "client workloads (§3.3)",
+        "Client Workloads",
+        true,
+        (204, Empty),
+        204,
+        Some(204),
+    );
+    o.push(
+        op(
+            "get",
+            "/api/v1/client-workloads/identifiers",
+            "The identity-type catalogue (§3.3)",
+            Perm("Client Workloads", false),
+        )
+        .ok(200, Json("Array")),
+    );
     let sw = "/api/v1/server-workloads";
-    crud(&mut o, sw, "server workloads (§3.4)", "Server Workloads", true, (204, Empty), 204, Some(204));
+    crud(
+        &mut o,
+        sw,
+        "server workloads (§3.4)",
+        "Server Workloads",
+        true,
+        (204, Empty),
+        204,
+        Some(204),
+    );
     let cp = Perm("Credential Providers", true);
     for (v, create, put, patch) in [("v2", 201, 200, 200), ("v1", 201, 201, 201)] {
         let base = format!("/api/{v}/credential-providers");
         let id = format!("{base}/{{id}}");
         let sec = if v == "v2" { "§3.5" } else { "§3.6, deprecated" };
-        o.push(op("get", &base, &format!("List credential providers ({sec})"), cp).query(Query::List).ok(200, Json("List")));
-        o.push(op("post", &base, "Create a credential provider", cp).body("Entity").ok(create, Json("Entity")));
-        o.push(op("put", &base, "Replace a credential provider", cp).body("Entity").ok(put, Json("Entity")));
-        o.push(op("get", &id, "Read a credential provider", cp).ok(200, Json("Entity")).ok(204, Empty));
-        o.push(op("patch", &id, "Patch a credential provider", cp).body("Entity").ok(patch, Json("Entity")));
+        o.push(
+            op("get", &base, &format!("List credential providers ({sec})"), cp)
+                .query(Query::List)
+                .ok(200, Json("List")),
+        );
+        o.push(
+            op("post", &base, "Create a credential provider", cp)
+                .body("Entity")
+                .ok(create, Json("Entity")),
+        );
+        o.push(
+            op("put", &base, "Replace a credential provider", cp)
+                .body("Entity")
+                .ok(put, Json("Entity")),
+        );
+        o.push(
+            op("get", &id, "Read a credential provider", cp)
+                .ok(200, Json("Entity"))
+                .ok(204, Empty),
+        );
+        o.push(
+            op("patch", &id, "Patch a credential provider", cp)
+                .body("Entity")
+                .ok(patch, Json("Entity")),
+        );
         o.push(op("delete", &id, "Delete a credential provider", cp).ok(204, Empty));
-        o.push(op("get", &format!("{id}/authorize"), "Start the admin consent (§3.5.4)", cp).ok(302, Redirect));
-    }
-    o.push(op("get", "/api/v2/credential-providers/{id}/verification", "Verify a credential provider", cp).ok(200, Json("Generic")));
-    o.push(
-        op("get", "/api/v1/credential-providers/{id}/callback", "The admin consent's callback (§3.5.4)", Public)
-            .query(Query::Callback)
-            .ok(200, Json("Generic"))
+        o.push(
+            op(
+                "get",
+                &format!("{id}/authorize"),
+                "Start the admin consent (§3.5.4)",
+                cp,
+            )
             .ok(302, Redirect),
+        );
+    }
+    o.push(
+        op(
+            "get",
+            "/api/v2/credential-providers/{id}/verification",
+            "Verify a credential provider",
+            cp,
+        )
+        .ok(200, Json("Generic")),
+    );
+    o.push(
+        op(
+            "get",
+            "/api/v1/credential-providers/{id}/callback",
+            "The admin consent's callback (§3.5.4)",
+            Public,
+        )
+        .query(Query::Callback)
+        .ok(200, Json("Generic"))
+        .ok(302, Redirect),
     );
     let ci = "/api/v1/credential-integrations";
-    crud(&mut o, ci, "credential integrations (§3.7)", "Credential Providers", true, (201, Json("Entity")), 204, Some(204));
+    crud(
+        &mut o,
+        ci,
+        "credential integrations (§3.7)",
+        "Credential Providers",
+        true,
+        (201, Json("Entity")),
+        204,
+        Some(204),
+    );
     let ap2 = Perm("Access Policies", false);
-    o.push(op("get", "/api/v2/access-policies", "List access policies (§3.8)", ap2).query(Query::List).ok(200, Json("List")));
-    o.push(op("post", "/api/v2/access-policies", "Create an access policy", ap2).body("Entity").ok(200, Json("Entity")));
-    o.push(op("put", "/api/v2/access-policies", "Replace an access policy", ap2).body("Entity").ok(200, Json("Entity")));
+    o.push(
+        op("get", "/api/v2/access-policies", "List access policies (§3.8)", ap2)
+            .query(Query::List)
+            .ok(200, Json("List")),
+    );
+    o.push(
+        op("post", "/api/v2/access-policies", "Create an access policy", ap2)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
+    o.push(
+        op("put", "/api/v2/access-policies", "Replace an access policy", ap2)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
     let ap1 = Perm("Access Policies", true);
     for (v, a) in [("v2", ap2), ("v1", ap1)] {
         let base = format!("/api/{v}/access-policies");
         let by = format!("{base}/getByWorkloadIds/{{clientWorkloadId}}/{{serverWorkloadId}}");
         o.push(op("get", &by, "The policy between two workloads", a).ok(200, Json("Entity")));
-        o.push(op("get", &format!("{base}/{{id}}"), "Read an access policy", a).ok(200, Json("Entity")).ok(204, Empty));
-        o.push(op("patch", &format!("{base}/{{id}}"), "Patch an access policy", a).body("Entity").ok(200, Json("Entity")));
+        o.push(
+            op("get", &format!("{base}/{{id}}"), "Read an access policy", a)
+                .ok(200, Json("Entity"))
+                .ok(204, Empty),
+        );
+        o.push(
+            op("patch", &format!("{base}/{{id}}"), "Patch an access policy", a)
+                .body("Entity")
+                .ok(200, Json("Entity")),
+        );
         o.push(op("delete", &format!("{base}/{{id}}"), "Delete an access policy", a).ok(204, Empty));
-        o.push(op("post", &format!("{base}/{{id}}/notes"), "Add a note to a policy", a).body("Note").ok(201, Json("Object")));
+        o.push(
+            op("post", &format!("{base}/{{id}}/notes"), "Add a note to a policy", a)
+                .body("Note")
+                .ok(201, Json("Object")),
+        );
     }
-    o.push(op("get", "/api/v2/access-policies/{id}/notes", "A policy's notes, newest first", ap2).query(Query::List).ok(200, Json("List")));
     o.push(
-        op("get", "/api/v2/access-policies/{id}/credential-mappings", "A policy's credential mappings", ap2)
-            .query(Query::List)
-            .ok(200, Json("List")),
+        op(
+            "get",
+            "/api/v2/access-policies/{id}/notes",
+            "A policy's notes, newest first",
+            ap2,
+        )
+        .query(Query::List)
+        .ok(200, Json("List")),
     );
-    o.push(op("get", "/api/v1/access-policies", "List access policies (§3.9, deprecated)", ap1).query(Query::List).ok(200, Json("List")));
-    o.push(op("post", "/api/v1/access-policies", "Create an access policy", ap1).body("Entity").ok(200, Json("Entity")));
-    o.push(op("put", "/api/v1/access-policies", "Replace an access policy", ap1).body("Entity").ok(200, Json("Entity")));
+    o.push(
+        op(
+            "get",
+            "/api/v2/access-policies/{id}/credential-mappings",
+            "A policy's credential mappings",
+            ap2,
+        )
+        .query(Query::List)
+        .ok(200, Json("List")),
+    );
+    o.push(
+        op(
+            "get",
+            "/api/v1/access-policies",
+            "List access policies (§3.9, deprecated)",
+            ap1,
+        )
+        .query(Query::List)
+        .ok(200, Json("List")),
+    );
+    o.push(
+        op("post", "/api/v1/access-policies", "Create an access policy", ap1)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
+    o.push(
+        op("put", "/api/v1/access-policies", "Replace an access policy", ap1)
+            .body("Entity")
+            .ok(200, Json("Entity")),
+    );
     let ca = Perm("Standalone Certificate Authorities", false);
     o.push(op("get", "/api/v1/root-ca", "The X.509 CA certificate (§3.28)", ca).ok(200, Pem));
-    o.push(op("post", "/edge/v1/auth", "Authenticate a workload (§4.4)", Public).body("EdgeAuth").ok(200, Json("EdgeToken")));
     o.push(
-        op("post", "/edge/v1/credentials", "A credential for a workload (§4.8)", Edge)
-            .body("EdgeCredentialsRequest")
-            .ok(200, Json("EdgeCredentials"))
-            .ok(404, Json("EdgeCredentials")),
+        op("post", "/edge/v1/auth", "Authenticate a workload (§4.4)", Public)
+            .body("EdgeAuth")
+            .ok(200, Json("EdgeToken")),
+    );
+    o.push(
+        op(
+            "post",
+            "/edge/v1/credentials",
+            "A credential for a workload (§4.8)",
+            Edge,
+        )
+        .body("EdgeCredentialsRequest")
+        .ok(200, Json("EdgeCredentials"))
+        .ok(404, Json("EdgeCredentials")),
     );
     o
 }
 
 /// The operations as `(METHOD, path)` pairs, upper-case methods (for the coverage test).
 pub fn operation_keys() -> Vec<(String, String)> {
-    operations().into_iter().map(|o| (o.method.to_uppercase(), o.path)).collect()
+    operations()
+        .into_iter()
+        .map(|o| (o.method.to_uppercase(), o.path))
+        .collect()
 }
 
 fn reason(status: u16) -> &'static str {
@@ -291,7 +698,9 @@ fn operation(o: &Op) -> Value {
     while let Some(i) = path_rest.find('{') {
         let j = path_rest[i..].find('}').expect("balanced braces") + i;
         let name = &path_rest[i + 1..j];
-        params.push(json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}}));
+        params.push(
+            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "format": "uuid"}}),
+        );
         path_rest = &path_rest[j + 1..];
     }
     let rs_header = matches!(o.access, Access::Perm(_, true)) || o.path.starts_with("/edge/");
@@ -304,18 +713,27 @@ fn operation(o: &Op) -> Value {
     match o.query {
         Query::None => {}
         Query::List => {
-            params.push(q("page", json!({"type": "integer", "minimum": 1, "maximum": 2147483647})));
+            params.push(q(
+                "page",
+                json!({"type": "integer", "minimum": 1, "maximum": 2147483647}),
+            ));
             params.push(q("per-page", json!({"type": "integer", "minimum": 1, "maximum": 1000})));
             params.push(q("filter", json!({"type": "string"})));
             params.push(q("order", json!({"type": "string"})));
             params.push(q("group-by", json!({"type": "string"})));
         }
         Query::Events => {
-            params.push(q("page", json!({"type": "integer", "minimum": 1, "maximum": 2147483647})));
+            params.push(q(
+                "page",
+                json!({"type": "integer", "minimum": 1, "maximum": 2147483647}),
+            ));
             params.push(q("per-page", json!({"type": "integer", "minimum": 1, "maximum": 1000})));
             params.push(q("order", json!({"type": "string"})));
             params.push(q("search", json!({"type": "string"})));
-            params.push(q("span-last-minutes", json!({"type": "integer", "minimum": 0, "maximum": 2147483647})));
+            params.push(q(
+                "span-last-minutes",
+                json!({"type": "integer", "minimum": 0, "maximum": 2147483647}),
+            ));
             params.push(q("start-date", json!({"type": "string", "format": "date-time"})));
             params.push(q("end-date", json!({"type": "string", "format": "date-time"})));
             params.push(q("severity", json!({"type": "string"})));
@@ -406,12 +824,12 @@ fn tag(path: &str) -> String {
 
 fn schemas() -> Value {
     let entity = json!({"type": "object", "description": "An entity DTO of the resource (§3); secrets are `null`.",
-        "properties": {
-            "externalId": {"type": ["string", "null"], "format": "uuid"},
-            "name": {"type": ["string", "null"]},
-            "description": {"type": ["string", "null"]},
-            "isActive": {"type": ["boolean", "null"]}
-        }});
+    "properties": {
+        "externalId": {"type": ["string", "null"], "format": "uuid"},
+        "name": {"type": ["string", "null"]},
+        "description": {"type": ["string", "null"]},
+        "isActive": {"type": ["boolean", "null"]}
+    }});
     json!({
         "Error": {"type": "object", "description": "GenericResponseDTO (§1.8, §4.9).",
             "required": ["success", "message", "id"],

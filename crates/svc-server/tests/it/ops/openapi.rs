@@ -70,13 +70,24 @@ fn concrete(template: &str) -> String {
 async fn routed(t: &TestApp) -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();
     for path in declared_paths() {
-        let r = t.send(t.client.request(reqwest::Method::OPTIONS, t.url(&concrete(&path)))).await;
+        let r = t
+            .send(t.client.request(reqwest::Method::OPTIONS, t.url(&concrete(&path))))
+            .await;
         if r.status == 404 {
             continue; // a literal that is no route (a Location, a message)
         }
-        assert_eq!(r.status, 405, "OPTIONS {path}: no route takes OPTIONS, so the router must answer 405");
-        let allow = r.header("allow").unwrap_or_else(|| panic!("405 of {path} without Allow"));
-        for m in allow.split(',').map(str::trim).filter(|m| !m.is_empty() && *m != "HEAD") {
+        assert_eq!(
+            r.status, 405,
+            "OPTIONS {path}: no route takes OPTIONS, so the router must answer 405"
+        );
+        let allow = r
+            .header("allow")
+            .unwrap_or_else(|| panic!("405 of {path} without Allow"));
+        for m in allow
+            .split(',')
+            .map(str::trim)
+            .filter(|m| !m.is_empty() && *m != "HEAD")
+        {
             out.insert((m.to_string(), path.clone()));
         }
     }
@@ -87,12 +98,22 @@ async fn routed(t: &TestApp) -> BTreeSet<(String, String)> {
 async fn the_document_lists_exactly_the_routers_operations() {
     let t = TestApp::start().await;
     let routes = routed(&t).await;
-    assert!(routes.len() > 100, "route discovery found only {} operations", routes.len());
+    assert!(
+        routes.len() > 100,
+        "route discovery found only {} operations",
+        routes.len()
+    );
     let doc: BTreeSet<(String, String)> = svc_server::http::openapi::operation_keys().into_iter().collect();
     let missing: Vec<_> = routes.difference(&doc).collect();
     let extra: Vec<_> = doc.difference(&routes).collect();
-    assert!(missing.is_empty(), "routes the OpenAPI document lacks (add them to http/openapi.rs): {missing:?}");
-    assert!(extra.is_empty(), "operations in the OpenAPI document that no route serves: {extra:?}");
+    assert!(
+        missing.is_empty(),
+        "routes the OpenAPI document lacks (add them to http/openapi.rs): {missing:?}"
+    );
+    assert!(
+        extra.is_empty(),
+        "operations in the OpenAPI document that no route serves: {extra:?}"
+    );
 }
 
 #[tokio::test]
