@@ -14,6 +14,7 @@ pub mod error;
 pub mod events;
 pub mod http;
 pub mod issuer;
+pub mod metrics;
 pub mod net;
 pub mod platform;
 pub mod policy;
