@@ -89,6 +89,7 @@ TOKEN=$(curl -sf "$BASE/api/v1/login" -H 'content-type: application/json' \
 
 log "schemathesis: seed $SEED, $EXAMPLES examples per operation, at most ${FUZZ_TIMEOUT}s"
 rc=0
+cd "$OUT" # schemathesis keeps its cache in the working directory
 timeout "$FUZZ_TIMEOUT" "$VENV/bin/schemathesis" run "$BASE/api/openapi.json" \
   --checks not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance \
   --phases examples,coverage,fuzzing \
