@@ -236,7 +236,11 @@ async fn serve(cfg: Config) -> ExitCode {
                 tracing::info!(addr = %m, "metrics at /metrics");
                 tokio::spawn(svc_server::metrics::serve(app.clone(), l));
             }
-            Err(e) => return fail(format!("cannot listen on {m} (SVC_METRICS_LISTEN_ADDR): {e}")),
+            // Metrics are not worth refusing credentials for: a second node on the same host
+            // (or a busy default port) serves without them, and says so.
+            Err(e) => {
+                tracing::error!(addr = %m, error = %e, "cannot listen on SVC_METRICS_LISTEN_ADDR: serving without /metrics")
+            }
         }
     }
     svc_server::service::jobs::spawn(&app);

@@ -283,6 +283,10 @@ async fn metrics_parse_and_carry_route_templates_edge_outcomes_and_the_event_pip
         .is_some(),
         "{text}"
     );
+    if crate::support::harness::use_postgres() {
+        let lag = find(&samples, "svc_changelog_lag_changes", &[]);
+        assert!(lag.is_some_and(|s| s.value >= 0.0), "{text}");
+    }
     // Raw paths never: the unknown id appears in no label.
     assert!(!text.contains(missing), "a raw path reached a label");
 
