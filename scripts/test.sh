@@ -198,8 +198,14 @@ bench_smoke() {
     --out "${CARGO_TARGET_DIR:-$ROOT/target}/bench/smoke"
 }
 
+# scripts/fuzz.sh; its closing count ("fuzz: N requests, 0 failures") becomes the stage note.
 openapi_fuzz() {
-  env "${PEERS_ENV[1]}" bash "$ROOT/scripts/fuzz.sh"
+  local log rc=0
+  log=$(mktemp)
+  env "${PEERS_ENV[1]}" bash "$ROOT/scripts/fuzz.sh" 2>&1 | tee "$log" || rc=$?
+  STAGE_NOTE=$(sed -n 's/^fuzz: //p' "$log" | tail -n 1)
+  rm -f "$log"
+  return "$rc"
 }
 
 stage test-sqlite test_sqlite

@@ -672,6 +672,24 @@ pub fn operation_keys() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The key of a list's items (§1.6: the resource's own name, else `entities`).
+fn items_key(path: &str) -> &'static str {
+    match path {
+        "/api/v1/trust-providers" => "trustProviders",
+        "/api/v1/client-workloads" => "clientWorkloads",
+        "/api/v1/server-workloads" => "serverWorkloads",
+        "/api/v1/credential-providers" | "/api/v2/credential-providers" => "credentialProviders",
+        "/api/v1/access-policies" => "accessPolicies",
+        "/api/v1/roles" => "roles",
+        "/api/v1/users" => "users",
+        "/api/v1/agent-controllers" => "agentControllers",
+        "/api/v1/audit-logs" => "auditLogs",
+        "/api/v1/authorization-events" => "authorizationEvents",
+        "/api/v1/workload-events" => "workloadEvents",
+        _ => "entities",
+    }
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
@@ -747,6 +765,15 @@ fn operation(o: &Op) -> Value {
     let mut responses = Map::new();
     for (status, body) in &o.ok {
         let v = match body {
+            Json("List") => {
+                let key = items_key(&o.path);
+                json!({"description": reason(*status),
+                "content": {"application/json": {"schema": {
+                    "allOf": [{"$ref": "#/components/schemas/List"}],
+                    "required": [key],
+                    "properties": {key: {"type": "array", "items": {"type": "object"}}}
+                }}}})
+            }
             Json(s) => json!({"description": reason(*status),
                 "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{s}")}}}}),
             Empty => json!({"description": reason(*status)}),
@@ -846,7 +873,15 @@ fn schemas() -> Value {
                 "id": {"type": "integer"}
             }},
         "Entity": entity,
-        "List": {"type": "object", "description": "A list wrapper (§1.6): the items under the resource's key, with paging fields."},
+        "List": {"type": "object", "description": "A list wrapper (§1.6): the items under the resource's key, with paging fields.",
+            "required": ["page", "perPage", "order", "statusCode", "recordsTotal"],
+            "properties": {
+                "page": {"type": "integer"},
+                "perPage": {"type": "integer"},
+                "order": {"type": ["string", "null"]},
+                "statusCode": {"type": "integer"},
+                "recordsTotal": {"type": "integer"}
+            }},
         "Object": {"type": "object"},
         "Array": {"type": "array", "items": {"type": "object"}},
         "Health": {"type": "object", "required": ["status"],
