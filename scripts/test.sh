@@ -9,6 +9,9 @@
 #   clippy     cargo clippy --workspace --all-targets -- -D warnings (skipped with --quick)
 #   test-sqlite    cargo test --workspace ARGS      with SVC_TEST_DATABASE unset (SQLite)
 #   test-postgres  cargo test --workspace --test it ARGS   with SVC_TEST_DATABASE=postgres
+#   openapi        scripts/fuzz.sh: GET /api/openapi.json validated (openapi-spec-validator), then
+#                  schemathesis against a debug svc (seeded, >= 2000 requests, ~75 s; skipped
+#                  with --quick or with a test filter)
 #   bench-smoke    bench/run.sh --smoke with the debug svc (~45 s; skipped with --quick or
 #                  --no-bench): the benchmark harness still runs end to end; judges nothing
 #
@@ -24,7 +27,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 
-usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; }
 
 QUICK=0
 BENCH=1
@@ -195,8 +198,26 @@ bench_smoke() {
     --out "${CARGO_TARGET_DIR:-$ROOT/target}/bench/smoke"
 }
 
+# scripts/fuzz.sh; its closing count ("fuzz: N requests, 0 failures") becomes the stage note.
+openapi_fuzz() {
+  local log rc=0
+  log=$(mktemp)
+  env "${PEERS_ENV[1]}" bash "$ROOT/scripts/fuzz.sh" 2>&1 | tee "$log" || rc=$?
+  STAGE_NOTE=$(sed -n 's/^fuzz: //p' "$log" | tail -n 1)
+  rm -f "$log"
+  return "$rc"
+}
+
 stage test-sqlite test_sqlite
 stage test-postgres test_postgres
+
+if ((QUICK)); then
+  skip openapi --quick
+elif ((${#EXTRA[@]})); then
+  skip openapi "test filter given"
+else
+  stage openapi openapi_fuzz
+fi
 
 if ((QUICK)); then
   skip bench-smoke --quick

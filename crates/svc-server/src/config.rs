@@ -42,6 +42,9 @@ pub struct Config {
     /// How long a stopping server (SIGTERM) waits for requests in flight before it closes the
     /// remaining connections (issue 22: a bounded graceful stop).
     pub shutdown_grace_seconds: u32,
+    /// `SVC_METRICS_LISTEN_ADDR`: where `/metrics` (Prometheus text) is served; `None` (set
+    /// empty): no metrics listener and no recorder.
+    pub metrics_listen_addr: Option<SocketAddr>,
     pub edge_token_ttl_seconds: u32,
     pub edge_audience: String,
     pub edge_max_skew_seconds: u32,
@@ -105,6 +108,7 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_HTTP_HEADER_TIMEOUT_SECONDS", Some("60")),
     ("SVC_LOGIN_FAILURES_PER_MINUTE", Some("100")),
     ("SVC_SHUTDOWN_GRACE_SECONDS", Some("10")),
+    ("SVC_METRICS_LISTEN_ADDR", Some("127.0.0.1:9464")),
     ("SVC_EDGE_TOKEN_TTL_SECONDS", Some("3600")),
     ("SVC_EDGE_AUDIENCE", None),
     ("SVC_EDGE_MAX_SKEW_SECONDS", Some("300")),
@@ -393,6 +397,29 @@ impl Config {
                 );
                 SocketAddr::from(([0, 0, 0, 0], 8080))
             });
+        // Set but empty disables metrics (unlike other keys, where empty means the default).
+        let metrics_raw = match r.vals.get("SVC_METRICS_LISTEN_ADDR") {
+            Some(v) => v.trim().to_string(),
+            None => "127.0.0.1:9464".to_string(),
+        };
+        let metrics_listen_addr = match metrics_raw.as_str() {
+            "" => None,
+            raw => raw
+                .parse()
+                .ok()
+                .or_else(|| {
+                    std::net::ToSocketAddrs::to_socket_addrs(raw)
+                        .ok()
+                        .and_then(|mut a| a.next())
+                })
+                .or_else(|| {
+                    r.err(
+                        "SVC_METRICS_LISTEN_ADDR",
+                        format!("must be host:port such as 127.0.0.1:9464, or empty to disable, got {raw:?}"),
+                    );
+                    None
+                }),
+        };
         let db_raw = r.string("SVC_DATABASE_URL", "sqlite://./svc-data/svc.db");
         let database_url = parse_database_url(&db_raw).unwrap_or_else(|e| {
             r.err("SVC_DATABASE_URL", e);
@@ -538,6 +565,7 @@ impl Config {
             http_header_timeout_seconds,
             login_failures_per_minute,
             shutdown_grace_seconds,
+            metrics_listen_addr,
             edge_token_ttl_seconds,
             edge_audience,
             edge_max_skew_seconds,
@@ -719,5 +747,15 @@ mod tests {
         let m = parse_env_file("# c\nexport SVC_TENANT=\"acme\"\nSVC_STACK=prod\n").unwrap();
         assert_eq!(m["SVC_TENANT"], "acme");
         assert!(parse_env_file("SVC_TENNANT=x").unwrap_err()[0].contains("unknown key SVC_TENNANT"));
+    }
+
+    #[test]
+    fn the_metrics_listener_defaults_to_loopback_and_empty_disables_it() {
+        let c = Config::from_map(&map(&[])).unwrap();
+        assert_eq!(c.metrics_listen_addr, Some(SocketAddr::from(([127, 0, 0, 1], 9464))));
+        let c = Config::from_map(&map(&[("SVC_METRICS_LISTEN_ADDR", "")])).unwrap();
+        assert_eq!(c.metrics_listen_addr, None);
+        let errs = Config::from_map(&map(&[("SVC_METRICS_LISTEN_ADDR", "nope")])).unwrap_err();
+        assert!(errs.join("\n").contains("SVC_METRICS_LISTEN_ADDR"), "{errs:?}");
     }
 }

@@ -214,6 +214,11 @@ async fn serve(cfg: Config) -> ExitCode {
     }
     let addr = cfg.listen_addr;
     let public = cfg.public_url.clone();
+    let metrics_addr = cfg.metrics_listen_addr;
+    if metrics_addr.is_some() {
+        // Before the start, so the first snapshot's load is measured too.
+        svc_server::metrics::install();
+    }
     let app = match App::open(cfg).await {
         Ok(a) => a,
         Err(e) => return fail(e),
@@ -225,6 +230,19 @@ async fn serve(cfg: Config) -> ExitCode {
         Ok(l) => l,
         Err(e) => return fail(format!("cannot listen on {addr}: {e}")),
     };
+    if let Some(m) = metrics_addr {
+        match tokio::net::TcpListener::bind(m).await {
+            Ok(l) => {
+                tracing::info!(addr = %m, "metrics at /metrics");
+                tokio::spawn(svc_server::metrics::serve(app.clone(), l));
+            }
+            // Metrics are not worth refusing credentials for: a second node on the same host
+            // (or a busy default port) serves without them, and says so.
+            Err(e) => {
+                tracing::error!(addr = %m, error = %e, "cannot listen on SVC_METRICS_LISTEN_ADDR: serving without /metrics")
+            }
+        }
+    }
     svc_server::service::jobs::spawn(&app);
     tracing::info!(%addr, %public, version = env!("CARGO_PKG_VERSION"), "svc is serving");
     match svc_server::http::server::serve(app, listener, shutdown).await {

@@ -20,6 +20,9 @@ pub struct Upstream {
     /// origins: the operator chose them, so calls to them need no `SVC_ALLOW_INSECURE_UPSTREAM`,
     /// which is about entity URLs (contract §5.5). See [`Upstream::check_configured`].
     config_http: Vec<(String, String)>,
+    /// The hosts of the configured upstream URLs: the only hosts that label upstream metrics
+    /// (any other host is an entity's, `entity`).
+    hosts: Vec<&'static str>,
 }
 
 /// An upstream failure, phrased for logs and events (never containing a secret).
@@ -267,6 +270,10 @@ impl Upstream {
             &cfg.objectstoragea_url_template,
             &cfg.objectstoragec_upload_url,
         ];
+        let hosts = configured
+            .iter()
+            .filter_map(|u| crate::metrics::configured_host(u))
+            .collect();
         let config_http = configured
             .into_iter()
             .filter_map(|u| Some((u.trim_end_matches('/').to_string(), http_origin(u)?)))
@@ -276,6 +283,7 @@ impl Upstream {
             proxy: proxy.map(str::to_string),
             allow_insecure: cfg.allow_insecure_upstream,
             config_http,
+            hosts,
         })
     }
 
@@ -316,6 +324,26 @@ impl Upstream {
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Result<Fetched, UpstreamError> {
         let (client, req) = req.build_split();
         let req = req.map_err(|e| UpstreamError::BadUrl(describe(&e)))?;
+        if !crate::metrics::enabled() {
+            return Self::execute(client, req).await;
+        }
+        let host = crate::metrics::upstream_host(&self.hosts, req.url().host_str().unwrap_or_default());
+        let started = std::time::Instant::now();
+        let r = Self::execute(client, req).await;
+        let result = match &r {
+            Ok(f) if (200..300).contains(&f.status) => "2xx",
+            Ok(f) if (300..400).contains(&f.status) => "3xx",
+            Ok(f) if (400..500).contains(&f.status) => "4xx",
+            Ok(_) => "5xx",
+            Err(UpstreamError::Unreachable(_)) => "unreachable",
+            Err(UpstreamError::Malformed(_)) => "malformed",
+            Err(_) => "error",
+        };
+        crate::metrics::upstream_call(host, result, started.elapsed());
+        r
+    }
+
+    async fn execute(client: reqwest::Client, req: reqwest::Request) -> Result<Fetched, UpstreamError> {
         let sent = secrets_of(&req);
         let mut resp = client
             .execute(req)

@@ -205,7 +205,13 @@ impl CompiledCredential {
     }
 
     pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
-        self.issue_with(prepared, cx, true).await
+        let started = std::time::Instant::now();
+        let r = self.issue_with(prepared, cx, true).await;
+        if crate::metrics::enabled() {
+            let kind = types::spec(&self.cp_type).map_or("other", |s| s.name);
+            crate::metrics::credential_issued(kind, r.is_ok(), started.elapsed());
+        }
+        r
     }
 
     /// Issues, reusing a cached upstream credential only when `reuse` (verification never does).

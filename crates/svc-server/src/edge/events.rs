@@ -231,6 +231,7 @@ pub fn authorization(
     severity: &'static str,
     parts: &Parts,
 ) {
+    crate::metrics::edge_decision(event_type, result, reason);
     let now = crate::clock::now();
     // Time-ordered (v7): see `util::uuid_v7`.
     let event_id = crate::util::uuid_v7(now.millis());

@@ -152,11 +152,19 @@ impl EventSink {
         if self.tx.try_send(Msg::Event(Box::new(e))).is_ok() {
             self.enqueued.fetch_add(1, Ordering::SeqCst);
         } else {
+            crate::metrics::event_dropped();
             let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
             if n.is_power_of_two() {
                 tracing::warn!(dropped_total = n, "event queue full: events dropped");
             }
         }
+    }
+
+    /// Events queued and not yet handled by the writer (the metrics' queue depth).
+    pub fn depth(&self) -> u64 {
+        self.enqueued
+            .load(Ordering::SeqCst)
+            .saturating_sub(*self.handled.borrow())
     }
 
     /// Events dropped because the queue was full, and events written, since start.
@@ -246,7 +254,10 @@ impl EventSink {
 
 async fn write_batch(store: &Store, batch: &[EventRow], written: &AtomicU64) {
     for attempt in 1..=4u64 {
-        match store.insert_events(batch).await {
+        let started = std::time::Instant::now();
+        let r = store.insert_events(batch).await;
+        crate::metrics::event_batch(batch.len(), r.is_ok(), attempt == 4, started.elapsed());
+        match r {
             Ok(()) => {
                 written.fetch_add(batch.len() as u64, Ordering::Relaxed);
                 return;

@@ -6,6 +6,7 @@ pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod list;
+pub mod openapi;
 pub mod resources;
 pub mod server;
 
@@ -29,7 +30,7 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct RequestId(pub Uuid);
 
 pub fn router(app: App) -> Router {
-    common_layers(Router::new().merge(resources::routes(&app))).with_state(app)
+    common_layers(Router::new().merge(resources::routes(&app)).merge(openapi::routes())).with_state(app)
 }
 
 /// Fallbacks and the layers every route shares: the 404/405 bodies, the panic catcher (a panic
@@ -60,6 +61,8 @@ async fn request_id(mut req: Request, next: Next) -> Response {
     req.extensions_mut().insert(RequestId(id));
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    // The route template (not the raw path) labels the request's metrics.
+    let matched = req.extensions().get::<axum::extract::MatchedPath>().cloned();
     let started = Instant::now();
     let mut resp = next.run(req).await;
     if let Some(v) = echo.or_else(|| HeaderValue::from_str(&id.to_string()).ok()) {
@@ -77,7 +80,9 @@ async fn request_id(mut req: Request, next: Next) -> Response {
             .insert(ct, HeaderValue::from_static("application/json; charset=utf-8"));
     }
     let status = resp.status().as_u16();
-    let micros = started.elapsed().as_micros() as u64;
+    let elapsed = started.elapsed();
+    crate::metrics::http_request(matched.as_ref().map(|m| m.as_str()), method.as_str(), status, elapsed);
+    let micros = elapsed.as_micros() as u64;
     if status >= 500 {
         tracing::warn!(request_id = %id, %method, path, status, micros, "request");
     } else {

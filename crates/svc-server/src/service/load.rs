@@ -87,6 +87,7 @@ fn remove_from<T: Record>(st: &mut State, id: &Uuid) {
 
 /// Loads every entity. A row that cannot be read stops the start (never silently dropped).
 pub async fn load_state(store: &Store, cipher: &Cipher) -> Result<State, StoreError> {
+    let started = std::time::Instant::now();
     let mut st = State::default();
     // One pass in the table's order: no index reads another kind's table (`Indexes`), so the
     // order of kinds does not matter; each row is parsed as it arrives (never all rows in memory
@@ -97,6 +98,7 @@ pub async fn load_state(store: &Store, cipher: &Cipher) -> Result<State, StoreEr
             None => Err(format!("unknown entity kind {}", row.kind)),
         })
         .await?;
+    crate::metrics::state_rebuilt("start", started.elapsed());
     Ok(st)
 }
 
@@ -146,6 +148,7 @@ async fn sync_page(app: &App) -> Result<usize, StoreError> {
     let Some(last) = changes.last().map(|c| c.0) else {
         return Ok(0);
     };
+    let started = std::time::Instant::now();
     let mut st = (*app.state_full()).clone();
     let mut reload_keys = false;
     let mut seen = std::collections::HashSet::new();
@@ -167,6 +170,7 @@ async fn sync_page(app: &App) -> Result<usize, StoreError> {
         }
     }
     app.swap_state(st);
+    crate::metrics::state_rebuilt("refresh", started.elapsed());
     app.last_change.store(last, Ordering::Release);
     if reload_keys {
         app.reload_keys().await.map_err(StoreError)?;

@@ -163,6 +163,17 @@ pub async fn verify_evidence(
     tp: &CompiledTrust,
     client: &ClientWorkloadDetails,
 ) -> Result<Verified, TrustError> {
+    let started = std::time::Instant::now();
+    let r = verify_kind(cx, tp, client).await;
+    crate::metrics::trust_verified(tp.kind.spec().name, r.is_ok(), started.elapsed());
+    r
+}
+
+async fn verify_kind(
+    cx: &VerifyCx<'_>,
+    tp: &CompiledTrust,
+    client: &ClientWorkloadDetails,
+) -> Result<Verified, TrustError> {
     if let Some(e) = &tp.broken {
         return Err(TrustError::InvalidEvidence(format!(
             "provider configuration unusable: {e}"

@@ -13,6 +13,7 @@ mod edge_client;
 mod explain;
 mod foundation;
 mod hardening;
+mod ops;
 mod sso;
 mod store;
 mod tidy;

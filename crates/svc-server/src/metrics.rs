@@ -1,0 +1,553 @@
+//! Prometheus metrics (issue 22; docs/metrics.md): the `metrics` facade with the Prometheus
+//! recorder of `metrics-exporter-prometheus` (no HTTP stack of its own), the helpers the code
+//! records through, and the tiny `/metrics` listener on `SVC_METRICS_LISTEN_ADDR`.
+//!
+//! Labels: only values from bounded sets, all `&'static str` (route templates, methods, status
+//! codes, trust kinds, credential types, §4.11 reasons, configured upstream hosts). Never a raw
+//! path, a client id, a token, an entity's name or an entity-given host. On the hot path a
+//! metric handle is looked up by the addresses of its static labels (no allocation); without an
+//! installed recorder (`SVC_METRICS_LISTEN_ADDR` empty) every helper returns at once.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{OnceLock, RwLock};
+use std::time::Duration;
+
+use metrics::{Counter, Histogram, Label};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+use crate::app::App;
+
+static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+
+/// Seconds: 100 µs to 10 s.
+const SECONDS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+/// Events per commit: 1 to the writer's batch of 512.
+const BATCH: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
+
+pub const HTTP_REQUESTS: &str = "svc_http_requests_total";
+pub const HTTP_DURATION: &str = "svc_http_request_duration_seconds";
+pub const EDGE_DECISIONS: &str = "svc_edge_decisions_total";
+pub const TRUST_DURATION: &str = "svc_trust_verification_duration_seconds";
+pub const ISSUE_DURATION: &str = "svc_credential_issue_duration_seconds";
+pub const UPSTREAM_REQUESTS: &str = "svc_upstream_requests_total";
+pub const UPSTREAM_DURATION: &str = "svc_upstream_request_duration_seconds";
+pub const EVENT_QUEUE_DEPTH: &str = "svc_event_queue_depth";
+pub const EVENT_BATCH_SIZE: &str = "svc_event_commit_batch_size";
+pub const EVENT_COMMIT_DURATION: &str = "svc_event_commit_duration_seconds";
+pub const EVENTS_STORED: &str = "svc_events_stored_total";
+pub const EVENTS_DROPPED: &str = "svc_events_dropped_total";
+pub const RATE_LIMITED: &str = "svc_edge_rate_limited_total";
+pub const STATE_ENTITIES: &str = "svc_state_entities";
+pub const STATE_REBUILD: &str = "svc_state_rebuild_duration_seconds";
+pub const CHANGELOG_LAG: &str = "svc_changelog_lag_changes";
+
+/// Installs the global recorder (once; later calls return the same handle). `serve` calls it
+/// when `SVC_METRICS_LISTEN_ADDR` is set; nothing is recorded before.
+pub fn install() -> &'static PrometheusHandle {
+    HANDLE.get_or_init(|| {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets(SECONDS)
+            .and_then(|b| b.set_buckets_for_metric(Matcher::Full(EVENT_BATCH_SIZE.into()), BATCH))
+            .expect("non-empty bucket lists")
+            .build_recorder();
+        let handle = recorder.handle();
+        if metrics::set_global_recorder(recorder).is_err() {
+            tracing::warn!("a metrics recorder was already installed; /metrics shows only this one's");
+        }
+        describe();
+        handle
+    })
+}
+
+/// Whether a recorder is installed (callers that would compute a label first ask).
+pub fn enabled() -> bool {
+    HANDLE.get().is_some()
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(HTTP_REQUESTS, "HTTP requests by route template, method and status.");
+    describe_histogram!(
+        HTTP_DURATION,
+        Unit::Seconds,
+        "HTTP request latency by route template, method and status."
+    );
+    describe_counter!(
+        EDGE_DECISIONS,
+        "Edge authorization events by endpoint, event type, result and §4.11 reason."
+    );
+    describe_histogram!(
+        TRUST_DURATION,
+        Unit::Seconds,
+        "Trust-provider evidence verification by kind and result."
+    );
+    describe_histogram!(
+        ISSUE_DURATION,
+        Unit::Seconds,
+        "Credential issuance by credential-provider type and result."
+    );
+    describe_counter!(
+        UPSTREAM_REQUESTS,
+        "Upstream HTTP calls by configured host (or `entity`) and result."
+    );
+    describe_histogram!(
+        UPSTREAM_DURATION,
+        Unit::Seconds,
+        "Upstream HTTP call latency by configured host (or `entity`)."
+    );
+    describe_gauge!(
+        EVENT_QUEUE_DEPTH,
+        "Edge events queued and not yet handled by the writer."
+    );
+    describe_histogram!(
+        EVENT_BATCH_SIZE,
+        Unit::Count,
+        "Edge events per commit of the event writer."
+    );
+    describe_histogram!(
+        EVENT_COMMIT_DURATION,
+        Unit::Seconds,
+        "Commit latency of one event batch, by result."
+    );
+    describe_counter!(EVENTS_STORED, "Edge events stored.");
+    describe_counter!(
+        EVENTS_DROPPED,
+        "Edge events dropped: recorded without room on a full queue, or lost after retries."
+    );
+    describe_counter!(
+        RATE_LIMITED,
+        "Edge requests refused with 429 by a token bucket, by route template."
+    );
+    describe_gauge!(
+        STATE_ENTITIES,
+        "Entities in the in-memory configuration snapshot, by kind."
+    );
+    describe_histogram!(
+        STATE_REBUILD,
+        Unit::Seconds,
+        "Time to build a new configuration snapshot, by cause (start, refresh)."
+    );
+    describe_gauge!(
+        CHANGELOG_LAG,
+        "PostgreSQL: changes in the cluster change log this node has not applied yet."
+    );
+}
+
+// ---- handle caches ---------------------------------------------------------------------------
+
+/// A metric handle per (name, label values), keyed by the addresses and lengths of the static
+/// strings: a read lock and a hash of a few integers per use, no allocation.
+type Key = [(usize, usize); 5];
+
+fn key(name: &'static str, labels: &[(&'static str, &'static str)]) -> Key {
+    let mut k = [(0, 0); 5];
+    k[0] = (name.as_ptr() as usize, name.len());
+    for (slot, (_, v)) in k[1..].iter_mut().zip(labels) {
+        *slot = (v.as_ptr() as usize, v.len());
+    }
+    k
+}
+
+fn labels(l: &[(&'static str, &'static str)]) -> Vec<Label> {
+    l.iter().map(|(k, v)| Label::from_static_parts(k, v)).collect()
+}
+
+fn counter(name: &'static str, l: &[(&'static str, &'static str)]) -> Counter {
+    static C: OnceLock<RwLock<HashMap<Key, Counter>>> = OnceLock::new();
+    let cache = C.get_or_init(Default::default);
+    let k = key(name, l);
+    if let Some(c) = cache.read().ok().and_then(|m| m.get(&k).cloned()) {
+        return c;
+    }
+    let c = metrics::counter!(name, labels(l));
+    if let Ok(mut m) = cache.write() {
+        m.insert(k, c.clone());
+    }
+    c
+}
+
+fn histogram(name: &'static str, l: &[(&'static str, &'static str)]) -> Histogram {
+    static H: OnceLock<RwLock<HashMap<Key, Histogram>>> = OnceLock::new();
+    let cache = H.get_or_init(Default::default);
+    let k = key(name, l);
+    if let Some(h) = cache.read().ok().and_then(|m| m.get(&k).cloned()) {
+        return h;
+    }
+    let h = metrics::histogram!(name, labels(l));
+    if let Ok(mut m) = cache.write() {
+        m.insert(k, h.clone());
+    }
+    h
+}
+
+/// One `&'static str` per distinct text (route templates: a bounded set, leaked once).
+fn intern(s: &str) -> &'static str {
+    static I: OnceLock<RwLock<HashSet<&'static str>>> = OnceLock::new();
+    let set = I.get_or_init(Default::default);
+    if let Some(v) = set.read().ok().and_then(|m| m.get(s).copied()) {
+        return v;
+    }
+    let mut m = set.write().expect("intern lock");
+    if let Some(v) = m.get(s) {
+        return v;
+    }
+    let v: &'static str = Box::leak(s.to_owned().into_boxed_str());
+    m.insert(v);
+    v
+}
+
+/// The route template's label, cached by the address of the router's own text of it (the same
+/// `Arc<str>` on every request of a route).
+fn route_label(matched: Option<&str>) -> &'static str {
+    static R: OnceLock<RwLock<HashMap<(usize, usize), &'static str>>> = OnceLock::new();
+    let Some(m) = matched else { return "unmatched" };
+    let cache = R.get_or_init(Default::default);
+    let k = (m.as_ptr() as usize, m.len());
+    if let Some(v) = cache.read().ok().and_then(|c| c.get(&k).copied()) {
+        return v;
+    }
+    let v = intern(m);
+    if let Ok(mut c) = cache.write() {
+        c.insert(k, v);
+    }
+    v
+}
+
+fn method_label(m: &str) -> &'static str {
+    match m {
+        "GET" => "GET",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "HEAD" => "HEAD",
+        "OPTIONS" => "OPTIONS",
+        _ => "other",
+    }
+}
+
+fn status_label(s: u16) -> &'static str {
+    match s {
+        200 => "200",
+        201 => "201",
+        202 => "202",
+        204 => "204",
+        301 => "301",
+        302 => "302",
+        303 => "303",
+        304 => "304",
+        400 => "400",
+        401 => "401",
+        403 => "403",
+        404 => "404",
+        405 => "405",
+        408 => "408",
+        413 => "413",
+        415 => "415",
+        429 => "429",
+        500 => "500",
+        502 => "502",
+        503 => "503",
+        504 => "504",
+        _ => match s / 100 {
+            1 => "1xx",
+            2 => "2xx",
+            3 => "3xx",
+            4 => "4xx",
+            _ => "5xx",
+        },
+    }
+}
+
+// ---- what the code records -------------------------------------------------------------------
+
+/// One HTTP request: `matched` is the router's route template (`None`: no route matched).
+pub fn http_request(matched: Option<&str>, method: &str, status: u16, elapsed: Duration) {
+    if !enabled() {
+        return;
+    }
+    let l = [
+        ("route", route_label(matched)),
+        ("method", method_label(method)),
+        ("status", status_label(status)),
+    ];
+    counter(HTTP_REQUESTS, &l).increment(1);
+    histogram(HTTP_DURATION, &l).record(elapsed.as_secs_f64());
+    // Only the Edge API's token buckets answer 429 (§4.12).
+    if status == 429 {
+        counter(RATE_LIMITED, &[("route", l[0].1)]).increment(1);
+    }
+}
+
+/// The §4.11 reasons and results an authorization event may carry; anything else is `other`.
+const REASONS: &[&str] = &[
+    "NoDataFound",
+    "InvalidSignature",
+    "InvalidEvidence",
+    "StaleEvidence",
+    "MatchRuleFailed",
+    "UpstreamError",
+    "InvalidRequest",
+    "InvalidClientId",
+    "InvalidToken",
+    "NoClientWorkload",
+    "NoServerWorkload",
+    "NoAccessPolicy",
+    "MultipleAccessPolicies",
+    "ResourceSetMismatch",
+    "AttestationFailed",
+    "ConditionFailed",
+    "NoCredentialProvider",
+    "SelectorRequired",
+    "SelectorMismatch",
+    "CredentialTypeMismatch",
+    "UnresolvableClaim",
+];
+
+fn reason_label(reason: Option<&str>) -> &'static str {
+    match reason {
+        None => "none",
+        Some(r) => REASONS.iter().copied().find(|k| *k == r).unwrap_or("other"),
+    }
+}
+
+/// One authorization event of the Edge API (§4.11): its type names the endpoint.
+pub fn edge_decision(event_type: &'static str, result: &'static str, reason: Option<&str>) {
+    if !enabled() {
+        return;
+    }
+    let endpoint = if event_type == "access.authentication" {
+        "auth"
+    } else {
+        "credentials"
+    };
+    let l = [
+        ("endpoint", endpoint),
+        ("event", event_type),
+        ("result", result),
+        ("reason", reason_label(reason)),
+    ];
+    counter(EDGE_DECISIONS, &l).increment(1);
+}
+
+/// One trust-provider verification: `kind` is the provider kind's name, `ok` its outcome.
+pub fn trust_verified(kind: &'static str, ok: bool, elapsed: Duration) {
+    if enabled() {
+        let l = [("kind", kind), ("result", if ok { "ok" } else { "failed" })];
+        histogram(TRUST_DURATION, &l).record(elapsed.as_secs_f64());
+    }
+}
+
+/// One credential issuance by a provider of type `kind`.
+pub fn credential_issued(kind: &'static str, ok: bool, elapsed: Duration) {
+    if enabled() {
+        let l = [("type", kind), ("result", if ok { "ok" } else { "failed" })];
+        histogram(ISSUE_DURATION, &l).record(elapsed.as_secs_f64());
+    }
+}
+
+/// One upstream call: `host` is a configured host (bounded by the configuration) or `entity`.
+pub fn upstream_call(host: &'static str, result: &'static str, elapsed: Duration) {
+    if enabled() {
+        counter(UPSTREAM_REQUESTS, &[("host", host), ("result", result)]).increment(1);
+        histogram(UPSTREAM_DURATION, &[("host", host)]).record(elapsed.as_secs_f64());
+    }
+}
+
+/// The label of an upstream URL's host: the configured URL's host it matches (a template's
+/// `{region}` matches any text), else `entity` (issuers, vaults, OAuth servers named by
+/// entities: an unbounded set, never a label).
+pub fn upstream_host(configured: &[&'static str], host: &str) -> &'static str {
+    for &c in configured {
+        let matches = match (c.find('{'), c.rfind('}')) {
+            (Some(i), Some(j)) if i < j => {
+                host.len() >= i + (c.len() - j - 1) && host.starts_with(&c[..i]) && host.ends_with(&c[j + 1..])
+            }
+            _ => c.eq_ignore_ascii_case(host),
+        };
+        if matches {
+            return c;
+        }
+    }
+    "entity"
+}
+
+/// The host of a configured URL (template braces kept), leaked once at start (a bounded set).
+pub fn configured_host(url: &str) -> Option<&'static str> {
+    let rest = url.split_once("://")?.1;
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let authority = &rest[..end];
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match authority.rfind(':') {
+        Some(i) if !authority[i + 1..].contains(['}', ']']) => &authority[..i],
+        _ => authority,
+    };
+    (!host.is_empty()).then(|| intern(&host.to_ascii_lowercase()))
+}
+
+/// One commit attempt of the event writer: the batch's size, how long the commit took, whether
+/// it stored the batch; a failed `last` attempt loses the batch (no more retries).
+pub fn event_batch(n: usize, stored: bool, last: bool, elapsed: Duration) {
+    if !enabled() {
+        return;
+    }
+    let l = [("result", if stored { "ok" } else { "failed" })];
+    histogram(EVENT_COMMIT_DURATION, &l).record(elapsed.as_secs_f64());
+    if stored {
+        histogram(EVENT_BATCH_SIZE, &[]).record(n as f64);
+        counter(EVENTS_STORED, &[]).increment(n as u64);
+    } else if last {
+        counter(EVENTS_DROPPED, &[("cause", "write_failed")]).increment(n as u64);
+    }
+}
+
+/// An event recorded on a full queue, without a reservation.
+pub fn event_dropped() {
+    if enabled() {
+        counter(EVENTS_DROPPED, &[("cause", "queue_full")]).increment(1);
+    }
+}
+
+/// A new configuration snapshot was built (`start`: loaded from storage; `refresh`: other
+/// nodes' changes applied).
+pub fn state_rebuilt(cause: &'static str, elapsed: Duration) {
+    if enabled() {
+        histogram(STATE_REBUILD, &[("cause", cause)]).record(elapsed.as_secs_f64());
+    }
+}
+
+// ---- scrape ------------------------------------------------------------------------------------
+
+/// Sets the gauges read at scrape time (queue depth, snapshot size, change-log lag), then
+/// renders every metric in the Prometheus text format.
+pub async fn render(app: &App) -> String {
+    let Some(handle) = HANDLE.get() else {
+        return String::new();
+    };
+    metrics::gauge!(EVENT_QUEUE_DEPTH).set(app.events.depth() as f64);
+    let st = app.state_full();
+    for (kind, n) in [
+        ("resource_sets", st.resource_sets.len()),
+        ("roles", st.roles.len()),
+        ("users", st.users.len()),
+        ("trust_providers", st.trust_providers.len()),
+        ("client_workloads", st.client_workloads.len()),
+        ("server_workloads", st.server_workloads.len()),
+        ("credential_providers", st.credential_providers.len()),
+        ("credential_integrations", st.credential_integrations.len()),
+        ("access_policies", st.policies.len()),
+        ("routings", st.routings.len()),
+        ("agent_controllers", st.agent_controllers.len()),
+        ("sso_idps", st.sso_idps.len()),
+        ("integrations", st.integrations.len()),
+        ("access_conditions", st.access_conditions.len()),
+        ("content_security", st.content_security.len()),
+        ("discovery_integrations", st.discovery_integrations.len()),
+        ("server_workload_drafts", st.server_workload_drafts.len()),
+    ] {
+        metrics::gauge!(STATE_ENTITIES, "kind" => kind).set(n as f64);
+    }
+    drop(st);
+    if app.store.dialect() == crate::store::Dialect::Postgres {
+        let read = tokio::time::timeout(Duration::from_secs(2), app.store.last_change()).await;
+        if let Ok(Ok(last)) = read {
+            let mine = app.last_change.load(std::sync::atomic::Ordering::Acquire);
+            metrics::gauge!(CHANGELOG_LAG).set((last - mine).max(0) as f64);
+        }
+    }
+    handle.run_upkeep();
+    handle.render()
+}
+
+/// Serves `GET /metrics` on `listener` until the process ends: a minimal HTTP/1.1 responder (one
+/// request per connection, then close), so no second HTTP stack is linked. Anything else is 404.
+pub async fn serve(app: App, listener: tokio::net::TcpListener) {
+    install();
+    // Histograms are drained at render; between scrapes upkeep keeps their buffers short.
+    tokio::spawn(async {
+        loop {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            if let Some(h) = HANDLE.get() {
+                h.run_upkeep();
+            }
+        }
+    });
+    loop {
+        let Ok((mut stream, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let app = app.clone();
+        tokio::spawn(async move {
+            let mut buf = Vec::with_capacity(1024);
+            let head = tokio::time::timeout(Duration::from_secs(10), async {
+                let mut chunk = [0u8; 1024];
+                while !buf.windows(4).any(|w| w == b"\r\n\r\n") && buf.len() < 16 * 1024 {
+                    match stream.read(&mut chunk).await {
+                        Ok(0) | Err(_) => return false,
+                        Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                    }
+                }
+                true
+            })
+            .await;
+            if !matches!(head, Ok(true)) {
+                return;
+            }
+            let line = buf.split(|b| *b == b'\n').next().unwrap_or_default();
+            let mut words = line.split(|b| *b == b' ');
+            let (method, target) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+            let path = target.split(|b| *b == b'?').next().unwrap_or_default();
+            let (status, ctype, body) = if method == b"GET" && path == b"/metrics" {
+                ("200 OK", "text/plain; version=0.0.4; charset=utf-8", render(&app).await)
+            } else {
+                ("404 Not Found", "text/plain; charset=utf-8", "not found\n".to_string())
+            };
+            let head = format!(
+                "HTTP/1.1 {status}\r\ncontent-type: {ctype}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                body.len()
+            );
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(body.as_bytes()).await;
+            let _ = stream.shutdown().await;
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_hosts_are_configured_ones_or_entity() {
+        let configured = [
+            configured_host("https://sts.{region}.amazonaws.example/x").unwrap(),
+            configured_host("http://127.0.0.1:5000/token").unwrap(),
+            configured_host("https://login.example:443/").unwrap(),
+        ];
+        assert_eq!(
+            configured,
+            ["sts.{region}.amazonaws.example", "127.0.0.1", "login.example"]
+        );
+        assert_eq!(
+            upstream_host(&configured, "sts.eu-west-1.amazonaws.example"),
+            configured[0]
+        );
+        assert_eq!(upstream_host(&configured, "127.0.0.1"), "127.0.0.1");
+        assert_eq!(upstream_host(&configured, "vault.customer.example"), "entity");
+        assert_eq!(upstream_host(&configured, "sts.amazonaws.example"), "entity");
+    }
+
+    #[test]
+    fn labels_are_bounded() {
+        assert_eq!(reason_label(Some("NoAccessPolicy")), "NoAccessPolicy");
+        assert_eq!(reason_label(Some("client id abc.def")), "other");
+        assert_eq!(reason_label(None), "none");
+        assert_eq!(status_label(418), "4xx");
+        assert_eq!(method_label("BREW"), "other");
+        assert_eq!(route_label(None), "unmatched");
+    }
+}
