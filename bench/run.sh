@@ -36,6 +36,9 @@
 #   --svc-bin F  measure the svc binary F (no build); e.g. the debug build for a smoke run
 #   --keep-data  keep DIR/svc-data (the SQLite database: gigabytes of events after a full run)
 #
+# BENCH_METRICS_ADDR: svc's SVC_METRICS_LISTEN_ADDR (default 127.0.0.1:0, metrics on; empty: off),
+# for the A/B of the metrics' cost.
+#
 # Environment: BENCH_PERF=1 records `perf record -g` of svc during each c=10 Svc point into
 # DIR/perf-<point>.data (BENCH_PERF_FREQ, BENCH_PERF_CALLGRAPH: default 999 Hz, dwarf),
 # SVC_BENCH_CACHE (venv; default ~/.cache/svc-bench), SVC_PEERS_CACHE (an existing
@@ -399,6 +402,7 @@ start_svc() {
     SVC_ALLOW_INSECURE_UPSTREAM=true \
     SVC_EDGE_AUTH_RATE=10000000 SVC_EDGE_AUTH_BURST=10000000 \
     SVC_EDGE_CREDENTIALS_RATE=10000000 SVC_EDGE_CREDENTIALS_BURST=10000000 \
+    SVC_METRICS_LISTEN_ADDR="${BENCH_METRICS_ADDR-127.0.0.1:0}" \
     taskset -c "$SERVER_CPU" "$SVC_BIN" serve >>"$OUT/svc.log" 2>&1 &
   SVC_PID=$!
   SERVER_PID=$SVC_PID
