@@ -149,54 +149,6 @@ pub const WEEKDAYS: [&str; 7] = [
     "Saturday",
 ];
 
-impl crate::state::Record for Integration {
-    const KIND: super::Kind = super::Kind::Integration;
-    fn id(&self) -> Uuid {
-        self.meta.id
-    }
-    fn seq(&self) -> i32 {
-        self.meta.seq
-    }
-    fn rs(&self) -> Option<Uuid> {
-        self.meta.rs
-    }
-    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
-        &st.integrations
-    }
-    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
-        &mut st.integrations
-    }
-    fn secrets_json(&self) -> Option<serde_json::Value> {
-        serde_json::to_value(&self.secrets).ok()
-    }
-    fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
-        self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        Ok(())
-    }
-}
-
-impl crate::state::Record for AccessCondition {
-    const KIND: super::Kind = super::Kind::AccessCondition;
-    fn id(&self) -> Uuid {
-        self.meta.id
-    }
-    fn seq(&self) -> i32 {
-        self.meta.seq
-    }
-    fn rs(&self) -> Option<Uuid> {
-        self.meta.rs
-    }
-    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
-        &st.access_conditions
-    }
-    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
-        &mut st.access_conditions
-    }
-    fn compact(&mut self) {
-        self.shrink_lists();
-    }
-}
-
 /// A content-security entry (contract §3.13): stored, referenced by policies and reported in
 /// authorization events; it changes no decision.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -211,32 +163,6 @@ pub struct ContentSecurity {
     /// `encryptedToken`.
     #[serde(skip)]
     pub secrets: SecretFields,
-}
-
-impl crate::state::Record for ContentSecurity {
-    const KIND: super::Kind = super::Kind::ContentSecurity;
-    fn id(&self) -> Uuid {
-        self.meta.id
-    }
-    fn seq(&self) -> i32 {
-        self.meta.seq
-    }
-    fn rs(&self) -> Option<Uuid> {
-        self.meta.rs
-    }
-    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
-        &st.content_security
-    }
-    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
-        &mut st.content_security
-    }
-    fn secrets_json(&self) -> Option<serde_json::Value> {
-        serde_json::to_value(&self.secrets).ok()
-    }
-    fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
-        self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        Ok(())
-    }
 }
 
 /// A discovery integration (contract §3.12): reads the cloud-security inventory and keeps one
@@ -266,49 +192,4 @@ pub struct ServerWorkloadDraft {
     pub port: i32,
     pub provider_unique_id: String,
     pub last_seen_at: Option<Timestamp>,
-}
-
-impl crate::state::Record for DiscoveryIntegration {
-    const KIND: super::Kind = super::Kind::DiscoveryIntegration;
-    fn id(&self) -> Uuid {
-        self.meta.id
-    }
-    fn seq(&self) -> i32 {
-        self.meta.seq
-    }
-    fn rs(&self) -> Option<Uuid> {
-        self.meta.rs
-    }
-    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
-        &st.discovery_integrations
-    }
-    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
-        &mut st.discovery_integrations
-    }
-    fn secrets_json(&self) -> Option<serde_json::Value> {
-        serde_json::to_value(&self.secrets).ok()
-    }
-    fn restore_secrets(&mut self, v: serde_json::Value) -> Result<(), String> {
-        self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
-        Ok(())
-    }
-}
-
-impl crate::state::Record for ServerWorkloadDraft {
-    const KIND: super::Kind = super::Kind::ServerWorkloadDraft;
-    fn id(&self) -> Uuid {
-        self.meta.id
-    }
-    fn seq(&self) -> i32 {
-        self.meta.seq
-    }
-    fn rs(&self) -> Option<Uuid> {
-        self.meta.rs
-    }
-    fn table(st: &crate::state::State) -> &crate::state::Table<Self> {
-        &st.server_workload_drafts
-    }
-    fn table_mut(st: &mut crate::state::State) -> &mut crate::state::Table<Self> {
-        &mut st.server_workload_drafts
-    }
 }

@@ -371,3 +371,32 @@ pub async fn lookups(
     }
     (devices, resources)
 }
+
+/// Step 9 for the matched policy's active conditions: the GeoIP answer for the effective source
+/// IP (only when a GeoIP condition is listed) and the vendors' answers (upstream I/O, here), then
+/// `policy::decide::check_conditions`, which records each condition in `ev`. Shared by
+/// `/edge/v1/credentials` and the explain endpoint, so both decide alike.
+pub async fn check(
+    app: &App,
+    st: &State,
+    conds: &[&Arc<AccessCondition>],
+    client: &ClientWorkloadDetails,
+    facts: &Facts,
+    source_ip: Option<std::net::IpAddr>,
+    ev: &mut crate::edge::events::Parts,
+) -> Result<(), crate::policy::decide::Decision> {
+    let geo = conds
+        .iter()
+        .any(|c| matches!(c.spec, ConditionSpec::GeoIp { .. }))
+        .then(|| source_ip.and_then(|ip| app.geoip.lookup(ip)))
+        .flatten();
+    let (devices, resources) = lookups(app, st, conds, client, facts).await;
+    let inputs = crate::policy::decide::ConditionInputs {
+        now: jiff::Timestamp::from_millisecond(crate::clock::now_millis()).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
+        geo: geo.as_ref(),
+        devices: &devices,
+        resources: &resources,
+        client,
+    };
+    crate::policy::decide::check_conditions(conds, &inputs, ev)
+}

@@ -165,12 +165,13 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             Err(d) => break 'd d,
         };
         let (rs, policy) = (matched.rs, matched.policy);
+        // The set's upstream client (through its routing's proxy, §3.17): step 8 and step 12.
+        let up = app.upstream_for(rs);
         decide::content_security(&st, &policy, &mut ev);
         // Step 8: attestation by the policy's trust providers (verified here: upstream I/O).
         if let Attestation::Verify(providers) = decide::attestation(&st, &policy, token.svc.tp, rs, &mut ev) {
             let mut passed = false;
             for tp in providers {
-                let up = app.upstream_for(rs);
                 let outcome = crate::trust::verify(&app.verify_cx_via(&up), tp, client)
                     .await
                     .map(|_| ());
@@ -186,24 +187,11 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         // Step 9: access conditions (the vendors are asked here: upstream I/O; the rules are
         // `decide`'s).
         let conds = decide::access_conditions_of(&st, &policy);
-        if !conds.is_empty() {
-            let geo = conds
-                .iter()
-                .any(|c| matches!(c.spec, crate::domain::condition::ConditionSpec::GeoIp { .. }))
-                .then(|| source_ip.and_then(|ip| app.geoip.lookup(ip)))
-                .flatten();
-            let (devices, resources) = super::conditions::lookups(&app, &st, &conds, client, &token.svc.facts).await;
-            let inputs = decide::ConditionInputs {
-                now: jiff::Timestamp::from_millisecond(crate::clock::now_millis())
-                    .unwrap_or(jiff::Timestamp::UNIX_EPOCH),
-                geo: geo.as_ref(),
-                devices: &devices,
-                resources: &resources,
-                client,
-            };
-            if let Err(d) = decide::check_conditions(&conds, &inputs, &mut ev) {
-                break 'd d;
-            }
+        if !conds.is_empty()
+            && let Err(d) =
+                super::conditions::check(&app, &st, &conds, client, &token.svc.facts, source_ip, &mut ev).await
+        {
+            break 'd d;
         }
         // Steps 10–11.
         let (cp, mut cp_result) = match decide::choose_provider(&st, &policy, &valid, &mut ev) {
@@ -223,7 +211,6 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             client,
             client_workload: (policy.client_workload, &cw_name),
         };
-        let up = app.upstream_for(rs);
         let cx = IssueCx {
             svc: app.services_via(&up),
             rs,

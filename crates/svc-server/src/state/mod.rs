@@ -148,9 +148,10 @@ meta_record!(
     agent_controllers
 );
 
-/// Implements [`Record`] for a [`Meta`] type with a sealed `secrets` bundle and an index hook.
+/// Implements [`Record`] for a [`Meta`] type with a sealed `secrets` bundle and, when named, an
+/// index hook.
 macro_rules! sealed_record {
-    ($t:ty, $kind:expr, $field:ident, $reindex:ident) => {
+    ($t:ty, $kind:expr, $field:ident $(, $reindex:ident)?) => {
         impl Record for $t {
             const KIND: Kind = $kind;
             fn id(&self) -> Uuid {
@@ -175,16 +176,17 @@ macro_rules! sealed_record {
                 self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
                 Ok(())
             }
-            fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
+            $(fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
                 idx.$reindex(old, new);
-            }
+            })?
         }
     };
 }
 
-/// Implements [`Record`] for a [`Meta`] type without secrets, with an index hook.
+/// Implements [`Record`] for a [`Meta`] type without secrets whose lists are compacted, with an
+/// index hook when one is named.
 macro_rules! indexed_record {
-    ($t:ty, $kind:expr, $field:ident, $reindex:ident) => {
+    ($t:ty, $kind:expr, $field:ident $(, $reindex:ident)?) => {
         impl Record for $t {
             const KIND: Kind = $kind;
             fn id(&self) -> Uuid {
@@ -202,9 +204,9 @@ macro_rules! indexed_record {
             fn table_mut(st: &mut State) -> &mut Table<Self> {
                 &mut st.$field
             }
-            fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
+            $(fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
                 idx.$reindex(old, new);
-            }
+            })?
             fn compact(&mut self) {
                 self.shrink_lists();
             }
@@ -243,6 +245,27 @@ indexed_record!(
     server_workload_changed
 );
 indexed_record!(Policy, Kind::AccessPolicy, policies, policy_changed);
+sealed_record!(crate::domain::condition::Integration, Kind::Integration, integrations);
+sealed_record!(
+    crate::domain::condition::ContentSecurity,
+    Kind::ContentSecurity,
+    content_security
+);
+sealed_record!(
+    crate::domain::condition::DiscoveryIntegration,
+    Kind::DiscoveryIntegration,
+    discovery_integrations
+);
+indexed_record!(
+    crate::domain::condition::AccessCondition,
+    Kind::AccessCondition,
+    access_conditions
+);
+meta_record!(
+    crate::domain::condition::ServerWorkloadDraft,
+    Kind::ServerWorkloadDraft,
+    server_workload_drafts
+);
 
 impl Record for crate::domain::sso::SsoIdp {
     const KIND: Kind = Kind::SsoIdp;

@@ -260,20 +260,8 @@ async fn explain_request(
     // asks its vendor, which is a read).
     let conds = decide::access_conditions_of(st, &policy);
     if !conds.is_empty() {
-        let geo = conds
-            .iter()
-            .any(|c| matches!(c.spec, crate::domain::condition::ConditionSpec::GeoIp { .. }))
-            .then(|| source_ip.and_then(|ip| app.geoip.lookup(ip)))
-            .flatten();
-        let (devices, resources) = crate::edge::conditions::lookups(app, st, &conds, client, &verified.facts).await;
-        let inputs = decide::ConditionInputs {
-            now: jiff::Timestamp::from_millisecond(crate::clock::now_millis()).unwrap_or(jiff::Timestamp::UNIX_EPOCH),
-            geo: geo.as_ref(),
-            devices: &devices,
-            resources: &resources,
-            client,
-        };
-        let outcome = decide::check_conditions(&conds, &inputs, &mut ev);
+        let outcome =
+            crate::edge::conditions::check(app, st, &conds, client, &verified.facts, source_ip, &mut ev).await;
         let detail = json!({"conditions": ev.access_conditions.iter().map(|c| json!({
             "id": c.id, "name": c.name, "result": c.result, "reason": c.reason,
             "attribute": c.attribute, "expectedValues": c.expected_values, "actualValue": c.actual_value,
