@@ -9,6 +9,7 @@
 //! as the change they describe.
 
 pub mod audit;
+pub mod object_storage;
 pub mod shape;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
