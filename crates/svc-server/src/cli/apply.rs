@@ -239,7 +239,8 @@ async fn existing(
 /// Whether the entry as read (`have`) already holds what the item gives (`want`): every field the
 /// item gives, recursively; arrays element by element, in order. Read shapes differ from write
 /// shapes in known ways, each tolerated here: `null` and absent (and `""`, `[]` on output, §1.1,
-/// §3.8) are the same; a reference given as an id is read as `{externalId, name, …}`; ids compare
+/// §3.8) are the same; a reference given as an id is read as `{externalId, name, …}`; arrays of
+/// named objects compare by name ([`same_by_name`]); ids compare
 /// case-insensitively (§1.2); JSON-text fields (`integrationJSON`, …) compare as JSON; a secret
 /// is never read back (§1.9).
 fn same(key: &str, want: &Value, have: Option<&Value>) -> bool {
@@ -256,6 +257,7 @@ fn same(key: &str, want: &Value, have: Option<&Value>) -> bool {
             _ => false,
         },
         Value::Array(w) => match have {
+            Some(Value::Array(h)) if named(w) && named(h) => same_by_name(key, w, h),
             Some(Value::Array(h)) => w.len() == h.len() && w.iter().zip(h).all(|(a, b)| same(key, a, Some(b))),
             _ => absent && w.is_empty(),
         },
@@ -269,6 +271,44 @@ fn same(key: &str, want: &Value, have: Option<&Value>) -> bool {
         },
         Value::Number(w) => matches!(have, Some(Value::Number(h)) if w.as_f64() == h.as_f64()),
         Value::Bool(w) => matches!(have, Some(Value::Bool(h)) if w == h) || (!w && absent),
+    }
+}
+
+/// An array of objects that each have a `name` (a role's `permissions`).
+fn named(a: &[Value]) -> bool {
+    !a.is_empty() && a.iter().all(|e| e["name"].is_string())
+}
+
+/// Named elements compare by name, in any order: each element the item gives must match the read
+/// element of its name, and the read elements it does not name must hold nothing (`false`,
+/// `null`, empty) in the fields the item's elements give. A role reads back every permission,
+/// those it does not grant with `read: false, write: false`.
+fn same_by_name(key: &str, want: &[Value], have: &[Value]) -> bool {
+    let given = want.iter().all(|w| {
+        have.iter()
+            .find(|h| h["name"] == w["name"])
+            .is_some_and(|h| same(key, w, Some(h)))
+    });
+    let fields: Vec<&String> = want
+        .iter()
+        .filter_map(Value::as_object)
+        .flat_map(|o| o.keys())
+        .filter(|k| *k != "name")
+        .collect();
+    let others_empty = have
+        .iter()
+        .filter(|h| !want.iter().any(|w| w["name"] == h["name"]))
+        .all(|h| fields.iter().all(|f| holds_nothing(h.get(f.as_str()))));
+    given && others_empty
+}
+
+fn holds_nothing(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(Value::Object(o)) => o.is_empty(),
+        Some(_) => false,
     }
 }
 
@@ -305,6 +345,23 @@ mod tests {
             "credentialProviders": [{"credentialProviderId": "a", "mappingType": "None", "accessKeyId": null}]
         });
         assert!(same("", &want, Some(&have)));
+        let role = json!({"permissions": [
+            {"name": "Roles", "read": false, "write": false, "isReadable": true},
+            {"name": "Audit Logs", "read": true, "write": false, "isReadable": true},
+            {"name": "Users", "read": true, "write": true, "isReadable": true}]});
+        let grants = |p: Value| json!({"permissions": p});
+        let exact =
+            grants(json!([{"name": "Users", "read": true, "write": true}, {"name": "Audit Logs", "read": true}]));
+        assert!(same("", &exact, Some(&role)));
+        for changed in [
+            grants(json!([{"name": "Users", "read": true, "write": true}])),
+            grants(json!([{"name": "Users", "read": false, "write": true}, {"name": "Audit Logs", "read": true}])),
+            grants(
+                json!([{"name": "Users", "read": true, "write": true}, {"name": "Audit Logs", "read": true}, {"name": "Roles", "read": true}]),
+            ),
+        ] {
+            assert!(!same("", &changed, Some(&role)), "{changed} reads as unchanged");
+        }
         for changed in [
             json!({"name": "q"}),
             json!({"isActive": false}),

@@ -9,20 +9,24 @@ use super::resources::{self, Resource, Scope, Shape};
 use super::table;
 use super::{Failure, GetArgs, ListArgs, Output};
 
-/// The `X-Svc-ResourceSet` header of a list, and its filter: `--resource-set` is the header of
-/// a resource that takes one, the filter `resourceSet:<id>` of one without (§1.4 rule 5), and a
-/// usage error for a global one.
-fn list_scope(r: &Resource, api: &Api, filter: Option<String>) -> Result<(Option<Uuid>, Option<String>), Failure> {
+/// How a list reads in `--resource-set`: the header of a resource that takes one, none for a
+/// global one (a usage error), and for one without the header (§1.4 rule 5) a client-side
+/// filter on the entries' `resourceSet` over every page (not every such list has the server's
+/// `resourceSet:` filter key).
+enum InSet {
+    Header(Option<Uuid>),
+    Filtered(Uuid),
+}
+
+fn list_scope(r: &Resource, api: &Api, paged: bool) -> Result<InSet, Failure> {
     match (r.scope, api.rs) {
-        (Scope::Header, rs) => Ok((rs, filter)),
-        (_, None) => Ok((None, filter)),
-        (Scope::Body, Some(rs)) => match filter {
-            None => Ok((None, Some(format!("resourceSet:{rs}")))),
-            Some(_) => Err(Failure::usage(format!(
-                "{}: --resource-set is the list's filter (resourceSet:<id>); it cannot be combined with --filter",
-                r.label()
-            ))),
-        },
+        (Scope::Header, rs) => Ok(InSet::Header(rs)),
+        (_, None) => Ok(InSet::Header(None)),
+        (Scope::Body, Some(_)) if paged => Err(Failure::usage(format!(
+            "{}: --resource-set reads every page of this list; --page does not apply",
+            r.label()
+        ))),
+        (Scope::Body, Some(rs)) => Ok(InSet::Filtered(rs)),
         (Scope::Global, Some(_)) => Err(Failure::usage(format!("{} belong to no resource set", r.label()))),
     }
 }
@@ -37,34 +41,44 @@ pub async fn list(a: ListArgs) -> Result<(), Failure> {
         }
     }
     let api = Api::connect(&a.conn).await?;
-    let (rs, filter) = list_scope(r, &api, a.filter)?;
-    if let Some(f) = filter {
+    let in_set = list_scope(r, &api, a.page.is_some())?;
+    if let Some(f) = a.filter {
         query.push(("filter".into(), f));
     }
     if let Some(o) = a.order {
         query.push(("order".into(), o));
     }
-    let items = if a.all {
-        let per_page = a.per_page.unwrap_or(1000);
-        api.pages(&r.path(), r.items, &query, rs, a.page.unwrap_or(1), per_page)
-            .await?
-    } else {
-        if let Some(p) = a.page {
-            query.push(("page".into(), p.to_string()));
+    let items = match in_set {
+        InSet::Filtered(rs) => {
+            let rs = rs.to_string();
+            let all = api
+                .pages(&r.path(), r.items, &query, None, 1, a.per_page.unwrap_or(1000))
+                .await?;
+            all.into_iter().filter(|e| e["resourceSet"] == rs.as_str()).collect()
         }
-        if let Some(p) = a.per_page {
-            query.push(("per-page".into(), p.to_string()));
+        InSet::Header(rs) if a.all => {
+            let per_page = a.per_page.unwrap_or(1000);
+            api.pages(&r.path(), r.items, &query, rs, a.page.unwrap_or(1), per_page)
+                .await?
         }
-        let page = api.page(&r.path(), r.items, &query, rs).await?;
-        let before = u64::from(a.page.unwrap_or(1) - 1) * u64::from(a.per_page.unwrap_or(100));
-        if let Some(total) = page.total.filter(|t| *t > before + page.items.len() as u64) {
-            eprintln!(
-                "svc: {} of {total} entries shown (page {}); --all lists every page",
-                page.items.len(),
-                a.page.unwrap_or(1)
-            );
+        InSet::Header(rs) => {
+            if let Some(p) = a.page {
+                query.push(("page".into(), p.to_string()));
+            }
+            if let Some(p) = a.per_page {
+                query.push(("per-page".into(), p.to_string()));
+            }
+            let page = api.page(&r.path(), r.items, &query, rs).await?;
+            let before = u64::from(a.page.unwrap_or(1) - 1) * u64::from(a.per_page.unwrap_or(100));
+            if let Some(total) = page.total.filter(|t| *t > before + page.items.len() as u64) {
+                eprintln!(
+                    "svc: {} of {total} entries shown (page {}); --all lists every page",
+                    page.items.len(),
+                    a.page.unwrap_or(1)
+                );
+            }
+            page.items
         }
-        page.items
     };
     print(r, &items, a.output, false);
     Ok(())
