@@ -152,7 +152,7 @@ fn render(answer: &Value) -> String {
 }
 
 /// A step's detail in a few words: what it chose (or the entry it checked) and how many
-/// candidates there were, else the detail's JSON, shortened.
+/// candidates there were, explain's own note, else the detail's JSON, shortened.
 fn detail(d: &Value) -> String {
     let named = |v: &Value| v["name"].as_str().map(|n| format!("{n} ({})", table::text(&v["id"])));
     let mut parts = Vec::new();
@@ -171,7 +171,12 @@ fn detail(d: &Value) -> String {
         parts.push(format!("trust provider: {tp}"));
     }
     if parts.is_empty() {
-        let s = table::text(&strip_nulls(d));
+        let d = strip_nulls(d);
+        // A note of explain's own: its text.
+        if let Some(Value::String(m)) = d.get("message").filter(|_| d.as_object().is_some_and(|o| o.len() == 1)) {
+            return table::text(&Value::String(m.clone()));
+        }
+        let s = table::text(&d);
         let s = if s == "{}" { "-".to_string() } else { s };
         return if s.chars().count() > 100 {
             format!("{}…", s.chars().take(99).collect::<String>())
@@ -209,5 +214,6 @@ mod tests {
         );
         assert_eq!(detail(&Value::Null), "-");
         assert_eq!(detail(&json!({})), "-");
+        assert_eq!(detail(&json!({"message": "not reached", "x": null})), "not reached");
     }
 }
