@@ -41,9 +41,8 @@ fn access_token(given: &str) -> Result<String, Failure> {
     Ok(t.to_string())
 }
 
-/// A successful answer: its status, its JSON body (`Null` when empty) and `Location`.
+/// A successful answer: its JSON body (`Null` when empty) and `Location`.
 pub struct Answer {
-    pub status: u16,
     pub body: Value,
     pub location: Option<String>,
 }
@@ -138,35 +137,8 @@ impl Api {
     }
 
     /// One request. `rs`: the `X-Svc-ResourceSet` header. A status of 400 or more is a failure
-    /// (exit 1) with the server's message.
+    /// (exit 1) with the server's message, and the status.
     pub async fn call(
-        &self,
-        method: Method,
-        path: &str,
-        query: &[(String, String)],
-        rs: Option<Uuid>,
-        body: Option<&Value>,
-    ) -> Result<Answer, Failure> {
-        let a = self.send(method.clone(), path, query, rs, body).await?;
-        if a.status >= 400 {
-            return Err(refusal(&method, path, &a));
-        }
-        Ok(a)
-    }
-
-    /// A GET that may find nothing: `None` for the 204 (or 404) of a missing id (§1.7).
-    pub async fn find(&self, path: &str, rs: Option<Uuid>) -> Result<Option<Value>, Failure> {
-        let a = self.send(Method::GET, path, &[], rs, None).await?;
-        match a.status {
-            404 => Ok(None),
-            s if s >= 400 => Err(refusal(&Method::GET, path, &a)),
-            _ if a.body.is_object() => Ok(Some(a.body)),
-            _ => Ok(None),
-        }
-    }
-
-    /// One request, whatever its status.
-    async fn send(
         &self,
         method: Method,
         path: &str,
@@ -206,7 +178,20 @@ impl Api {
         } else {
             serde_json::from_str(&text).unwrap_or(Value::String(text))
         };
-        Ok(Answer { status, body, location })
+        if status >= 400 {
+            return Err(refusal(&method, path, status, &body));
+        }
+        Ok(Answer { body, location })
+    }
+
+    /// A GET that may find nothing: `None` for the 204 (or 404) of a missing id (§1.7).
+    pub async fn find(&self, path: &str, rs: Option<Uuid>) -> Result<Option<Value>, Failure> {
+        match self.call(Method::GET, path, &[], rs, None).await {
+            Ok(a) if a.body.is_object() => Ok(Some(a.body)),
+            Ok(_) => Ok(None),
+            Err(e) if e.status == Some(404) => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// One page of a list (§1.6).
@@ -268,17 +253,16 @@ impl Api {
 }
 
 /// An error answer as a failure: `PUT /api/v1/roles: 400 name: is required` (§1.8's message).
-fn refusal(method: &Method, path: &str, a: &Answer) -> Failure {
-    let message = match &a.body {
+fn refusal(method: &Method, path: &str, status: u16, body: &Value) -> Failure {
+    let message = match body {
         Value::Object(o) => o.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
         Value::String(s) => s.chars().take(200).collect(),
         _ => String::new(),
     };
-    Failure::failed(
-        format!("{method} {path}: {} {message}", a.status)
-            .trim_end()
-            .to_string(),
-    )
+    Failure {
+        status: Some(status),
+        ..Failure::failed(format!("{method} {path}: {status} {message}").trim_end())
+    }
 }
 
 /// The innermost cause of a reqwest error (its own text names the URL, already in the message).

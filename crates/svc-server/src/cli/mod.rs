@@ -185,6 +185,8 @@ struct ApplyArgs {
 pub struct Failure {
     pub code: u8,
     pub message: String,
+    /// The HTTP status of a server's refusal.
+    pub status: Option<u16>,
 }
 
 impl Failure {
@@ -193,6 +195,7 @@ impl Failure {
         Failure {
             code: 2,
             message: message.into(),
+            status: None,
         }
     }
     /// The command failed: exit 1.
@@ -200,6 +203,7 @@ impl Failure {
         Failure {
             code: 1,
             message: message.into(),
+            status: None,
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use super::{ok, refused, stderr, stdout, svc};
+use super::{listed, ok, refused, resource_set, stderr, stdout, svc};
 use crate::support::fake_issuer::FakeIssuer;
 use crate::support::harness::TestApp;
 
@@ -232,10 +232,7 @@ async fn role_id(t: &TestApp, name: &str) -> String {
 #[tokio::test]
 async fn apply_writes_into_the_resource_set() {
     let t = TestApp::start().await;
-    let rs = t
-        .post("/api/v1/resource-sets", json!({"name": "team-a", "isActive": true}))
-        .await;
-    let rs = rs.expect(201)["externalId"].as_str().unwrap().to_string();
+    let rs = resource_set(&t, "team-a").await;
     let file = write(
         &t,
         "cw.yaml",
@@ -260,15 +257,8 @@ async fn apply_writes_into_the_resource_set() {
         2,
         "{out}"
     );
-    let listed = t
-        .send(
-            t.client
-                .get(t.url("/api/v1/client-workloads"))
-                .bearer_auth(&t.token)
-                .header("x-svc-resourceset", &rs),
-        )
-        .await;
-    assert_eq!(listed.expect(200)["clientWorkloads"][0]["name"], "job");
+    let (names, _) = listed(&t, "client-workloads", &["--resource-set", "team-a"]).await;
+    assert_eq!(names, ["job"]);
     let cs = t.get("/api/v1/content-security").await;
     let sets: Vec<&str> = cs.expect(200)["entities"]
         .as_array()
@@ -279,22 +269,8 @@ async fn apply_writes_into_the_resource_set() {
     assert_eq!(sets.len(), 2);
     assert!(sets.contains(&rs.as_str()) && sets.contains(&crate::support::harness::DEFAULT_RS));
     // The list of a resource without the header keeps the set's entries.
-    let out = ok(&svc(
-        &t,
-        &[
-            "admin",
-            "list",
-            "content-security",
-            "--resource-set",
-            "team-a",
-            "-o",
-            "json",
-        ],
-    )
-    .await);
-    let listed: serde_json::Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(listed.as_array().unwrap().len(), 1, "{out}");
-    assert_eq!(listed[0]["resourceSet"], rs.as_str());
+    let (names, _) = listed(&t, "content-security", &["--resource-set", "team-a"]).await;
+    assert_eq!(names, ["cs"]);
 }
 
 #[tokio::test]
@@ -367,4 +343,36 @@ async fn apply_reads_standard_input() {
     assert!(ok(&o).starts_with("created roles "), "{}", stdout(&o));
     let empty = write(&t, "empty.yaml", "# nothing yet\n");
     assert_eq!(ok(&svc(&t, &["admin", "apply", "-f", &empty]).await), "");
+}
+
+#[tokio::test]
+async fn a_secret_of_the_file_never_reaches_the_output() {
+    let t = TestApp::start().await;
+    let items = |extra: &str| {
+        format!(
+            "- resource: credential-providers\n  name: key\n  type: apikey\n  isActive: true\n  apiKey: {CANARY}\n{extra}\
+             - resource: users\n  email: secretive@acme.test\n  firstName: Se\n  lastName: Cret\n  password: {CANARY}-pw\n"
+        )
+    };
+    let good = write(&t, "good.yaml", &items(""));
+    let bad = write(&t, "bad.yaml", &items("  description: changed\n  nope: 1\n"));
+    let mut seen = String::new();
+    for file in [&good, &good, &bad] {
+        let o = svc(&t, &["admin", "apply", "-f", file]).await;
+        seen.push_str(&stdout(&o));
+        seen.push_str(&stderr(&o));
+    }
+    assert!(
+        seen.contains("created credential-providers") && seen.contains("unchanged users"),
+        "{seen}"
+    );
+    assert!(seen.contains("400 nope: unknown property"), "{seen}");
+    assert!(!seen.contains(CANARY), "{seen}");
+    assert!(!crate::support::harness::logs().contains(CANARY));
+    // The secret was stored (the provider issues it), though never read back.
+    let cp = t.get("/api/v2/credential-providers?filter=name:key").await;
+    assert_eq!(
+        cp.expect(200)["credentialProviders"][0]["apiKey"],
+        serde_json::Value::Null
+    );
 }

@@ -27,6 +27,32 @@ pub async fn svc(t: &TestApp, args: &[&str]) -> Output {
     svc_with(&[("SVC_URL", &t.base), ("SVC_TOKEN", &t.token)], args).await
 }
 
+/// A new resource set's id.
+pub async fn resource_set(t: &TestApp, name: &str) -> String {
+    let r = t
+        .post(
+            "/api/v1/resource-sets",
+            serde_json::json!({"name": name, "isActive": true}),
+        )
+        .await;
+    r.expect(201)["externalId"].as_str().unwrap().to_string()
+}
+
+/// `svc admin list <resource> -o json FLAGS`: the names of the entries, and stderr.
+pub async fn listed(t: &TestApp, resource: &str, flags: &[&str]) -> (Vec<String>, String) {
+    let mut args = vec!["admin", "list", resource, "-o", "json"];
+    args.extend(flags);
+    let o = svc(t, &args).await;
+    let out: serde_json::Value = serde_json::from_str(&ok(&o)).unwrap();
+    let names = out
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["name"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (names, stderr(&o))
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

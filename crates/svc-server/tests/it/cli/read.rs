@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{ok, refused, stdout, svc, svc_with};
+use super::{listed, ok, refused, resource_set, stdout, svc, svc_with};
 use crate::support::cred::id_of;
 use crate::support::harness::TestApp;
 
@@ -175,13 +175,32 @@ async fn a_refused_token_exits_1_with_the_servers_message() {
         1,
         &format!("svc: cannot reach {closed}"),
     );
-    // The token never reaches an error message.
-    let o = svc_with(
-        &[("SVC_URL", &closed), ("SVC_TOKEN", &t.token)],
-        &["admin", "list", "roles"],
-    )
-    .await;
-    assert!(!super::stderr(&o).contains(&t.token));
+}
+
+#[tokio::test]
+async fn the_token_never_reaches_an_output_or_error_message() {
+    let t = TestApp::start().await;
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", l.local_addr().unwrap())
+    };
+    let canary = "tok3n-canary.not-a-jwt";
+    for (url, token) in [
+        (t.base.as_str(), canary),
+        (closed.as_str(), t.token.as_str()),
+        ("ftp://x", t.token.as_str()),
+    ] {
+        for args in [
+            &["admin", "list", "roles"][..],
+            &["admin", "get", "roles", "00000000-0000-4000-8000-000000000000"],
+            &["admin", "explain", "--type", "ApiKey"],
+        ] {
+            let o = svc_with(&[("SVC_URL", url), ("SVC_TOKEN", token)], args).await;
+            assert!(!o.status.success());
+            let all = format!("{}{}", stdout(&o), super::stderr(&o));
+            assert!(!all.contains(token), "{args:?}: {all}");
+        }
+    }
 }
 
 /// `svc admin token`'s whole answer works as SVC_TOKEN.
@@ -211,26 +230,15 @@ async fn the_output_of_admin_token_is_a_token_for_the_client() {
 #[tokio::test]
 async fn the_resource_set_flag_selects_the_set_by_id_or_name() {
     let t = TestApp::start().await;
-    let r = t
-        .post("/api/v1/resource-sets", json!({"name": "team-a", "isActive": true}))
-        .await;
-    let rs = r.expect(201)["externalId"].as_str().unwrap().to_string();
+    let rs = resource_set(&t, "team-a").await;
     client_workload(&t, "in-default", None).await;
     let theirs = client_workload(&t, "in-team-a", Some(&rs)).await;
 
-    async fn names(t: &TestApp, extra: &[&str]) -> Vec<String> {
-        let mut args = vec!["admin", "list", "client-workloads", "-o", "json"];
-        args.extend(extra);
-        json_of(&ok(&svc(t, &args).await))
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|w| w["name"].as_str().unwrap().to_string())
-            .collect()
-    }
-    assert_eq!(names(&t, &[]).await, ["in-default"]);
-    assert_eq!(names(&t, &["--resource-set", "team-a"]).await, ["in-team-a"]);
-    assert_eq!(names(&t, &["--resource-set", &rs]).await, ["in-team-a"]);
+    let names = |extra: &'static [&'static str]| listed(&t, "client-workloads", extra);
+    assert_eq!(names(&[]).await.0, ["in-default"]);
+    assert_eq!(names(&["--resource-set", "team-a"]).await.0, ["in-team-a"]);
+    let by_id = listed(&t, "client-workloads", &["--resource-set", &rs]).await.0;
+    assert_eq!(by_id, ["in-team-a"]);
     // get reads in the set; outside it the entry is not there.
     let get = ["admin", "get", "client-workloads", theirs.as_str(), "-o", "json"];
     refused(&svc(&t, &get).await, 1, "no entry");
@@ -258,70 +266,18 @@ async fn all_follows_every_page() {
     for i in 0..5 {
         client_workload(&t, &format!("job-{i}"), None).await;
     }
-    let o = svc(
-        &t,
-        &["admin", "list", "client-workloads", "--per-page", "2", "-o", "json"],
-    )
-    .await;
-    assert_eq!(json_of(&ok(&o)).as_array().unwrap().len(), 2);
+    let cw = "client-workloads";
+    let (names, err) = listed(&t, cw, &["--per-page", "2"]).await;
+    assert_eq!(names, ["job-0", "job-1"]);
     assert!(
-        super::stderr(&o).contains("2 of 5 entries shown (page 1); --all lists every page"),
-        "{}",
-        super::stderr(&o)
+        err.contains("2 of 5 entries shown (page 1); --all lists every page"),
+        "{err}"
     );
-    let o = svc(
-        &t,
-        &[
-            "admin",
-            "list",
-            "client-workloads",
-            "--per-page",
-            "2",
-            "--all",
-            "-o",
-            "json",
-        ],
-    )
-    .await;
-    let all = json_of(&ok(&o));
-    let names: Vec<&str> = all
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| w["name"].as_str().unwrap())
-        .collect();
+    let (names, err) = listed(&t, cw, &["--per-page", "2", "--all"]).await;
     assert_eq!(names, ["job-0", "job-1", "job-2", "job-3", "job-4"]);
-    assert!(super::stderr(&o).is_empty());
-    let o = svc(
-        &t,
-        &[
-            "admin",
-            "list",
-            "client-workloads",
-            "--per-page",
-            "2",
-            "--page",
-            "3",
-            "--order",
-            "name desc",
-            "-o",
-            "json",
-        ],
-    )
-    .await;
-    assert_eq!(json_of(&ok(&o))[0]["name"], "job-0");
-    let o = svc(
-        &t,
-        &[
-            "admin",
-            "list",
-            "client-workloads",
-            "--filter",
-            "name:job-3",
-            "-o",
-            "json",
-        ],
-    )
-    .await;
-    assert_eq!(json_of(&ok(&o)).as_array().unwrap().len(), 1);
+    assert!(err.is_empty(), "{err}");
+    let (names, _) = listed(&t, cw, &["--per-page", "2", "--page", "3", "--order", "name desc"]).await;
+    assert_eq!(names, ["job-0"]);
+    let (names, _) = listed(&t, cw, &["--filter", "name:job-3"]).await;
+    assert_eq!(names, ["job-3"]);
 }
