@@ -70,6 +70,14 @@ impl Resource {
         }
     }
 
+    const fn matched_by(self, key: &'static str) -> Resource {
+        Resource { key, ..self }
+    }
+
+    const fn shaped(self, shape: Shape) -> Resource {
+        Resource { shape, ..self }
+    }
+
     /// v2 access policies: their reads name the credential providers only (`GetPolicyDTO`), the
     /// mappings a body gives are read from `<id>/credential-mappings`.
     pub fn reads_mappings_apart(&self) -> bool {
@@ -103,64 +111,32 @@ use Writes::{ById, Collection, No};
 /// Every paged collection of the router, in the order of §3. Where §3 marks a version
 /// deprecated (credential providers and access policies v1) or adds a v2 (integrations, access
 /// conditions), the bare name is the v2 and `v1/<name>` the older view.
+#[rustfmt::skip]
 pub const RESOURCES: &[Resource] = &[
-    r("trust-providers", "v1", true, Header, "trustProviders", Collection),
-    r("client-workloads", "v1", true, Header, "clientWorkloads", Collection),
-    r("server-workloads", "v1", true, Header, "serverWorkloads", Collection),
-    r(
-        "credential-providers",
-        "v2",
-        true,
-        Header,
-        "credentialProviders",
-        Collection,
-    ),
-    r(
-        "credential-providers",
-        "v1",
-        false,
-        Header,
-        "credentialProviders",
-        Collection,
-    ),
-    r("credential-integrations", "v1", true, Header, "entities", Collection),
-    r("access-policies", "v2", true, Body, "entities", Collection),
-    r("access-policies", "v1", false, Header, "accessPolicies", Collection),
-    r("access-conditions", "v2", true, Header, "accessConditions", Collection),
-    r("access-conditions", "v1", false, Header, "accessConditions", Collection),
-    r("integrations", "v2", true, Header, "integrations", Collection),
-    r("integrations", "v1", false, Header, "integrations", Collection),
-    r("discovery-integrations", "v1", true, Body, "integrations", Collection),
-    r(
-        "server-workload-drafts",
-        "alpha",
-        true,
-        Body,
-        "serverWorkloadDrafts",
-        No,
-    ),
-    r("content-security", "v1", true, Body, "entities", Collection),
-    r("resource-sets", "v1", true, Global, "entities", Collection),
-    r("roles", "v1", true, Global, "roles", Collection),
-    r("routings", "v1", true, Global, "entities", Collection),
-    Resource {
-        key: "email",
-        ..r("users", "v1", true, Global, "users", ById)
-    },
-    r("sso-idps", "v1", true, Global, "entities", Collection),
-    r("agent-controllers", "v1", true, Global, "agentControllers", Collection),
-    Resource {
-        shape: Shape::Audit,
-        ..r("audit-logs", "v1", true, Header, "auditLogs", No)
-    },
-    Resource {
-        shape: Shape::AuthorizationEvent,
-        ..r("authorization-events", "v1", true, Header, "authorizationEvents", No)
-    },
-    Resource {
-        shape: Shape::WorkloadEvent,
-        ..r("workload-events", "v1", true, Header, "workloadEvents", No)
-    },
+    r("trust-providers",         "v1",    true,  Header, "trustProviders",       Collection),
+    r("client-workloads",        "v1",    true,  Header, "clientWorkloads",      Collection),
+    r("server-workloads",        "v1",    true,  Header, "serverWorkloads",      Collection),
+    r("credential-providers",    "v2",    true,  Header, "credentialProviders",  Collection),
+    r("credential-providers",    "v1",    false, Header, "credentialProviders",  Collection),
+    r("credential-integrations", "v1",    true,  Header, "entities",             Collection),
+    r("access-policies",         "v2",    true,  Body,   "entities",             Collection),
+    r("access-policies",         "v1",    false, Header, "accessPolicies",       Collection),
+    r("access-conditions",       "v2",    true,  Header, "accessConditions",     Collection),
+    r("access-conditions",       "v1",    false, Header, "accessConditions",     Collection),
+    r("integrations",            "v2",    true,  Header, "integrations",         Collection),
+    r("integrations",            "v1",    false, Header, "integrations",         Collection),
+    r("discovery-integrations",  "v1",    true,  Body,   "integrations",         Collection),
+    r("server-workload-drafts",  "alpha", true,  Body,   "serverWorkloadDrafts", No),
+    r("content-security",        "v1",    true,  Body,   "entities",             Collection),
+    r("resource-sets",           "v1",    true,  Global, "entities",             Collection),
+    r("roles",                   "v1",    true,  Global, "roles",                Collection),
+    r("routings",                "v1",    true,  Global, "entities",             Collection),
+    r("users",                   "v1",    true,  Global, "users",                ById).matched_by("email"),
+    r("sso-idps",                "v1",    true,  Global, "entities",             Collection),
+    r("agent-controllers",       "v1",    true,  Global, "agentControllers",     Collection),
+    r("audit-logs",              "v1",    true,  Header, "auditLogs",            No).shaped(Shape::Audit),
+    r("authorization-events",    "v1",    true,  Header, "authorizationEvents",  No).shaped(Shape::AuthorizationEvent),
+    r("workload-events",         "v1",    true,  Header, "workloadEvents",       No).shaped(Shape::WorkloadEvent),
 ];
 
 /// The resource a command-line name means: `client-workloads`, `v1/credential-providers`
