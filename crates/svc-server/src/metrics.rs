@@ -40,6 +40,7 @@ pub const EVENT_COMMIT_DURATION: &str = "svc_event_commit_duration_seconds";
 pub const EVENTS_STORED: &str = "svc_events_stored_total";
 pub const EVENTS_DROPPED: &str = "svc_events_dropped_total";
 pub const RATE_LIMITED: &str = "svc_edge_rate_limited_total";
+pub const EDGE_UNAVAILABLE: &str = "svc_edge_unavailable_total";
 pub const STATE_ENTITIES: &str = "svc_state_entities";
 pub const STATE_REBUILD: &str = "svc_state_rebuild_duration_seconds";
 pub const CHANGELOG_LAG: &str = "svc_changelog_lag_changes";
@@ -116,6 +117,10 @@ fn describe() {
     describe_counter!(
         EVENTS_DROPPED,
         "Edge events dropped: recorded without room on a full queue, or lost after retries."
+    );
+    describe_counter!(
+        EDGE_UNAVAILABLE,
+        "Edge requests answered 503 because their events could not be committed in time (fail closed)."
     );
     describe_counter!(
         RATE_LIMITED,
@@ -404,7 +409,14 @@ pub fn event_batch(n: usize, stored: bool, last: bool, elapsed: Duration) {
     }
 }
 
-/// An event recorded on a full queue, without a reservation.
+/// An edge request answered 503: its events were not committed in time.
+pub fn edge_unavailable() {
+    if enabled() {
+        counter(EDGE_UNAVAILABLE, &[]).increment(1);
+    }
+}
+
+/// A request's events found the queue full (never with a reservation).
 pub fn event_dropped() {
     if enabled() {
         counter(EVENTS_DROPPED, &[("cause", "queue_full")]).increment(1);
