@@ -42,6 +42,12 @@ pub struct Config {
     /// How long a stopping server (SIGTERM) waits for requests in flight before it closes the
     /// remaining connections (issue 22: a bounded graceful stop).
     pub shutdown_grace_seconds: u32,
+    /// `SVC_EVENTS_FAIL_OPEN`: an edge answer leaves without waiting for its events to be
+    /// committed (issue 19; the default, false, holds every answer until they are).
+    pub events_fail_open: bool,
+    /// `SVC_EVENTS_COMMIT_TIMEOUT_MS`: how long an edge answer waits for its events' commit before
+    /// it answers 503 instead (fail closed).
+    pub events_commit_timeout_ms: u32,
     /// `SVC_METRICS_LISTEN_ADDR`: where `/metrics` (Prometheus text) is served; `None` (set
     /// empty): no metrics listener and no recorder.
     pub metrics_listen_addr: Option<SocketAddr>,
@@ -108,6 +114,8 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_HTTP_HEADER_TIMEOUT_SECONDS", Some("60")),
     ("SVC_LOGIN_FAILURES_PER_MINUTE", Some("100")),
     ("SVC_SHUTDOWN_GRACE_SECONDS", Some("10")),
+    ("SVC_EVENTS_FAIL_OPEN", Some("false")),
+    ("SVC_EVENTS_COMMIT_TIMEOUT_MS", Some("5000")),
     ("SVC_METRICS_LISTEN_ADDR", Some("127.0.0.1:9464")),
     ("SVC_EDGE_TOKEN_TTL_SECONDS", Some("3600")),
     ("SVC_EDGE_AUDIENCE", None),
@@ -501,6 +509,8 @@ impl Config {
         let http_header_timeout_seconds = r.num("SVC_HTTP_HEADER_TIMEOUT_SECONDS", 60u32, 1, 3600);
         let login_failures_per_minute = r.num("SVC_LOGIN_FAILURES_PER_MINUTE", 100u32, 0, 1_000_000);
         let shutdown_grace_seconds = r.num("SVC_SHUTDOWN_GRACE_SECONDS", 10u32, 0, 3600);
+        let events_fail_open = r.boolean("SVC_EVENTS_FAIL_OPEN", false);
+        let events_commit_timeout_ms = r.num("SVC_EVENTS_COMMIT_TIMEOUT_MS", 5000u32, 10, 600_000);
         let edge_audience = r.opt_string("SVC_EDGE_AUDIENCE").unwrap_or_else(|| public_url.clone());
         let edge_max_skew_seconds = r.num("SVC_EDGE_MAX_SKEW_SECONDS", 300u32, 1, 3600);
         let jwt_leeway_seconds = r.num("SVC_JWT_LEEWAY_SECONDS", 60u32, 0, 600);
@@ -576,6 +586,8 @@ impl Config {
             http_header_timeout_seconds,
             login_failures_per_minute,
             shutdown_grace_seconds,
+            events_fail_open,
+            events_commit_timeout_ms,
             metrics_listen_addr,
             edge_token_ttl_seconds,
             edge_audience,

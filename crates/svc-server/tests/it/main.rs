@@ -11,6 +11,7 @@ mod config;
 mod cred;
 mod edge;
 mod edge_client;
+mod events;
 mod explain;
 mod foundation;
 mod hardening;
