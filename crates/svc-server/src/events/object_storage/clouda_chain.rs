@@ -415,7 +415,7 @@ async fn from_imds(svc: &Services<'_>, env: &ChainEnv) -> Result<Option<Creds>, 
         what,
         get(format!(
             "{roles_url}{}",
-            percent_encoding::utf8_percent_encode(&role, percent_encoding::NON_ALPHANUMERIC)
+            percent_encoding::utf8_percent_encode(&role, super::UNRESERVED)
         )),
     )
     .await?;
