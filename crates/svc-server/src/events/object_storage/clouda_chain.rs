@@ -542,6 +542,21 @@ source_profile = ci
         assert!(imds_endpoint(&env(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE", "x")])).is_err());
     }
 
+    /// §1.9: the configuration's `Debug` (a log line, a panic) names the chain's variables, never
+    /// their values.
+    #[test]
+    fn the_chain_variables_print_by_name_only() {
+        let mut vals = BTreeMap::new();
+        vals.insert("SVC_DATABASE_URL".to_string(), "sqlite://./unused/svc.db".to_string());
+        vals.insert("AWS_SECRET_ACCESS_KEY".to_string(), "CANARY-secret-key".to_string());
+        vals.insert("AWS_SESSION_TOKEN".to_string(), "CANARY-session".to_string());
+        let cfg = crate::config::Config::from_map(&vals).unwrap();
+        let printed = format!("{cfg:?}");
+        assert!(printed.contains("\"AWS_SECRET_ACCESS_KEY\""), "{printed}");
+        assert!(!printed.contains("CANARY"), "{printed}");
+        assert_eq!(cfg.clouda_chain_env.get("AWS_SESSION_TOKEN"), Some("CANARY-session"));
+    }
+
     #[test]
     fn half_an_environment_pair_is_an_error() {
         assert!(from_env(&env(&[("AWS_ACCESS_KEY_ID", "AKID")])).is_err());

@@ -77,6 +77,15 @@ async fn app(chain: &[(&str, &str)]) -> TestApp {
     .await
 }
 
+/// The service with the moto user's key in the environment variables of the chain.
+async fn app_with_environment_keys() -> TestApp {
+    app(&[
+        ("AWS_ACCESS_KEY_ID", &peer("SVC_TEST_MOTO_KEY_ID")),
+        ("AWS_SECRET_ACCESS_KEY", &peer("SVC_TEST_MOTO_SECRET")),
+    ])
+    .await
+}
+
 async fn put(t: &TestApp, bucket: &str, prefix: Option<&str>) -> Result<(), String> {
     let dest = ObjectA {
         region: REGION,
@@ -84,6 +93,17 @@ async fn put(t: &TestApp, bucket: &str, prefix: Option<&str>) -> Result<(), Stri
         prefix,
     };
     put_a(&t.app.services(), &dest, &upload()).await
+}
+
+/// Uploads to a new bucket and checks that exactly the one named NDJSON object arrived there
+/// (`prefix` with its `/`, or `""`); returns the bucket.
+async fn upload_lands(t: &TestApp, prefix: Option<&str>) -> String {
+    let bucket = new_bucket();
+    put(t, &bucket, prefix).await.unwrap();
+    let (key, body) = only_object(&bucket);
+    assert_object_name(&key, &prefix.map(|p| format!("{p}/")).unwrap_or_default());
+    assert_eq!(body, NDJSON);
+    bucket
 }
 
 /// The one object of `bucket`: its key and body.
@@ -97,38 +117,27 @@ fn only_object(bucket: &str) -> (String, String) {
 
 #[tokio::test]
 async fn an_upload_signed_with_environment_credentials_lands_as_named_ndjson() {
-    let t = app(&[
-        ("AWS_ACCESS_KEY_ID", &peer("SVC_TEST_MOTO_KEY_ID")),
-        ("AWS_SECRET_ACCESS_KEY", &peer("SVC_TEST_MOTO_SECRET")),
-    ])
-    .await;
-    let bucket = new_bucket();
-    put(&t, &bucket, Some("svc/audit")).await.unwrap();
-    let (key, body) = only_object(&bucket);
-    assert_object_name(&key, "svc/audit/");
-    assert_eq!(body, NDJSON);
-    // Without a prefix the object sits at the bucket's root; a second upload is a new object.
+    let t = app_with_environment_keys().await;
+    upload_lands(&t, Some("svc/audit")).await;
+    // Without a prefix the objects sit at the bucket's root; each upload is a new object.
     let bucket = new_bucket();
     put(&t, &bucket, None).await.unwrap();
-    let (key, _) = only_object(&bucket);
-    assert_object_name(&key, "");
+    put(&t, &bucket, None).await.unwrap();
+    let objects = s3("objects", &bucket);
+    let objects = objects.as_object().unwrap();
+    assert_eq!(objects.len(), 2, "{objects:?}");
+    for (key, body) in objects {
+        assert_object_name(key, "");
+        assert_eq!(body, NDJSON);
+    }
 }
 
 /// S3 signs the key as it `UriEncode`s it: a prefix with spaces, `+`, `=`, `*`, `(`, `)`, `!`,
 /// `$`, `@`, `:` and `,` is signed as the server computes it, and the key arrives unchanged.
 #[tokio::test]
 async fn keys_with_reserved_characters_are_signed_as_s3_encodes_them() {
-    let t = app(&[
-        ("AWS_ACCESS_KEY_ID", &peer("SVC_TEST_MOTO_KEY_ID")),
-        ("AWS_SECRET_ACCESS_KEY", &peer("SVC_TEST_MOTO_SECRET")),
-    ])
-    .await;
-    let bucket = new_bucket();
-    let prefix = "svc logs/a+b=c*(d)!$@:,";
-    put(&t, &bucket, Some(prefix)).await.unwrap();
-    let (key, body) = only_object(&bucket);
-    assert_object_name(&key, &format!("{prefix}/"));
-    assert_eq!(body, NDJSON);
+    let t = app_with_environment_keys().await;
+    upload_lands(&t, Some("svc logs/a+b=c*(d)!$@:,")).await;
 }
 
 #[tokio::test]
@@ -186,11 +195,7 @@ async fn credentials_come_from_the_profile_of_the_shared_files() {
         ("AWS_PROFILE", "svc-logs"),
     ])
     .await;
-    let bucket = new_bucket();
-    put(&t, &bucket, Some("p")).await.unwrap();
-    let (key, body) = only_object(&bucket);
-    assert_object_name(&key, "p/");
-    assert_eq!(body, NDJSON);
+    let bucket = upload_lands(&t, Some("p")).await;
     // The default profile (its secret is wrong) when none is named: the file is what the chain
     // read, not some other source.
     let t = app(&[
@@ -205,7 +210,6 @@ async fn credentials_come_from_the_profile_of_the_shared_files() {
         ("AWS_SHARED_CREDENTIALS_FILE", &credentials),
         ("AWS_CONFIG_FILE", &config),
         ("AWS_PROFILE", "missing"),
-        ("AWS_EC2_METADATA_DISABLED", "true"),
     ])
     .await;
     let e = put(&t, &bucket, None).await.unwrap_err();
@@ -248,11 +252,7 @@ async fn credentials_come_from_the_container_endpoint_and_are_kept_until_expiry(
         ("AWS_CONTAINER_AUTHORIZATION_TOKEN", "not-this-one"),
     ])
     .await;
-    let bucket = new_bucket();
-    put(&t, &bucket, Some("c")).await.unwrap();
-    let (key, body) = only_object(&bucket);
-    assert_object_name(&key, "c/");
-    assert_eq!(body, NDJSON);
+    let bucket = upload_lands(&t, Some("c")).await;
     put(&t, &bucket, Some("c")).await.unwrap();
     assert_eq!(s3("objects", &bucket).as_object().unwrap().len(), 2);
     let seen = endpoint.seen();
@@ -301,7 +301,11 @@ fn imds(s: &Seen) -> (u16, &'static str, String) {
 #[tokio::test]
 async fn credentials_come_from_instance_metadata_v2_last() {
     let endpoint = Recorder::start(Answer::Raw(imds)).await;
-    let t = app(&[("AWS_EC2_METADATA_SERVICE_ENDPOINT", &format!("{}/", endpoint.url))]).await;
+    let t = app(&[
+        ("AWS_EC2_METADATA_DISABLED", "false"),
+        ("AWS_EC2_METADATA_SERVICE_ENDPOINT", &format!("{}/", endpoint.url)),
+    ])
+    .await;
     let bucket = new_bucket();
     put(&t, &bucket, None).await.unwrap();
     put(&t, &bucket, None).await.unwrap();
@@ -320,8 +324,8 @@ async fn credentials_come_from_instance_metadata_v2_last() {
         ],
         "once: cached until shortly before Expiration"
     );
-    // Nothing anywhere, instance metadata off: the chain says so.
-    let t = app(&[("AWS_EC2_METADATA_DISABLED", "true")]).await;
+    // Nothing anywhere, instance metadata off (as every test has it): the chain says so.
+    let t = app(&[]).await;
     let e = put(&t, &bucket, None).await.unwrap_err();
     assert_eq!(
         e,
