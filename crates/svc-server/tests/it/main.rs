@@ -17,4 +17,5 @@ mod hardening;
 mod ops;
 mod sso;
 mod store;
+mod streams_object;
 mod tidy;
