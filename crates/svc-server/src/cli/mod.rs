@@ -27,8 +27,11 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 ///
 /// Configuration comes from SVC_* environment variables and, optionally, a file of KEY=value
 /// lines (--config FILE or SVC_CONFIG_FILE); the environment wins. `svc config check` lists every
-/// key. The `svc admin list|get|apply|explain` commands talk to a running server instead
-/// (--url, --token; SVC_URL, SVC_TOKEN).
+/// key. ObjectStorageABucket log streams upload with the host's cloudA credentials, found through
+/// the platform SDK's standard chain (AWS_* environment variables, shared files, container
+/// endpoint, instance metadata; docs/log-streams/object-storage.md). The `svc admin
+/// list|get|apply|explain` commands talk to a running server instead (--url, --token; SVC_URL,
+/// SVC_TOKEN).
 #[derive(Parser)]
 #[command(name = "svc", version)]
 struct Cli {

@@ -18,4 +18,5 @@ mod hardening;
 mod ops;
 mod sso;
 mod store;
+mod streams_object;
 mod tidy;
