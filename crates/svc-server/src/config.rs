@@ -370,6 +370,17 @@ fn absolute_http_url(v: &str) -> bool {
         && !v.chars().any(char::is_whitespace)
 }
 
+/// The `svc admin` client's own keys: the management API's base URL and a management token. Read
+/// by the command line's HTTP commands only (never by the server), so `serve` does not warn about
+/// them and `config check` does not list them.
+pub const CLIENT_KEYS: &[&str] = &["SVC_URL", "SVC_TOKEN"];
+
+/// A client key's value from the environment (one of [`CLIENT_KEYS`]); empty counts as unset.
+pub fn client_env(key: &str) -> Option<String> {
+    debug_assert!(CLIENT_KEYS.contains(&key), "{key} is not a client key");
+    std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// The keys whose values `svc config check` never prints.
 pub const SECRET_KEYS: &[&str] = &["SVC_ENCRYPTION_KEY", "SVC_BOOTSTRAP_ADMIN_PASSWORD"];
 
@@ -705,7 +716,12 @@ impl Config {
     pub fn unknown_env_keys() -> Vec<String> {
         std::env::vars()
             .map(|(k, _)| k)
-            .filter(|k| k.starts_with("SVC_") && !k.starts_with("SVC_TEST_") && !KEYS.iter().any(|(n, _)| n == k))
+            .filter(|k| {
+                k.starts_with("SVC_")
+                    && !k.starts_with("SVC_TEST_")
+                    && !KEYS.iter().any(|(n, _)| n == k)
+                    && !CLIENT_KEYS.contains(&k.as_str())
+            })
             .collect()
     }
 }

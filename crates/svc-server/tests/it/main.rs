@@ -4,6 +4,7 @@
 
 mod support;
 
+mod cli;
 mod concurrency;
 mod conditions;
 mod config;
