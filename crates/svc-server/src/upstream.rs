@@ -223,17 +223,25 @@ fn scrub(text: &str, secrets: &[String]) -> String {
 
 impl Upstream {
     pub fn new(cfg: &Config) -> Result<Upstream, String> {
-        Self::build(cfg, None)
+        Self::build(cfg, None, true)
     }
 
     /// The client of a routing (§3.17): every call through the HTTP(S) proxy `proxy`
     /// (absolute-form requests for `http`, CONNECT for `https`).
     pub fn via(cfg: &Config, proxy: &str) -> Result<Upstream, String> {
-        Self::build(cfg, Some(proxy))
+        Self::build(cfg, Some(proxy), true)
     }
 
-    fn build(cfg: &Config, proxy: Option<&str>) -> Result<Upstream, String> {
+    /// A client that does not verify the server's certificate: only for a log stream whose
+    /// operator chose `tlsVerification: none` (§5.4). Every other call goes through the strict
+    /// [`Upstream::new`].
+    pub fn unverified(cfg: &Config) -> Result<Upstream, String> {
+        Self::build(cfg, None, false)
+    }
+
+    fn build(cfg: &Config, proxy: Option<&str>, verify: bool) -> Result<Upstream, String> {
         let mut b = reqwest::Client::builder()
+            .tls_danger_accept_invalid_certs(!verify)
             .timeout(TIMEOUT)
             .connect_timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())

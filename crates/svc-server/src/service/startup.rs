@@ -115,6 +115,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         .await
         .map_err(StartError)?;
     let events = EventSink::new(store.clone());
+    let streams = crate::events::streams::Streams::new(&store, store.stream_cursors().await?);
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
     let login_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
@@ -129,6 +130,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         write_lock: tokio::sync::Mutex::new(()),
         write_queue: tokio::sync::Mutex::new(()),
         events,
+        streams,
         healthy: AtomicBool::new(true),
         last_change: AtomicI64::new(last_change),
         node_id: crate::crypto::hex(&random_bytes::<8>()),

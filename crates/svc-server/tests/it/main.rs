@@ -16,4 +16,5 @@ mod hardening;
 mod ops;
 mod sso;
 mod store;
+mod streams;
 mod tidy;
