@@ -1,6 +1,8 @@
 //! The one HTTP client for upstream calls (OIDC discovery, JWKS, STS, token endpoints, vault):
 //! server-chosen URLs only, 10 s connect+response timeout, no redirects, response bodies capped
-//! at 1 MiB (contract §0.2, §4.5), plus `SVC_UPSTREAM_CA_BUNDLE` roots.
+//! at 1 MiB (contract §0.2, §4.5), plus `SVC_UPSTREAM_CA_BUNDLE` roots. Certificates are always
+//! verified, except by [`Upstream::unverified`], used only for a log stream's collector whose
+//! operator chose `tlsVerification: none` (§3.14).
 
 use std::time::Duration;
 
