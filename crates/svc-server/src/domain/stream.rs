@@ -48,22 +48,31 @@ pub struct Hec {
     pub verify: bool,
 }
 
+/// An objectStorageA bucket.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BucketA {
+    pub region: String,
+    pub bucket: String,
+    pub prefix: Option<String>,
+}
+
+/// An objectStorageC bucket and the identity that writes to it.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct BucketC {
+    pub bucket: Option<String>,
+    pub prefix: Option<String>,
+    pub audience: Option<String>,
+    pub service_account_email: Option<String>,
+    /// Seconds.
+    pub token_lifetime: i32,
+}
+
 /// Where a stream delivers.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[serde(tag = "type")]
 pub enum Destination {
-    ObjectStorageABucket {
-        region: String,
-        bucket: String,
-        prefix: Option<String>,
-    },
-    ObjectStorageCBucket {
-        bucket: Option<String>,
-        prefix: Option<String>,
-        audience: Option<String>,
-        service_account_email: Option<String>,
-        token_lifetime: i32,
-    },
+    ObjectStorageABucket(BucketA),
+    ObjectStorageCBucket(BucketC),
     LogAnalyticsAHttpEventCollector(Hec),
     SensorAHttpEventCollector(Hec),
 }
@@ -72,8 +81,8 @@ impl Destination {
     /// The `type` discriminator.
     pub fn type_name(&self) -> &'static str {
         match self {
-            Destination::ObjectStorageABucket { .. } => "ObjectStorageABucket",
-            Destination::ObjectStorageCBucket { .. } => "ObjectStorageCBucket",
+            Destination::ObjectStorageABucket(_) => "ObjectStorageABucket",
+            Destination::ObjectStorageCBucket(_) => "ObjectStorageCBucket",
             Destination::LogAnalyticsAHttpEventCollector(_) => "LogAnalyticsAHttpEventCollector",
             Destination::SensorAHttpEventCollector(_) => "SensorAHttpEventCollector",
         }

@@ -365,30 +365,24 @@ async fn send(app: &App, s: &LogStream, table: EventTable, records: &[StreamReco
             let key = s.secret().ok_or("the collector's apiKey is missing")?;
             send_hec(app, h, &format!("Bearer {key}"), values).await
         }
-        Destination::ObjectStorageABucket { region, bucket, prefix } => {
+        Destination::ObjectStorageABucket(b) => {
             let ndjson = ndjson(values);
             let dest = ObjectA {
-                region,
-                bucket,
-                prefix: prefix.as_deref(),
+                region: &b.region,
+                bucket: &b.bucket,
+                prefix: b.prefix.as_deref(),
             };
             put_a(&app.services(), &dest, &upload(s, now, &ndjson)).await
         }
-        Destination::ObjectStorageCBucket {
-            bucket,
-            prefix,
-            audience,
-            service_account_email,
-            token_lifetime,
-        } => {
+        Destination::ObjectStorageCBucket(b) => {
             let ndjson = ndjson(values);
             let dest = ObjectC {
                 stream: s.meta.id,
-                bucket: bucket.as_deref(),
-                prefix: prefix.as_deref(),
-                audience: audience.as_deref(),
-                service_account_email: service_account_email.as_deref(),
-                token_lifetime: *token_lifetime,
+                bucket: b.bucket.as_deref(),
+                prefix: b.prefix.as_deref(),
+                audience: b.audience.as_deref(),
+                service_account_email: b.service_account_email.as_deref(),
+                token_lifetime: b.token_lifetime,
             };
             put_c(&app.services(), &dest, &upload(s, now, &ndjson)).await
         }

@@ -251,22 +251,23 @@ impl Deliverer {
         if held && self.conn.lock().await.is_some() {
             return Ok(true);
         }
-        let key = lock_key(stream);
-        let got: bool = self
-            .on_conn(move |c| {
-                Box::pin(async move {
-                    sqlx::query("SELECT pg_try_advisory_lock($1)")
-                        .bind(key)
-                        .fetch_one(c)
-                        .await
-                        .map(|r| r.get::<bool, _>(0))
-                })
-            })
-            .await?;
+        let got = self.advisory("SELECT pg_try_advisory_lock($1)", stream).await?;
         if got {
             self.held().insert(stream);
         }
         Ok(got)
+    }
+
+    /// One advisory-lock function of `stream`'s key on the lock connection; its answer.
+    async fn advisory(&self, sql: &'static str, stream: Uuid) -> Result<bool> {
+        let key = lock_key(stream);
+        self.on_conn(move |c| {
+            Box::pin(async move {
+                let r = sqlx::query(sql).bind(key).fetch_one(c).await?;
+                Ok(r.get::<bool, _>(0))
+            })
+        })
+        .await
     }
 
     /// Gives up the streams this node no longer has a reason to hold (deleted ones).
@@ -276,19 +277,7 @@ impl Deliverer {
         }
         let gone: Vec<Uuid> = self.held().iter().filter(|s| !keep.contains(s)).copied().collect();
         for s in gone {
-            let key = lock_key(s);
-            let r = self
-                .on_conn(move |c| {
-                    Box::pin(async move {
-                        sqlx::query("SELECT pg_advisory_unlock($1)")
-                            .bind(key)
-                            .execute(c)
-                            .await
-                            .map(|_| ())
-                    })
-                })
-                .await;
-            if r.is_ok() {
+            if self.advisory("SELECT pg_advisory_unlock($1)", s).await.is_ok() {
                 self.held().remove(&s);
             }
         }

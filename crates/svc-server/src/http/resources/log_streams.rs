@@ -13,7 +13,7 @@ use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnMissing, Resource};
 use crate::app::App;
 use crate::domain::credential::SecretFields;
-use crate::domain::stream::{DataType, Destination, Hec, LogStream};
+use crate::domain::stream::{BucketA, BucketC, DataType, Destination, Hec, LogStream};
 use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::list::{Base, Filter, ListSpec};
@@ -229,11 +229,11 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Resu
                     "must not contain \\ { } ^ % ` ' \" ~ # [ ] < > | or characters beyond ASCII",
                 ));
             }
-            let dest = Destination::ObjectStorageABucket {
+            let dest = Destination::ObjectStorageABucket(BucketA {
                 region: required("objectStorageABucketRegion", region)?,
                 bucket: required("objectStorageABucketName", bucket)?,
                 prefix,
-            };
+            });
             (dest, None)
         }
         "ObjectStorageCBucket" => {
@@ -256,13 +256,13 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Resu
             let audience = o.opt_str_len("audience", 0, 256)?.filter(|s| !s.is_empty());
             let email = o.opt_str_len("serviceAccountEmail", 0, 90)?.filter(|s| !s.is_empty());
             let lifetime = o.opt_i32_range("tokenLifetime", 15, 3600)?;
-            let dest = Destination::ObjectStorageCBucket {
+            let dest = Destination::ObjectStorageCBucket(BucketC {
                 bucket,
                 prefix,
                 audience,
                 service_account_email: email,
                 token_lifetime: lifetime.unwrap_or(DEFAULT_TOKEN_LIFETIME),
-            };
+            });
             (dest, None)
         }
         "LogAnalyticsAHttpEventCollector" => {
@@ -321,23 +321,17 @@ pub fn stream_json(app: &App, s: &LogStream) -> Value {
     o.insert("completedTransactionCount".into(), json!(c.completed));
     o.insert("erroredTransactionCount".into(), json!(c.errored));
     match &s.dest {
-        Destination::ObjectStorageABucket { region, bucket, prefix } => {
-            o.insert("objectStorageABucketRegion".into(), json!(region));
-            o.insert("objectStorageABucketName".into(), json!(bucket));
-            o.insert("objectStorageAPathPrefix".into(), json!(prefix));
+        Destination::ObjectStorageABucket(b) => {
+            o.insert("objectStorageABucketRegion".into(), json!(b.region));
+            o.insert("objectStorageABucketName".into(), json!(b.bucket));
+            o.insert("objectStorageAPathPrefix".into(), json!(b.prefix));
         }
-        Destination::ObjectStorageCBucket {
-            bucket,
-            prefix,
-            audience,
-            service_account_email,
-            token_lifetime,
-        } => {
-            o.insert("objectStorageCBucketName".into(), json!(bucket));
-            o.insert("objectStorageCPathPrefix".into(), json!(prefix));
-            o.insert("audience".into(), json!(audience));
-            o.insert("serviceAccountEmail".into(), json!(service_account_email));
-            o.insert("tokenLifetime".into(), json!(token_lifetime));
+        Destination::ObjectStorageCBucket(b) => {
+            o.insert("objectStorageCBucketName".into(), json!(b.bucket));
+            o.insert("objectStorageCPathPrefix".into(), json!(b.prefix));
+            o.insert("audience".into(), json!(b.audience));
+            o.insert("serviceAccountEmail".into(), json!(b.service_account_email));
+            o.insert("tokenLifetime".into(), json!(b.token_lifetime));
         }
         Destination::LogAnalyticsAHttpEventCollector(h) | Destination::SensorAHttpEventCollector(h) => {
             o.insert("hecHostPort".into(), json!(h.host_port));

@@ -31,14 +31,7 @@ async fn audit_since(t: &TestApp, since: &Value) -> BTreeMap<String, Value> {
 
 /// Waits until the collector has exactly the records of `expected` (no more), each once.
 async fn delivered_exactly(c: &Collector, expected: &BTreeMap<String, Value>) {
-    let events = c.wait_events(expected.len(), WAIT).await;
-    // Two more cycles: nothing else arrives.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let events = if events.len() == expected.len() {
-        c.events()
-    } else {
-        events
-    };
+    let events = settled(c, expected.len(), WAIT).await;
     assert_unique(&events);
     let got: BTreeMap<String, Value> = events.into_iter().map(|v| (id(&v), v)).collect();
     assert_eq!(
@@ -189,15 +182,9 @@ async fn hec_transactions_are_framed_as_the_contract_says_for_both_collectors() 
             .any(|v| v["activity"] == "LoginSucceeded"),
         "history before the streams exists and was not delivered"
     );
-    let a = get(&t, &id(&a)).await;
-    assert!(a["completedTransactionCount"].as_i64().unwrap() >= 1);
-    assert_eq!(
-        (
-            a["erroredTransactionCount"].clone(),
-            a["inProgTransactionCount"].clone()
-        ),
-        (json!(0), json!(0))
-    );
+    let (in_progress, completed, errored) = counts(&t, &id(&a)).await;
+    assert!(completed >= 1);
+    assert_eq!((in_progress, errored), (0, 0));
 }
 
 #[tokio::test]
@@ -219,13 +206,7 @@ async fn records_equal_what_the_event_lists_return_for_every_data_type() {
     ] {
         let expected = events_by_id(&t, path, key).await;
         assert!(!expected.is_empty());
-        let events = c.wait_events(expected.len(), WAIT).await;
-        tokio::time::sleep(Duration::from_millis(2500)).await;
-        let events = if events.len() == expected.len() {
-            c.events()
-        } else {
-            events
-        };
+        let events = settled(c, expected.len(), WAIT).await;
         assert_same_events(&events, &expected);
         for e in &events {
             assert_eq!(e, &expected[e["meta"]["eventId"].as_str().unwrap()], "{path}");
@@ -387,22 +368,10 @@ async fn a_restart_in_the_middle_of_a_transaction_resumes_without_loss_or_duplic
     );
     let t = t.restart().await;
     c.set(Answer::Accept);
-    let events = c.wait_events(expected.len(), Duration::from_secs(30)).await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
-    let events = if events.len() == expected.len() {
-        c.events()
-    } else {
-        events
-    };
+    let events = settled(&c, expected.len(), Duration::from_secs(30)).await;
     assert_same_events(&events, &expected);
-    let v = get(&t, &sid).await;
-    assert_eq!(
-        (
-            v["inProgTransactionCount"].clone(),
-            v["erroredTransactionCount"].clone()
-        ),
-        (json!(0), json!(0))
-    );
+    let (in_progress, _, errored) = counts(&t, &sid).await;
+    assert_eq!((in_progress, errored), (0, 0));
 }
 
 #[tokio::test]
@@ -416,15 +385,7 @@ async fn an_errored_transaction_is_retried_for_24_hours_then_dropped() {
     let m = marker(&t).await;
     touch(&t, &m, 2).await;
     cycle(&t).await;
-    let v = get(&t, &sid).await;
-    assert_eq!(
-        (
-            v["erroredTransactionCount"].clone(),
-            v["completedTransactionCount"].clone(),
-            v["inProgTransactionCount"].clone()
-        ),
-        (json!(1), json!(0), json!(0))
-    );
+    assert_eq!(counts(&t, &sid).await, (0, 0, 1));
     t.advance_clock(23 * 3_600_000);
     cycle(&t).await;
     // Written after the first attempt: not part of the failing transaction.
@@ -438,15 +399,14 @@ async fn an_errored_transaction_is_retried_for_24_hours_then_dropped() {
         "the same records each time"
     );
     assert_eq!(sent[0].objects().len(), 4);
-    let v = get(&t, &sid).await;
-    assert_eq!(v["erroredTransactionCount"], 3);
+    assert_eq!(counts(&t, &sid).await, (0, 0, 3));
     // Dropped after 24 h: the cursor moved past it; the next transaction has the newer entry only.
     c.set(Answer::Accept);
     cycle(&t).await;
     let events = c.events();
     assert_eq!(events.len(), 1, "{events:#?}");
     assert_eq!(events[0]["activity"], "Patched");
-    assert_eq!(get(&t, &sid).await["completedTransactionCount"], 1);
+    assert_eq!(counts(&t, &sid).await, (0, 1, 3));
     cycle(&t).await;
     assert_eq!(c.requests().len(), 4, "nothing more to send");
 }

@@ -83,6 +83,25 @@ pub async fn get(t: &TestApp, id: &str) -> Value {
     t.get(&format!("{PATH}/{id}")).await.expect(200).clone()
 }
 
+/// A stream's counters: (in progress, completed, errored).
+pub async fn counts(t: &TestApp, id: &str) -> (i64, i64, i64) {
+    let v = get(t, id).await;
+    let n = |k: &str| v[k].as_i64().unwrap();
+    (
+        n("inProgTransactionCount"),
+        n("completedTransactionCount"),
+        n("erroredTransactionCount"),
+    )
+}
+
+/// Waits (up to `limit`) until `c` accepted at least `n` events, then two more cycles, so that
+/// anything sent twice or too many would show; returns every accepted event.
+pub async fn settled(c: &Collector, n: usize, limit: Duration) -> Vec<Value> {
+    c.wait_events(n, limit).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    c.events()
+}
+
 /// A global entity (an agent controller) that `touch` changes: every write is one audit entry of
 /// the default resource set, and nothing else (a resource set would add its built-in
 /// integrations' entries, in its own set).

@@ -25,9 +25,7 @@ async fn on_postgresql_one_node_delivers_a_stream_and_another_takes_over_when_it
     }
     // The stream's creation, the marker's, sixteen touches.
     let expected = 2 + 16;
-    let events = c.wait_events(expected, Duration::from_secs(20)).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let events = if events.len() == expected { c.events() } else { events };
+    let events = settled(&c, expected, Duration::from_secs(20)).await;
     assert_eq!(events.len(), expected);
     assert_unique(&events);
     let (sent_a, sent_b) = (a.app.streams.transactions_sent(), b.app.streams.transactions_sent());
@@ -50,13 +48,7 @@ async fn on_postgresql_one_node_delivers_a_stream_and_another_takes_over_when_it
     deliverer.shutdown().await;
     let before = other.app.streams.transactions_sent();
     touch(other, &m, 5).await;
-    let events = c.wait_events(expected + 5, Duration::from_secs(20)).await;
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let events = if events.len() == expected + 5 {
-        c.events()
-    } else {
-        events
-    };
+    let events = settled(&c, expected + 5, Duration::from_secs(20)).await;
     assert_eq!(events.len(), expected + 5);
     assert_unique(&events);
     assert!(
