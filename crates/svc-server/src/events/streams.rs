@@ -250,7 +250,11 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
     };
     let Some(newest) = records.last().map(|r| r.seq) else {
         if let Some(p) = row.pending_last
-            && let Err(e) = app.streams.deliverer.skip_pending(id, p, now).await
+            && let Err(e) = app
+                .streams
+                .deliverer
+                .skip_pending(id, row.data_type.as_str(), p, now)
+                .await
         {
             tracing::warn!(stream = %id, error = %e, "log stream: moving its cursor failed");
         }
@@ -267,7 +271,7 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
     if !current.meta.active || current.data_type != s.data_type || app.streams.stopping() {
         return;
     }
-    match app.streams.deliverer.begin(id, last, now).await {
+    match app.streams.deliverer.begin(id, &row.data_type, last, now).await {
         Ok(true) => {}
         // The row went with the stream (deleted on another node).
         Ok(false) => return,
@@ -298,7 +302,12 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
             tracing::warn!(stream = %id, records = records.len(), error = %e, "log stream transaction failed; retried next cycle");
         }
     }
-    if let Err(e) = app.streams.deliverer.finish(id, last, outcome, ended).await {
+    if let Err(e) = app
+        .streams
+        .deliverer
+        .finish(id, &row.data_type, last, outcome, ended)
+        .await
+    {
         tracing::warn!(stream = %id, error = %e, "log stream: recording its transaction failed");
     }
     app.streams.change(id, |c| {

@@ -331,45 +331,56 @@ impl Deliverer {
     }
 
     /// Counts a transaction of `stream` ending at record `last` in progress (its first attempt
-    /// at `now` unless it is a retry). `false`: the stream's row is gone (deleted).
-    pub async fn begin(&self, stream: Uuid, last: i64, now: i64) -> Result<bool> {
-        let sql = "UPDATE log_stream_cursors SET in_progress = 1, pending_last = $2, \
-                   pending_since = COALESCE(pending_since, $3), updated_at = $3 WHERE stream = $1";
-        let binds = vec![Bind::Text(stream.to_string()), Bind::Int(last), Bind::Int(now)];
-        Ok(self.update(sql.into(), binds).await? == 1)
+    /// at `now` unless it is a retry). `false`: the stream's row is gone (deleted) or counts in
+    /// another `dataType` now.
+    pub async fn begin(&self, stream: Uuid, data_type: &str, last: i64, now: i64) -> Result<bool> {
+        let sql = "UPDATE log_stream_cursors SET in_progress = 1, pending_last = $3, \
+                   pending_since = COALESCE(pending_since, $4), updated_at = $4 WHERE stream = $1 AND data_type = $2";
+        Ok(self.update(sql.into(), row_binds(stream, data_type, last, now)).await? == 1)
     }
 
     /// Records how the transaction ending at `last` ended: the cursor moves past it unless it
-    /// is to be sent again.
-    pub async fn finish(&self, stream: Uuid, last: i64, outcome: Outcome, now: i64) -> Result<()> {
-        let id = Bind::Text(stream.to_string());
-        let (sql, binds) = match outcome {
-            Outcome::Errored => (
-                "UPDATE log_stream_cursors SET in_progress = 0, errored = errored + 1, updated_at = $2 WHERE stream = $1",
-                vec![id, Bind::Int(now)],
-            ),
-            Outcome::Completed | Outcome::Dropped => (
-                if outcome == Outcome::Completed {
-                    "UPDATE log_stream_cursors SET delivered = $2, pending_last = NULL, pending_since = NULL, \
-                     in_progress = 0, completed = completed + 1, updated_at = $3 WHERE stream = $1"
-                } else {
-                    "UPDATE log_stream_cursors SET delivered = $2, pending_last = NULL, pending_since = NULL, \
-                     in_progress = 0, errored = errored + 1, updated_at = $3 WHERE stream = $1"
-                },
-                vec![id, Bind::Int(last), Bind::Int(now)],
-            ),
+    /// is to be sent again. Nothing changes when the row counts in another `dataType` now (a PUT
+    /// changed it while the transaction was in flight: the cursor starts over there).
+    pub async fn finish(&self, stream: Uuid, data_type: &str, last: i64, outcome: Outcome, now: i64) -> Result<()> {
+        let sql = match outcome {
+            Outcome::Errored => {
+                "UPDATE log_stream_cursors SET in_progress = 0, errored = errored + 1, updated_at = $4 \
+                 WHERE stream = $1 AND data_type = $2 AND pending_last = $3"
+            }
+            Outcome::Completed => {
+                "UPDATE log_stream_cursors SET delivered = $3, pending_last = NULL, pending_since = NULL, \
+                 in_progress = 0, completed = completed + 1, updated_at = $4 WHERE stream = $1 AND data_type = $2"
+            }
+            Outcome::Dropped => {
+                "UPDATE log_stream_cursors SET delivered = $3, pending_last = NULL, pending_since = NULL, \
+                 in_progress = 0, errored = errored + 1, updated_at = $4 WHERE stream = $1 AND data_type = $2"
+            }
         };
-        self.update(sql.into(), binds).await.map(drop)
+        self.update(sql.into(), row_binds(stream, data_type, last, now))
+            .await
+            .map(drop)
     }
 
     /// A pending transaction whose records are gone (deleted while the stream was inactive):
     /// the cursor moves past it.
-    pub async fn skip_pending(&self, stream: Uuid, last: i64, now: i64) -> Result<()> {
-        let sql = "UPDATE log_stream_cursors SET delivered = $2, pending_last = NULL, pending_since = NULL, \
-                   in_progress = 0, updated_at = $3 WHERE stream = $1";
-        let binds = vec![Bind::Text(stream.to_string()), Bind::Int(last), Bind::Int(now)];
-        self.update(sql.into(), binds).await.map(drop)
+    pub async fn skip_pending(&self, stream: Uuid, data_type: &str, last: i64, now: i64) -> Result<()> {
+        let sql = "UPDATE log_stream_cursors SET delivered = $3, pending_last = NULL, pending_since = NULL, \
+                   in_progress = 0, updated_at = $4 WHERE stream = $1 AND data_type = $2";
+        self.update(sql.into(), row_binds(stream, data_type, last, now))
+            .await
+            .map(drop)
     }
+}
+
+/// `$1` stream, `$2` data type, `$3` a record's `seq`, `$4` the time.
+fn row_binds(stream: Uuid, data_type: &str, seq: i64, now: i64) -> Vec<Bind> {
+    vec![
+        Bind::Text(stream.to_string()),
+        Bind::Text(data_type.to_string()),
+        Bind::Int(seq),
+        Bind::Int(now),
+    ]
 }
 
 enum Bind {

@@ -436,3 +436,27 @@ async fn tls_without_verification_reaches_a_self_signed_collector_and_full_verif
     assert!(strict["erroredTransactionCount"].as_i64() >= Some(1));
     assert!(get(&t, &id(&none)).await["completedTransactionCount"].as_i64() >= Some(1));
 }
+
+#[tokio::test]
+async fn changing_the_data_type_starts_the_stream_over_in_the_new_records() {
+    let t = manual().await;
+    let token = guid();
+    let c = Collector::start(&format!("Splunk {token}")).await;
+    let s = create(&t, la(&c, "AuditLogs", &token)).await;
+    let rig = edge(&t).await;
+    issue(&t, &rig, 1).await;
+    cycle(&t).await;
+    let audit = c.events();
+    assert!(!audit.is_empty() && audit.iter().all(|e| e.get("category").is_some()));
+    let history = events_by_id(&t, "/api/v1/authorization-events", "authorizationEvents").await;
+    let mut back = get(&t, &id(&s)).await;
+    back["dataType"] = json!("AccessAuthorizationEvents");
+    t.put(PATH, back).await.expect(200);
+    issue(&t, &rig, 2).await;
+    cycle(&t).await;
+    let now = events_by_id(&t, "/api/v1/authorization-events", "authorizationEvents").await;
+    let new: BTreeMap<String, Value> = now.into_iter().filter(|(k, _)| !history.contains_key(k)).collect();
+    assert_eq!(new.len(), 6, "two requests' events");
+    assert_same_events(&c.events()[audit.len()..], &new);
+    assert_eq!(counts(&t, &id(&s)).await, (0, 2, 0), "the counters are kept");
+}
