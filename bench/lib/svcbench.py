@@ -7,6 +7,11 @@
         `bench-job` (oidcIdTokenSubject), the server workload api.partner.example:443, an apikey
         credential provider and the one access policy joining them; plus the providers the unrelated
         policies use.
+        With --conditions CC NAME SUB SUBNAME, also the server workload cond.partner.example:443 and
+        a second policy to it (same client workload, trust provider and apikey provider) carrying
+        two access conditions that pass for the benchmark's requests: an SvcTimeCondition open
+        every day 00:00-24:00 UTC and an SvcGeoIPCondition for country CC (English name NAME),
+        subdivision CC-SUB (named SUBNAME), both on the resource set's built-in integrations.
     svcbench.py load --base URL --state FILE --policies N [--workers W]
         Adds unrelated policies until N policies exist in total. Each unrelated policy gets its own
         client workload (its own oidcIdTokenSubject) and its own server workload (its own host), so
@@ -14,8 +19,11 @@
         /api/v1/server-workloads and /api/v2/access-policies, W requests in flight.
     svcbench.py auth-pool --state FILE --id-tokens FILE --out FILE
         One /edge/v1/auth request body per ID token (wrk pool: "<header>\\t<body>" lines).
-    svcbench.py cred-pool --base URL --state FILE --id-tokens FILE --count N --out FILE
+    svcbench.py cred-pool --base URL --state FILE --id-tokens FILE --count N --out FILE [--cond-out FILE]
         N distinct edge access tokens from /edge/v1/auth, one /edge/v1/credentials request per line.
+        --cond-out (after configure --conditions): the same requests for cond.partner.example, the
+        server workload whose policy has conditions; checks that one of them is answered and that
+        its authorization event records both conditions as Passed.
     svcbench.py bao-pool --id-tokens FILE --role NAME --out FILE
         One OpenBao jwt login body per ID token.
     svcbench.py bao-configure --addr URL --issuer URL --aud AUD --pubkey PEM --id-tokens FILE
@@ -42,6 +50,8 @@ ADMIN_EMAIL = "bench@svc.test"
 ADMIN_PASSWORD = "bench-password-0123456789"
 SUBJECT = "system:job:bench"
 TARGET_HOST = "api.partner.example"
+COND_HOST = "cond.partner.example"
+WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
 UNRELATED_PROVIDERS = 10
 
 
@@ -108,10 +118,10 @@ def server_workload(api: Api, name: str, host: str) -> str:
     return location_id(r)
 
 
-def policy(api: Api, name: str, cw: str, sw: str, tps: list, cp: str) -> str:
+def policy(api: Api, name: str, cw: str, sw: str, tps: list, cp: str, conditions: tuple = ()) -> str:
     _, b = api.call("POST", "/api/v2/access-policies", {
         "name": name, "isActive": True, "clientWorkload": cw, "serverWorkload": sw,
-        "trustProviders": tps, "accessConditions": [], "contentSecurity": [],
+        "trustProviders": tps, "accessConditions": list(conditions), "contentSecurity": [],
         "credentialProviders": [{"credentialProviderId": cp, "mappingType": "None"}]})
     return b["externalId"]
 
@@ -131,9 +141,37 @@ def configure(a) -> None:
     state = {"base": a.base, "issuer": a.issuer, "trustProvider": tp["externalId"],
              "clientId": tp["edgeSdkClientId"], "clientWorkload": cw, "serverWorkload": sw,
              "credentialProvider": cp, "policy": pol, "unrelatedProviders": others, "policies": 1}
+    if a.conditions:
+        state.update(with_conditions(api, a.conditions, cw, tp["externalId"], cp))
     with open(a.state, "w") as f:
         json.dump(state, f, indent=1)
     print(f"configured: trust provider {tp['externalId']}, policy {pol}")
+
+
+def builtin_integration(api: Api, integration_type: str) -> str:
+    """The resource set's built-in integration of a type (§3.11: `GeoIP`, `Time`)."""
+    _, b = api.call("GET", f"/api/v2/integrations?filter=integrationType:{integration_type}", expect=(200,))
+    return b["integrations"][0]["externalId"]
+
+
+def with_conditions(api: Api, geo: list, cw: str, tp: str, cp: str) -> dict:
+    """The second benchmark policy, to COND_HOST, with a time and a GeoIP condition (§3.10 v2)."""
+    country, country_name, sub, sub_name = geo
+    _, t = api.call("POST", "/api/v2/access-conditions", {
+        "name": "bench: every day, all day", "isActive": True, "integrationType": "SvcTimeCondition",
+        "integrationID": builtin_integration(api, "SvcTimeCondition"),
+        "schedule": [{"startTime": "00:00", "endTime": "24:00", "weekDay": {"name": d, "ordinal": i}}
+                     for i, d in enumerate(WEEKDAYS)],
+        "timezone": {"timezone": "UTC"}})
+    _, g = api.call("POST", "/api/v2/access-conditions", {
+        "name": f"bench: from {country}-{sub}", "isActive": True, "integrationType": "SvcGeoIPCondition",
+        "integrationID": builtin_integration(api, "SvcGeoIPCondition"),
+        "locations": [{"shortName": country_name, "alpha2Code": country,
+                       "subdivisions": [{"name": sub_name, "subdivisionCode": f"{country}-{sub}"}]}]})
+    conds = [t["externalId"], g["externalId"]]
+    sw = server_workload(api, "partner-api-conditions", COND_HOST)
+    pol = policy(api, "bench-job to partner-api-conditions", cw, sw, [tp], cp, conds)
+    return {"conditions": conds, "conditionsPolicy": pol, "policies": 2}
 
 
 def load(a) -> None:
@@ -260,12 +298,33 @@ def cred_pool(a) -> None:
             f.write(f"Bearer {tok}\t{body}\n")
     # One request through the pool's first line proves the credential comes back.
     first = read_lines(a.out)[0].split("\t")
-    api.conn.request("POST", "/edge/v1/credentials", body=first[1],
-                     headers={"content-type": "application/json", "authorization": first[0]})
+    check_credentials(api, *first)
+    if not a.cond_out:
+        return
+    # The same requests for the server workload whose policy carries the conditions.
+    with open(a.out) as src, open(a.cond_out, "w") as f:
+        for line in src:
+            f.write(line.replace(f'"host":"{TARGET_HOST}"', f'"host":"{COND_HOST}"'))
+    first = read_lines(a.cond_out)[0].split("\t")
+    check_credentials(api, *first, what=f"{COND_HOST} (policy with conditions)")
+    # Its decision evaluated both conditions and both passed.
+    admin = Api(a.base, login(a.base))
+    _, b = admin.call("GET", "/api/v1/authorization-events?per-page=1&event-type=access.authorization", expect=(200,))
+    ev = b["authorizationEvents"][0]
+    got = {c.get("id"): c.get("result") for c in ev.get("accessConditions") or []}
+    if got != {c: "Passed" for c in state["conditions"]}:
+        raise SystemExit(f"svcbench: the conditions' results in the last authorization event are {got}, "
+                         f"want both of {state['conditions']} Passed: {compact(ev)[:600]}")
+
+
+def check_credentials(api: Api, authorization: str, body: str, what: str = TARGET_HOST) -> None:
+    """One request through a pool line proves the credential comes back."""
+    api.conn.request("POST", "/edge/v1/credentials", body=body,
+                     headers={"content-type": "application/json", "authorization": authorization})
     r = api.conn.getresponse()
     raw = r.read()
     if r.status != 200 or json.loads(raw).get("credentialType") != "ApiKey":
-        raise SystemExit(f"svcbench: /edge/v1/credentials -> {r.status}: {raw[:300]!r}")
+        raise SystemExit(f"svcbench: /edge/v1/credentials for {what} -> {r.status}: {raw[:300]!r}")
 
 
 def bao_pool(a) -> None:
@@ -330,6 +389,16 @@ def mem(a) -> None:
     print(json.dumps(out))
 
 
+def stream(a) -> None:
+    """--stream: one active HEC log stream of the authorization events to the loopback sink."""
+    api = Api(a.base, login(a.base))
+    _, b = api.call("POST", "/api/v1/log-streams", {
+        "type": "LogAnalyticsAHttpEventCollector", "name": "bench-hec", "isActive": True,
+        "dataType": "AccessAuthorizationEvents", "hecHostPort": a.hec, "hecSourceName": "svc-bench",
+        "authenticationToken": "0f8fad5b-d9cb-469f-a165-70867728950e", "tls": False})
+    print(f"log stream {b['externalId']} -> {a.hec}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     sp = p.add_subparsers(dest="cmd", required=True)
@@ -337,6 +406,7 @@ def main() -> int:
     c.add_argument("--base", required=True)
     c.add_argument("--issuer", required=True)
     c.add_argument("--state", required=True)
+    c.add_argument("--conditions", nargs=4, metavar=("CC", "NAME", "SUB", "SUBNAME"))
     ld = sp.add_parser("load")
     ld.add_argument("--base", required=True)
     ld.add_argument("--state", required=True)
@@ -352,6 +422,7 @@ def main() -> int:
     cp.add_argument("--id-tokens", required=True)
     cp.add_argument("--count", type=int, required=True)
     cp.add_argument("--out", required=True)
+    cp.add_argument("--cond-out")
     bp = sp.add_parser("bao-pool")
     bp.add_argument("--id-tokens", required=True)
     bp.add_argument("--role", required=True)
@@ -373,12 +444,15 @@ def main() -> int:
     at.add_argument("--out", required=True)
     er = sp.add_parser("edge-requests")
     er.add_argument("--db", required=True)
+    st = sp.add_parser("stream")
+    st.add_argument("--base", required=True)
+    st.add_argument("--hec", required=True)
     m = sp.add_parser("mem")
     m.add_argument("--pid", required=True)
     a = p.parse_args()
     {"configure": configure, "load": load, "auth-pool": auth_pool, "cred-pool": cred_pool,
      "bao-pool": bao_pool, "bao-configure": bao_configure, "wait-healthy": wait_healthy, "mem": mem,
-     "agent-targets": agent_targets, "edge-requests": edge_requests}[a.cmd](a)
+     "agent-targets": agent_targets, "edge-requests": edge_requests, "stream": stream}[a.cmd](a)
     return 0
 
 

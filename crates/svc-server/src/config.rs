@@ -42,6 +42,12 @@ pub struct Config {
     /// How long a stopping server (SIGTERM) waits for requests in flight before it closes the
     /// remaining connections (issue 22: a bounded graceful stop).
     pub shutdown_grace_seconds: u32,
+    /// `SVC_EVENTS_FAIL_OPEN`: an edge answer leaves without waiting for its events to be
+    /// committed (issue 19; the default, false, holds every answer until they are).
+    pub events_fail_open: bool,
+    /// `SVC_EVENTS_COMMIT_TIMEOUT_MS`: how long an edge answer waits for its events' commit before
+    /// it answers 503 instead (fail closed).
+    pub events_commit_timeout_ms: u32,
     /// `SVC_METRICS_LISTEN_ADDR`: where `/metrics` (Prometheus text) is served; `None` (set
     /// empty): no metrics listener and no recorder.
     pub metrics_listen_addr: Option<SocketAddr>,
@@ -96,6 +102,55 @@ pub struct Config {
     pub log: String,
     /// `SVC_LOG_FORMAT`: `text` (default) or `json`.
     pub log_json: bool,
+    /// The host's cloudA credential-chain variables ([`CLOUDA_CHAIN_VARS`]), for objectStorageA
+    /// log streams (`events::object_storage::clouda_chain`).
+    pub clouda_chain_env: ChainEnv,
+}
+
+/// The variables the cloudA platform SDK's standard credential chain reads, under the SDK's own
+/// names (not `SVC_*` keys: the host's credentials are the platform's business, and an operator
+/// sets them as for any program on that host). Only these are taken from the process
+/// environment; `HOME` locates the default shared credentials and config files.
+pub const CLOUDA_CHAIN_VARS: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+    "HOME",
+];
+
+/// The values of [`CLOUDA_CHAIN_VARS`] that are set (and not blank). Its `Debug` names the
+/// variables only: the secret key and session token are among them.
+#[derive(Clone, Default)]
+pub struct ChainEnv(BTreeMap<String, String>);
+
+impl ChainEnv {
+    /// A variable's value, `None` when unset or blank.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+}
+
+impl std::fmt::Debug for ChainEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// The process environment this service reads: its `SVC_*` keys and the cloudA chain's variables.
+fn process_env() -> BTreeMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("SVC_") || CLOUDA_CHAIN_VARS.contains(&k.as_str()))
+        .collect()
 }
 
 /// Every key this service reads, with its default as text (`None` = unset), for `--help`, the
@@ -114,6 +169,8 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_HTTP_HEADER_TIMEOUT_SECONDS", Some("60")),
     ("SVC_LOGIN_FAILURES_PER_MINUTE", Some("100")),
     ("SVC_SHUTDOWN_GRACE_SECONDS", Some("10")),
+    ("SVC_EVENTS_FAIL_OPEN", Some("false")),
+    ("SVC_EVENTS_COMMIT_TIMEOUT_MS", Some("5000")),
     ("SVC_METRICS_LISTEN_ADDR", Some("127.0.0.1:9464")),
     ("SVC_EDGE_TOKEN_TTL_SECONDS", Some("3600")),
     ("SVC_EDGE_AUDIENCE", None),
@@ -334,8 +391,7 @@ impl Config {
 
     /// Loads from the process environment (and `SVC_CONFIG_FILE` or `file`).
     pub fn load(file: Option<&Path>) -> Result<Config, Vec<String>> {
-        let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
-        Self::from_sources(file, env)
+        Self::from_sources(file, process_env())
     }
 
     /// As [`Config::load`], and also checks the contents of the files the values name with
@@ -343,8 +399,7 @@ impl Config {
     /// reported with the values' own, all at once; a key whose value is already refused is not
     /// reported twice.
     pub fn load_checked(file: Option<&Path>, files: impl Fn(&Config) -> Vec<String>) -> Result<Config, Vec<String>> {
-        let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
-        Self::from_map_checked(&Self::merged(file, env)?, files)
+        Self::from_map_checked(&Self::merged(file, process_env())?, files)
     }
 
     /// Merges the file (if any) under the given environment, then validates.
@@ -498,6 +553,8 @@ impl Config {
         let http_header_timeout_seconds = r.num("SVC_HTTP_HEADER_TIMEOUT_SECONDS", 60u32, 1, 3600);
         let login_failures_per_minute = r.num("SVC_LOGIN_FAILURES_PER_MINUTE", 100u32, 0, 1_000_000);
         let shutdown_grace_seconds = r.num("SVC_SHUTDOWN_GRACE_SECONDS", 10u32, 0, 3600);
+        let events_fail_open = r.boolean("SVC_EVENTS_FAIL_OPEN", false);
+        let events_commit_timeout_ms = r.num("SVC_EVENTS_COMMIT_TIMEOUT_MS", 5000u32, 10, 600_000);
         let edge_audience = r.opt_string("SVC_EDGE_AUDIENCE").unwrap_or_else(|| public_url.clone());
         let edge_max_skew_seconds = r.num("SVC_EDGE_MAX_SKEW_SECONDS", 300u32, 1, 3600);
         let jwt_leeway_seconds = r.num("SVC_JWT_LEEWAY_SECONDS", 60u32, 0, 600);
@@ -562,6 +619,14 @@ impl Config {
             r.err("SVC_LOG_FORMAT", format!("must be text or json, got {log_format:?}"));
         }
 
+        // Not `SVC_*` keys: taken as given (the chain reports what it cannot use when it runs).
+        let clouda_chain_env = ChainEnv(
+            CLOUDA_CHAIN_VARS
+                .iter()
+                .filter_map(|k| Some((k.to_string(), r.raw(k)?.to_string())))
+                .collect(),
+        );
+
         let cfg = Config {
             public_url,
             listen_addr,
@@ -575,6 +640,8 @@ impl Config {
             http_header_timeout_seconds,
             login_failures_per_minute,
             shutdown_grace_seconds,
+            events_fail_open,
+            events_commit_timeout_ms,
             metrics_listen_addr,
             edge_token_ttl_seconds,
             edge_audience,
@@ -621,6 +688,7 @@ impl Config {
             x509_ca_key,
             log,
             log_json: log_format == "json",
+            clouda_chain_env,
         };
         let mut errors = r.errors;
         let refused = |e: &str, errors: &[String]| {

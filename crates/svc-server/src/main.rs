@@ -30,6 +30,9 @@ USAGE:
 
 Configuration comes from SVC_* environment variables and, optionally, a file of KEY=value lines
 (--config FILE or SVC_CONFIG_FILE); the environment wins. `svc config check` lists every key.
+ObjectStorageABucket log streams upload with the host's cloudA credentials, found through the
+platform SDK's standard chain (AWS_* environment variables, shared files, container endpoint,
+instance metadata; docs/log-streams/object-storage.md).
 ";
 
 struct Args {

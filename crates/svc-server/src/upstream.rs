@@ -131,7 +131,16 @@ const SECRET_FIELDS: &[&str] = &[
 ];
 
 /// Headers whose values are credentials.
-const SECRET_HEADERS: &[&str] = &["authorization", "private-token", "x-vault-token", "x-api-key", "cookie"];
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "private-token",
+    "x-vault-token",
+    "x-api-key",
+    "cookie",
+    // cloudA: a session token beside a SigV4 signature, and the instance-metadata session token.
+    "x-amz-security-token",
+    "x-aws-ec2-metadata-token",
+];
 
 /// The secrets a request carries, each also decoded where a header encodes it (HTTP Basic).
 fn secrets_of(req: &reqwest::Request) -> Vec<String> {

@@ -83,7 +83,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     if let Err(wait) = app.limits.auth.check(&(bucket, peer_ip), crate::clock::now_millis()) {
         return too_many(wait);
     }
-    let _room = app.events.reserve(1).await;
+    let room = app.events.reserve().await;
 
     let st = app.state();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
@@ -186,8 +186,9 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
     };
     let mut parts_ev = Parts::default();
     parts_ev.trust_providers.extend(outcome.provider);
+    let mut rec = crate::events::Recorder::default();
     events::authorization(
-        &app,
+        &mut rec,
         &info,
         "access.authentication",
         outcome.result,
@@ -195,8 +196,9 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         events::severity_for(outcome.status.as_u16()),
         &parts_ev,
     );
-    match token {
+    let response = match token {
         Some(t) => (StatusCode::OK, axum::Json(t)).into_response(),
         None => generic(outcome.status, outcome.message),
-    }
+    };
+    super::settle(&app, room, rec, response).await
 }

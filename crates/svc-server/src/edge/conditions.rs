@@ -149,18 +149,28 @@ fn sync_due(i: &Integration, now: i64) -> bool {
 
 /// §3.11: every `syncFrequencySeconds`, each active vendor integration obtains a token from its
 /// `tokenUrl` and records `lastSync` and `lastSyncStatus` (`Success` or the error). The record is
-/// written in a system write unit that first catches up with the other nodes: when several nodes
-/// share PostgreSQL, the first to record a sync for the period wins and the others skip it.
+/// made by one node only when several share PostgreSQL: each due integration's sync holds a
+/// cluster-wide lock (`service::jobs::turn`), and a node that gets it after another has synced
+/// sees the recorded `lastSync` and skips.
 pub async fn sync_integrations(app: &App) {
     let now = crate::clock::now_millis();
-    let due: Vec<Arc<Integration>> = app
+    let due: Vec<Uuid> = app
         .state_full()
         .integrations
         .values()
         .filter(|i| sync_due(i, now))
-        .cloned()
+        .map(|i| i.meta.id)
         .collect();
-    for i in due {
+    for id in due {
+        let Some(_turn) = crate::service::jobs::turn(app, &format!("svc-integration-sync:{id}")).await else {
+            continue;
+        };
+        let Some(i) = app.state_full().integrations.get(&id).cloned() else {
+            continue;
+        };
+        if !sync_due(&i, crate::clock::now_millis()) {
+            continue;
+        }
         let status = match tokio::time::timeout(crate::upstream::TIMEOUT, request_token(app, &i)).await {
             Ok(Ok(_)) => "Success".to_string(),
             Ok(Err(e)) => e,

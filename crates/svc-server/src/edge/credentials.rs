@@ -16,6 +16,7 @@ use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
 use crate::credential::{CompiledCredential, IssueCx, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
+use crate::events::Recorder;
 use crate::policy::decide::{self, Attestation, Decision, Identified, NOT_APPLICABLE, validate_body};
 use crate::trust::Facts;
 
@@ -53,18 +54,31 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     if let Err(wait) = limited {
         return too_many(wait);
     }
-    let _room = app.events.reserve(4).await;
+    let room = app.events.reserve().await;
+    let mut rec = Recorder::default();
+    let response = answer(&app, &parts, body, bearer, (peer_ip, peer_port), &mut rec).await;
+    super::settle(&app, room, rec, response).await
+}
 
-    let bytes = super::read_body(&parts, body).await;
+/// Steps 2–12 of one admitted request: its answer, with its events in `rec`.
+async fn answer(
+    app: &App,
+    parts: &axum::http::request::Parts,
+    body: axum::body::Body,
+    bearer: Option<&str>,
+    (peer_ip, peer_port): (Option<std::net::IpAddr>, u16),
+    rec: &mut Recorder,
+) -> Response {
+    let bytes = super::read_body(parts, body).await;
     let parsed: Option<ApiCredentialsRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
-    let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
+    let source_ip = super::effective_ip(app, peer_ip, &parts.headers, client);
     let source_ip_text = source_ip.map(super::ip_text);
     let selected_rs = select_rs(&st, &parts.headers, client);
 
     // Step 2: the bearer token.
-    let token: Option<Token> = bearer.and_then(|b| token::validate(&app, &st, b));
+    let token: Option<Token> = bearer.and_then(|b| token::validate(app, &st, b));
     let server = parsed.as_ref().and_then(|r| r.server.as_ref());
     let empty = Facts::new();
     // The subject's pod and service account, for every event of the request (`access.request`
@@ -103,7 +117,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     };
     let (Some(token), Some(subject)) = (token.as_ref(), subject) else {
         events::authorization(
-            &app,
+            rec,
             &info,
             "access.request",
             "Unauthorized",
@@ -119,7 +133,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         Ok(v) => v,
         Err(message) => {
             events::authorization(
-                &app,
+                rec,
                 &info,
                 "access.request",
                 "Unauthorized",
@@ -135,7 +149,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         }
     };
     events::authorization(
-        &app,
+        rec,
         &info,
         "access.request",
         "Received",
@@ -189,7 +203,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
         let conds = decide::access_conditions_of(&st, &policy);
         if !conds.is_empty()
             && let Err(d) =
-                super::conditions::check(&app, &st, &conds, client, &token.svc.facts, source_ip, &mut ev).await
+                super::conditions::check(app, &st, &conds, client, &token.svc.facts, source_ip, &mut ev).await
         {
             break 'd d;
         }
@@ -243,7 +257,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     };
     let authorized = decision.status == 200;
     events::authorization(
-        &app,
+        rec,
         &info,
         "access.authorization",
         if authorized { "Authorized" } else { "Unauthorized" },
@@ -253,7 +267,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     );
 
     let (status, response, action) = match (&issued, &chosen_cp) {
-        (Some(result), Some(cp)) => deliver(&app, &info, result, cp),
+        (Some(result), Some(cp)) => deliver(rec, &info, result, cp),
         _ => (
             status_of(&decision),
             respond(&decision),
@@ -273,7 +287,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     }) = workload_event
     {
         events::workload(
-            &app,
+            rec,
             &info,
             WorkloadEvent {
                 action,
@@ -294,7 +308,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
 /// provider had nothing to give, or 500 when the upstream failed), with the workload event's
 /// action.
 fn deliver(
-    app: &App,
+    rec: &mut Recorder,
     info: &RequestInfo,
     result: &Result<Issued, String>,
     cp: &CompiledCredential,
@@ -354,7 +368,7 @@ fn deliver(
         ("Error", Some("UpstreamError"))
     };
     events::authorization(
-        app,
+        rec,
         info,
         "access.credential",
         outcome,

@@ -9,7 +9,7 @@ use serde_json::value::RawValue;
 
 use uuid::Uuid;
 
-use crate::app::App;
+use crate::events::Recorder;
 use crate::store::{EventRow, EventTable};
 
 /// What every event of one request shares.
@@ -223,7 +223,7 @@ fn to_json<T: Serialize>(v: &T) -> std::sync::Arc<str> {
 
 /// Queues one authorization event.
 pub fn authorization(
-    app: &App,
+    rec: &mut Recorder,
     info: &RequestInfo,
     event_type: &'static str,
     result: &'static str,
@@ -260,7 +260,7 @@ pub fn authorization(
         credential_provider: &parts.credential_provider,
     };
     let body = to_json(&ev);
-    app.events.record(EventRow {
+    rec.push(EventRow {
         table: EventTable::Authorization,
         id: event_id,
         rs: info.rs,
@@ -290,7 +290,7 @@ pub struct WorkloadEvent {
     pub server_port: i32,
 }
 
-pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent) {
+pub fn workload(rec: &mut Recorder, info: &RequestInfo, w: WorkloadEvent) {
     let now = crate::clock::now();
     // Time-ordered (v7): see `util::uuid_v7`.
     let event_id = crate::util::uuid_v7(now.millis());
@@ -308,7 +308,7 @@ pub fn workload(app: &App, info: &RequestInfo, w: WorkloadEvent) {
             result: if w.success { "Success" } else { "Failure" },
         },
     };
-    app.events.record(EventRow {
+    rec.push(EventRow {
         table: EventTable::Workload,
         id: event_id,
         rs: info.rs,

@@ -58,6 +58,27 @@ pub fn generic(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(GenericResponse::error(message))).into_response()
 }
 
+/// The answer of a request whose events could not be stored (issue 19: fail closed).
+pub const UNAVAILABLE: &str = "Service temporarily unavailable. Please try again later.";
+
+/// Sends `response` once the request's events are committed, or 503 instead (and so hands out
+/// nothing) when they cannot be stored in time (`events::EventSink::commit`).
+pub async fn settle(
+    app: &App,
+    room: crate::events::Room<'_>,
+    rec: crate::events::Recorder,
+    response: Response,
+) -> Response {
+    if app.events.commit(room, rec).await {
+        return response;
+    }
+    crate::metrics::edge_unavailable();
+    let mut r = generic(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE);
+    r.headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, HeaderValue::from(1u32));
+    r
+}
+
 pub fn too_many(retry_after: u64) -> Response {
     let mut r = generic(StatusCode::TOO_MANY_REQUESTS, TOO_MANY);
     r.headers_mut()

@@ -1,12 +1,15 @@
 //! Authorization and workload events leave the request path through [`EventSink`]: a bounded
-//! channel drained by one writer task that inserts in batches. An edge request first reserves
-//! room in the queue for the events it may record ([`EventSink::reserve`]); while the queue has
-//! room that is one atomic update, and when it has none the request waits (without blocking a
-//! thread) until the writer has taken a batch, so a sustained overload slows the edge down to
-//! what the database can store instead of losing events (architecture invariant 2). An event
-//! recorded without a reservation, on a full queue, is dropped, counted, and a log line says
-//! so. Audit entries of management writes do not pass here: they commit in the same transaction
-//! as the change they describe.
+//! channel drained by one writer task that stores them in batches. An edge request collects its
+//! events in a [`Recorder`] as it goes and hands them over together ([`EventSink::commit`]);
+//! unless `SVC_EVENTS_FAIL_OPEN` is set, it answers only once the batch holding them is
+//! committed, and with 503 when they cannot be stored within `SVC_EVENTS_COMMIT_TIMEOUT_MS`
+//! (issue 19: no credential leaves without its record). The requests in flight share one
+//! transaction (group commit): the writer takes everything queued while it was committing.
+//! A request first reserves room in the queue ([`EventSink::reserve`]): one atomic update while
+//! the queue has room; without room it waits (no thread blocked), so a sustained overload slows
+//! the edge down to what the database can store (architecture invariant 2). Audit entries of
+//! management writes do not pass here: they commit in the same transaction as the change they
+//! describe.
 
 pub mod audit;
 pub mod object_storage;
@@ -15,56 +18,95 @@ pub mod streams;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
 use crate::store::{EventRow, Store};
 
-/// Queued events at most: ~1 KB each, so the queue's memory stays around 20 MB.
-const CAPACITY: usize = 16_384;
+/// Queued requests at most (each with its ≤ 4 events of ~1 KB): ~16 MB of queue at worst.
+const CAPACITY: usize = 4_096;
+/// Events per transaction at most.
 const BATCH: usize = 512;
-/// The longest an event waits in the writer for its batch to fill.
-const LINGER: std::time::Duration = std::time::Duration::from_millis(5);
+/// Fail-open only: the longest an event waits in the writer for its batch to fill. A request
+/// waiting for its commit never lingers: what queued during the last commit is the next batch.
+const LINGER: Duration = Duration::from_millis(5);
 
 enum Msg {
-    Event(Box<EventRow>),
+    /// One request's events and, unless it does not wait (fail open), where to say whether they
+    /// were stored.
+    Events(Vec<EventRow>, Option<oneshot::Sender<bool>>),
     Flush(oneshot::Sender<()>),
+}
+
+/// The events one edge request records, in order, until it hands them to
+/// [`EventSink::commit`].
+#[derive(Default)]
+pub struct Recorder {
+    rows: Vec<EventRow>,
+}
+
+impl Recorder {
+    pub fn push(&mut self, e: EventRow) {
+        debug_assert_eq!(
+            crate::store::v7_millis(&e.id),
+            Some(e.ts),
+            "an event's id is a v7 UUID of its own time"
+        );
+        self.rows.push(e);
+    }
+}
+
+/// How answers wait for their events (`SVC_EVENTS_FAIL_OPEN`, `SVC_EVENTS_COMMIT_TIMEOUT_MS`).
+#[derive(Clone, Copy, Debug)]
+pub struct Durability {
+    pub fail_open: bool,
+    pub commit_timeout: Duration,
+}
+
+impl Default for Durability {
+    fn default() -> Self {
+        Durability {
+            fail_open: false,
+            commit_timeout: Duration::from_secs(5),
+        }
+    }
 }
 
 pub struct EventSink {
     tx: mpsc::Sender<Msg>,
     rx: Mutex<Option<mpsc::Receiver<Msg>>>,
     store: Store,
+    durability: Durability,
     dropped: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
     /// Events put on the queue since start (counted after they are on it).
     enqueued: AtomicU64,
-    /// Events the writer has taken off the queue and handled (stored, or given up on after its
-    /// retries), in queue order: once it reaches a count read from `enqueued`, every event
-    /// queued before that read is handled. What [`EventSink::caught_up`] waits for.
+    /// Events the writer has taken off the queue and handled (stored, or given up on), in queue
+    /// order: once it reaches a count read from `enqueued`, every event queued before that read
+    /// is handled. What [`EventSink::caught_up`] waits for.
     handled: Arc<watch::Sender<u64>>,
     waited: AtomicU64,
     /// Queue slots promised to requests in flight (released when their [`Room`] drops).
     reserved: AtomicUsize,
-    /// Signalled when room may have come free: by the writer each time it has taken events off
+    /// Signalled when room may have come free: by the writer each time it has taken requests off
     /// the queue, and by a request giving its room back while others wait.
     taken: Arc<Notify>,
     /// Requests waiting in [`EventSink::reserve`].
     waiting: AtomicUsize,
 }
 
-/// Queue room a request holds for its events until it has recorded them (see
+/// Queue room a request holds until it has handed over its events (see
 /// [`EventSink::reserve`]).
 pub struct Room<'a> {
     sink: &'a EventSink,
-    n: usize,
 }
 
 impl Drop for Room<'_> {
     fn drop(&mut self) {
         // SeqCst with `reserve`'s count of waiters: either this sees the waiter, or the waiter's
         // check sees the room given back.
-        self.sink.reserved.fetch_sub(self.n, Ordering::SeqCst);
+        self.sink.reserved.fetch_sub(1, Ordering::SeqCst);
         // Room held by requests in flight (an upstream call can keep one for seconds) may be
         // what others wait for, with no event coming to wake them.
         if self.sink.waiting.load(Ordering::SeqCst) > 0 {
@@ -74,12 +116,13 @@ impl Drop for Room<'_> {
 }
 
 impl EventSink {
-    pub fn new(store: Store) -> EventSink {
+    pub fn new(store: Store, durability: Durability) -> EventSink {
         let (tx, rx) = mpsc::channel(CAPACITY);
         EventSink {
             tx,
             rx: Mutex::new(Some(rx)),
             store,
+            durability,
             dropped: Arc::new(AtomicU64::new(0)),
             written: Arc::new(AtomicU64::new(0)),
             enqueued: AtomicU64::new(0),
@@ -91,16 +134,15 @@ impl EventSink {
         }
     }
 
-    /// Reserves queue room for the `n` events a request may record, waiting (asynchronously)
-    /// while the queue lacks it; the room is held until the returned [`Room`] drops, so every
-    /// event recorded meanwhile finds a free slot. One atomic update while the writer keeps up.
+    /// Reserves the queue slot of one request's events, waiting (asynchronously) while the queue
+    /// has none free; the slot is held until the returned [`Room`] drops, so the events handed
+    /// over meanwhile find it. One atomic update while the writer keeps up.
     ///
     /// The slots are counted here, not taken from the channel: waiting on the channel for them
     /// (`reserve_many`) queued the waiter for the slots the writer frees, and requests already
     /// admitted then found the queue full and lost their events (seen with a starved writer).
-    pub async fn reserve(&self, n: usize) -> Room<'_> {
-        assert!(n <= CAPACITY, "a request records at most a handful of events");
-        if let Some(room) = self.try_reserve(n) {
+    pub async fn reserve(&self) -> Room<'_> {
+        if let Some(room) = self.try_reserve() {
             return room;
         }
         let w = self.waited.fetch_add(1, Ordering::Relaxed) + 1;
@@ -123,42 +165,65 @@ impl EventSink {
             let taken = self.taken.notified();
             tokio::pin!(taken);
             taken.as_mut().enable();
-            if let Some(room) = self.try_reserve(n) {
+            if let Some(room) = self.try_reserve() {
                 return room;
             }
             taken.await;
         }
     }
 
-    fn try_reserve(&self, n: usize) -> Option<Room<'_>> {
+    fn try_reserve(&self) -> Option<Room<'_>> {
         let mut r = self.reserved.load(Ordering::SeqCst);
-        while self.tx.capacity() >= r + n {
+        while self.tx.capacity() > r {
             match self
                 .reserved
-                .compare_exchange(r, r + n, Ordering::SeqCst, Ordering::SeqCst)
+                .compare_exchange(r, r + 1, Ordering::SeqCst, Ordering::SeqCst)
             {
-                Ok(_) => return Some(Room { sink: self, n }),
+                Ok(_) => return Some(Room { sink: self }),
                 Err(now) => r = now,
             }
         }
         None
     }
 
-    /// Queues an event without waiting.
-    pub fn record(&self, e: EventRow) {
-        debug_assert_eq!(
-            crate::store::v7_millis(&e.id),
-            Some(e.ts),
-            "an event's id is a v7 UUID of its own time"
-        );
-        if self.tx.try_send(Msg::Event(Box::new(e))).is_ok() {
-            self.enqueued.fetch_add(1, Ordering::SeqCst);
+    /// Hands a request's events to the writer and, unless the sink is fail-open, waits until
+    /// they are committed: `true` when they are (or there were none; or fail-open and queued),
+    /// `false` when they could not be stored within the commit timeout — the request must then
+    /// answer 503 and hand out nothing.
+    pub async fn commit(&self, room: Room<'_>, rec: Recorder) -> bool {
+        if rec.rows.is_empty() {
+            return true;
+        }
+        let n = rec.rows.len() as u64;
+        let (waiter, done) = if self.durability.fail_open {
+            (None, None)
         } else {
-            crate::metrics::event_dropped();
-            let n = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-            if n.is_power_of_two() {
-                tracing::warn!(dropped_total = n, "event queue full: events dropped");
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        };
+        // The reserved slot is ours: the send cannot find the queue full.
+        let sent = self.tx.try_send(Msg::Events(rec.rows, waiter)).is_ok();
+        drop(room);
+        if !sent {
+            self.lost(n);
+            return self.durability.fail_open;
+        }
+        self.enqueued.fetch_add(n, Ordering::SeqCst);
+        let Some(done) = done else { return true };
+        match tokio::time::timeout(self.durability.commit_timeout, done).await {
+            Ok(Ok(stored)) => stored,
+            _ => {
+                tracing::error!("edge events not committed in time: answering 503");
+                false
             }
+        }
+    }
+
+    fn lost(&self, n: u64) {
+        crate::metrics::event_dropped();
+        let before = self.dropped.fetch_add(n, Ordering::Relaxed);
+        if (before + n).is_power_of_two() || before == 0 {
+            tracing::warn!(dropped_total = before + n, "event queue full: events dropped");
         }
     }
 
@@ -169,7 +234,7 @@ impl EventSink {
             .saturating_sub(*self.handled.borrow())
     }
 
-    /// Events dropped because the queue was full, and events written, since start.
+    /// Events dropped (queue full, or not stored), and events written, since start.
     pub fn counters(&self) -> (u64, u64) {
         (
             self.dropped.load(Ordering::Relaxed),
@@ -179,9 +244,9 @@ impl EventSink {
 
     /// Waits (at most `limit`) until the writer has handled every event queued before this call:
     /// what an event read does first, so that it shows the events of the edge requests already
-    /// answered. Takes no room in the queue and sends the writer nothing (its batching stays as
-    /// it is): any number of readers share the writer's progress. `false` when `limit` passed.
-    pub async fn caught_up(&self, limit: std::time::Duration) -> bool {
+    /// answered (in fail-open mode; otherwise they are stored before the answer). Takes no room in
+    /// the queue and sends the writer nothing. `false` when `limit` passed.
+    pub async fn caught_up(&self, limit: Duration) -> bool {
         let target = self.enqueued.load(Ordering::SeqCst);
         let mut handled = self.handled.subscribe();
         tokio::time::timeout(limit, handled.wait_for(|n| *n >= target))
@@ -194,7 +259,7 @@ impl EventSink {
     pub async fn flush(&self) {
         let (tx, rx) = oneshot::channel();
         if self.tx.send(Msg::Flush(tx)).await.is_ok() {
-            let _ = tokio::time::timeout(std::time::Duration::from_secs(10), rx).await;
+            let _ = tokio::time::timeout(Duration::from_secs(10), rx).await;
         }
     }
 
@@ -203,34 +268,34 @@ impl EventSink {
         let Some(mut rx) = self.rx.lock().ok().and_then(|mut g| g.take()) else {
             return;
         };
-        let store = self.store.clone();
-        let written = self.written.clone();
+        let writer = Writer {
+            store: self.store.clone(),
+            written: self.written.clone(),
+            dropped: self.dropped.clone(),
+            batch: Vec::with_capacity(BATCH + 4),
+            commits: Vec::new(),
+            flushes: Vec::new(),
+        };
         let handled = self.handled.clone();
         let taken = self.taken.clone();
         tokio::spawn(async move {
-            let mut batch: Vec<EventRow> = Vec::with_capacity(BATCH);
-            let mut waiters: Vec<oneshot::Sender<()>> = Vec::new();
+            let mut w = writer;
             while let Some(first) = rx.recv().await {
-                // Linger: a batch is written when it is full, when a flush is asked for, or
-                // LINGER after its first event. Fewer, fuller transactions cost the database thread
-                // far less per event than one small transaction per wake-up (docs/PERFORMANCE.md).
-                // The linger is a sleep, not a wait on the queue: waiting on it woke this task for
-                // every event sent meanwhile (up to four per `/credentials` request); what came
-                // in is taken when the sleep ends.
+                // Group commit: take what is queued now (requests that arrived while the last
+                // batch was committing). Only a batch nobody waits for lingers, so that
+                // fail-open writes fewer, fuller transactions (docs/PERFORMANCE.md); the
+                // linger is a sleep, not a wait on the queue, which woke this task per event.
                 let deadline = tokio::time::Instant::now() + LINGER;
                 let mut next = Some(first);
                 let mut lingered = false;
                 while let Some(m) = next.take() {
-                    match m {
-                        Msg::Event(e) => batch.push(*e),
-                        Msg::Flush(w) => waiters.push(w),
-                    }
-                    if batch.len() >= BATCH || !waiters.is_empty() {
+                    w.take(m);
+                    if w.batch.len() >= BATCH || !w.flushes.is_empty() {
                         break;
                     }
                     next = match rx.try_recv() {
                         Ok(m) => Some(m),
-                        Err(_) if !lingered => {
+                        Err(_) if !lingered && w.commits.is_empty() => {
                             lingered = true;
                             tokio::time::sleep_until(deadline).await;
                             rx.try_recv().ok()
@@ -240,38 +305,82 @@ impl EventSink {
                 }
                 // The batch's slots are free again: requests waiting for room may go on.
                 taken.notify_waiters();
-                if !batch.is_empty() {
-                    write_batch(&store, &batch, &written).await;
-                    let n = batch.len() as u64;
-                    handled.send_modify(|h| *h += n);
-                    batch.clear();
-                }
-                for w in waiters.drain(..) {
-                    let _ = w.send(());
-                }
+                let n = w.write().await;
+                handled.send_modify(|h| *h += n);
             }
         });
     }
 }
 
-async fn write_batch(store: &Store, batch: &[EventRow], written: &AtomicU64) {
-    for attempt in 1..=4u64 {
-        let started = std::time::Instant::now();
-        let r = store.insert_events(batch).await;
-        crate::metrics::event_batch(batch.len(), r.is_ok(), attempt == 4, started.elapsed());
-        match r {
-            Ok(()) => {
-                written.fetch_add(batch.len() as u64, Ordering::Relaxed);
-                return;
+/// The writer task's batch: the rows, who waits for their commit, who waits for a flush.
+struct Writer {
+    store: Store,
+    written: Arc<AtomicU64>,
+    dropped: Arc<AtomicU64>,
+    batch: Vec<EventRow>,
+    /// Requests waiting for the batch's commit, with their number of rows.
+    commits: Vec<(oneshot::Sender<bool>, usize)>,
+    flushes: Vec<oneshot::Sender<()>>,
+}
+
+impl Writer {
+    fn take(&mut self, m: Msg) {
+        match m {
+            Msg::Events(rows, waiter) => {
+                if let Some(w) = waiter {
+                    self.commits.push((w, rows.len()));
+                }
+                self.batch.extend(rows);
             }
-            Err(e) if attempt < 4 => {
-                tracing::warn!(error = %e, attempt, "event batch write failed; retrying");
-                tokio::time::sleep(std::time::Duration::from_millis(200 * attempt)).await;
-            }
-            Err(e) => {
-                tracing::error!(error = %e, lost = batch.len(), "event batch could not be written")
-            }
+            Msg::Flush(f) => self.flushes.push(f),
         }
+    }
+
+    /// Writes the batch (with retries while its requests can still wait), tells every waiter,
+    /// and returns how many events it handled.
+    async fn write(&mut self) -> u64 {
+        let n = self.batch.len() as u64;
+        if n > 0 {
+            let mut stored = false;
+            for attempt in 1..=4u64 {
+                // A request that gave up (its timeout answered 503) is not waited for, but its
+                // events still describe what happened: they stay in the batch.
+                let started = std::time::Instant::now();
+                let r = self.store.insert_events(&self.batch).await;
+                crate::metrics::event_batch(self.batch.len(), r.is_ok(), attempt == 4, started.elapsed());
+                match r {
+                    Ok(()) => {
+                        self.written.fetch_add(n, Ordering::Relaxed);
+                        stored = true;
+                        break;
+                    }
+                    Err(e) if attempt < 4 && !self.all_gave_up() => {
+                        tracing::warn!(error = %e, attempt, "event batch write failed; retrying");
+                        tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, lost = n, "event batch could not be written");
+                        self.dropped.fetch_add(n, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            }
+            for (w, _) in self.commits.drain(..) {
+                let _ = w.send(stored);
+            }
+            self.batch.clear();
+        }
+        for f in self.flushes.drain(..) {
+            let _ = f.send(());
+        }
+        n
+    }
+
+    /// Every request of the batch waited for its commit and has answered 503 meanwhile.
+    fn all_gave_up(&self) -> bool {
+        !self.commits.is_empty()
+            && self.commits.iter().map(|(_, n)| n).sum::<usize>() == self.batch.len()
+            && self.commits.iter().all(|(w, _)| w.is_closed())
     }
 }
 
@@ -300,12 +409,25 @@ mod tests {
         }
     }
 
-    async fn sink() -> (EventSink, std::path::PathBuf) {
+    fn rec(n: usize) -> Recorder {
+        let mut r = Recorder::default();
+        for _ in 0..n {
+            r.push(row());
+        }
+        r
+    }
+
+    const OPEN: Durability = Durability {
+        fail_open: true,
+        commit_timeout: Duration::from_secs(5),
+    };
+
+    async fn sink(d: Durability) -> (EventSink, std::path::PathBuf) {
         let path = std::env::temp_dir().join(format!("svc-events-{}.db", crate::util::uuid_v4()));
         let store = Store::open(&crate::config::DatabaseUrl::Sqlite(path.clone()))
             .await
             .unwrap();
-        (EventSink::new(store), path)
+        (EventSink::new(store, d), path)
     }
 
     fn remove(path: &std::path::Path) {
@@ -314,23 +436,73 @@ mod tests {
         }
     }
 
-    const WAIT: std::time::Duration = std::time::Duration::from_millis(200);
+    /// Hands `n` events over as one request, fail-open (returns at once).
+    async fn queue(sink: &EventSink, n: usize) {
+        let room = sink.reserve().await;
+        assert!(sink.commit(room, rec(n)).await);
+    }
+
+    const WAIT: Duration = Duration::from_millis(200);
+
+    #[tokio::test]
+    async fn a_request_answers_only_once_its_events_are_committed() {
+        let (sink, path) = sink(Durability::default()).await;
+        sink.start();
+        let sink = Arc::new(sink);
+        // Ten requests at once: each returns after its own events are stored, and they share
+        // transactions.
+        let all = futures_util::future::join_all((0..10).map(|_| {
+            let sink = sink.clone();
+            async move {
+                let room = sink.reserve().await;
+                let ok = sink.commit(room, rec(4)).await;
+                (ok, sink.counters().1)
+            }
+        }))
+        .await;
+        for (ok, written) in all {
+            assert!(ok, "stored");
+            assert!(written >= 4, "its events were written before it returned");
+        }
+        assert_eq!(sink.counters(), (0, 40));
+        remove(&path);
+    }
+
+    #[tokio::test]
+    async fn a_commit_the_writer_does_not_make_in_time_fails_the_request() {
+        let d = Durability {
+            fail_open: false,
+            commit_timeout: WAIT,
+        };
+        let (sink, path) = sink(d).await;
+        // The writer is stuck (not started): the request gives up after the bound.
+        let room = sink.reserve().await;
+        let started = std::time::Instant::now();
+        assert!(
+            !sink.commit(room, rec(2)).await,
+            "not stored in time: the request answers 503"
+        );
+        assert!(started.elapsed() >= WAIT);
+        // A request without events does not wait at all.
+        let room = sink.reserve().await;
+        assert!(sink.commit(room, Recorder::default()).await);
+        remove(&path);
+    }
 
     #[tokio::test]
     async fn events_sent_while_the_writer_lingers_join_its_batch_and_a_flush_returns() {
-        let (sink, path) = sink().await;
+        let (sink, path) = sink(OPEN).await;
         sink.start();
-        sink.record(row());
+        queue(&sink, 1).await;
         // The writer took the first event and sleeps out its linger; these come in meanwhile.
         tokio::time::sleep(LINGER / 5).await;
-        sink.record(row());
-        sink.record(row());
-        tokio::time::timeout(std::time::Duration::from_secs(5), sink.flush())
+        queue(&sink, 2).await;
+        tokio::time::timeout(Duration::from_secs(5), sink.flush())
             .await
             .expect("a flush returns once the batch is written");
         assert_eq!(sink.counters(), (0, 3));
         // And again with nothing queued: the flush alone.
-        tokio::time::timeout(std::time::Duration::from_secs(5), sink.flush())
+        tokio::time::timeout(Duration::from_secs(5), sink.flush())
             .await
             .expect("a flush with nothing queued returns");
         sink.store.close().await;
@@ -339,21 +511,19 @@ mod tests {
 
     #[tokio::test]
     async fn a_reader_waits_for_the_writer_without_taking_queue_room() {
-        let (sink, path) = sink().await;
+        let (sink, path) = sink(OPEN).await;
         assert!(sink.caught_up(WAIT).await, "nothing queued: caught up at once");
-        sink.record(row());
-        sink.record(row());
+        queue(&sink, 2).await;
         // The writer has not started: the reader gives up after its limit and took no slot.
         let room = sink.tx.capacity();
         assert!(!sink.caught_up(WAIT).await);
         assert_eq!(sink.tx.capacity(), room);
         sink.start();
-        assert!(sink.caught_up(std::time::Duration::from_secs(10)).await);
+        assert!(sink.caught_up(Duration::from_secs(10)).await);
         assert_eq!(sink.counters(), (0, 2), "both written by the time the reader goes on");
         // Many readers at once share the writer's progress.
-        sink.record(row());
-        let readers =
-            futures_util::future::join_all((0..20).map(|_| sink.caught_up(std::time::Duration::from_secs(10)))).await;
+        queue(&sink, 1).await;
+        let readers = futures_util::future::join_all((0..20).map(|_| sink.caught_up(Duration::from_secs(10)))).await;
         assert!(readers.into_iter().all(|ok| ok));
         assert_eq!(sink.counters(), (0, 3));
         remove(&path);
@@ -361,28 +531,27 @@ mod tests {
 
     #[tokio::test]
     async fn edge_requests_wait_for_room_instead_of_dropping_events() {
-        let (sink, path) = sink().await;
-        let queued = CAPACITY - 2;
+        let (sink, path) = sink(OPEN).await;
+        let queued = CAPACITY - 1;
         for _ in 0..queued {
-            sink.record(row());
+            queue(&sink, 1).await;
         }
-        // The writer has not started: no room for a request's 4 events, the request waits.
+        let last = sink.reserve().await;
+        // The writer has not started: no room for another request, which waits.
         assert!(
-            tokio::time::timeout(WAIT, sink.reserve(4)).await.is_err(),
+            tokio::time::timeout(WAIT, sink.reserve()).await.is_err(),
             "a full queue makes the request wait"
         );
+        assert!(sink.commit(last, rec(4)).await);
         sink.start();
-        let room = tokio::time::timeout(std::time::Duration::from_secs(30), sink.reserve(4))
+        let room = tokio::time::timeout(Duration::from_secs(30), sink.reserve())
             .await
             .expect("room once the writer drains the queue");
-        for _ in 0..4 {
-            sink.record(row());
-        }
-        drop(room);
+        assert!(sink.commit(room, rec(4)).await);
         sink.flush().await;
         assert_eq!(
             sink.counters(),
-            (0, queued as u64 + 4),
+            (0, queued as u64 + 8),
             "nothing dropped, everything written"
         );
         remove(&path);
@@ -390,11 +559,11 @@ mod tests {
 
     #[tokio::test]
     async fn room_given_back_by_a_request_wakes_a_waiting_one() {
-        let (sink, path) = sink().await;
+        let (sink, path) = sink(OPEN).await;
         // Requests in flight (e.g. in a slow upstream call) hold all the room; nothing is queued,
         // so the writer has nothing to take and would never signal.
-        let rooms: Vec<Room<'_>> = futures_util::future::join_all((0..CAPACITY / 4).map(|_| sink.reserve(4))).await;
-        let waiter = sink.reserve(4);
+        let rooms: Vec<Room<'_>> = futures_util::future::join_all((0..CAPACITY).map(|_| sink.reserve())).await;
+        let waiter = sink.reserve();
         tokio::pin!(waiter);
         assert!(
             tokio::time::timeout(WAIT, waiter.as_mut()).await.is_err(),
@@ -411,34 +580,24 @@ mod tests {
 
     #[tokio::test]
     async fn a_waiting_request_never_takes_the_room_of_one_already_admitted() {
-        let (sink, path) = sink().await;
-        for _ in 0..CAPACITY - 8 {
-            sink.record(row());
+        let (sink, path) = sink(OPEN).await;
+        for _ in 0..CAPACITY - 2 {
+            queue(&sink, 1).await;
         }
         let sink = Arc::new(sink);
-        let (a, b) = (sink.reserve(4).await, sink.reserve(4).await);
+        let (a, b) = (sink.reserve().await, sink.reserve().await);
         let waiter = {
             let sink = sink.clone();
             tokio::spawn(async move {
-                let _room = sink.reserve(4).await;
+                let _room = sink.reserve().await;
             })
         };
         tokio::time::sleep(WAIT).await;
         assert!(!waiter.is_finished(), "no room for a third request");
-        // The writer takes two events off the queue while the third request waits.
-        let mut rx = sink.rx.lock().unwrap().take().unwrap();
-        for _ in 0..2 {
-            rx.recv().await.unwrap();
-        }
-        sink.taken.notify_waiters();
-        tokio::time::sleep(WAIT).await;
-        assert!(!waiter.is_finished(), "2 free slots are not room for 4 events");
-        // The two admitted requests record their events: none is lost.
-        for _ in 0..8 {
-            sink.record(row());
-        }
+        // The two admitted requests hand over their events: none is lost.
+        assert!(sink.commit(a, rec(4)).await);
+        assert!(sink.commit(b, rec(4)).await);
         assert_eq!(sink.counters().0, 0, "no event of an admitted request dropped");
-        drop((a, b));
         waiter.abort();
         remove(&path);
     }

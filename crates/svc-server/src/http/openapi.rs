@@ -806,6 +806,7 @@ fn reason(status: u16) -> &'static str {
         404 => "Not found",
         405 => "Method not allowed",
         429 => "Rate limited (`Retry-After`)",
+        503 => "The request's events could not be stored: nothing was handed out (`Retry-After`)",
         _ => "Internal error",
     }
 }
@@ -893,8 +894,8 @@ fn operation(o: &Op) -> Value {
     let mut errors: Vec<u16> = vec![400, 404, 500];
     match o.access {
         Access::Perm(..) => errors.extend([401, 403]),
-        Access::Edge => errors.extend([401, 403, 429]),
-        Access::Public if o.path == "/edge/v1/auth" => errors.extend([401, 429]),
+        Access::Edge => errors.extend([401, 403, 429, 503]),
+        Access::Public if o.path == "/edge/v1/auth" => errors.extend([401, 429, 503]),
         Access::Public if o.path == "/api/v1/login" => errors.extend([401, 403]),
         Access::Public => {}
     }

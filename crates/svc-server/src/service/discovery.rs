@@ -36,15 +36,26 @@ fn due(d: &DiscoveryIntegration, now: i64) -> bool {
 /// Syncs every discovery integration whose period is over.
 pub async fn sync_due(app: &App) {
     let now = crate::clock::now_millis();
-    let due: Vec<Uuid> = app
+    let ids: Vec<Uuid> = app
         .state_full()
         .discovery_integrations
         .values()
         .filter(|d| due(d, now))
         .map(|d| d.meta.id)
         .collect();
-    for id in due {
-        sync(app, id).await;
+    for id in ids {
+        // One node per sync when several share PostgreSQL (see `jobs::turn`).
+        let Some(_turn) = crate::service::jobs::turn(app, &format!("svc-discovery-sync:{id}")).await else {
+            continue;
+        };
+        let still_due = app
+            .state_full()
+            .discovery_integrations
+            .get(&id)
+            .is_some_and(|d| due(d, crate::clock::now_millis()));
+        if still_due {
+            sync(app, id).await;
+        }
     }
 }
 

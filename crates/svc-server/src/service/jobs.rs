@@ -19,7 +19,7 @@ pub fn spawn(node: &App) {
     on_node(node.clock.clone(), crate::events::streams::run(node.clone()));
     // §3.11: the integrations' periodic token check (`lastSync`, `lastSyncStatus`).
     let app = node.clone();
-    tokio::spawn(async move {
+    on_node(app.clock.clone(), async move {
         loop {
             tokio::time::sleep(Duration::from_secs(5)).await;
             crate::edge::conditions::sync_integrations(&app).await;
@@ -150,6 +150,23 @@ pub async fn retention(app: &App) -> Result<u64, crate::store::StoreError> {
 }
 
 /// Spawns a job of the node on its clock ([`crate::clock::scope`]).
+/// A periodic task's turn across nodes: holds the cluster-wide lock `name` (PostgreSQL; on SQLite
+/// there is one node) and has caught up with the other nodes' changes, so the caller sees what a
+/// node that held it before recorded (a sync already done for this period) and skips. The lock is
+/// held until the guard drops; `None` when the lock could not be taken (the turn is skipped).
+pub async fn turn(app: &App, name: &str) -> Option<Option<crate::store::ClusterLock>> {
+    match app.store.cluster_lock(name).await {
+        Ok(lock) => {
+            crate::service::load::catch_up(app).await;
+            Some(lock)
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, job = name, "cluster lock not taken: skipping this turn");
+            None
+        }
+    }
+}
+
 fn on_node(clock: std::sync::Arc<crate::clock::Clock>, job: impl std::future::Future<Output = ()> + Send + 'static) {
     tokio::spawn(crate::clock::scope(clock, job));
 }

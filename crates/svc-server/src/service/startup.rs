@@ -114,7 +114,13 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
     let ca = crate::issuer::ca::load(&cfg, &store, &cipher)
         .await
         .map_err(StartError)?;
-    let events = EventSink::new(store.clone());
+    let events = EventSink::new(
+        store.clone(),
+        crate::events::Durability {
+            fail_open: cfg.events_fail_open,
+            commit_timeout: std::time::Duration::from_millis(cfg.events_commit_timeout_ms.into()),
+        },
+    );
     let streams = crate::events::streams::Streams::new(&store, store.stream_cursors().await?);
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);

@@ -390,6 +390,15 @@ impl Store {
             return Ok(());
         }
         let mut tx = self.begin_write().await?;
+        if self.dialect() == Dialect::Postgres {
+            // One event transaction at a time across nodes: `seq` (a sequence, handed out at
+            // insert) then grows in commit order, so a reader that follows `seq` (a log
+            // stream's cursor) never passes a row that commits later.
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(super::EVENTS_LOCK)
+                .execute(&mut *tx)
+                .await?;
+        }
         for (table, rows) in &tables {
             for chunk in insert_chunks(rows) {
                 insert_event_rows(&mut tx, self.dialect(), *table, chunk).await?;

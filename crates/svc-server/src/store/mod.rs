@@ -498,6 +498,9 @@ pub const CHANGES_PAGE: usize = 10_000;
 /// The key of [`Store::lock_writes`] ("svcwrite").
 const WRITES_LOCK: i64 = 0x7376_6377_7269_7465;
 
+/// The key of the PostgreSQL lock every event batch's transaction holds ("svcevent").
+const EVENTS_LOCK: i64 = 0x7376_6365_7665_6e74;
+
 /// A held [`Store::cluster_lock`]; dropping it ends its transaction, which releases the lock.
 pub struct ClusterLock {
     _tx: Transaction<'static, Any>,

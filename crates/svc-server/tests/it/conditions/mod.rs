@@ -8,6 +8,7 @@ mod evaluation;
 mod integrations;
 mod mmdb;
 mod rules;
+mod sync;
 mod vendors;
 
 use serde_json::{Value, json};

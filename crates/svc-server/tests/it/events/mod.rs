@@ -1,0 +1,4 @@
+//! Events recorded before the answer (issue 19): a killed server has stored the events of every
+//! request it answered; a database that refuses them turns edge answers into 503.
+
+mod durable;
