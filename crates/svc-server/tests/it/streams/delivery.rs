@@ -14,21 +14,6 @@ use crate::support::hec::{Answer, Collector};
 
 const WAIT: Duration = Duration::from_secs(20);
 
-/// The audit entries from `since` (a `createdAt`) on.
-async fn audit_since(t: &TestApp, since: &Value) -> BTreeMap<String, Value> {
-    let since = svc_api::Timestamp::parse(since.as_str().unwrap()).unwrap().millis();
-    audit_by_id(t)
-        .await
-        .into_iter()
-        .filter(|(_, v)| {
-            svc_api::Timestamp::parse(v["createdAt"].as_str().unwrap())
-                .unwrap()
-                .millis()
-                >= since
-        })
-        .collect()
-}
-
 /// Waits until the collector has exactly the records of `expected` (no more), each once.
 async fn delivered_exactly(c: &Collector, expected: &BTreeMap<String, Value>) {
     let events = settled(c, expected.len(), WAIT).await;

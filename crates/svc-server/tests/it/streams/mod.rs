@@ -5,6 +5,7 @@
 
 mod delivery;
 mod nodes;
+mod objects;
 mod resource;
 mod retention;
 
@@ -28,8 +29,14 @@ pub async fn app() -> TestApp {
 /// A service whose delivery loop stays idle (an hour's interval): the test drives the cycles
 /// ([`cycle`]) and the clock ([`long_lived`]).
 pub async fn manual() -> TestApp {
+    manual_with(|_| {}).await
+}
+
+/// [`manual`] with the environment adjusted by `f`.
+pub async fn manual_with(f: impl FnOnce(&mut std::collections::BTreeMap<String, String>)) -> TestApp {
     let t = TestApp::start_with(|env| {
         env.insert("SVC_LOG_STREAM_INTERVAL_SECONDS".into(), "3600".into());
+        f(env);
     })
     .await;
     long_lived(t)
@@ -128,6 +135,21 @@ pub async fn touch(t: &TestApp, marker: &str, n: usize) {
 pub async fn audit_by_id(t: &TestApp) -> std::collections::BTreeMap<String, Value> {
     let items = t.audit("&start-date=2000-01-01T00:00:00Z").await;
     items.into_iter().map(|v| (id(&v), v)).collect()
+}
+
+/// The audit entries from `since` (a `createdAt`) on.
+pub async fn audit_since(t: &TestApp, since: &Value) -> std::collections::BTreeMap<String, Value> {
+    let since = svc_api::Timestamp::parse(since.as_str().unwrap()).unwrap().millis();
+    audit_by_id(t)
+        .await
+        .into_iter()
+        .filter(|(_, v)| {
+            svc_api::Timestamp::parse(v["createdAt"].as_str().unwrap())
+                .unwrap()
+                .millis()
+                >= since
+        })
+        .collect()
 }
 
 /// Polls `f` every 100 ms until it holds, for at most `limit`; returns whether it did.

@@ -8,3 +8,4 @@ pub mod edge;
 pub mod fake_issuer;
 pub mod harness;
 pub mod hec;
+pub mod s3;
