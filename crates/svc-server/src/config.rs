@@ -88,6 +88,12 @@ pub struct Config {
     pub objectstoragea_url_template: String,
     pub objectstoragec_upload_url: String,
     pub hec_auth_scheme: String,
+    /// `SVC_LOG_STREAM_INTERVAL_SECONDS`: how often each active log stream sends a transaction
+    /// (§3.14: 60 s).
+    pub log_stream_interval_seconds: u32,
+    /// `SVC_EVENTS_RETENTION_DAYS`: audit entries and events older than this are deleted (never
+    /// ones an active log stream has not delivered); 0 keeps everything.
+    pub events_retention_days: u32,
     pub geoip_db: Option<PathBuf>,
     pub signing_key_rotation_days: u32,
     pub x509_ca_cert: Option<PathBuf>,
@@ -218,6 +224,8 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
         Some(platform::OBJECTSTORAGEC_UPLOAD_URL),
     ),
     ("SVC_HEC_AUTH_SCHEME", Some(platform::HEC_AUTH_SCHEME)),
+    ("SVC_LOG_STREAM_INTERVAL_SECONDS", Some("60")),
+    ("SVC_EVENTS_RETENTION_DAYS", Some("90")),
     ("SVC_GEOIP_DB", None),
     ("SVC_SIGNING_KEY_ROTATION_DAYS", Some("30")),
     ("SVC_X509_CA_CERT", None),
@@ -604,6 +612,8 @@ impl Config {
             r.url("SVC_OBJECTSTORAGEA_URL_TEMPLATE", platform::OBJECTSTORAGEA_URL_TEMPLATE);
         let objectstoragec_upload_url = r.url("SVC_OBJECTSTORAGEC_UPLOAD_URL", platform::OBJECTSTORAGEC_UPLOAD_URL);
         let hec_auth_scheme = r.string("SVC_HEC_AUTH_SCHEME", platform::HEC_AUTH_SCHEME);
+        let log_stream_interval_seconds = r.num("SVC_LOG_STREAM_INTERVAL_SECONDS", 60u32, 1, 86400);
+        let events_retention_days = r.num("SVC_EVENTS_RETENTION_DAYS", 90u32, 0, 36500);
         let geoip_db = r.file("SVC_GEOIP_DB");
         let signing_key_rotation_days = r.num("SVC_SIGNING_KEY_ROTATION_DAYS", 30u32, 1, 3650);
         let x509_ca_cert = r.file("SVC_X509_CA_CERT");
@@ -681,6 +691,8 @@ impl Config {
             objectstoragea_url_template,
             objectstoragec_upload_url,
             hec_auth_scheme,
+            log_stream_interval_seconds,
+            events_retention_days,
             geoip_db,
             signing_key_rotation_days,
             x509_ca_cert,

@@ -44,6 +44,8 @@ pub const EDGE_UNAVAILABLE: &str = "svc_edge_unavailable_total";
 pub const STATE_ENTITIES: &str = "svc_state_entities";
 pub const STATE_REBUILD: &str = "svc_state_rebuild_duration_seconds";
 pub const CHANGELOG_LAG: &str = "svc_changelog_lag_changes";
+pub const LOG_STREAM_LAG: &str = "svc_log_stream_lag_seconds";
+pub const LOG_STREAM_TRANSACTIONS: &str = "svc_log_stream_transactions_total";
 
 /// Installs the global recorder (once; later calls return the same handle). `serve` calls it
 /// when `SVC_METRICS_LISTEN_ADDR` is set; nothing is recorded before.
@@ -138,6 +140,15 @@ fn describe() {
     describe_gauge!(
         CHANGELOG_LAG,
         "PostgreSQL: changes in the cluster change log this node has not applied yet."
+    );
+    describe_gauge!(
+        LOG_STREAM_LAG,
+        Unit::Seconds,
+        "Age of the oldest record a log stream has not delivered (0: caught up), by stream id; set by the delivering node."
+    );
+    describe_counter!(
+        LOG_STREAM_TRANSACTIONS,
+        "Log-stream transactions by stream id and result (completed, errored, dropped)."
     );
 }
 
@@ -464,6 +475,22 @@ pub fn state_rebuilt(cause: &'static str, elapsed: Duration) {
     }
 }
 
+/// A log stream's lag after its cycle: the age in seconds of the oldest record it has not
+/// delivered. `stream` is the stream's int `id` (one per configured stream: bounded by the
+/// configuration, and no entity id's shape).
+pub fn log_stream_lag(stream: i32, seconds: f64) {
+    if enabled() {
+        metrics::gauge!(LOG_STREAM_LAG, "stream" => stream.to_string()).set(seconds);
+    }
+}
+
+/// One ended log-stream transaction: `completed`, `errored` (retried) or `dropped` (after 24 h).
+pub fn log_stream_transaction(stream: i32, result: &'static str) {
+    if enabled() {
+        metrics::counter!(LOG_STREAM_TRANSACTIONS, "stream" => stream.to_string(), "result" => result).increment(1);
+    }
+}
+
 // ---- scrape ------------------------------------------------------------------------------------
 
 /// Sets the gauges read at scrape time (queue depth, snapshot size, change-log lag), then
@@ -492,6 +519,7 @@ pub async fn render(app: &App) -> String {
         ("content_security", st.content_security.len()),
         ("discovery_integrations", st.discovery_integrations.len()),
         ("server_workload_drafts", st.server_workload_drafts.len()),
+        ("log_streams", st.log_streams.len()),
     ] {
         metrics::gauge!(STATE_ENTITIES, "kind" => kind).set(n as f64);
     }

@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod object_storage;
 pub mod shape;
+pub mod streams;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -18,5 +18,6 @@ mod hardening;
 mod ops;
 mod sso;
 mod store;
+mod streams;
 mod streams_object;
 mod tidy;
