@@ -134,6 +134,7 @@ pub const RESOURCES: &[Resource] = &[
     r("users",                   "v1",    true,  Global, "users",                ById).matched_by("email"),
     r("sso-idps",                "v1",    true,  Global, "entities",             Collection),
     r("agent-controllers",       "v1",    true,  Global, "agentControllers",     Collection),
+    r("log-streams",             "v1",    true,  Global, "logStreams",           Collection),
     r("audit-logs",              "v1",    true,  Header, "auditLogs",            No).shaped(Shape::Audit),
     r("authorization-events",    "v1",    true,  Header, "authorizationEvents",  No).shaped(Shape::AuthorizationEvent),
     r("workload-events",         "v1",    true,  Header, "workloadEvents",       No).shaped(Shape::WorkloadEvent),
