@@ -26,6 +26,8 @@
 #   --smoke      CI smoke mode: 1 s per point, small pools, 1,000 policies; checks that every
 #                point answers 2xx, prints the table, judges nothing (exit 0 unless the harness broke)
 #   --no-bao     skip OpenBao (its rows and ratios show n/a)
+#   --bao        measure OpenBao even with --edge (put it after --edge): the ratios to OpenBao
+#                of issue 19 in a short run
 #   --edge       the three 10-policy Svc points only (health, auth, cred@10; implies --no-bao):
 #                for A/B comparisons of the request path
 #   --conditions also svc.cred@10+cond, right after svc.cred@10 in the same run: the same requests
@@ -84,6 +86,7 @@ while (($#)); do
     shift
     ;;
   --no-bao) BAO=0 ;;
+  --bao) BAO=1 ;;
   --edge)
     EDGE=1
     BAO=0

@@ -198,40 +198,41 @@ fn labels(l: &[(&'static str, &'static str)]) -> Vec<Label> {
     l.iter().map(|(k, v)| Label::from_static_parts(k, v)).collect()
 }
 
-/// Runs `f` on this thread's handle of the counter `name` with labels `l`.
-fn with_counter(name: &'static str, l: &[(&'static str, &'static str)], f: impl FnOnce(&Counter)) {
-    thread_local! {
-        static C: Handles<Counter> = Default::default();
-    }
-    C.with(|c| {
-        let mut c = c.borrow_mut();
-        let h = c
-            .entry(key(name, l))
-            .or_insert_with(|| metrics::counter!(name, labels(l)));
-        f(h)
-    })
+thread_local! {
+    static COUNTERS: Handles<Counter> = Default::default();
+    static HISTOGRAMS: Handles<Histogram> = Default::default();
 }
 
-/// Runs `f` on this thread's handle of the histogram `name` with labels `l`.
-fn with_histogram(name: &'static str, l: &[(&'static str, &'static str)], f: impl FnOnce(&Histogram)) {
-    thread_local! {
-        static H: Handles<Histogram> = Default::default();
-    }
-    H.with(|h| {
-        let mut h = h.borrow_mut();
-        let handle = h
-            .entry(key(name, l))
-            .or_insert_with(|| metrics::histogram!(name, labels(l)));
-        f(handle)
-    })
+/// Runs `f` on this thread's handle (from `cache`, made by `make` the first time) of `name` with
+/// labels `l`.
+fn with_handle<T>(
+    cache: &'static std::thread::LocalKey<Handles<T>>,
+    name: &'static str,
+    l: &[(&'static str, &'static str)],
+    make: impl FnOnce() -> T,
+    f: impl FnOnce(&T),
+) {
+    cache.with(|c| f(c.borrow_mut().entry(key(name, l)).or_insert_with(make)));
 }
 
 fn count(name: &'static str, l: &[(&'static str, &'static str)], n: u64) {
-    with_counter(name, l, |c| c.increment(n));
+    with_handle(
+        &COUNTERS,
+        name,
+        l,
+        || metrics::counter!(name, labels(l)),
+        |c| c.increment(n),
+    );
 }
 
 fn observe(name: &'static str, l: &[(&'static str, &'static str)], v: f64) {
-    with_histogram(name, l, |h| h.record(v));
+    with_handle(
+        &HISTOGRAMS,
+        name,
+        l,
+        || metrics::histogram!(name, labels(l)),
+        |h| h.record(v),
+    );
 }
 
 /// One `&'static str` per distinct text (route templates: a bounded set, leaked once).

@@ -36,6 +36,9 @@ const LINGER: Duration = Duration::from_millis(5);
 /// requests in flight share one transaction, and a request that takes long (an upstream call)
 /// delays the others' answers by this much at most.
 const GROUP_WAIT: Duration = Duration::from_millis(2);
+/// Fail closed: how many times in a row the writer lets the runtime's ready tasks run before it
+/// seals a batch without a new request in it.
+const YIELDS: u32 = 2;
 
 enum Msg {
     /// One request's events and, unless it does not wait (fail open), where to say whether they
@@ -305,28 +308,45 @@ impl EventSink {
                 let started = tokio::time::Instant::now();
                 let mut next = Some(first);
                 let mut lingered = false;
-                while let Some(m) = next.take() {
-                    w.take(m);
+                let mut quiet = 0;
+                loop {
+                    if let Some(m) = next.take() {
+                        w.take(m);
+                        quiet = 0;
+                    }
                     if w.batch.len() >= BATCH || !w.flushes.is_empty() {
                         break;
                     }
-                    next = match rx.try_recv() {
-                        Ok(m) => Some(m),
-                        Err(_) if !w.commits.is_empty() => {
-                            let left = GROUP_WAIT.saturating_sub(started.elapsed());
-                            if in_flight.load(Ordering::SeqCst) == 0 || left.is_zero() {
-                                None
-                            } else {
-                                tokio::time::timeout(left, rx.recv()).await.ok().flatten()
-                            }
+                    if let Ok(m) = rx.try_recv() {
+                        next = Some(m);
+                        continue;
+                    }
+                    if !w.commits.is_empty() {
+                        let left = GROUP_WAIT.saturating_sub(started.elapsed());
+                        if left.is_zero() {
+                            break;
                         }
-                        Err(_) if !lingered => {
-                            lingered = true;
-                            tokio::time::sleep_until(started + LINGER).await;
-                            rx.try_recv().ok()
+                        // Requests that are ready to run (their bytes arrived, their answer
+                        // is being computed) go first: sealing the batch at once, as the task
+                        // woken by the first request's events, made a commit per request or two.
+                        if quiet < YIELDS {
+                            quiet += 1;
+                            tokio::task::yield_now().await;
+                            continue;
                         }
-                        Err(_) => None,
-                    };
+                        if in_flight.load(Ordering::SeqCst) == 0 {
+                            break;
+                        }
+                        match tokio::time::timeout(left, rx.recv()).await {
+                            Ok(Some(m)) => next = Some(m),
+                            _ => break,
+                        }
+                    } else if !lingered {
+                        lingered = true;
+                        tokio::time::sleep_until(started + LINGER).await;
+                    } else {
+                        break;
+                    }
                 }
                 // The batch's slots are free again: requests waiting for room may go on.
                 taken.notify_waiters();
