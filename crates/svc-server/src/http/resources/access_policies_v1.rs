@@ -11,7 +11,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::access_policies::{
-    PolicyInput, add_note, create_policy, delete_policy, for_pair, note_json, update_policy, with_warnings,
+    PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy, with_warnings,
 };
 use super::common::{Mode, base_json, parse_base, resolve_rs};
 use crate::app::App;
@@ -23,6 +23,7 @@ use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{no_content, ok};
+use crate::service::policies::for_pair;
 use crate::state::State as Snapshot;
 
 const SEVERAL: &str = "policy has several credential providers; use /api/v2";

@@ -157,12 +157,3 @@ pub fn resolve_rs(body_rs: Option<Uuid>, request_rs: Uuid) -> Result<Uuid> {
         _ => Ok(request_rs),
     }
 }
-
-/// `externalId` of a POST: client-chosen ones must be unused across resource sets (§1.2).
-pub fn new_external_id(requested: Option<Uuid>, taken: impl Fn(&Uuid) -> bool) -> Result<Uuid> {
-    match requested {
-        Some(id) if taken(&id) => Err(Error::field("externalId", "already exists")),
-        Some(id) => Ok(id),
-        None => Ok(Uuid::new_v4()),
-    }
-}

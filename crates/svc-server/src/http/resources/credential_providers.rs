@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, parse_base, resolve_rs};
 use super::scoped::{delete_released, find, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::config::Config;
@@ -26,7 +26,7 @@ use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
 use crate::http::list::{Base, Filter, ListSpec};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
-use crate::service::write::Write;
+use crate::service::write::{Write, new_external_id};
 use crate::state::State as Snapshot;
 
 const CATEGORY: &str = "CredentialProviders";

@@ -11,7 +11,7 @@ use axum::routing::get;
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, check_rs_unchanged, new_external_id, resolve_rs};
+use super::common::{BaseInput, Mode, check_rs_unchanged, resolve_rs};
 use crate::app::App;
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
@@ -20,7 +20,7 @@ use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
-use crate::service::write::{Author, Write};
+use crate::service::write::{Author, Write, new_external_id};
 use crate::state::{MetaRecord, Record, State as Snapshot};
 
 /// The answer to a successful POST.

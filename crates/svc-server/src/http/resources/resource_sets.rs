@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, new_external_id, parse_base};
+use super::common::{BaseInput, Mode, base_json, parse_base};
 use crate::app::App;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::domain::policy::Policy;
@@ -24,7 +24,7 @@ use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Base, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
-use crate::service::write::{Author, Write};
+use crate::service::write::{Author, Write, new_external_id};
 use crate::state::{Record, State as Snapshot};
 
 const CATEGORY: &str = "ResourceSets";

@@ -10,7 +10,7 @@ use svc_api::Obj;
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, new_external_id, parse_base};
+use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnCreate, Resource};
 use super::scoped::{find, for_update};
 use crate::app::App;
@@ -24,7 +24,7 @@ use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::{RefField, release};
-use crate::service::write::{Author, Write};
+use crate::service::write::{Author, Write, new_external_id};
 use crate::state::State as Snapshot;
 
 const CATEGORY: &str = "TrustProviders";

@@ -11,7 +11,7 @@ use svc_api::Obj;
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{check_patch_id, new_external_id, parse_tags};
+use super::common::{check_patch_id, parse_tags};
 use crate::app::App;
 use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
@@ -21,7 +21,7 @@ use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
-use crate::service::write::Write;
+use crate::service::write::{Write, new_external_id};
 use crate::state::State as Snapshot;
 
 const CATEGORY: &str = "Users";
