@@ -74,7 +74,8 @@ pub struct ListSpec {
     pub filters: &'static [(&'static str, Filter)],
 }
 
-/// The orderable fields of every entity's base block (§1.3).
+/// The orderable fields of every entity's base block (§1.3); `createdBy` and `modifiedBy` last
+/// ([`Base::Unattributed`] goes without them).
 pub const BASE_FIELDS: &[&str] = &[
     "externalId",
     "name",
@@ -95,18 +96,57 @@ pub enum Base {
     Global,
     /// [`BASE_FIELDS`] and `resourceSet`: a resource-set-scoped entity.
     Scoped,
+    /// [`BASE_FIELDS`] without `createdBy` / `modifiedBy` (agent controllers' DTO, §3.21).
+    Unattributed,
 }
 
 impl ListSpec {
+    /// A list whose wrapper names its items `items_key` and whose items carry `base`, ordered
+    /// by `name` ascending, with neither fields nor filter keys of its own: a resource adds what
+    /// it has with [`fields`](Self::fields), [`filters`](Self::filters) and [`order`](Self::order).
+    pub const fn new(items_key: &'static str, base: Base) -> ListSpec {
+        ListSpec {
+            items_key,
+            base,
+            fields: &[],
+            default_order: ("name", false),
+            filters: &[],
+        }
+    }
+
+    /// The resource's own orderable fields.
+    pub const fn fields(self, fields: &'static [&'static str]) -> ListSpec {
+        ListSpec { fields, ..self }
+    }
+
+    /// The resource's own filter keys ([`field_filter`] for a key that names its field).
+    pub const fn filters(self, filters: &'static [(&'static str, Filter)]) -> ListSpec {
+        ListSpec { filters, ..self }
+    }
+
+    /// The default order, when it is not `name asc`.
+    pub const fn order(self, field: &'static str, desc: bool) -> ListSpec {
+        ListSpec {
+            default_order: (field, desc),
+            ..self
+        }
+    }
+
     /// Every field `order` and `group-by` accept by name: the base block's, then the resource's.
     pub fn all_fields(&self) -> impl Iterator<Item = &'static str> + '_ {
         let (base, rs): (&[&'static str], &[&'static str]) = match self.base {
             Base::None => (&[], &[]),
             Base::Global => (BASE_FIELDS, &[]),
             Base::Scoped => (BASE_FIELDS, &["resourceSet"]),
+            Base::Unattributed => (&BASE_FIELDS[..6], &[]),
         };
         base.iter().chain(rs).chain(self.fields).copied()
     }
+}
+
+/// A filter key comparing the item's field of the same name (`type:…`, `isSystem:…`).
+pub const fn field_filter(key: &'static str) -> (&'static str, Filter) {
+    (key, Filter::Field(key))
 }
 
 /// Filter keys every list understands (§1.6), apart from `resourceSet` ([`RESOURCE_SET_FILTER`]).

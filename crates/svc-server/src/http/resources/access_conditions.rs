@@ -19,7 +19,7 @@ use crate::domain::condition::{
 };
 use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -496,16 +496,9 @@ macro_rules! condition_resource {
             const PATH: &'static str = $path;
             const PERM: Perm = Perm::AccessConditions;
             const CATEGORY: &'static str = "AccessConditions";
-            const LIST: ListSpec = ListSpec {
-                items_key: "accessConditions",
-                base: Base::Scoped,
-                fields: FIELDS,
-                default_order: ("name", false),
-                filters: &[
-                    ("integrationType", Filter::Field("integrationType")),
-                    ("integrationID", Filter::Field("integrationID")),
-                ],
-            };
+            const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
+                .fields(FIELDS)
+                .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
 
             fn parse(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<Input> {
                 $parse(app, body, mode, stored)

@@ -387,12 +387,9 @@ fn refs_any(item: &Value, field: &str, v: &str) -> bool {
     }
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Scoped,
-    fields: &[],
-    default_order: ("modifiedAt", true),
-    filters: &[
+const SPEC: ListSpec = ListSpec::new("entities", Base::Scoped)
+    .order("modifiedAt", true)
+    .filters(&[
         crate::http::list::RESOURCE_SET_FILTER,
         ("clientWorkload", Filter::Func(|i, v| refs_any(i, "clientWorkload", v))),
         ("serverWorkload", Filter::Func(|i, v| refs_any(i, "serverWorkload", v))),
@@ -405,8 +402,7 @@ const SPEC: ListSpec = ListSpec {
             "accessCondition",
             Filter::Func(|i, v| refs_any(i, "accessConditions", v)),
         ),
-    ],
-};
+    ]);
 
 /// `query`: substring of the policy's name or the names of the entities it references.
 fn query_match(item: &Value, q: &str) -> bool {

@@ -231,16 +231,10 @@ fn several_refused(p: &Policy) -> Result<()> {
     }
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "accessPolicies",
-    base: Base::Scoped,
-    fields: &[],
-    default_order: ("name", false),
-    filters: &[
-        ("clientWorkload", Filter::Field("clientWorkload.externalId")),
-        ("serverWorkload", Filter::Field("serverWorkload.externalId")),
-    ],
-};
+const SPEC: ListSpec = ListSpec::new("accessPolicies", Base::Scoped).filters(&[
+    ("clientWorkload", Filter::Field("clientWorkload.externalId")),
+    ("serverWorkload", Filter::Field("serverWorkload.externalId")),
+]);
 
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;

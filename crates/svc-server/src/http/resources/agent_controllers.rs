@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
@@ -35,16 +35,8 @@ pub fn routes(app: &App) -> Router<App> {
     )
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "agentControllers",
-    base: Base::None,
-    fields: &[
-        "externalId",
-        "name",
-        "description",
-        "isActive",
-        "createdAt",
-        "modifiedAt",
+const SPEC: ListSpec = ListSpec::new("agentControllers", Base::Unattributed)
+    .fields(&[
         "id",
         "version",
         "trustProviderId",
@@ -52,13 +44,8 @@ const SPEC: ListSpec = ListSpec {
         "lastReportedUptime",
         "lastReportedHealthTime",
         "allowedTlsHostname",
-    ],
-    default_order: ("name", false),
-    filters: &[
-        ("trustProviderId", Filter::Field("trustProviderId")),
-        ("isHealthy", Filter::Field("isHealthy")),
-    ],
-};
+    ])
+    .filters(&[field_filter("trustProviderId"), field_filter("isHealthy")]);
 
 /// Read-only fields of the DTO, accepted and ignored on input.
 const RO: &[&str] = &[

@@ -15,7 +15,7 @@ use crate::domain::workload::{ClientWorkload, Identity};
 use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::guard::{Scope, guarded};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
@@ -42,17 +42,13 @@ fn has_identity_value(item: &Value, v: &str) -> bool {
     })
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "clientWorkloads",
-    base: Base::Scoped,
-    fields: &["enforceSso", "type", "accessPolicyCount"],
-    default_order: ("name", false),
-    filters: &[
+const SPEC: ListSpec = ListSpec::new("clientWorkloads", Base::Scoped)
+    .fields(&["enforceSso", "type", "accessPolicyCount"])
+    .filters(&[
         ("identityType", Filter::Func(has_identity_type)),
         ("identity", Filter::Func(has_identity_value)),
-        ("type", Filter::Field("type")),
-    ],
-};
+        field_filter("type"),
+    ]);
 
 pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
     let mut o = base_json(&w.meta, true);

@@ -17,7 +17,7 @@ use crate::domain::condition::ContentSecurity;
 use crate::domain::credential::SecretFields;
 use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -120,20 +120,16 @@ impl Resource for ContentSecurities {
     const SCOPED: bool = false;
     const OWN_RS: bool = true;
     const OWN_RS_FIELD: &'static str = "resourceSet";
-    const LIST: ListSpec = ListSpec {
-        items_key: "entities",
-        base: Base::Scoped,
-        fields: &[
+    const LIST: ListSpec = ListSpec::new("entities", Base::Scoped)
+        .fields(&[
             "type",
             "baseUrl",
             "failOpen",
             "timeoutMs",
             "maxRetries",
             "accessPolicyCount",
-        ],
-        default_order: ("name", false),
-        filters: &[("type", Filter::Field("type"))],
-    };
+        ])
+        .filters(&[field_filter("type")]);
     // §3.13 lists only 204: deleting a missing entry answers it too.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 

@@ -17,7 +17,7 @@ use crate::credential::types::uuid_text;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
 use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 const KINDS: &[&str] = &["CiB", "CloudBDirectoryFederation"];
@@ -27,13 +27,9 @@ pub fn routes(app: &App) -> Router<App> {
     crud::routes::<CredentialIntegrations>(app)
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Scoped,
-    fields: &["type", "status"],
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
+const SPEC: ListSpec = ListSpec::new("entities", Base::Scoped)
+    .fields(&["type", "status"])
+    .filters(&[field_filter("type")]);
 
 /// The `CiB` URL rule, the contract's pattern (§3.7)
 /// `^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$` (so no user info, which would be

@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
 use crate::service::write::{Write, new_external_id};
@@ -72,13 +72,9 @@ const FIELDS: &[&str] = &[
     "accessPolicyCount",
 ];
 
-const SPEC_V2: ListSpec = ListSpec {
-    items_key: "credentialProviders",
-    base: Base::Scoped,
-    fields: FIELDS,
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
+const SPEC_V2: ListSpec = ListSpec::new("credentialProviders", Base::Scoped)
+    .fields(FIELDS)
+    .filters(&[field_filter("type")]);
 
 const BASE_RO: &[&str] = &["lifetimeExpiration", "accessPolicyCount"];
 
@@ -597,13 +593,9 @@ async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: Q
 
 // ---- v1 handlers (deprecated view) -----------------------------------------------------------
 
-const SPEC_V1: ListSpec = ListSpec {
-    items_key: "credentialProviders",
-    base: Base::Scoped,
-    fields: FIELDS,
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
+const SPEC_V1: ListSpec = ListSpec::new("credentialProviders", Base::Scoped)
+    .fields(FIELDS)
+    .filters(&[field_filter("type")]);
 
 async fn list_v1(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let st = app.state();

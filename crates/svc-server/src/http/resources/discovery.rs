@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{no_content, ok};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -140,13 +140,9 @@ impl Resource for DiscoveryIntegrations {
     const SCOPED: bool = false;
     const OWN_RS: bool = true;
     const OWN_RS_FIELD: &'static str = "resourceSet";
-    const LIST: ListSpec = ListSpec {
-        items_key: "integrations",
-        base: Base::Scoped,
-        fields: &["type", "syncFrequencySeconds", "lastSync", "lastSyncStatus", "endpoint"],
-        default_order: ("name", false),
-        filters: &[("type", Filter::Field("type"))],
-    };
+    const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
+        .fields(&["type", "syncFrequencySeconds", "lastSync", "lastSyncStatus", "endpoint"])
+        .filters(&[field_filter("type")]);
     // §3.12 lists only 200.
     const DELETE: Option<StatusCode> = Some(StatusCode::OK);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
@@ -242,21 +238,17 @@ fn draft_json(d: &ServerWorkloadDraft) -> Value {
     Value::Object(o)
 }
 
-const DRAFTS: ListSpec = ListSpec {
-    items_key: "serverWorkloadDrafts",
-    base: Base::Scoped,
-    fields: &[
+const DRAFTS: ListSpec = ListSpec::new("serverWorkloadDrafts", Base::Scoped)
+    .fields(&[
         "discoveryIntegrationId",
         "lastSeenAt",
         "serviceEndpoint.host",
         "serviceEndpoint.port",
-    ],
-    default_order: ("name", false),
-    filters: &[
-        ("discoveryIntegrationId", Filter::Field("discoveryIntegrationId")),
+    ])
+    .filters(&[
+        field_filter("discoveryIntegrationId"),
         ("host", Filter::Field("serviceEndpoint.host")),
-    ],
-};
+    ]);
 
 async fn list_drafts(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;

@@ -277,13 +277,9 @@ macro_rules! integration_resource {
             const PATH: &'static str = $path;
             const PERM: Perm = Perm::Integrations;
             const CATEGORY: &'static str = crate::service::integrations::CATEGORY;
-            const LIST: ListSpec = ListSpec {
-                items_key: "integrations",
-                base: Base::Scoped,
-                fields: FIELDS,
-                default_order: ("name", false),
-                filters: $filters,
-            };
+            const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
+                .fields(FIELDS)
+                .filters($filters);
             // §3.11: DELETE answers 200 (also for an id the set does not hold, §1.5).
             const DELETE: Option<StatusCode> = Some(StatusCode::OK);
             const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;

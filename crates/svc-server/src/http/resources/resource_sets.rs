@@ -47,20 +47,14 @@ pub fn routes(app: &App) -> Router<App> {
         )
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Global,
-    fields: &[
-        "serverWorkloadCount",
-        "clientWorkloadCount",
-        "accessPolicyCount",
-        "trustProviderCount",
-        "accessConditionCount",
-        "credentialProviderCount",
-    ],
-    default_order: ("name", false),
-    filters: &[],
-};
+const SPEC: ListSpec = ListSpec::new("entities", Base::Global).fields(&[
+    "serverWorkloadCount",
+    "clientWorkloadCount",
+    "accessPolicyCount",
+    "trustProviderCount",
+    "accessConditionCount",
+    "credentialProviderCount",
+]);
 
 fn count<T: Record>(st: &Snapshot, rs: Uuid) -> usize {
     T::table(st).values().filter(|v| v.rs() == Some(rs)).count()

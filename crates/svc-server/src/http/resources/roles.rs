@@ -12,7 +12,7 @@ use crate::domain::records::{Grant, Role};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
@@ -20,13 +20,9 @@ pub fn routes(app: &App) -> Router<App> {
     crud::routes::<Roles>(app)
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "roles",
-    base: Base::Global,
-    fields: &["usersCount", "credentialProvidersCount", "isSystem"],
-    default_order: ("name", false),
-    filters: &[("isSystem", Filter::Field("isSystem"))],
-};
+const SPEC: ListSpec = ListSpec::new("roles", Base::Global)
+    .fields(&["usersCount", "credentialProvidersCount", "isSystem"])
+    .filters(&[field_filter("isSystem")]);
 
 fn access_level(read: bool, write: bool) -> &'static str {
     match (read, write) {

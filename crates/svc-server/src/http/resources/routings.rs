@@ -12,7 +12,7 @@ use crate::app::App;
 use crate::domain::sso::Routing;
 use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
 
@@ -20,13 +20,9 @@ pub fn routes(app: &App) -> Router<App> {
     crud::routes::<Routings>(app)
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Global,
-    fields: &["resourceSetId", "proxyUrl"],
-    default_order: ("name", false),
-    filters: &[("resourceSetId", Filter::Field("resourceSetId"))],
-};
+const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
+    .fields(&["resourceSetId", "proxyUrl"])
+    .filters(&[field_filter("resourceSetId")]);
 
 pub struct RoutingInput {
     base: BaseInput,

@@ -12,7 +12,7 @@ use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
 use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -45,25 +45,21 @@ pub fn routes(app: &App) -> Router<App> {
     crud::routes::<ServerWorkloads>(app)
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "serverWorkloads",
-    base: Base::Scoped,
-    fields: &[
+const SPEC: ListSpec = ListSpec::new("serverWorkloads", Base::Scoped)
+    .fields(&[
         "type",
         "accessPolicyCount",
         "serviceEndpoint.host",
         "serviceEndpoint.appProtocol",
         "serviceEndpoint.requestedPort",
         "serviceEndpoint.port",
-    ],
-    default_order: ("name", false),
-    filters: &[
+    ])
+    .filters(&[
         ("host", Filter::Field("serviceEndpoint.host")),
         ("port", Filter::Field("serviceEndpoint.requestedPort")),
         ("appProtocol", Filter::Field("serviceEndpoint.appProtocol")),
-        ("type", Filter::Field("type")),
-    ],
-};
+        field_filter("type"),
+    ]);
 
 pub fn endpoint_json(e: &Endpoint) -> Value {
     json!({

@@ -20,7 +20,7 @@ use crate::domain::{Meta, Perm, Secret};
 use crate::error::{Error, Result};
 use crate::http::extract::Ids;
 use crate::http::guard::{Scope, guarded};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -34,16 +34,9 @@ pub fn routes(app: &App) -> Router<App> {
     )
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Global,
-    fields: &["type", "userAccessEnabled"],
-    default_order: ("name", false),
-    filters: &[
-        ("type", Filter::Field("type")),
-        ("userAccessEnabled", Filter::Field("userAccessEnabled")),
-    ],
-};
+const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
+    .fields(&["type", "userAccessEnabled"])
+    .filters(&[field_filter("type"), field_filter("userAccessEnabled")]);
 
 const OIDC_RO: &[&str] = &["svcRedirectUrl", "svcJwksUrl"];
 const SAML_RO: &[&str] = &["serviceProviderEntityId", "serviceProviderSsoUrl"];

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Base, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write, new_external_id};
@@ -56,13 +56,9 @@ const FIELDS: &[&str] = &[
     "edgeSdkClientId",
 ];
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "trustProviders",
-    base: Base::Scoped,
-    fields: FIELDS,
-    default_order: ("name", false),
-    filters: &[("provider", Filter::Field("provider"))],
-};
+const SPEC: ListSpec = ListSpec::new("trustProviders", Base::Scoped)
+    .fields(FIELDS)
+    .filters(&[field_filter("provider")]);
 
 const RO: &[&str] = &[
     "publicKeyValidation",
@@ -457,13 +453,9 @@ impl Resource for TrustProviders {
 
 // ---- secrets (§3.2) --------------------------------------------------------------------------
 
-const SECRET_SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::None,
-    fields: &["externalId", "name", "type", "subject", "expiresAt"],
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
+const SECRET_SPEC: ListSpec = ListSpec::new("entities", Base::None)
+    .fields(&["externalId", "name", "type", "subject", "expiresAt"])
+    .filters(&[field_filter("type")]);
 
 async fn list_secrets(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
 use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Write, new_external_id};
 use crate::state::State as Snapshot;
@@ -45,10 +45,8 @@ pub fn routes(app: &App) -> Router<App> {
         )
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "users",
-    base: Base::None,
-    fields: &[
+const SPEC: ListSpec = ListSpec::new("users", Base::None)
+    .fields(&[
         "externalId",
         "email",
         "firstName",
@@ -58,14 +56,13 @@ const SPEC: ListSpec = ListSpec {
         "isActive",
         "twoFactorEnabled",
         "isLocked",
-    ],
-    default_order: ("email", false),
-    filters: &[
-        ("email", Filter::Field("email")),
+    ])
+    .order("email", false)
+    .filters(&[
+        field_filter("email"),
         ("role", Filter::Field("roles")),
-        ("isLocked", Filter::Field("isLocked")),
-    ],
-};
+        field_filter("isLocked"),
+    ]);
 
 /// `UserDTO`; never any secret (`password` is always null).
 pub fn user_json(st: &Snapshot, u: &User) -> Value {
