@@ -93,6 +93,42 @@ impl Kind {
     pub fn parse(s: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == s)
     }
+
+    /// The permission and audit category of the kind's family; `None` for the settings record,
+    /// which two families share (the compliance settings and the sign-on policy).
+    pub const fn family(self) -> Option<Family> {
+        let (perm, category) = match self {
+            Kind::Settings => return None,
+            Kind::ResourceSet => (Perm::ResourceSets, "ResourceSets"),
+            Kind::Role => (Perm::Roles, "Roles"),
+            Kind::User => (Perm::Users, "Users"),
+            Kind::TrustProvider => (Perm::TrustProviders, "TrustProviders"),
+            Kind::ClientWorkload => (Perm::ClientWorkloads, "ClientWorkloads"),
+            Kind::ServerWorkload => (Perm::ServerWorkloads, "ServerWorkloads"),
+            Kind::CredentialProvider => (Perm::CredentialProviders, "CredentialProviders"),
+            Kind::CredentialIntegration => (Perm::CredentialProviderIntegrations, "CredentialProviderIntegrations"),
+            Kind::AccessPolicy => (Perm::AccessPolicies, "AccessPolicies"),
+            Kind::Routing => (Perm::RoutingConfiguration, "Routings"),
+            Kind::AgentController => (Perm::AgentControllers, "AgentControllers"),
+            Kind::SsoIdp => (Perm::IdentityProviders, "IdentityProviders"),
+            Kind::Integration => (Perm::Integrations, "Integrations"),
+            Kind::AccessCondition => (Perm::AccessConditions, "AccessConditions"),
+            // §2.7: content security is guarded by Access Policies.
+            Kind::ContentSecurity => (Perm::AccessPolicies, "ContentSecurity"),
+            Kind::DiscoveryIntegration => (Perm::DiscoveryIntegrations, "DiscoveryIntegrations"),
+            // Drafts are server workloads to be: read with that permission, audited as them.
+            Kind::ServerWorkloadDraft => (Perm::ServerWorkloads, "ServerWorkloads"),
+        };
+        Some(Family { perm, category })
+    }
+}
+
+/// What RBAC and the audit log know an entity family by: the permission of §2.7 that guards it
+/// and the category (§3.23) of its audit entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family {
+    pub perm: Perm,
+    pub category: &'static str,
 }
 
 /// A short text repeated in many records, interned: who created or last changed a record

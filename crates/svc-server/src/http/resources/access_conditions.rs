@@ -13,11 +13,11 @@ use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, Resource};
 use super::integrations::{self as ints, vendor_type};
 use crate::app::App;
+use crate::domain::Meta;
 use crate::domain::condition::{
     AccessCondition, CLOUD_SECURITY_A, ConditionSpec, GEOIP, INTEGRATION_TYPES, Integration, Location, SENSOR_A,
     Subdivision, Timezone, WEEKDAYS, Window, builtin_type,
 };
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
@@ -39,7 +39,6 @@ const FIELDS: &[&str] = &[
 const MAX_LAST_SEEN: i32 = 31_449_600;
 
 pub struct Input {
-    base: BaseInput,
     kind: &'static str,
     integration: Option<Uuid>,
     max_last_seen: Option<i32>,
@@ -219,7 +218,7 @@ fn variant(o: &mut Obj, kind: &str) -> Result<(ConditionSpec, Option<i32>)> {
     Ok((spec, max_last_seen))
 }
 
-fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<Input> {
+fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
     if mode == Mode::Patch && stored.is_none() {
         return Err(Error::NotFound);
     }
@@ -239,7 +238,6 @@ fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) 
     };
     o.ignore(RO);
     let mut input = Input {
-        base,
         kind,
         integration: None,
         max_last_seen: None,
@@ -254,10 +252,10 @@ fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) 
         (input.spec, input.max_last_seen) = (Some(spec), max);
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
-fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<Input> {
+fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
     if mode == Mode::Patch && stored.is_none() {
         return Err(Error::NotFound);
     }
@@ -267,7 +265,6 @@ fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>
     // RO in v1; used only to pick a built-in integration when `integrationID` is absent.
     let hint = o.opt_str("integrationType")?;
     let mut input = Input {
-        base,
         kind: stored.map(|s| s.int_type()).unwrap_or(GEOIP),
         integration: None,
         max_last_seen: None,
@@ -306,7 +303,7 @@ fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>
         (input.spec, input.max_last_seen) = (Some(spec), max);
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
 /// The condition's integration: the given one, or the resource set's built-in one.
@@ -494,17 +491,17 @@ macro_rules! condition_resource {
             type Record = AccessCondition;
             type Input = Input;
             const PATH: &'static str = $path;
-            const PERM: Perm = Perm::AccessConditions;
-            const CATEGORY: &'static str = "AccessConditions";
             const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
                 .fields(FIELDS)
                 .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
 
-            fn parse(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<Input> {
+            fn parse(
+                app: &App,
+                body: Value,
+                mode: Mode,
+                stored: Option<&AccessCondition>,
+            ) -> Result<(BaseInput, Input)> {
                 $parse(app, body, mode, stored)
-            }
-            fn base(input: &Input) -> &BaseInput {
-                &input.base
             }
             fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
                 create(w, input, meta)

@@ -13,7 +13,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, parse_tags};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
@@ -60,7 +60,6 @@ const RO: &[&str] = &[
 ];
 
 pub struct ControllerInput {
-    base: BaseInput,
     version: Option<String>,
     trust_provider: Option<Uuid>,
     hostname: Option<String>,
@@ -82,7 +81,7 @@ pub fn hostname_ok(s: &str) -> bool {
         && labels.last().is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<ControllerInput> {
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, ControllerInput)> {
     let mut o = Obj::root(body)?;
     let external_id = o.opt_uuid("externalId")?;
     if mode == Mode::Replace && external_id.is_none() {
@@ -100,16 +99,17 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<ControllerInput> {
     if mode == Mode::Patch {
         // AgentControllerPatchDTO: version, isActive, trustProviderId.
         o.finish()?;
-        return Ok(ControllerInput {
-            base: BaseInput {
-                external_id,
-                is_active,
-                ..BaseInput::default()
-            },
+        let base = BaseInput {
+            external_id,
+            is_active,
+            ..BaseInput::default()
+        };
+        let input = ControllerInput {
             version,
             trust_provider,
             hostname: None,
-        });
+        };
+        return Ok((base, input));
     }
     let name = o.req_str_len("name", 1, 128)?;
     let description = o.opt_str("description")?;
@@ -128,20 +128,21 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<ControllerInput> {
         }
     }
     o.finish()?;
-    Ok(ControllerInput {
-        base: BaseInput {
-            external_id,
-            name: Some(name),
-            description,
-            // §3.21: isActive defaults to true.
-            is_active: Some(is_active.unwrap_or(true)),
-            tags,
-            resource_set: None,
-        },
+    let base = BaseInput {
+        external_id,
+        name: Some(name),
+        description,
+        // §3.21: isActive defaults to true.
+        is_active: Some(is_active.unwrap_or(true)),
+        tags,
+        resource_set: None,
+    };
+    let input = ControllerInput {
         version,
         trust_provider,
         hostname: hostname.map(|h| h.to_ascii_lowercase()),
-    })
+    };
+    Ok((base, input))
 }
 
 /// `AgentControllerDTO`.
@@ -220,20 +221,14 @@ impl Resource for AgentControllers {
     type Record = AgentController;
     type Input = ControllerInput;
     const PATH: &'static str = PATH;
-    const PERM: Perm = Perm::AgentControllers;
-    const CATEGORY: &'static str = CATEGORY;
-    const SCOPED: bool = false;
+    const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.21 lists `201` as DELETE's only status; a missing id answers it too (§1.5).
     const DELETE: Option<StatusCode> = Some(StatusCode::CREATED);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&AgentController>) -> Result<ControllerInput> {
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&AgentController>) -> Result<(BaseInput, ControllerInput)> {
         parse(&app.state(), body, mode)
-    }
-
-    fn base(input: &ControllerInput) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: ControllerInput, meta: Meta) -> Result<AgentController> {

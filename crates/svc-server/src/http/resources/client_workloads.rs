@@ -113,14 +113,13 @@ fn parse_identities(o: &mut Obj) -> Result<Option<Vec<Identity>>> {
 }
 
 pub struct Input {
-    base: BaseInput,
     identities: Option<Vec<Identity>>,
     enforce_sso: Option<bool>,
     sso: Option<Vec<uuid::Uuid>>,
     label: Option<String>,
 }
 
-fn parse(body: Value, mode: Mode) -> Result<Input> {
+fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let identities = parse_identities(&mut o)?;
@@ -135,13 +134,13 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     };
     o.ignore(&["accessPolicyCount"]);
     o.finish()?;
-    Ok(Input {
-        base,
+    let input = Input {
         identities,
         enforce_sso,
         sso,
         label,
-    })
+    };
+    Ok((base, input))
 }
 
 /// `/api/v1/client-workloads` on the shared CRUD layer.
@@ -151,17 +150,11 @@ impl Resource for ClientWorkloads {
     type Record = ClientWorkload;
     type Input = Input;
     const PATH: &'static str = "/api/v1/client-workloads";
-    const PERM: Perm = Perm::ClientWorkloads;
-    const CATEGORY: &'static str = "ClientWorkloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ClientWorkload>) -> Result<Input> {
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
         parse(body, mode)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ClientWorkload> {

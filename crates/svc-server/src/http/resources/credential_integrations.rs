@@ -14,8 +14,8 @@ use crate::app::App;
 use crate::config::Config;
 use crate::credential::cloudb::{tenant_text, vault_name};
 use crate::credential::types::uuid_text;
+use crate::domain::Meta;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
@@ -164,13 +164,12 @@ fn parse_variant(
 }
 
 pub struct Input {
-    base: BaseInput,
     kind: Option<String>,
     config: Map<String, Value>,
     secret: Option<String>,
 }
 
-fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Result<Input> {
+fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let kind = o.opt_str("type")?;
@@ -192,12 +191,12 @@ fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Re
         parse_variant(&mut o, &k, true, cfg)?
     };
     o.finish()?;
-    Ok(Input {
-        base,
+    let input = Input {
         kind: Some(k),
         config,
         secret,
-    })
+    };
+    Ok((base, input))
 }
 
 fn to_json(i: &CredentialIntegration) -> Value {
@@ -227,21 +226,15 @@ impl Resource for CredentialIntegrations {
     type Record = CredentialIntegration;
     type Input = Input;
     const PATH: &'static str = "/api/v1/credential-integrations";
-    const PERM: Perm = Perm::CredentialProviderIntegrations;
-    const CATEGORY: &'static str = "CredentialProviderIntegrations";
     const LIST: ListSpec = SPEC;
 
     /// The variant's fields depend on the stored `type`: a PATCH of a missing id is a 404
     /// before its body is read.
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&CredentialIntegration>) -> Result<Input> {
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&CredentialIntegration>) -> Result<(BaseInput, Input)> {
         if mode == Mode::Patch && stored.is_none() {
             return Err(Error::NotFound);
         }
         parse(body, mode, stored.map(|i| i.int_type.as_str()), &app.cfg)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<CredentialIntegration> {

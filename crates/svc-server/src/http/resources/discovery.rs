@@ -14,7 +14,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::credential::types::check_url;
 use crate::domain::condition::{CLOUD_SECURITY_A, DiscoveryIntegration, ServerWorkloadDraft};
@@ -46,14 +46,13 @@ pub fn routes(app: &App) -> Router<App> {
 }
 
 pub struct Input {
-    base: BaseInput,
     sync: i32,
     endpoint: String,
     config: Map<String, Value>,
     secret: Option<String>,
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<Input> {
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
     if mode == Mode::Patch && stored.is_none() {
         return Err(Error::NotFound);
     }
@@ -76,7 +75,6 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegratio
     }
     o.ignore(&["lastSync", "lastSyncStatus"]);
     let mut input = Input {
-        base,
         sync: 0,
         endpoint: String::new(),
         config: Map::new(),
@@ -101,7 +99,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegratio
         j.finish()?;
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
 fn apply(input: Input, d: &mut DiscoveryIntegration) {
@@ -135,11 +133,7 @@ impl Resource for DiscoveryIntegrations {
     type Record = DiscoveryIntegration;
     type Input = Input;
     const PATH: &'static str = "/api/v1/discovery-integrations";
-    const PERM: Perm = Perm::DiscoveryIntegrations;
-    const CATEGORY: &'static str = "DiscoveryIntegrations";
-    const SCOPED: bool = false;
-    const OWN_RS: bool = true;
-    const OWN_RS_FIELD: &'static str = "resourceSet";
+    const RS: RsFrom = RsFrom::Body("resourceSet");
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(&["type", "syncFrequencySeconds", "lastSync", "lastSyncStatus", "endpoint"])
         .filters(&[field_filter("type")]);
@@ -147,16 +141,8 @@ impl Resource for DiscoveryIntegrations {
     const DELETE: Option<StatusCode> = Some(StatusCode::OK);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<Input> {
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
         parse(app, body, mode, stored)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
-    }
-
-    fn own_rs(input: &Input) -> Option<Uuid> {
-        input.base.resource_set
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<DiscoveryIntegration> {

@@ -15,9 +15,9 @@ use super::crud::{self, OnMissing, Resource};
 use crate::app::App;
 use crate::config::Config;
 use crate::credential::types::check_url;
+use crate::domain::Meta;
 use crate::domain::condition::{CLOUD_SECURITY_A, INTEGRATION_TYPES, Integration, SENSOR_A, builtin_type};
 use crate::domain::credential::SecretFields;
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::list::{Base, Filter, ListSpec};
 use crate::service::write::{Author, Write};
@@ -41,7 +41,6 @@ pub const BUILTIN_CREATE: &str = "built-in integrations cannot be created";
 pub const BUILTIN_CHANGE: &str = "integrationType: built-in integrations cannot be modified or deleted";
 
 pub struct Input {
-    base: BaseInput,
     kind: String,
     sync: i32,
     endpoint: String,
@@ -95,42 +94,15 @@ fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
     Ok((sync, endpoint))
 }
 
-fn parse_v2(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<Input> {
-    if stored.is_some_and(|s| s.builtin) {
-        return Err(Error::bad(BUILTIN_CHANGE));
-    }
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let it = o.opt_str("integrationType")?;
-    let t = o.opt_str("type")?;
-    let given = match (it, t) {
-        (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
-        (Some(a), _) | (None, Some(a)) => Some(a),
-        (None, None) => None,
-    };
-    let kind = kind_of(given, mode, stored, "integrationType")?;
-    o.ignore(RO);
-    let mut input = Input {
-        base,
-        kind,
-        sync: 0,
-        endpoint: String::new(),
-        config: Map::new(),
-        secret: None,
-        secret_path: "clientSecret",
-    };
-    if mode != Mode::Patch {
-        (input.sync, input.endpoint) = common_fields(&mut o, &app.cfg)?;
-        (input.config, input.secret) = vendor_fields(&mut o, &input.kind, &app.cfg)?;
-    }
-    o.finish()?;
-    Ok(input)
+/// Which view a body comes in: v2 (`integrationType`, vendor fields at the top level) or v1
+/// (`type`, vendor fields in `integrationJSON`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum View {
+    V1,
+    V2,
 }
 
-fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<Input> {
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, view: View) -> Result<(BaseInput, Input)> {
     if stored.is_some_and(|s| s.builtin) {
         return Err(Error::bad(BUILTIN_CHANGE));
     }
@@ -139,26 +111,45 @@ fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) ->
     }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
-    let given = o.opt_str("type")?;
-    let kind = kind_of(given, mode, stored, "type")?;
+    let kind = match view {
+        View::V1 => kind_of(o.opt_str("type")?, mode, stored, "type")?,
+        View::V2 => {
+            let it = o.opt_str("integrationType")?;
+            let t = o.opt_str("type")?;
+            let given = match (it, t) {
+                (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
+                (Some(a), _) | (None, Some(a)) => Some(a),
+                (None, None) => None,
+            };
+            kind_of(given, mode, stored, "integrationType")?
+        }
+    };
     o.ignore(RO);
     let mut input = Input {
-        base,
         kind,
         sync: 0,
         endpoint: String::new(),
         config: Map::new(),
         secret: None,
-        secret_path: "integrationJSON.clientSecret",
+        secret_path: match view {
+            View::V1 => "integrationJSON.clientSecret",
+            View::V2 => "clientSecret",
+        },
     };
     if mode != Mode::Patch {
         (input.sync, input.endpoint) = common_fields(&mut o, &app.cfg)?;
-        let mut j = o.req_obj("integrationJSON")?;
-        (input.config, input.secret) = vendor_fields(&mut j, &input.kind, &app.cfg)?;
-        j.finish()?;
+        (input.config, input.secret) = match view {
+            View::V1 => {
+                let mut j = o.req_obj("integrationJSON")?;
+                let fields = vendor_fields(&mut j, &input.kind, &app.cfg)?;
+                j.finish()?;
+                fields
+            }
+            View::V2 => vendor_fields(&mut o, &input.kind, &app.cfg)?,
+        };
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
 fn create(input: Input, meta: Meta) -> Result<Integration> {
@@ -270,13 +261,11 @@ pub struct IntegrationsV2;
 pub struct IntegrationsV1;
 
 macro_rules! integration_resource {
-    ($t:ty, $path:expr, $parse:ident, $render:ident, $filters:expr) => {
+    ($t:ty, $path:expr, $view:expr, $render:ident, $filters:expr) => {
         impl Resource for $t {
             type Record = Integration;
             type Input = Input;
             const PATH: &'static str = $path;
-            const PERM: Perm = Perm::Integrations;
-            const CATEGORY: &'static str = crate::service::integrations::CATEGORY;
             const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
                 .fields(FIELDS)
                 .filters($filters);
@@ -284,11 +273,8 @@ macro_rules! integration_resource {
             const DELETE: Option<StatusCode> = Some(StatusCode::OK);
             const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-            fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<Input> {
-                $parse(app, body, mode, stored)
-            }
-            fn base(input: &Input) -> &BaseInput {
-                &input.base
+            fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+                parse(app, body, mode, stored, $view)
             }
             fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
                 create(input, meta)
@@ -313,7 +299,7 @@ macro_rules! integration_resource {
 integration_resource!(
     IntegrationsV2,
     "/api/v2/integrations",
-    parse_v2,
+    View::V2,
     v2_json,
     &[
         ("type", Filter::Field("type")),
@@ -323,7 +309,7 @@ integration_resource!(
 integration_resource!(
     IntegrationsV1,
     "/api/v1/integrations",
-    parse_v1,
+    View::V1,
     v1_json,
     &[
         ("type", Filter::Field("type")),

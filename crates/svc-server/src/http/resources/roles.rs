@@ -6,7 +6,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::records::{Grant, Role};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
@@ -95,22 +95,23 @@ pub fn role_json(st: &Snapshot, r: &Role) -> Value {
 }
 
 pub struct RoleInput {
-    base: BaseInput,
     grants: Option<Vec<Grant>>,
     sets: Option<Vec<Uuid>>,
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoleInput> {
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoleInput)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     o.ignore(&["usersCount", "credentialProvidersCount", "isSystem"]);
     if mode == Mode::Patch {
         o.finish()?;
-        return Ok(RoleInput {
+        return Ok((
             base,
-            grants: None,
-            sets: None,
-        });
+            RoleInput {
+                grants: None,
+                sets: None,
+            },
+        ));
     }
     let grants = o.opt_obj_list("permissions", |p| {
         let name = p.req_str("name")?;
@@ -148,7 +149,7 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoleInput> {
         Ok(id)
     })?;
     o.finish()?;
-    Ok(RoleInput { base, grants, sets })
+    Ok((base, RoleInput { grants, sets }))
 }
 
 fn normalise_sets(sets: Option<Vec<Uuid>>) -> Vec<Uuid> {
@@ -168,18 +169,12 @@ impl Resource for Roles {
     type Record = Role;
     type Input = RoleInput;
     const PATH: &'static str = "/api/v1/roles";
-    const PERM: Perm = Perm::Roles;
-    const CATEGORY: &'static str = "Roles";
-    const SCOPED: bool = false;
+    const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Role>) -> Result<RoleInput> {
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
         parse(&app.state(), body, mode)
-    }
-
-    fn base(input: &RoleInput) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: RoleInput, meta: Meta) -> Result<Role> {

@@ -7,10 +7,10 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
+use crate::domain::Meta;
 use crate::domain::sso::Routing;
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::Write;
@@ -25,7 +25,6 @@ const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
     .filters(&[field_filter("resourceSetId")]);
 
 pub struct RoutingInput {
-    base: BaseInput,
     rs: Option<Uuid>,
     proxy_url: Option<String>,
 }
@@ -50,17 +49,17 @@ pub fn proxy_url_ok(s: &str) -> bool {
     host_ok && port.parse::<u16>().is_ok_and(|p| p > 0) && url::Url::parse(s).is_ok()
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoutingInput> {
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoutingInput)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     if mode == Mode::Patch {
         // RoutingPatchDTO is the EntityPatchDTO.
         o.finish()?;
-        return Ok(RoutingInput {
-            base,
+        let input = RoutingInput {
             rs: None,
             proxy_url: None,
-        });
+        };
+        return Ok((base, input));
     }
     let rs = o.req_uuid("resourceSetId")?;
     if !st.resource_set_exists(&rs) {
@@ -71,11 +70,11 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoutingInput> {
         return Err(Error::field("proxyUrl", "must be http(s)://host:port"));
     }
     o.finish()?;
-    Ok(RoutingInput {
-        base,
+    let input = RoutingInput {
         rs: Some(rs),
         proxy_url: Some(proxy_url),
-    })
+    };
+    Ok((base, input))
 }
 
 /// `/api/v1/routings` on the shared CRUD layer.
@@ -85,23 +84,16 @@ impl Resource for Routings {
     type Record = Routing;
     type Input = RoutingInput;
     const PATH: &'static str = "/api/v1/routings";
-    const PERM: Perm = Perm::RoutingConfiguration;
-    const CATEGORY: &'static str = "Routings";
-    const SCOPED: bool = false;
-    const OWN_RS: bool = true;
+    const RS: RsFrom = RsFrom::Body("resourceSetId");
     const LIST: ListSpec = SPEC;
     const ON_MISSING_READ: OnMissing = OnMissing::NotFound;
     const DELETE: Option<axum::http::StatusCode> = None;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Routing>) -> Result<RoutingInput> {
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
         parse(&app.state(), body, mode)
     }
 
-    fn base(input: &RoutingInput) -> &BaseInput {
-        &input.base
-    }
-
-    fn own_rs(input: &RoutingInput) -> Option<Uuid> {
+    fn own_rs(_: &BaseInput, input: &RoutingInput) -> Option<Uuid> {
         input.rs
     }
 

@@ -10,7 +10,7 @@ use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnCreate, OnMissing, Resource};
 use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
-use crate::domain::{Label, Meta, Perm};
+use crate::domain::{Label, Meta};
 use crate::error::{Error, Result};
 use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
@@ -193,12 +193,11 @@ fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldEr
 }
 
 pub struct Input {
-    base: BaseInput,
     endpoint: Option<Endpoint>,
     label: Option<String>,
 }
 
-fn parse(body: Value, mode: Mode) -> Result<Input> {
+fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let (endpoint, label) = if mode == Mode::Patch {
@@ -211,7 +210,7 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     };
     o.ignore(&["accessPolicyCount"]);
     o.finish()?;
-    Ok(Input { base, endpoint, label })
+    Ok((base, Input { endpoint, label }))
 }
 
 /// Two active server workloads of a resource set must not share (host, requestedPort, transport).
@@ -259,19 +258,13 @@ impl Resource for ServerWorkloads {
     type Record = ServerWorkload;
     type Input = Input;
     const PATH: &'static str = "/api/v1/server-workloads";
-    const PERM: Perm = Perm::ServerWorkloads;
-    const CATEGORY: &'static str = "ServerWorkloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ServerWorkload>) -> Result<Input> {
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
         parse(body, mode)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ServerWorkload> {

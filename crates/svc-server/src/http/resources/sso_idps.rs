@@ -12,7 +12,7 @@ use svc_api::reader::check_len;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::config::Config;
 use crate::domain::sso::{IdpConfig, IdpSecrets, IdpType, OidcAuthType, RoleMapping, SsoIdp};
@@ -46,13 +46,10 @@ pub fn redirect_url(cfg: &Config) -> String {
     format!("{}/api/v1/sso/callback", cfg.public_url)
 }
 
-pub struct IdpInput {
-    base: BaseInput,
-    /// `None` on PATCH.
-    body: Option<IdpBody>,
-}
+/// A POST or PUT body beyond the base block; a PATCH has none (`None`).
+pub type IdpInput = Option<IdpBody>;
 
-struct IdpBody {
+pub struct IdpBody {
     mappings: Vec<RoleMapping>,
     user_access: bool,
     config: IdpConfig,
@@ -66,13 +63,13 @@ fn url_ok(cfg: &Config, u: &str) -> bool {
         && url::Url::parse(u).is_ok_and(|x| x.host_str().is_some_and(|h| !h.is_empty()))
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<IdpInput> {
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
     let st = app.state();
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     if mode == Mode::Patch {
         o.finish()?;
-        return Ok(IdpInput { base, body: None });
+        return Ok((base, None));
     }
     let ty = o.req_enum("type", &["SAMLv2", "OIDCv1"])?;
     let ty = if ty == "OIDCv1" { IdpType::Oidc } else { IdpType::Saml };
@@ -206,15 +203,13 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
         }
     };
     o.finish()?;
-    Ok(IdpInput {
-        base,
-        body: Some(IdpBody {
-            mappings,
-            user_access,
-            config,
-            secret,
-        }),
-    })
+    let input = IdpBody {
+        mappings,
+        user_access,
+        config,
+        secret,
+    };
+    Ok((base, Some(input)))
 }
 
 /// Applies a POST or PUT body: a new secret replaces the stored one; a SAML provider keeps none.
@@ -330,19 +325,13 @@ impl Resource for SsoIdps {
     type Record = SsoIdp;
     type Input = IdpInput;
     const PATH: &'static str = PATH;
-    const PERM: Perm = Perm::IdentityProviders;
-    const CATEGORY: &'static str = "IdentityProviders";
-    const SCOPED: bool = false;
+    const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.20 lists only `204` for DELETE.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<IdpInput> {
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
         parse(app, body, mode, stored)
-    }
-
-    fn base(input: &IdpInput) -> &BaseInput {
-        &input.base
     }
 
     /// An identity provider a client workload names cannot be deleted (§1.10 rule 4).
@@ -362,7 +351,7 @@ impl Resource for SsoIdps {
     }
 
     fn create(_: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {
-        let b = input.body.ok_or_else(|| Error::internal("create without a body"))?;
+        let b = input.ok_or_else(|| Error::internal("create without a body"))?;
         let mut idp = SsoIdp {
             meta,
             mappings: vec![],
@@ -375,7 +364,7 @@ impl Resource for SsoIdps {
     }
 
     fn replace(_: &mut Write<'_>, input: IdpInput, idp: &mut SsoIdp) -> Result<()> {
-        let b = input.body.ok_or_else(|| Error::internal("replace without a body"))?;
+        let b = input.ok_or_else(|| Error::internal("replace without a body"))?;
         if std::mem::discriminant(&b.config) != std::mem::discriminant(&idp.config) {
             return Err(Error::field("type", "cannot be changed"));
         }

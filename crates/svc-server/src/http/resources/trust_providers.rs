@@ -165,7 +165,6 @@ pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&
 /// The request fields beyond the base block.
 #[derive(Default)]
 pub struct Input {
-    base: BaseInput,
     provider: Option<String>,
     /// The parsed `provider` (POST and PUT).
     kind: Option<TrustKind>,
@@ -177,7 +176,7 @@ pub struct Input {
     svc_tenant: Option<bool>,
 }
 
-fn parse(body: Value, mode: Mode) -> Result<Input> {
+fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let provider = o.opt_str("provider")?;
@@ -198,17 +197,21 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     if mode != Mode::Patch && provider.is_none() {
         return Err(Error::field("provider", "is required"));
     }
-    Ok(Input {
-        base,
+    let kind = match mode {
+        Mode::Patch => None,
+        _ => Some(parse_kind(provider.as_deref().unwrap_or_default())?),
+    };
+    let input = Input {
         provider,
-        kind: None,
+        kind,
         match_rules,
         certificate,
         pem_type,
         jwks,
         oidc_url,
         svc_tenant,
-    })
+    };
+    Ok((base, input))
 }
 
 fn parse_kind(s: &str) -> Result<TrustKind> {
@@ -362,22 +365,12 @@ impl Resource for TrustProviders {
     type Record = TrustProvider;
     type Input = Input;
     const PATH: &'static str = "/api/v1/trust-providers";
-    const PERM: Perm = Perm::TrustProviders;
-    const CATEGORY: &'static str = CATEGORY;
     const LIST: ListSpec = SPEC;
     // POST answers 200 here (contract §3.1), with the usual Location.
     const ON_CREATE: OnCreate = OnCreate::Ok;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&TrustProvider>) -> Result<Input> {
-        let mut input = parse(body, mode)?;
-        if mode != Mode::Patch {
-            input.kind = Some(parse_kind(input.provider.as_deref().unwrap_or_default())?);
-        }
-        Ok(input)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
+        parse(body, mode)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<TrustProvider> {
