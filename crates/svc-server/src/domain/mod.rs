@@ -121,6 +121,15 @@ impl Kind {
         };
         Some(Family { perm, category })
     }
+
+    /// [`Kind::family`] of a kind that has one (all but `Settings`); in a constant, a kind
+    /// without one fails the build.
+    pub const fn expect_family(self) -> Family {
+        match self.family() {
+            Some(f) => f,
+            None => panic!("the settings record belongs to no one family"),
+        }
+    }
 }
 
 /// What RBAC and the audit log know an entity family by: the permission of §2.7 that guards it

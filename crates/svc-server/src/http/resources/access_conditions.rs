@@ -219,9 +219,6 @@ fn variant(o: &mut Obj, kind: &str) -> Result<(ConditionSpec, Option<i32>)> {
 }
 
 fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let given = o.opt_str("integrationType")?;
@@ -256,9 +253,6 @@ fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) 
 }
 
 fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     o.ignore(RO);
@@ -494,6 +488,7 @@ macro_rules! condition_resource {
             const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
                 .fields(FIELDS)
                 .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
+            const PATCH_NEEDS_STORED: bool = true;
 
             fn parse(
                 app: &App,

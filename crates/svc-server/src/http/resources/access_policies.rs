@@ -22,7 +22,7 @@ use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{no_content, ok};
 use crate::service::policies::{self, for_pair};
@@ -31,29 +31,25 @@ use crate::state::State as Snapshot;
 pub const COMPLIANCE_HEADER: &str = "x-svc-compliance-warning";
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::AccessPolicies;
-    Router::new()
-        .route(
-            "/api/v2/access-policies",
-            guarded(app, p, Scope::AnySet, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-            guarded(app, p, Scope::AnySet, get(by_workloads)),
-        )
-        .route(
-            "/api/v2/access-policies/{id}",
-            guarded(app, p, Scope::AnySet, get(read).patch(patch).delete(remove)),
-        )
-        .route(
-            "/api/v2/access-policies/{id}/notes",
-            guarded(app, p, Scope::AnySet, get(list_notes).post(add_note_v2)),
-        )
-        .route(
-            "/api/v2/access-policies/{id}/credential-mappings",
-            guarded(app, p, Scope::AnySet, get(credential_mappings)),
-        )
-        .merge(super::access_policies_v1::routes(app))
+    let v2 = guarded_routes(
+        app,
+        Perm::AccessPolicies,
+        Scope::AnySet,
+        [
+            ("/api/v2/access-policies", get(list).post(create).put(replace)),
+            (
+                "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+                get(by_workloads),
+            ),
+            ("/api/v2/access-policies/{id}", get(read).patch(patch).delete(remove)),
+            ("/api/v2/access-policies/{id}/notes", get(list_notes).post(add_note_v2)),
+            (
+                "/api/v2/access-policies/{id}/credential-mappings",
+                get(credential_mappings),
+            ),
+        ],
+    );
+    v2.merge(super::access_policies_v1::routes(app))
 }
 
 // ---- presentation ----------------------------------------------------------------------------

@@ -20,7 +20,7 @@ use crate::domain::credential::CredentialProvider;
 use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{no_content, ok};
 use crate::service::policies::for_pair;
@@ -29,24 +29,20 @@ use crate::state::State as Snapshot;
 const SEVERAL: &str = "policy has several credential providers; use /api/v2";
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::AccessPolicies;
-    Router::new()
-        .route(
-            "/api/v1/access-policies",
-            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-            guarded(app, p, Scope::Rs, get(by_workloads)),
-        )
-        .route(
-            "/api/v1/access-policies/{id}",
-            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
-        )
-        .route(
-            "/api/v1/access-policies/{id}/notes",
-            guarded(app, p, Scope::Rs, post(note)),
-        )
+    guarded_routes(
+        app,
+        Perm::AccessPolicies,
+        Scope::Rs,
+        [
+            ("/api/v1/access-policies", get(list).post(create).put(replace)),
+            (
+                "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+                get(by_workloads),
+            ),
+            ("/api/v1/access-policies/{id}", get(read).patch(patch).delete(remove)),
+            ("/api/v1/access-policies/{id}/notes", post(note)),
+        ],
+    )
 }
 
 fn single_cp(p: &Policy) -> Option<Uuid> {

@@ -25,9 +25,6 @@ use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-const PATH: &str = "/api/v1/agent-controllers";
-const CATEGORY: &str = "AgentControllers";
-
 pub fn routes(app: &App) -> Router<App> {
     crud::routes::<AgentControllers>(app).route(
         "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
@@ -210,7 +207,13 @@ pub fn release_resource_set(w: &mut Write<'_>, author: &Author, rs: Uuid) {
         w.touch_meta(&mut c.meta, author);
         let id = c.meta.id;
         w.put(c);
-        w.audit(author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
+        w.audit(
+            author,
+            DEFAULT_RESOURCE_SET,
+            AgentControllers::CATEGORY,
+            Activity::Updated,
+            id,
+        );
     }
 }
 
@@ -220,7 +223,7 @@ pub struct AgentControllers;
 impl Resource for AgentControllers {
     type Record = AgentController;
     type Input = ControllerInput;
-    const PATH: &'static str = PATH;
+    const PATH: &'static str = "/api/v1/agent-controllers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.21 lists `201` as DELETE's only status; a missing id answers it too (§1.5).
@@ -333,7 +336,13 @@ async fn device_code(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respo
     });
     w.touch_meta(&mut c.meta, &author);
     w.put(c);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::DeviceCodeCreated, id);
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        AgentControllers::CATEGORY,
+        Activity::DeviceCodeCreated,
+        id,
+    );
     w.commit().await?;
     Ok((StatusCode::CREATED, axum::Json(json!({"device_code": code}))).into_response())
 }

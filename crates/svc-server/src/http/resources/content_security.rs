@@ -37,9 +37,6 @@ pub struct Input {
 }
 
 fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     if mode == Mode::Patch
@@ -114,6 +111,7 @@ impl Resource for ContentSecurities {
     type Input = Input;
     const PATH: &'static str = "/api/v1/content-security";
     const RS: RsFrom = RsFrom::Body("resourceSet");
+    const PATCH_NEEDS_STORED: bool = true;
     const LIST: ListSpec = ListSpec::new("entities", Base::Scoped)
         .fields(&[
             "type",

@@ -227,13 +227,10 @@ impl Resource for CredentialIntegrations {
     type Input = Input;
     const PATH: &'static str = "/api/v1/credential-integrations";
     const LIST: ListSpec = SPEC;
+    // The variant's fields depend on the stored `type`.
+    const PATCH_NEEDS_STORED: bool = true;
 
-    /// The variant's fields depend on the stored `type`: a PATCH of a missing id is a 404
-    /// before its body is read.
     fn parse(app: &App, body: Value, mode: Mode, stored: Option<&CredentialIntegration>) -> Result<(BaseInput, Input)> {
-        if mode == Mode::Patch && stored.is_none() {
-            return Err(Error::NotFound);
-        }
         parse(body, mode, stored.map(|i| i.int_type.as_str()), &app.cfg)
     }
 

@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, check_rs_unchanged, resolve_rs};
 use crate::app::App;
-use crate::domain::{DEFAULT_RESOURCE_SET, Family, Meta, Perm, Timestamp};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
@@ -75,9 +75,9 @@ pub trait Resource: Send + Sync + 'static {
     /// The collection's path; one entity is `{PATH}/{id}`.
     const PATH: &'static str;
     /// The permission guarding its routes: its record's family's ([`crate::domain::Kind::family`]).
-    const PERM: Perm = family::<Self::Record>().perm;
+    const PERM: Perm = Self::Record::KIND.expect_family().perm;
     /// The audit category of its entries (§3.23): its record's family's.
-    const CATEGORY: &'static str = family::<Self::Record>().category;
+    const CATEGORY: &'static str = Self::Record::KIND.expect_family().category;
     /// Where an entity's resource set comes from.
     const RS: RsFrom = RsFrom::Header;
     const LIST: ListSpec;
@@ -88,6 +88,9 @@ pub trait Resource: Send + Sync + 'static {
     /// The status of a successful DELETE (`204`; agent controllers answer `201`); `None`: the
     /// resource has no DELETE (routings).
     const DELETE: Option<StatusCode> = Some(StatusCode::NO_CONTENT);
+    /// A PATCH body is read against the stored entity (its variant, its resource set): a PATCH
+    /// of an id the caller cannot see is a `404` before its body is read.
+    const PATCH_NEEDS_STORED: bool = false;
 
     /// Reads a body: its base block and the resource's own fields. `stored` is the entity the
     /// request names (PUT: the body's `externalId`, PATCH: the path's), read before the write
@@ -145,15 +148,6 @@ pub trait Resource: Send + Sync + 'static {
 
     /// The entity's DTO.
     fn render(app: &App, st: &Snapshot, rec: &Self::Record) -> Value;
-}
-
-/// The family of `T`'s kind; a resource over the settings record, which has none, states its
-/// `PERM` and `CATEGORY`.
-const fn family<T: Record>() -> Family {
-    match T::KIND.family() {
-        Some(f) => f,
-        None => panic!("the settings record belongs to no one family"),
-    }
 }
 
 /// `{PATH}` (list, create, replace) and `{PATH}/{id}` (read, patch, delete) of `R`, guarded by
@@ -307,6 +301,9 @@ async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): 
 async fn patch<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let id = ids.one();
     let stored = lookup::<R>(&app.state(), &id, &ctx).cloned();
+    if R::PATCH_NEEDS_STORED && stored.is_none() {
+        return Err(Error::NotFound);
+    }
     let (base, input) = R::parse(&app, body, Mode::Patch, stored.as_deref())?;
     update::<R>(&app, &ctx, id, Activity::Patched, |w, rec| {
         if R::RS == RsFrom::Header {

@@ -23,26 +23,21 @@ use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{no_content, ok};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn routes(app: &App) -> Router<App> {
+    let sync = [("/api/v1/discovery-integrations/{id}/sync", post(sync_now))];
+    let drafts = [
+        ("/api/alpha/server-workload-drafts", get(list_drafts)),
+        ("/api/alpha/server-workload-drafts/{id}", get(read_draft)),
+    ];
     crud::routes::<DiscoveryIntegrations>(app)
-        .route(
-            "/api/v1/discovery-integrations/{id}/sync",
-            guarded(app, Perm::DiscoveryIntegrations, Scope::AnySet, post(sync_now)),
-        )
-        .route(
-            "/api/alpha/server-workload-drafts",
-            guarded(app, Perm::ServerWorkloads, Scope::AnySet, get(list_drafts)),
-        )
-        .route(
-            "/api/alpha/server-workload-drafts/{id}",
-            guarded(app, Perm::ServerWorkloads, Scope::AnySet, get(read_draft)),
-        )
+        .merge(guarded_routes(app, Perm::DiscoveryIntegrations, Scope::AnySet, sync))
+        .merge(guarded_routes(app, Perm::ServerWorkloads, Scope::AnySet, drafts))
 }
 
 pub struct Input {
@@ -53,9 +48,6 @@ pub struct Input {
 }
 
 fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     if let (Some(b), Some(s)) = (base.resource_set, stored)
@@ -134,6 +126,7 @@ impl Resource for DiscoveryIntegrations {
     type Input = Input;
     const PATH: &'static str = "/api/v1/discovery-integrations";
     const RS: RsFrom = RsFrom::Body("resourceSet");
+    const PATCH_NEEDS_STORED: bool = true;
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(&["type", "syncFrequencySeconds", "lastSync", "lastSyncStatus", "endpoint"])
         .filters(&[field_filter("type")]);

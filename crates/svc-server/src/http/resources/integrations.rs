@@ -106,9 +106,6 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, view:
     if stored.is_some_and(|s| s.builtin) {
         return Err(Error::bad(BUILTIN_CHANGE));
     }
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let kind = match view {
@@ -271,6 +268,7 @@ macro_rules! integration_resource {
                 .filters($filters);
             // §3.11: DELETE answers 200 (also for an id the set does not hold, §1.5).
             const DELETE: Option<StatusCode> = Some(StatusCode::OK);
+            const PATCH_NEEDS_STORED: bool = true;
             const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
             fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {

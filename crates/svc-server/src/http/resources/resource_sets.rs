@@ -220,7 +220,8 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
 /// Deletes every entity of type `T` in `rs`, auditing each. The entries go to the default resource
 /// set, beside the resource set's own `Deleted` entry: under the deleted set's id no one could
 /// read them any more (`X-Svc-ResourceSet` must name an existing set).
-fn cascade<T: Record>(w: &mut Write<'_>, author: &Author, rs: Uuid, category: &'static str) {
+fn cascade<T: Record>(w: &mut Write<'_>, author: &Author, rs: Uuid) {
+    let category = const { T::KIND.expect_family().category };
     let ids: Vec<Uuid> = T::table(&w.st)
         .values()
         .filter(|v| v.rs() == Some(rs))
@@ -239,18 +240,18 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     editable(&w.st, &id)?;
     super::agent_controllers::release_resource_set(&mut w, &author, id);
     // Policies first: nothing may reference a deleted entity, even inside the unit.
-    cascade::<Policy>(&mut w, &author, id, "AccessPolicies");
-    cascade::<CredentialProvider>(&mut w, &author, id, "CredentialProviders");
-    cascade::<CredentialIntegration>(&mut w, &author, id, "CredentialProviderIntegrations");
-    cascade::<crate::domain::condition::AccessCondition>(&mut w, &author, id, "AccessConditions");
-    cascade::<crate::domain::condition::Integration>(&mut w, &author, id, "Integrations");
-    cascade::<crate::domain::condition::ContentSecurity>(&mut w, &author, id, "ContentSecurity");
-    cascade::<crate::domain::condition::ServerWorkloadDraft>(&mut w, &author, id, "ServerWorkloads");
-    cascade::<crate::domain::condition::DiscoveryIntegration>(&mut w, &author, id, "DiscoveryIntegrations");
-    cascade::<ClientWorkload>(&mut w, &author, id, "ClientWorkloads");
-    cascade::<ServerWorkload>(&mut w, &author, id, "ServerWorkloads");
-    cascade::<TrustProvider>(&mut w, &author, id, "TrustProviders");
-    cascade::<crate::domain::sso::Routing>(&mut w, &author, id, "Routings");
+    cascade::<Policy>(&mut w, &author, id);
+    cascade::<CredentialProvider>(&mut w, &author, id);
+    cascade::<CredentialIntegration>(&mut w, &author, id);
+    cascade::<crate::domain::condition::AccessCondition>(&mut w, &author, id);
+    cascade::<crate::domain::condition::Integration>(&mut w, &author, id);
+    cascade::<crate::domain::condition::ContentSecurity>(&mut w, &author, id);
+    cascade::<crate::domain::condition::ServerWorkloadDraft>(&mut w, &author, id);
+    cascade::<crate::domain::condition::DiscoveryIntegration>(&mut w, &author, id);
+    cascade::<ClientWorkload>(&mut w, &author, id);
+    cascade::<ServerWorkload>(&mut w, &author, id);
+    cascade::<TrustProvider>(&mut w, &author, id);
+    cascade::<crate::domain::sso::Routing>(&mut w, &author, id);
     let roles: Vec<_> =
         w.st.roles
             .values()

@@ -12,24 +12,23 @@ use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::JsonBody;
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::ok;
 use crate::service::write::Write;
 
 const CATEGORY: &str = "SignOnPolicy";
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::SignOnPolicy;
-    Router::new()
-        .route("/api/v1/signin-policies", guarded(app, p, Scope::Global, get(read)))
-        .route(
-            "/api/v1/signin-policies/mfa",
-            guarded(app, p, Scope::Global, put(put_mfa)),
-        )
-        .route(
-            "/api/v1/signin-policies/sso",
-            guarded(app, p, Scope::Global, put(put_sso)),
-        )
+    guarded_routes(
+        app,
+        Perm::SignOnPolicy,
+        Scope::Global,
+        [
+            ("/api/v1/signin-policies", get(read)),
+            ("/api/v1/signin-policies/mfa", put(put_mfa)),
+            ("/api/v1/signin-policies/sso", put(put_sso)),
+        ],
+    )
 }
 
 async fn read(State(app): State<App>) -> Result<Response> {

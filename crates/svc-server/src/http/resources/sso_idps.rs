@@ -25,8 +25,6 @@ use crate::http::ok;
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-const PATH: &str = "/api/v1/sso-idps";
-
 pub fn routes(app: &App) -> Router<App> {
     crud::routes::<SsoIdps>(app).route(
         "/api/v1/sso-idps/{id}/verification",
@@ -324,7 +322,7 @@ pub struct SsoIdps;
 impl Resource for SsoIdps {
     type Record = SsoIdp;
     type Input = IdpInput;
-    const PATH: &'static str = PATH;
+    const PATH: &'static str = "/api/v1/sso-idps";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.20 lists only `204` for DELETE.

@@ -20,27 +20,27 @@ use crate::domain::{Meta, Perm, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write, new_external_id};
 use crate::state::State as Snapshot;
 
-const CATEGORY: &str = "TrustProviders";
 const MAX_SECRETS: usize = 10;
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::TrustProviders;
-    crud::routes::<TrustProviders>(app)
-        .route(
+    let secrets = [
+        (
             "/api/v1/trust-providers/{tpId}/secrets",
-            guarded(app, p, Scope::Rs, get(list_secrets).post(add_secret)),
-        )
-        .route(
+            get(list_secrets).post(add_secret),
+        ),
+        (
             "/api/v1/trust-providers/{tpId}/secrets/{secretId}",
-            guarded(app, p, Scope::Rs, get(read_secret).delete(delete_secret)),
-        )
+            get(read_secret).delete(delete_secret),
+        ),
+    ];
+    crud::routes::<TrustProviders>(app).merge(guarded_routes(app, Perm::TrustProviders, Scope::Rs, secrets))
 }
 
 const FIELDS: &[&str] = &[
@@ -535,7 +535,7 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     });
     w.touch_meta(&mut tp.meta, &author);
     w.put(tp);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::SecretAdded, tp_id);
+    w.audit(&author, ctx.rs, TrustProviders::CATEGORY, Activity::SecretAdded, tp_id);
     w.commit().await?;
     // 200 (§3.2) with the Location every create sends (§1.5).
     Ok(created(
@@ -557,7 +557,13 @@ async fn delete_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Res
     tp.secrets.certificates.retain(|s| s.id != sid);
     w.touch_meta(&mut tp.meta, &author);
     w.put(tp);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::SecretDeleted, tp_id);
+    w.audit(
+        &author,
+        ctx.rs,
+        TrustProviders::CATEGORY,
+        Activity::SecretDeleted,
+        tp_id,
+    );
     w.commit().await?;
     Ok(no_content())
 }

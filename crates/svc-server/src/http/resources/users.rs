@@ -18,7 +18,7 @@ use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Write, new_external_id};
@@ -27,22 +27,16 @@ use crate::state::State as Snapshot;
 const CATEGORY: &str = "Users";
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::Users;
-    Router::new()
-        .route("/api/v1/users", guarded(app, p, Scope::Global, get(list).post(create)))
-        .route(
-            "/api/v1/users/{id}",
-            guarded(
-                app,
-                p,
-                Scope::Global,
-                get(read).put(replace).patch(patch).delete(remove),
-            ),
-        )
-        .route(
-            "/api/v1/users/{id}/unlock",
-            guarded(app, p, Scope::Global, post(unlock)),
-        )
+    guarded_routes(
+        app,
+        Perm::Users,
+        Scope::Global,
+        [
+            ("/api/v1/users", get(list).post(create)),
+            ("/api/v1/users/{id}", get(read).put(replace).patch(patch).delete(remove)),
+            ("/api/v1/users/{id}/unlock", post(unlock)),
+        ],
+    )
 }
 
 const SPEC: ListSpec = ListSpec::new("users", Base::None)
