@@ -283,7 +283,14 @@ pub fn parse_order(spec: &ListSpec, items: &[Value], s: &str) -> Result<(String,
     let field = parts
         .next()
         .ok_or_else(|| Error::field("order", "must be '<field> [asc|desc]'"))?;
-    let desc = match parts.next().map(|d| d.to_ascii_lowercase()) {
+    let desc = order_direction(parts)?;
+    Ok((resolve_field(spec, items, field, "order")?, desc))
+}
+
+/// What follows the field of an `order` value: nothing or `asc` (`false`), `desc` (`true`),
+/// and nothing after it.
+pub fn order_direction<'a>(mut rest: impl Iterator<Item = &'a str>) -> Result<bool> {
+    let desc = match rest.next().map(|d| d.to_ascii_lowercase()) {
         None => false,
         Some(d) if d == "asc" => false,
         Some(d) if d == "desc" => true,
@@ -291,10 +298,10 @@ pub fn parse_order(spec: &ListSpec, items: &[Value], s: &str) -> Result<(String,
             return Err(Error::field("order", format!("unknown direction '{d}' (asc or desc)")));
         }
     };
-    if parts.next().is_some() {
+    if rest.next().is_some() {
         return Err(Error::field("order", "must be '<field> [asc|desc]'"));
     }
-    Ok((resolve_field(spec, items, field, "order")?, desc))
+    Ok(desc)
 }
 
 /// Filters, orders, groups and pages `items`, returning the list wrapper.

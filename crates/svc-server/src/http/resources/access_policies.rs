@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
-use crate::http::{no_content, ok};
+use crate::http::{created, no_content, ok};
 use crate::service::policies::{self, for_pair};
 use crate::state::State as Snapshot;
 
@@ -445,10 +445,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     }
     ctx.check(&st, rs)?;
     let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await?;
-    let mut r = ok(create_json(&st.policies[&id]));
-    if let Ok(v) = HeaderValue::from_str(&format!("/api/v2/access-policies/{id}")) {
-        r.headers_mut().insert(axum::http::header::LOCATION, v);
-    }
+    let location = format!("/api/v2/access-policies/{id}");
+    let r = created(StatusCode::OK, location, create_json(&st.policies[&id]));
     Ok(with_warnings(r, &warnings))
 }
 

@@ -3,26 +3,31 @@
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::HeaderValue;
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
+use super::access_conditions::v1_condition_json;
 use super::access_policies::{
     PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy, with_warnings,
 };
-use super::common::{Mode, base_json, parse_base, resolve_rs};
+use super::common::{Mode, base_json, parse_base, rendered, resolve_rs};
+use super::content_security::cs_json;
+use super::trust_providers::trust_json;
 use crate::app::App;
 use crate::domain::Perm;
+use crate::domain::condition::{AccessCondition, ContentSecurity};
 use crate::domain::credential::CredentialProvider;
 use crate::domain::policy::{Mapping, MappingType, Policy};
+use crate::domain::trust::TrustProvider;
 use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
-use crate::http::{no_content, ok};
+use crate::http::{created, no_content, ok};
 use crate::service::policies::for_pair;
 use crate::state::State as Snapshot;
 
@@ -133,27 +138,12 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
             .map(|w| super::server_workloads::server_json(st, w))
             .unwrap_or(Value::Null),
     );
-    let tps: Vec<Value> = p
-        .trust_providers
-        .iter()
-        .filter_map(|t| st.trust_providers.get(t))
-        .map(|t| super::trust_providers::trust_json(app, st, t, None))
-        .collect();
-    o.insert("trustProviders".into(), Value::Array(tps));
-    let acs: Vec<Value> = p
-        .access_conditions
-        .iter()
-        .filter_map(|c| st.access_conditions.get(c))
-        .map(|c| super::access_conditions::v1_condition_json(st, c))
-        .collect();
-    o.insert("accessConditions".into(), Value::Array(acs));
-    let css: Vec<Value> = p
-        .content_security
-        .iter()
-        .filter_map(|c| st.content_security.get(c))
-        .map(|c| super::content_security::cs_json(st, c))
-        .collect();
-    o.insert("contentSecurity".into(), Value::Array(css));
+    let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| trust_json(app, st, t, None));
+    o.insert("trustProviders".into(), tps);
+    let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| v1_condition_json(st, c));
+    o.insert("accessConditions".into(), acs);
+    let css = rendered::<ContentSecurity>(st, &p.content_security, |c| cs_json(st, c));
+    o.insert("contentSecurity".into(), css);
     let cp = single_cp(p)
         .and_then(|c| st.get::<CredentialProvider>(&c))
         .map(|c| super::credential_providers::provider_v1_json(st, &app.cfg, c));
@@ -268,10 +258,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     input.mappings = Some(mapping_for(cp.flatten()));
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await.map_err(v1_path)?;
-    let mut r = ok(policy_dto(&st, &st.policies[&id]));
-    if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/access-policies/{id}")) {
-        r.headers_mut().insert(axum::http::header::LOCATION, v);
-    }
+    let location = format!("/api/v1/access-policies/{id}");
+    let r = created(StatusCode::OK, location, policy_dto(&st, &st.policies[&id]));
     Ok(with_warnings(r, &warnings))
 }
 

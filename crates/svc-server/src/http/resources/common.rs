@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::domain::Meta;
 use crate::error::{Error, Result};
+use crate::state::{Record, State};
 
 /// Read-only base fields accepted and ignored on input.
 pub const BASE_RO: &[&str] = &["createdAt", "modifiedAt", "createdBy", "modifiedBy", "id"];
@@ -148,6 +149,11 @@ pub fn base_json(m: &Meta, with_rs: bool) -> Map<String, Value> {
 /// `EntityMetaDTO`
 pub fn entity_meta(m: &Meta) -> Value {
     json!({"externalId": m.id, "name": m.name, "isActive": m.active, "tags": m.tags})
+}
+
+/// The entities `ids` names, each rendered; an id that names none (a deleted entity) is left out.
+pub fn rendered<T: Record>(st: &State, ids: &[Uuid], render: impl Fn(&T) -> Value) -> Value {
+    Value::Array(ids.iter().filter_map(|id| st.get::<T>(id)).map(|v| render(v)).collect())
 }
 
 /// The resource set of a new or replaced scoped entity (§1.4 rule 3).

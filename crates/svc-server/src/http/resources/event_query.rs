@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::http::extract::QueryPairs;
-use crate::http::list::parse_int;
+use crate::http::list::{order_direction, parse_int};
 use crate::store::{Columns, EventQuery, QueryPage};
 
 /// The time window of a list without dates: `span-last-minutes`, else the unit span.
@@ -154,17 +154,7 @@ impl EventParams {
             } else {
                 return Err(Error::field("order", format!("unknown field '{f}'")));
             }
-            desc = match parts.next().map(|d| d.to_ascii_lowercase()) {
-                None => false,
-                Some(d) if d == "asc" => false,
-                Some(d) if d == "desc" => true,
-                Some(d) => {
-                    return Err(Error::field("order", format!("unknown direction '{d}' (asc or desc)")));
-                }
-            };
-            if parts.next().is_some() {
-                return Err(Error::field("order", "must be '<field> [asc|desc]'"));
-            }
+            desc = order_direction(parts)?;
         }
         let start = parse_date(q, "start-date")?;
         let end = parse_date(q, "end-date")?;

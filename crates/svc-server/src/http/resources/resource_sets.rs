@@ -47,14 +47,17 @@ pub fn routes(app: &App) -> Router<App> {
         )
 }
 
-const SPEC: ListSpec = ListSpec::new("entities", Base::Global).fields(&[
+/// The counts a `ResourceSetDTO` carries: orderable, read-only.
+const COUNTS: &[&str] = &[
     "serverWorkloadCount",
     "clientWorkloadCount",
     "accessPolicyCount",
     "trustProviderCount",
     "accessConditionCount",
     "credentialProviderCount",
-]);
+];
+
+const SPEC: ListSpec = ListSpec::new("entities", Base::Global).fields(COUNTS);
 
 fn count<T: Record>(st: &Snapshot, rs: Uuid) -> usize {
     T::table(st).values().filter(|v| v.rs() == Some(rs)).count()
@@ -104,22 +107,11 @@ pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
     Value::Object(o)
 }
 
-const RO: &[&str] = &[
-    "serverWorkloadCount",
-    "clientWorkloadCount",
-    "accessPolicyCount",
-    "trustProviderCount",
-    "accessConditionCount",
-    "credentialProviderCount",
-    "roles",
-    "rolesDetails",
-    "users",
-];
-
 fn parse(body: Value, mode: Mode) -> Result<BaseInput> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
-    o.ignore(RO);
+    o.ignore(COUNTS);
+    o.ignore(&["roles", "rolesDetails", "users"]);
     o.finish()?;
     Ok(base)
 }
