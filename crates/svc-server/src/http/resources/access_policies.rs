@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
@@ -24,11 +24,9 @@ use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
-use crate::http::{created, no_content, ok};
+use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::policies::{self, for_pair};
 use crate::state::State as Snapshot;
-
-pub const COMPLIANCE_HEADER: &str = "x-svc-compliance-warning";
 
 pub fn routes(app: &App) -> Router<App> {
     let v2 = guarded_routes(
@@ -252,18 +250,24 @@ pub fn parse_v2(body: Value, mode: Mode) -> Result<PolicyInput> {
     };
     o.ignore(&["accessPolicyCount"]);
     o.finish()?;
-    if mode != Mode::Patch {
-        if i.client_workload.is_none() {
-            return Err(Error::field("clientWorkload", "is required"));
-        }
-        if i.server_workload.is_none() {
-            return Err(Error::field("serverWorkload", "is required"));
-        }
-    }
+    i.require_workloads(mode)?;
     Ok(i)
 }
 
 impl PolicyInput {
+    /// A POST or PUT names both workloads.
+    pub fn require_workloads(&self, mode: Mode) -> Result<()> {
+        if mode != Mode::Patch {
+            if self.client_workload.is_none() {
+                return Err(Error::field("clientWorkload", "is required"));
+            }
+            if self.server_workload.is_none() {
+                return Err(Error::field("serverWorkload", "is required"));
+            }
+        }
+        Ok(())
+    }
+
     /// Applies to a policy: all fields (create/replace) or only present ones (patch).
     pub fn apply(&self, p: &mut Policy, full: bool) -> Result<()> {
         if full {
@@ -294,16 +298,6 @@ impl PolicyInput {
         }
         Ok(())
     }
-}
-
-/// Adds `X-Svc-Compliance-Warning` when a Recommended check failed.
-pub fn with_warnings(mut r: Response, warnings: &[&str]) -> Response {
-    if !warnings.is_empty()
-        && let Ok(v) = HeaderValue::from_str(&warnings.join(", "))
-    {
-        r.headers_mut().insert(COMPLIANCE_HEADER, v);
-    }
-    r
 }
 
 /// The policy if it exists and the caller may act on it (route permission in its set). A policy

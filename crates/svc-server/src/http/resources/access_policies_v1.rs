@@ -11,9 +11,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::access_conditions::v1_condition_json;
-use super::access_policies::{
-    PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy, with_warnings,
-};
+use super::access_policies::{PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy};
 use super::common::{Mode, base_json, parse_base, rendered, resolve_rs};
 use super::content_security::cs_json;
 use super::trust_providers::trust_json;
@@ -27,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
-use crate::http::{created, no_content, ok};
+use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::policies::for_pair;
 use crate::state::State as Snapshot;
 
@@ -179,14 +177,7 @@ fn parse(body: Value, mode: Mode) -> Result<(PolicyInput, Option<Option<Uuid>>)>
         "accessPolicyCount",
     ]);
     o.finish()?;
-    if mode != Mode::Patch {
-        if i.client_workload.is_none() {
-            return Err(Error::field("clientWorkload", "is required"));
-        }
-        if i.server_workload.is_none() {
-            return Err(Error::field("serverWorkload", "is required"));
-        }
-    }
+    i.require_workloads(mode)?;
     let cp = if mode == Mode::Patch && !cp_given {
         None
     } else {

@@ -19,7 +19,7 @@ use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{ListParams, ListSpec, respond};
-use crate::http::{created, no_content, ok};
+use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::write::{Author, Write, new_external_id};
 use crate::state::{MetaRecord, Record, State as Snapshot};
 
@@ -267,7 +267,7 @@ async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): J
         OnCreate::Ok => created(StatusCode::OK, location, render_stored::<R>(&app, &st, &id)?),
         OnCreate::Location => super::located(location),
     };
-    Ok(super::access_policies::with_warnings(response, &warnings))
+    Ok(with_warnings(response, &warnings))
 }
 
 async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -338,10 +338,7 @@ async fn update<R: Resource>(
     w.put(rec);
     w.audit(&author, rs, R::CATEGORY, activity, id);
     let st = w.commit().await?;
-    Ok(super::access_policies::with_warnings(
-        ok(render_stored::<R>(app, &st, &id)?),
-        &warnings,
-    ))
+    Ok(with_warnings(ok(render_stored::<R>(app, &st, &id)?), &warnings))
 }
 
 async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
