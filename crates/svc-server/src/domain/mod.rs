@@ -233,6 +233,11 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// How a message names the entity: `'name' (id)`.
+    pub fn named(&self) -> String {
+        format!("'{}' ({})", self.name, self.id)
+    }
+
     /// The resource set that counts for RBAC and audit (§1.4 rule 8).
     pub fn scope(&self) -> Uuid {
         self.rs.unwrap_or(DEFAULT_RESOURCE_SET)

@@ -158,8 +158,8 @@ pub fn validate(st: &State, p: &Policy) -> Result<Vec<&'static str>> {
             return Err(Error::field(
                 "clientWorkload",
                 format!(
-                    "active access policy '{}' ({}) already connects these workloads",
-                    other.meta.name, other.meta.id
+                    "active access policy {} already connects these workloads",
+                    other.meta.named()
                 ),
             ));
         }

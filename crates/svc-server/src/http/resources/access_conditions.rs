@@ -25,7 +25,7 @@ use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ConditionsV2>(app).merge(crud::routes::<ConditionsV1>(app))
+    crud::routes::<Conditions<false>>(app).merge(crud::routes::<Conditions<true>>(app))
 }
 
 const RO: &[&str] = &["integration", "accessPolicyCount"];
@@ -429,20 +429,25 @@ pub fn policy_count(st: &Snapshot, id: Uuid) -> usize {
     st.idx.policy_count(RefField::AccessCondition, id)
 }
 
+/// `id`, `integrationID` and the integration in the view's shape (`render`), both views'.
+fn with_integration(
+    st: &Snapshot,
+    c: &AccessCondition,
+    o: &mut Map<String, Value>,
+    render: fn(&Snapshot, &Integration) -> Value,
+) {
+    o.insert("id".into(), json!(c.meta.seq));
+    o.insert("integrationID".into(), json!(c.integration));
+    let integration = st.integrations.get(&c.integration).map(|i| render(st, i));
+    o.insert("integration".into(), integration.unwrap_or(Value::Null));
+}
+
 /// `AccessConditionV2DTO` (its variant).
 pub fn v2_json(st: &Snapshot, c: &AccessCondition) -> Value {
     let mut o = Map::new();
     o.insert("integrationType".into(), json!(c.int_type()));
     o.extend(base_json(&c.meta, true));
-    o.insert("id".into(), json!(c.meta.seq));
-    o.insert("integrationID".into(), json!(c.integration));
-    o.insert(
-        "integration".into(),
-        st.integrations
-            .get(&c.integration)
-            .map(|i| ints::v2_json(st, i))
-            .unwrap_or(Value::Null),
-    );
+    with_integration(st, c, &mut o, ints::v2_json);
     o.insert("accessPolicyCount".into(), json!(policy_count(st, c.meta.id)));
     o.extend(variant_json(c));
     Value::Object(o)
@@ -451,15 +456,7 @@ pub fn v2_json(st: &Snapshot, c: &AccessCondition) -> Value {
 /// `AccessConditionDTO` (v1).
 pub fn v1_condition_json(st: &Snapshot, c: &AccessCondition) -> Value {
     let mut o = base_json(&c.meta, true);
-    o.insert("id".into(), json!(c.meta.seq));
-    o.insert("integrationID".into(), json!(c.integration));
-    o.insert(
-        "integration".into(),
-        st.integrations
-            .get(&c.integration)
-            .map(|i| ints::v1_json(st, i))
-            .unwrap_or(Value::Null),
-    );
+    with_integration(st, c, &mut o, ints::v1_json);
     let mut conditions = variant_json(c);
     if !vendor_type(c.int_type()) && c.max_last_seen_seconds.is_none() {
         conditions.remove("maxLastSeenSeconds");
@@ -470,55 +467,51 @@ pub fn v1_condition_json(st: &Snapshot, c: &AccessCondition) -> Value {
     Value::Object(o)
 }
 
-fn v2_render(st: &Snapshot, c: &AccessCondition) -> Value {
-    v2_json(st, c)
-}
+/// `/api/v2/access-conditions` (`Conditions<false>`) and `/api/v1/access-conditions`
+/// (`Conditions<true>`): two views of the same conditions.
+pub struct Conditions<const V1: bool>;
 
-/// `/api/v2/access-conditions`.
-pub struct ConditionsV2;
-/// `/api/v1/access-conditions`: the same conditions.
-pub struct ConditionsV1;
-
-macro_rules! condition_resource {
-    ($t:ty, $path:expr, $parse:ident, $render:ident) => {
-        impl Resource for $t {
-            type Record = AccessCondition;
-            type Input = Input;
-            const PATH: &'static str = $path;
-            const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
-                .fields(FIELDS)
-                .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
-            const PATCH_NEEDS_STORED: bool = true;
-
-            fn parse(
-                app: &App,
-                body: Value,
-                mode: Mode,
-                stored: Option<&AccessCondition>,
-            ) -> Result<(BaseInput, Input)> {
-                $parse(app, body, mode, stored)
-            }
-            fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
-                create(w, input, meta)
-            }
-            fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
-                replace(w, input, c)
-            }
-            fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
-                check(w, c)
-            }
-            fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
-                release(w, author, id, RefField::AccessCondition)
-            }
-            fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> Value {
-                $render(st, c)
-            }
-        }
+impl<const V1: bool> Resource for Conditions<V1> {
+    type Record = AccessCondition;
+    type Input = Input;
+    const PATH: &'static str = if V1 {
+        "/api/v1/access-conditions"
+    } else {
+        "/api/v2/access-conditions"
     };
-}
+    const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
+        .fields(FIELDS)
+        .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
+    const PATCH_NEEDS_STORED: bool = true;
 
-condition_resource!(ConditionsV2, "/api/v2/access-conditions", parse_v2, v2_render);
-condition_resource!(ConditionsV1, "/api/v1/access-conditions", parse_v1, v1_condition_json);
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
+        if V1 {
+            parse_v1(app, body, mode, stored)
+        } else {
+            parse_v2(app, body, mode, stored)
+        }
+    }
+
+    fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
+        create(w, input, meta)
+    }
+
+    fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
+        replace(w, input, c)
+    }
+
+    fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
+        check(w, c)
+    }
+
+    fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        release(w, author, id, RefField::AccessCondition)
+    }
+
+    fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> Value {
+        if V1 { v1_condition_json(st, c) } else { v2_json(st, c) }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -182,7 +182,7 @@ pub fn check_trust_provider_unreferenced(st: &Snapshot, tp: Uuid) -> Result<()> 
     match referring(st, tp).next() {
         Some(c) => Err(Error::field(
             "trustProviderId",
-            format!("referenced by agent controller '{}' ({})", c.meta.name, c.meta.id),
+            format!("referenced by agent controller {}", c.meta.named()),
         )),
         None => Ok(()),
     }
@@ -277,10 +277,7 @@ impl Resource for AgentControllers {
         {
             return Err(Error::field(
                 "allowedTlsHostname",
-                format!(
-                    "already used by agent controller '{}' ({})",
-                    other.meta.name, other.meta.id
-                ),
+                format!("already used by agent controller {}", other.meta.named()),
             ));
         }
         Ok(())

@@ -277,8 +277,8 @@ impl Resource for CredentialIntegrations {
                 });
         match user {
             Some(p) => Err(Error::bad(format!(
-                "credentialProviders: referenced by credential provider '{}' ({})",
-                p.meta.name, p.meta.id
+                "credentialProviders: referenced by credential provider {}",
+                p.meta.named()
             ))),
             None => Ok(()),
         }

@@ -73,9 +73,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegratio
         secret: None,
     };
     if mode != Mode::Patch {
-        input.sync = o.req_i32_range("syncFrequencySeconds", 300, 3600)?;
-        input.endpoint = o.req_str_len("endpoint", 1, 2048)?;
-        check_url("endpoint", &input.endpoint, &app.cfg)?;
+        (input.sync, input.endpoint) = super::integrations::common_fields(&mut o, &app.cfg)?;
         let text = o.req_str("discoveryIntegrationJSON")?;
         let mut j = Obj::from_json_text(&text, "discoveryIntegrationJSON".into())?;
         let token_url = j.req_str_len("tokenUrl", 1, 2048)?;

@@ -19,12 +19,12 @@ use crate::domain::Meta;
 use crate::domain::condition::{CLOUD_SECURITY_A, INTEGRATION_TYPES, Integration, SENSOR_A, builtin_type};
 use crate::domain::credential::SecretFields;
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<IntegrationsV2>(app).merge(crud::routes::<IntegrationsV1>(app))
+    crud::routes::<Integrations<false>>(app).merge(crud::routes::<Integrations<true>>(app))
 }
 
 const RO: &[&str] = &["lastSync", "lastSyncStatus", "accessConditionsCount"];
@@ -86,40 +86,34 @@ fn vendor_fields(o: &mut Obj, kind: &str, cfg: &Config) -> Result<(Map<String, V
     Ok((m, secret))
 }
 
-/// The fields shared by both views: `syncFrequencySeconds`, `endpoint`.
-fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
+/// The fields shared by both views, and by discovery integrations (§3.12):
+/// `syncFrequencySeconds`, `endpoint`.
+pub fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
     let sync = o.req_i32_range("syncFrequencySeconds", 300, 3600)?;
     let endpoint = o.req_str_len("endpoint", 1, 2048)?;
     check_url("endpoint", &endpoint, cfg)?;
     Ok((sync, endpoint))
 }
 
-/// Which view a body comes in: v2 (`integrationType`, vendor fields at the top level) or v1
-/// (`type`, vendor fields in `integrationJSON`).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum View {
-    V1,
-    V2,
-}
-
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, view: View) -> Result<(BaseInput, Input)> {
+/// A body of either view: v1 (`v1`: the discriminator is `type`, the vendor fields are in
+/// `integrationJSON`) or v2 (`integrationType`, vendor fields at the top level).
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, v1: bool) -> Result<(BaseInput, Input)> {
     if stored.is_some_and(|s| s.builtin) {
         return Err(Error::bad(BUILTIN_CHANGE));
     }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
-    let kind = match view {
-        View::V1 => kind_of(o.opt_str("type")?, mode, stored, "type")?,
-        View::V2 => {
-            let it = o.opt_str("integrationType")?;
-            let t = o.opt_str("type")?;
-            let given = match (it, t) {
-                (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
-                (Some(a), _) | (None, Some(a)) => Some(a),
-                (None, None) => None,
-            };
-            kind_of(given, mode, stored, "integrationType")?
-        }
+    let kind = if v1 {
+        kind_of(o.opt_str("type")?, mode, stored, "type")?
+    } else {
+        let it = o.opt_str("integrationType")?;
+        let t = o.opt_str("type")?;
+        let given = match (it, t) {
+            (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
+            (Some(a), _) | (None, Some(a)) => Some(a),
+            (None, None) => None,
+        };
+        kind_of(given, mode, stored, "integrationType")?
     };
     o.ignore(RO);
     let mut input = Input {
@@ -128,21 +122,21 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, view:
         endpoint: String::new(),
         config: Map::new(),
         secret: None,
-        secret_path: match view {
-            View::V1 => "integrationJSON.clientSecret",
-            View::V2 => "clientSecret",
+        secret_path: if v1 {
+            "integrationJSON.clientSecret"
+        } else {
+            "clientSecret"
         },
     };
     if mode != Mode::Patch {
         (input.sync, input.endpoint) = common_fields(&mut o, &app.cfg)?;
-        (input.config, input.secret) = match view {
-            View::V1 => {
-                let mut j = o.req_obj("integrationJSON")?;
-                let fields = vendor_fields(&mut j, &input.kind, &app.cfg)?;
-                j.finish()?;
-                fields
-            }
-            View::V2 => vendor_fields(&mut o, &input.kind, &app.cfg)?,
+        (input.config, input.secret) = if v1 {
+            let mut j = o.req_obj("integrationJSON")?;
+            let fields = vendor_fields(&mut j, &input.kind, &app.cfg)?;
+            j.finish()?;
+            fields
+        } else {
+            vendor_fields(&mut o, &input.kind, &app.cfg)?
         };
     }
     o.finish()?;
@@ -182,7 +176,7 @@ fn before_delete(w: &Write<'_>, id: Uuid) -> Result<()> {
     match w.st.access_conditions.values().find(|c| c.integration == id) {
         Some(c) => Err(Error::field(
             "accessConditions",
-            format!("referenced by access condition '{}' ({})", c.meta.name, c.meta.id),
+            format!("referenced by access condition {}", c.meta.named()),
         )),
         None => Ok(()),
     }
@@ -252,68 +246,55 @@ pub fn v1_json(st: &Snapshot, i: &Integration) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v2/integrations`.
-pub struct IntegrationsV2;
-/// `/api/v1/integrations`: the same entities.
-pub struct IntegrationsV1;
+/// `/api/v2/integrations` (`Integrations<false>`) and `/api/v1/integrations`
+/// (`Integrations<true>`): two views of the same entities.
+pub struct Integrations<const V1: bool>;
 
-macro_rules! integration_resource {
-    ($t:ty, $path:expr, $view:expr, $render:ident, $filters:expr) => {
-        impl Resource for $t {
-            type Record = Integration;
-            type Input = Input;
-            const PATH: &'static str = $path;
-            const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
-                .fields(FIELDS)
-                .filters($filters);
-            // §3.11: DELETE answers 200 (also for an id the set does not hold, §1.5).
-            const DELETE: Option<StatusCode> = Some(StatusCode::OK);
-            const PATCH_NEEDS_STORED: bool = true;
-            const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
-
-            fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
-                parse(app, body, mode, stored, $view)
-            }
-            fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
-                create(input, meta)
-            }
-            fn replace(_: &mut Write<'_>, input: Input, i: &mut Integration) -> Result<()> {
-                replace(input, i);
-                Ok(())
-            }
-            fn editable(i: &Integration) -> Result<()> {
-                editable(i)
-            }
-            fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
-                before_delete(w, id)
-            }
-            fn render(_: &App, st: &Snapshot, i: &Integration) -> Value {
-                $render(st, i)
-            }
-        }
+impl<const V1: bool> Resource for Integrations<V1> {
+    type Record = Integration;
+    type Input = Input;
+    const PATH: &'static str = if V1 {
+        "/api/v1/integrations"
+    } else {
+        "/api/v2/integrations"
     };
+    const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
+        .fields(FIELDS)
+        .filters(if V1 { V1_FILTERS } else { V2_FILTERS });
+    // §3.11: DELETE answers 200 (also for an id the set does not hold, §1.5).
+    const DELETE: Option<StatusCode> = Some(StatusCode::OK);
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
+    const PATCH_NEEDS_STORED: bool = true;
+
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        parse(app, body, mode, stored, V1)
+    }
+
+    fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
+        create(input, meta)
+    }
+
+    fn replace(_: &mut Write<'_>, input: Input, i: &mut Integration) -> Result<()> {
+        replace(input, i);
+        Ok(())
+    }
+
+    fn editable(i: &Integration) -> Result<()> {
+        editable(i)
+    }
+
+    fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        before_delete(w, id)
+    }
+
+    fn render(_: &App, st: &Snapshot, i: &Integration) -> Value {
+        if V1 { v1_json(st, i) } else { v2_json(st, i) }
+    }
 }
 
-integration_resource!(
-    IntegrationsV2,
-    "/api/v2/integrations",
-    View::V2,
-    v2_json,
-    &[
-        ("type", Filter::Field("type")),
-        ("integrationType", Filter::Field("integrationType")),
-    ]
-);
-integration_resource!(
-    IntegrationsV1,
-    "/api/v1/integrations",
-    View::V1,
-    v1_json,
-    &[
-        ("type", Filter::Field("type")),
-        ("integrationType", Filter::Field("type")),
-    ]
-);
+/// v2 filters `integrationType` on its own field; v1's DTO calls it `type`.
+const V2_FILTERS: &[(&str, Filter)] = &[field_filter("type"), field_filter("integrationType")];
+const V1_FILTERS: &[(&str, Filter)] = &[field_filter("type"), ("integrationType", Filter::Field("type"))];
 
 /// Whether an integration of `kind` is a vendor one (`SensorA`, `CloudSecurityAIntegrationApi`).
 pub fn vendor_type(kind: &str) -> bool {

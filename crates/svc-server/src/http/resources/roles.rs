@@ -214,8 +214,8 @@ impl Resource for Roles {
                 && c.config.get("roleId").and_then(Value::as_str) == Some(id_text.as_str())
         }) {
             return Err(Error::bad(format!(
-                "role: referenced by credential provider '{}' ({})",
-                cp.meta.name, cp.meta.id
+                "role: referenced by credential provider {}",
+                cp.meta.named()
             )));
         }
         super::sso_idps::release_role(w, author, id);

@@ -125,10 +125,7 @@ impl Resource for Routings {
         {
             return Err(Error::field(
                 "resourceSetId",
-                format!(
-                    "already has an active routing '{}' ({})",
-                    other.meta.name, other.meta.id
-                ),
+                format!("already has an active routing {}", other.meta.named()),
             ));
         }
         Ok(())

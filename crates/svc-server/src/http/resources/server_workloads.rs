@@ -243,8 +243,10 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
         Some(o) => Err(Error::field(
             "serviceEndpoint.host",
             format!(
-                "active server workload '{}' ({}) already serves {}:{}",
-                o.meta.name, o.meta.id, w.endpoint.host, w.endpoint.requested_port
+                "active server workload {} already serves {}:{}",
+                o.meta.named(),
+                w.endpoint.host,
+                w.endpoint.requested_port
             ),
         )),
         None => Ok(()),

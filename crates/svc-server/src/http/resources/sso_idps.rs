@@ -341,8 +341,8 @@ impl Resource for SsoIdps {
             .find(|c| c.sso_identity_providers.contains(&id))
         {
             Some(c) => Err(Error::bad(format!(
-                "clientWorkloads: referenced by client workload '{}' ({})",
-                c.meta.name, c.meta.id
+                "clientWorkloads: referenced by client workload {}",
+                c.meta.named()
             ))),
             None => Ok(()),
         }
