@@ -25,7 +25,8 @@ use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Conditions<false>>(app).merge(crud::routes::<Conditions<true>>(app))
+    crud::routes::<Conditions<false>>(app, "/api/v2/access-conditions")
+        .merge(crud::routes::<Conditions<true>>(app, "/api/v1/access-conditions"))
 }
 
 const RO: &[&str] = &["integration", "accessPolicyCount"];
@@ -310,38 +311,6 @@ fn resolve_integration(w: &Write<'_>, input: &Input, rs: Option<Uuid>) -> Result
     }
 }
 
-fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
-    let integration = resolve_integration(w, &input, meta.rs)?;
-    Ok(AccessCondition {
-        meta,
-        integration,
-        max_last_seen_seconds: input.max_last_seen,
-        spec: input.spec.expect("parsed on create"),
-    })
-}
-
-fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
-    c.integration = resolve_integration(w, &input, c.meta.rs)?;
-    c.max_last_seen_seconds = input.max_last_seen;
-    c.spec = input.spec.expect("parsed on replace");
-    Ok(())
-}
-
-/// §1.4 rule 6: the integration is one of the condition's type in its resource set.
-fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
-    let ok =
-        w.st.integrations
-            .get(&c.integration)
-            .is_some_and(|i: &std::sync::Arc<Integration>| i.meta.rs == c.meta.rs && i.int_type == c.int_type());
-    if !ok {
-        return Err(Error::field(
-            "integrationID",
-            format!("unknown {} integration in the condition's resource set", c.int_type()),
-        ));
-    }
-    Ok(())
-}
-
 /// The variant fields (and `maxLastSeenSeconds`) as the wire shows them.
 fn variant_json(c: &AccessCondition) -> Map<String, Value> {
     let mut o = Map::new();
@@ -474,11 +443,6 @@ pub struct Conditions<const V1: bool>;
 impl<const V1: bool> Resource for Conditions<V1> {
     type Record = AccessCondition;
     type Input = Input;
-    const PATH: &'static str = if V1 {
-        "/api/v1/access-conditions"
-    } else {
-        "/api/v2/access-conditions"
-    };
     const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
         .fields(FIELDS)
         .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
@@ -493,15 +457,35 @@ impl<const V1: bool> Resource for Conditions<V1> {
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
-        create(w, input, meta)
+        let integration = resolve_integration(w, &input, meta.rs)?;
+        Ok(AccessCondition {
+            meta,
+            integration,
+            max_last_seen_seconds: input.max_last_seen,
+            spec: input.spec.expect("parsed on create"),
+        })
     }
 
     fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
-        replace(w, input, c)
+        c.integration = resolve_integration(w, &input, c.meta.rs)?;
+        c.max_last_seen_seconds = input.max_last_seen;
+        c.spec = input.spec.expect("parsed on replace");
+        Ok(())
     }
 
+    /// §1.4 rule 6: the integration is one of the condition's type in its resource set.
     fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
-        check(w, c)
+        let ok =
+            w.st.integrations
+                .get(&c.integration)
+                .is_some_and(|i: &std::sync::Arc<Integration>| i.meta.rs == c.meta.rs && i.int_type == c.int_type());
+        if !ok {
+            return Err(Error::field(
+                "integrationID",
+                format!("unknown {} integration in the condition's resource set", c.int_type()),
+            ));
+        }
+        Ok(())
     }
 
     fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {

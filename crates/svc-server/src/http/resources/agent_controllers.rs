@@ -25,8 +25,11 @@ use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/agent-controllers` on the shared CRUD layer: global entities.
+pub struct AgentControllers;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<AgentControllers>(app).route(
+    crud::routes::<AgentControllers>(app, "/api/v1/agent-controllers").route(
         "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
         guarded(app, Perm::AgentControllers, Scope::Global, post(device_code)),
     )
@@ -217,13 +220,9 @@ pub fn release_resource_set(w: &mut Write<'_>, author: &Author, rs: Uuid) {
     }
 }
 
-/// `/api/v1/agent-controllers` on the shared CRUD layer: global entities.
-pub struct AgentControllers;
-
 impl Resource for AgentControllers {
     type Record = AgentController;
     type Input = ControllerInput;
-    const PATH: &'static str = "/api/v1/agent-controllers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.21 lists `201` as DELETE's only status; a missing id answers it too (§1.5).

@@ -21,8 +21,11 @@ use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/client-workloads` on the shared CRUD layer.
+pub struct ClientWorkloads;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ClientWorkloads>(app).route(
+    crud::routes::<ClientWorkloads>(app, "/api/v1/client-workloads").route(
         "/api/v1/client-workloads/identifiers",
         guarded(app, Perm::ClientWorkloads, Scope::AnySet, get(identifiers)),
     )
@@ -143,13 +146,9 @@ fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
     Ok((base, input))
 }
 
-/// `/api/v1/client-workloads` on the shared CRUD layer.
-pub struct ClientWorkloads;
-
 impl Resource for ClientWorkloads {
     type Record = ClientWorkload;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/client-workloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
 

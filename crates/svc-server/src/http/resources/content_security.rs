@@ -22,8 +22,11 @@ use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/content-security`.
+pub struct ContentSecurities;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ContentSecurities>(app)
+    crud::routes::<ContentSecurities>(app, "/api/v1/content-security")
 }
 
 const TYPE: &str = "SensorAAIDR";
@@ -103,13 +106,9 @@ pub fn cs_json(st: &Snapshot, c: &ContentSecurity) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v1/content-security`.
-pub struct ContentSecurities;
-
 impl Resource for ContentSecurities {
     type Record = ContentSecurity;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/content-security";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
     const LIST: ListSpec = ListSpec::new("entities", Base::Scoped)

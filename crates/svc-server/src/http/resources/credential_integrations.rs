@@ -23,8 +23,11 @@ use crate::state::State as Snapshot;
 const KINDS: &[&str] = &["CiB", "CloudBDirectoryFederation"];
 const RO: &[&str] = &["tokenExpiration", "lastOperationTimestamp", "status", "errorMessage"];
 
+/// `/api/v1/credential-integrations` on the shared CRUD layer.
+pub struct CredentialIntegrations;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<CredentialIntegrations>(app)
+    crud::routes::<CredentialIntegrations>(app, "/api/v1/credential-integrations")
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Scoped)
@@ -219,13 +222,9 @@ fn to_json(i: &CredentialIntegration) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v1/credential-integrations` on the shared CRUD layer.
-pub struct CredentialIntegrations;
-
 impl Resource for CredentialIntegrations {
     type Record = CredentialIntegration;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/credential-integrations";
     const LIST: ListSpec = SPEC;
     // The variant's fields depend on the stored `type`.
     const PATCH_NEEDS_STORED: bool = true;

@@ -4,7 +4,7 @@
 //! "parse → begin the unit → update → audit → commit → render" is written once, here.
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{MatchedPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -62,18 +62,18 @@ pub enum OnMissing {
     NoContent,
 }
 
-/// One management resource on the shared CRUD layer: its path, permission, audit category and
-/// list, and the four things only it knows: how a body is read (`parse`), what a new or changed
-/// record becomes (`create`, `replace`, `patch`), which rules the whole record must satisfy
-/// (`check`, `editable`, `before_delete`) and how it is shown (`render`).
+/// One management resource on the shared CRUD layer: its list and whatever differs from the
+/// defaults (scoping, answers; the permission and audit category are its record family's), and
+/// the four things only it knows: how a body is read (`parse`), what a new or changed record
+/// becomes (`create`, `replace`, `patch`), which rules the whole record must satisfy (`check`,
+/// `editable`, `before_delete`) and how it is shown (`render`). Its path is given where its
+/// routes are registered ([`routes`]), as every resource's.
 pub trait Resource: Send + Sync + 'static {
     /// The stored entity.
     type Record: MetaRecord;
     /// A parsed request body: the resource's own fields (the layer applies the base block).
     type Input: Send + 'static;
 
-    /// The collection's path; one entity is `{PATH}/{id}`.
-    const PATH: &'static str;
     /// The permission guarding its routes: its record's family's ([`crate::domain::Kind::family`]).
     const PERM: Perm = Self::Record::KIND.expect_family().perm;
     /// The audit category of its entries (§3.23): its record's family's.
@@ -150,9 +150,9 @@ pub trait Resource: Send + Sync + 'static {
     fn render(app: &App, st: &Snapshot, rec: &Self::Record) -> Value;
 }
 
-/// `{PATH}` (list, create, replace) and `{PATH}/{id}` (read, patch, delete) of `R`, guarded by
-/// its permission in the request's resource set (or the default one for global resources).
-pub fn routes<R: Resource>(app: &App) -> Router<App> {
+/// `path` (list, create, replace) and `{path}/{id}` (read, patch, delete) of `R`, guarded by its
+/// permission in the request's resource set (or the default one for global resources).
+pub fn routes<R: Resource>(app: &App, path: &str) -> Router<App> {
     let scope = match R::RS {
         RsFrom::Header => Scope::Rs,
         RsFrom::Body(_) => Scope::AnySet,
@@ -166,10 +166,10 @@ pub fn routes<R: Resource>(app: &App) -> Router<App> {
     };
     Router::new()
         .route(
-            R::PATH,
+            path,
             guarded(app, R::PERM, scope, get(list::<R>).post(create::<R>).put(replace::<R>)),
         )
-        .route(&format!("{}/{{id}}", R::PATH), guarded(app, R::PERM, scope, one))
+        .route(&format!("{path}/{{id}}"), guarded(app, R::PERM, scope, one))
 }
 
 /// The resource set an audit entry of `R` is filed under (`own`: the entity's).
@@ -240,7 +240,13 @@ async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result
     }
 }
 
-async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+/// A POST; the new entity's `Location` is under the collection's path (`path`).
+async fn create<R: Resource>(
+    State(app): State<App>,
+    ctx: Ctx,
+    path: MatchedPath,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
     let (base, input) = R::parse(&app, body, Mode::Create, None)?;
     let rs = match R::RS {
         RsFrom::Header => Some(resolve_rs(base.resource_set, ctx.rs)?),
@@ -261,7 +267,7 @@ async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): J
     w.put(rec);
     w.audit(&author, audit_rs::<R>(&ctx, rs), R::CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
-    let location = format!("{}/{id}", R::PATH);
+    let location = format!("{}/{id}", path.as_str());
     let response = match R::ON_CREATE {
         OnCreate::Created => created(StatusCode::CREATED, location, render_stored::<R>(&app, &st, &id)?),
         OnCreate::Ok => created(StatusCode::OK, location, render_stored::<R>(&app, &st, &id)?),

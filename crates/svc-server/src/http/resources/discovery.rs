@@ -29,13 +29,16 @@ use crate::http::{no_content, ok};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/discovery-integrations`.
+pub struct DiscoveryIntegrations;
+
 pub fn routes(app: &App) -> Router<App> {
     let sync = [("/api/v1/discovery-integrations/{id}/sync", post(sync_now))];
     let drafts = [
         ("/api/alpha/server-workload-drafts", get(list_drafts)),
         ("/api/alpha/server-workload-drafts/{id}", get(read_draft)),
     ];
-    crud::routes::<DiscoveryIntegrations>(app)
+    crud::routes::<DiscoveryIntegrations>(app, "/api/v1/discovery-integrations")
         .merge(guarded_routes(app, Perm::DiscoveryIntegrations, Scope::AnySet, sync))
         .merge(guarded_routes(app, Perm::ServerWorkloads, Scope::AnySet, drafts))
 }
@@ -116,13 +119,9 @@ pub fn discovery_json(d: &DiscoveryIntegration) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v1/discovery-integrations`.
-pub struct DiscoveryIntegrations;
-
 impl Resource for DiscoveryIntegrations {
     type Record = DiscoveryIntegration;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/discovery-integrations";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)

@@ -24,7 +24,8 @@ use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Integrations<false>>(app).merge(crud::routes::<Integrations<true>>(app))
+    crud::routes::<Integrations<false>>(app, "/api/v2/integrations")
+        .merge(crud::routes::<Integrations<true>>(app, "/api/v1/integrations"))
 }
 
 const RO: &[&str] = &["lastSync", "lastSyncStatus", "accessConditionsCount"];
@@ -143,52 +144,6 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, v1: b
     Ok((base, input))
 }
 
-fn create(input: Input, meta: Meta) -> Result<Integration> {
-    let mut secrets = SecretFields::default();
-    match input.secret {
-        Some(s) => secrets.set("clientSecret", s),
-        None => return Err(Error::field(input.secret_path, "is required")),
-    }
-    Ok(Integration {
-        meta,
-        int_type: input.kind,
-        sync_frequency_seconds: input.sync,
-        endpoint: input.endpoint,
-        config: input.config,
-        builtin: false,
-        last_sync: None,
-        last_sync_status: None,
-        secrets,
-    })
-}
-
-fn replace(input: Input, i: &mut Integration) {
-    i.sync_frequency_seconds = input.sync;
-    i.endpoint = input.endpoint;
-    i.config = input.config;
-    if let Some(s) = input.secret {
-        i.secrets.set("clientSecret", s);
-    }
-}
-
-/// §1.10 rule 4: an integration an access condition uses stays.
-fn before_delete(w: &Write<'_>, id: Uuid) -> Result<()> {
-    match w.st.access_conditions.values().find(|c| c.integration == id) {
-        Some(c) => Err(Error::field(
-            "accessConditions",
-            format!("referenced by access condition {}", c.meta.named()),
-        )),
-        None => Ok(()),
-    }
-}
-
-fn editable(i: &Integration) -> Result<()> {
-    if i.builtin {
-        return Err(Error::bad(BUILTIN_CHANGE));
-    }
-    Ok(())
-}
-
 pub fn conditions_count(st: &Snapshot, id: Uuid) -> usize {
     st.access_conditions.values().filter(|c| c.integration == id).count()
 }
@@ -253,11 +208,6 @@ pub struct Integrations<const V1: bool>;
 impl<const V1: bool> Resource for Integrations<V1> {
     type Record = Integration;
     type Input = Input;
-    const PATH: &'static str = if V1 {
-        "/api/v1/integrations"
-    } else {
-        "/api/v2/integrations"
-    };
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(FIELDS)
         .filters(if V1 { V1_FILTERS } else { V2_FILTERS });
@@ -271,20 +221,50 @@ impl<const V1: bool> Resource for Integrations<V1> {
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
-        create(input, meta)
+        let mut secrets = SecretFields::default();
+        match input.secret {
+            Some(s) => secrets.set("clientSecret", s),
+            None => return Err(Error::field(input.secret_path, "is required")),
+        }
+        Ok(Integration {
+            meta,
+            int_type: input.kind,
+            sync_frequency_seconds: input.sync,
+            endpoint: input.endpoint,
+            config: input.config,
+            builtin: false,
+            last_sync: None,
+            last_sync_status: None,
+            secrets,
+        })
     }
 
     fn replace(_: &mut Write<'_>, input: Input, i: &mut Integration) -> Result<()> {
-        replace(input, i);
+        i.sync_frequency_seconds = input.sync;
+        i.endpoint = input.endpoint;
+        i.config = input.config;
+        if let Some(s) = input.secret {
+            i.secrets.set("clientSecret", s);
+        }
         Ok(())
     }
 
     fn editable(i: &Integration) -> Result<()> {
-        editable(i)
+        if i.builtin {
+            return Err(Error::bad(BUILTIN_CHANGE));
+        }
+        Ok(())
     }
 
+    /// §1.10 rule 4: an integration an access condition uses stays.
     fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
-        before_delete(w, id)
+        match w.st.access_conditions.values().find(|c| c.integration == id) {
+            Some(c) => Err(Error::field(
+                "accessConditions",
+                format!("referenced by access condition {}", c.meta.named()),
+            )),
+            None => Ok(()),
+        }
     }
 
     fn render(_: &App, st: &Snapshot, i: &Integration) -> Value {

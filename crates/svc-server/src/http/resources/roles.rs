@@ -16,8 +16,11 @@ use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/roles` on the shared CRUD layer: global entities; system roles are read-only.
+pub struct Roles;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Roles>(app)
+    crud::routes::<Roles>(app, "/api/v1/roles")
 }
 
 const SPEC: ListSpec = ListSpec::new("roles", Base::Global)
@@ -162,13 +165,9 @@ fn normalise_sets(sets: Option<Vec<Uuid>>) -> Vec<Uuid> {
     s
 }
 
-/// `/api/v1/roles` on the shared CRUD layer: global entities; system roles are read-only.
-pub struct Roles;
-
 impl Resource for Roles {
     type Record = Role;
     type Input = RoleInput;
-    const PATH: &'static str = "/api/v1/roles";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;

@@ -16,8 +16,11 @@ use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
 
+/// `/api/v1/routings` on the shared CRUD layer.
+pub struct Routings;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Routings>(app)
+    crud::routes::<Routings>(app, "/api/v1/routings")
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
@@ -77,13 +80,9 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoutingIn
     Ok((base, input))
 }
 
-/// `/api/v1/routings` on the shared CRUD layer.
-pub struct Routings;
-
 impl Resource for Routings {
     type Record = Routing;
     type Input = RoutingInput;
-    const PATH: &'static str = "/api/v1/routings";
     const RS: RsFrom = RsFrom::Body("resourceSetId");
     const LIST: ListSpec = SPEC;
     const ON_MISSING_READ: OnMissing = OnMissing::NotFound;

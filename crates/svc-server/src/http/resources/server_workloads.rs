@@ -41,8 +41,11 @@ const AUTH_SCHEMES: &[(&str, &[&str])] = &[
     ("mTLS Authentication", &["x509 Certificate"]),
 ];
 
+/// `/api/v1/server-workloads` on the shared CRUD layer.
+pub struct ServerWorkloads;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ServerWorkloads>(app)
+    crud::routes::<ServerWorkloads>(app, "/api/v1/server-workloads")
 }
 
 const SPEC: ListSpec = ListSpec::new("serverWorkloads", Base::Scoped)
@@ -253,13 +256,9 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
     }
 }
 
-/// `/api/v1/server-workloads` on the shared CRUD layer.
-pub struct ServerWorkloads;
-
 impl Resource for ServerWorkloads {
     type Record = ServerWorkload;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/server-workloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.

@@ -25,8 +25,11 @@ use crate::http::ok;
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
+pub struct SsoIdps;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<SsoIdps>(app).route(
+    crud::routes::<SsoIdps>(app, "/api/v1/sso-idps").route(
         "/api/v1/sso-idps/{id}/verification",
         guarded(app, Perm::IdentityProviders, Scope::Global, get(verification)),
     )
@@ -316,13 +319,9 @@ pub fn release_role(w: &mut Write<'_>, author: &crate::service::write::Author, r
     }
 }
 
-/// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
-pub struct SsoIdps;
-
 impl Resource for SsoIdps {
     type Record = SsoIdp;
     type Input = IdpInput;
-    const PATH: &'static str = "/api/v1/sso-idps";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.20 lists only `204` for DELETE.

@@ -29,6 +29,9 @@ use crate::state::State as Snapshot;
 
 const MAX_SECRETS: usize = 10;
 
+/// `/api/v1/trust-providers` on the shared CRUD layer; the certificate secrets (§3.2) below.
+pub struct TrustProviders;
+
 pub fn routes(app: &App) -> Router<App> {
     let secrets = [
         (
@@ -40,7 +43,12 @@ pub fn routes(app: &App) -> Router<App> {
             get(read_secret).delete(delete_secret),
         ),
     ];
-    crud::routes::<TrustProviders>(app).merge(guarded_routes(app, Perm::TrustProviders, Scope::Rs, secrets))
+    crud::routes::<TrustProviders>(app, "/api/v1/trust-providers").merge(guarded_routes(
+        app,
+        Perm::TrustProviders,
+        Scope::Rs,
+        secrets,
+    ))
 }
 
 const FIELDS: &[&str] = &[
@@ -358,13 +366,9 @@ fn apply_fields(tp: &mut TrustProvider, i: &Input, full: bool) {
     }
 }
 
-/// `/api/v1/trust-providers` on the shared CRUD layer; the certificate secrets (§3.2) below.
-pub struct TrustProviders;
-
 impl Resource for TrustProviders {
     type Record = TrustProvider;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/trust-providers";
     const LIST: ListSpec = SPEC;
     // POST answers 200 here (contract §3.1), with the usual Location.
     const ON_CREATE: OnCreate = OnCreate::Ok;
