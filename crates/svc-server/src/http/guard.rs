@@ -172,11 +172,11 @@ pub fn guarded(app: &App, perm: Perm, scope: Scope, r: MethodRouter<App>) -> Met
 }
 
 /// A route table guarded alike: each `(path, handlers)` by `perm` in `scope`.
-pub fn guarded_routes<const N: usize>(
+pub fn guarded_routes<'p>(
     app: &App,
     perm: Perm,
     scope: Scope,
-    routes: [(&str, MethodRouter<App>); N],
+    routes: impl IntoIterator<Item = (&'p str, MethodRouter<App>)>,
 ) -> Router<App> {
     routes.into_iter().fold(Router::new(), |r, (path, m)| {
         r.route(path, guarded(app, perm, scope, m))

@@ -16,11 +16,11 @@ use super::common::{BaseInput, Mode, parse_tags};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
-use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::Ctx;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -29,10 +29,11 @@ use crate::state::State as Snapshot;
 pub struct AgentControllers;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<AgentControllers>(app, "/api/v1/agent-controllers").route(
+    let device_code = (
         "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
-        guarded(app, Perm::AgentControllers, Scope::Global, post(device_code)),
-    )
+        post(device_code),
+    );
+    crud::routes_with::<AgentControllers>(app, "/api/v1/agent-controllers", [device_code])
 }
 
 const SPEC: ListSpec = ListSpec::new("agentControllers", Base::Unattributed)

@@ -7,7 +7,7 @@ use axum::Router;
 use axum::extract::{MatchedPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -17,7 +17,7 @@ use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded, guarded_routes};
 use crate::http::list::{ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::write::{Author, Write, new_external_id};
@@ -153,11 +153,7 @@ pub trait Resource: Send + Sync + 'static {
 /// `path` (list, create, replace) and `{path}/{id}` (read, patch, delete) of `R`, guarded by its
 /// permission in the request's resource set (or the default one for global resources).
 pub fn routes<R: Resource>(app: &App, path: &str) -> Router<App> {
-    let scope = match R::RS {
-        RsFrom::Header => Scope::Rs,
-        RsFrom::Body(_) => Scope::AnySet,
-        RsFrom::Global => Scope::Global,
-    };
+    let scope = scope::<R>();
     let one = get(read::<R>).patch(patch::<R>);
     let one = if R::DELETE.is_some() {
         one.delete(remove::<R>)
@@ -170,6 +166,25 @@ pub fn routes<R: Resource>(app: &App, path: &str) -> Router<App> {
             guarded(app, R::PERM, scope, get(list::<R>).post(create::<R>).put(replace::<R>)),
         )
         .route(&format!("{path}/{{id}}"), guarded(app, R::PERM, scope, one))
+}
+
+/// [`routes`] and actions beside them (`(path, handlers)`), guarded as the resource's own: its
+/// permission in its scope.
+pub fn routes_with<'p, R: Resource>(
+    app: &App,
+    path: &str,
+    actions: impl IntoIterator<Item = (&'p str, MethodRouter<App>)>,
+) -> Router<App> {
+    routes::<R>(app, path).merge(guarded_routes(app, R::PERM, scope::<R>(), actions))
+}
+
+/// The guard's scope of `R`'s routes.
+fn scope<R: Resource>() -> Scope {
+    match R::RS {
+        RsFrom::Header => Scope::Rs,
+        RsFrom::Body(_) => Scope::AnySet,
+        RsFrom::Global => Scope::Global,
+    }
 }
 
 /// The resource set an audit entry of `R` is filed under (`own`: the entity's).

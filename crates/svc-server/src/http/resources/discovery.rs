@@ -38,9 +38,12 @@ pub fn routes(app: &App) -> Router<App> {
         ("/api/alpha/server-workload-drafts", get(list_drafts)),
         ("/api/alpha/server-workload-drafts/{id}", get(read_draft)),
     ];
-    crud::routes::<DiscoveryIntegrations>(app, "/api/v1/discovery-integrations")
-        .merge(guarded_routes(app, Perm::DiscoveryIntegrations, Scope::AnySet, sync))
-        .merge(guarded_routes(app, Perm::ServerWorkloads, Scope::AnySet, drafts))
+    crud::routes_with::<DiscoveryIntegrations>(app, "/api/v1/discovery-integrations", sync).merge(guarded_routes(
+        app,
+        Perm::ServerWorkloads,
+        Scope::AnySet,
+        drafts,
+    ))
 }
 
 pub struct Input {

@@ -16,10 +16,9 @@ use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::config::Config;
 use crate::domain::sso::{IdpConfig, IdpSecrets, IdpType, OidcAuthType, RoleMapping, SsoIdp};
-use crate::domain::{Meta, Perm, Secret};
+use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
 use crate::http::extract::Ids;
-use crate::http::guard::{Scope, guarded};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::write::{Author, Write};
@@ -29,10 +28,8 @@ use crate::state::State as Snapshot;
 pub struct SsoIdps;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<SsoIdps>(app, "/api/v1/sso-idps").route(
-        "/api/v1/sso-idps/{id}/verification",
-        guarded(app, Perm::IdentityProviders, Scope::Global, get(verification)),
-    )
+    let verification = ("/api/v1/sso-idps/{id}/verification", get(verification));
+    crud::routes_with::<SsoIdps>(app, "/api/v1/sso-idps", [verification])
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Global)

@@ -16,11 +16,11 @@ use super::scoped::{find, for_update};
 use crate::app::App;
 use crate::crypto::x509::{cert_info, pem_blocks, pem_text};
 use crate::domain::trust::{MatchRule, SealedCert, SecretInfo, TrustKind, TrustProvider};
-use crate::domain::{Meta, Perm, Secret};
+use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::Ctx;
 use crate::http::list::{Base, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::{RefField, release};
@@ -43,12 +43,7 @@ pub fn routes(app: &App) -> Router<App> {
             get(read_secret).delete(delete_secret),
         ),
     ];
-    crud::routes::<TrustProviders>(app, "/api/v1/trust-providers").merge(guarded_routes(
-        app,
-        Perm::TrustProviders,
-        Scope::Rs,
-        secrets,
-    ))
+    crud::routes_with::<TrustProviders>(app, "/api/v1/trust-providers", secrets)
 }
 
 const FIELDS: &[&str] = &[
