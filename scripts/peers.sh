@@ -261,8 +261,9 @@ start_postgres() {
   PG_URL=$url
 }
 
-# Use the two unauthenticated calls of the signature-validating moto to create an IAM user and
-# an access key, then check that the key authenticates and a wrong secret does not.
+# Use the three unauthenticated calls of the signature-validating moto to create an IAM user
+# allowed to use S3 (moto enforces IAM policies there; objectStorageA log-stream tests) and its
+# access key, then check that the key authenticates and a wrong secret does not.
 setup_moto_auth() {
   local url=$1
   "$VENV/bin/python" - "$url" "$MOTO_ACCOUNT" <<'PY'
@@ -277,7 +278,9 @@ def client(service, key="dummy", secret="dummy"):
                         aws_access_key_id=key, aws_secret_access_key=secret)
 iam = client("iam")
 iam.create_user(UserName="svc-test")                                    # free call 1
-key = iam.create_access_key(UserName="svc-test")["AccessKey"]           # free call 2
+iam.put_user_policy(UserName="svc-test", PolicyName="s3",               # free call 2
+                    PolicyDocument='{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}')
+key = iam.create_access_key(UserName="svc-test")["AccessKey"]           # free call 3
 kid, secret = key["AccessKeyId"], key["SecretAccessKey"]
 ident = client("sts", kid, secret).get_caller_identity()
 assert ident["Account"] == account, ident
@@ -340,7 +343,7 @@ do_start() {
 
   # Slow starters first; PostgreSQL initialises while they import.
   spawn moto moto_server "$VENV/bin/moto_server" -H 127.0.0.1 -p "$p_moto"
-  spawn moto-auth moto_server env INITIAL_NO_AUTH_ACTION_COUNT=2 \
+  spawn moto-auth moto_server env INITIAL_NO_AUTH_ACTION_COUNT=3 \
     "$VENV/bin/moto_server" -H 127.0.0.1 -p "$p_moto_auth"
   spawn openbao "server -dev" env HOME="$tmp/bao-home" "$bao_bin" server -dev \
     -dev-root-token-id=root -dev-listen-address="127.0.0.1:$p_bao"

@@ -28,6 +28,10 @@ def main() -> int:
     def ratio(a, b):
         return a / b if a is not None and b else None
 
+    def cpu_of(name, c):
+        p = points.get((name, c))
+        return p.get("cpu_us_per_req") if p else None
+
     out = []
     w = out.append
     conditions = run.get("conditions", False)
@@ -90,6 +94,9 @@ def main() -> int:
         # --conditions (issue 18: within 10%, i.e. ≥ 90%).
         ("/edge/v1/credentials with a time and a GeoIP condition ÷ without (10 policies)",
          [ratio(rps(cred10 + "+cond", c), rps(cred10, c)) for c in concs], True),
+        # --stream (issue 19): server CPU per request with one HEC stream ÷ without (≤ 110%).
+        ("server CPU per /edge/v1/credentials with one HEC log stream ÷ without",
+         [ratio(cpu_of(cred10 + "+hec", c), cpu_of(cred10, c)) for c in concs], True),
     ]
     w("| ratio | " + " | ".join(f"c={c}" for c in concs) + " |")
     w("|---|" + "---:|" * len(concs))
@@ -150,7 +157,19 @@ def main() -> int:
         ("p99 /edge/v1/credentials ≤ 2 ms at c=10 (10 policies)", p99(cred10, 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
         (f"p99 /edge/v1/credentials ≤ 2 ms at c=10 ({big:,} policies)", p99(credbig, 10), lambda v: v <= 2, lambda v: f"{v:.2f} ms"),
     ]
-    w("| issue-6 target | measured | verdict |")
+    hec = extra.get("hec") if isinstance(extra.get("hec"), dict) else None
+    targets19 = [
+        ("/edge/v1/credentials ≥ 10x OpenBao kv-v2 read (both c)", worst(ratios[1][1]), lambda v: v >= 10, lambda v: fmt(v)),
+        ("/edge/v1/credentials ≥ 30% of health (both c)", worst(ratios[2][1]), lambda v: v >= 0.3, lambda v: fmt(v, True)),
+        ("/edge/v1/auth ≥ 6x OpenBao jwt login (both c)", worst(ratios[0][1]), lambda v: v >= 6, lambda v: fmt(v)),
+        ("p99 /edge/v1/credentials ≤ 3 ms at c=10 (10 policies)", p99(cred10, 10), lambda v: v <= 3, lambda v: f"{v:.2f} ms"),
+        ("one HEC stream adds ≤ 10% server CPU per /credentials (both c)",
+         max([v for v in ratios[8][1] if v is not None], default=None), lambda v: v <= 1.1, lambda v: fmt(v, True)),
+        ("HEC delivery lag < 5 s during the point (max)", hec["max_lag_s"] if hec else None, lambda v: v < 5,
+         lambda v: f"{v:.2f} s ({hec['events']:,} events in {hec['batches']} batches)"),
+    ]
+    targets = targets + [(f"issue 19: {label}", v, ok, show) for label, v, ok, show in targets19]
+    w("| target (issue 6, and issue 19 where marked) | measured | verdict |")
     w("|---|---:|---|")
     failed = passed = 0
     for label, v, ok, show in targets:

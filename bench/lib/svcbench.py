@@ -389,6 +389,16 @@ def mem(a) -> None:
     print(json.dumps(out))
 
 
+def stream(a) -> None:
+    """--stream: one active HEC log stream of the authorization events to the loopback sink."""
+    api = Api(a.base, login(a.base))
+    _, b = api.call("POST", "/api/v1/log-streams", {
+        "type": "LogAnalyticsAHttpEventCollector", "name": "bench-hec", "isActive": True,
+        "dataType": "AccessAuthorizationEvents", "hecHostPort": a.hec, "hecSourceName": "svc-bench",
+        "authenticationToken": "0f8fad5b-d9cb-469f-a165-70867728950e", "tls": False})
+    print(f"log stream {b['externalId']} -> {a.hec}")
+
+
 def main() -> int:
     p = argparse.ArgumentParser()
     sp = p.add_subparsers(dest="cmd", required=True)
@@ -434,12 +444,15 @@ def main() -> int:
     at.add_argument("--out", required=True)
     er = sp.add_parser("edge-requests")
     er.add_argument("--db", required=True)
+    st = sp.add_parser("stream")
+    st.add_argument("--base", required=True)
+    st.add_argument("--hec", required=True)
     m = sp.add_parser("mem")
     m.add_argument("--pid", required=True)
     a = p.parse_args()
     {"configure": configure, "load": load, "auth-pool": auth_pool, "cred-pool": cred_pool,
      "bao-pool": bao_pool, "bao-configure": bao_configure, "wait-healthy": wait_healthy, "mem": mem,
-     "agent-targets": agent_targets, "edge-requests": edge_requests}[a.cmd](a)
+     "agent-targets": agent_targets, "edge-requests": edge_requests, "stream": stream}[a.cmd](a)
     return 0
 
 

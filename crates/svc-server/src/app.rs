@@ -35,6 +35,8 @@ pub struct Inner {
     /// taken only once that lock is held, and the refresh from other nodes never waits for it.
     pub write_queue: tokio::sync::Mutex<()>,
     pub events: EventSink,
+    /// Log-stream delivery: the counters every node shows, this node's right to deliver.
+    pub streams: crate::events::streams::Streams,
     pub healthy: AtomicBool,
     /// Newest row of `changes` this node has applied.
     pub last_change: AtomicI64,

@@ -88,6 +88,12 @@ pub struct Config {
     pub objectstoragea_url_template: String,
     pub objectstoragec_upload_url: String,
     pub hec_auth_scheme: String,
+    /// `SVC_LOG_STREAM_INTERVAL_SECONDS`: how often each active log stream sends a transaction
+    /// (§3.14: 60 s).
+    pub log_stream_interval_seconds: u32,
+    /// `SVC_EVENTS_RETENTION_DAYS`: audit entries and events older than this are deleted (never
+    /// ones an active log stream has not delivered); 0 keeps everything.
+    pub events_retention_days: u32,
     pub geoip_db: Option<PathBuf>,
     pub signing_key_rotation_days: u32,
     pub x509_ca_cert: Option<PathBuf>,
@@ -96,6 +102,55 @@ pub struct Config {
     pub log: String,
     /// `SVC_LOG_FORMAT`: `text` (default) or `json`.
     pub log_json: bool,
+    /// The host's cloudA credential-chain variables ([`CLOUDA_CHAIN_VARS`]), for objectStorageA
+    /// log streams (`events::object_storage::clouda_chain`).
+    pub clouda_chain_env: ChainEnv,
+}
+
+/// The variables the cloudA platform SDK's standard credential chain reads, under the SDK's own
+/// names (not `SVC_*` keys: the host's credentials are the platform's business, and an operator
+/// sets them as for any program on that host). Only these are taken from the process
+/// environment; `HOME` locates the default shared credentials and config files.
+pub const CLOUDA_CHAIN_VARS: &[&str] = &[
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_PROFILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CONFIG_FILE",
+    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+    "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN",
+    "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
+    "AWS_EC2_METADATA_DISABLED",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT",
+    "AWS_EC2_METADATA_SERVICE_ENDPOINT_MODE",
+    "HOME",
+];
+
+/// The values of [`CLOUDA_CHAIN_VARS`] that are set (and not blank). Its `Debug` names the
+/// variables only: the secret key and session token are among them.
+#[derive(Clone, Default)]
+pub struct ChainEnv(BTreeMap<String, String>);
+
+impl ChainEnv {
+    /// A variable's value, `None` when unset or blank.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+}
+
+impl std::fmt::Debug for ChainEnv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.0.keys()).finish()
+    }
+}
+
+/// The process environment this service reads: its `SVC_*` keys and the cloudA chain's variables.
+fn process_env() -> BTreeMap<String, String> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("SVC_") || CLOUDA_CHAIN_VARS.contains(&k.as_str()))
+        .collect()
 }
 
 /// Every key this service reads, with its default as text (`None` = unset), for `--help`, the
@@ -169,6 +224,8 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
         Some(platform::OBJECTSTORAGEC_UPLOAD_URL),
     ),
     ("SVC_HEC_AUTH_SCHEME", Some(platform::HEC_AUTH_SCHEME)),
+    ("SVC_LOG_STREAM_INTERVAL_SECONDS", Some("60")),
+    ("SVC_EVENTS_RETENTION_DAYS", Some("90")),
     ("SVC_GEOIP_DB", None),
     ("SVC_SIGNING_KEY_ROTATION_DAYS", Some("30")),
     ("SVC_X509_CA_CERT", None),
@@ -321,6 +378,17 @@ fn absolute_http_url(v: &str) -> bool {
         && !v.chars().any(char::is_whitespace)
 }
 
+/// The `svc admin` client's own keys: the management API's base URL and a management token. Read
+/// by the command line's HTTP commands only (never by the server), so `serve` does not warn about
+/// them and `config check` does not list them.
+pub const CLIENT_KEYS: &[&str] = &["SVC_URL", "SVC_TOKEN"];
+
+/// A client key's value from the environment (one of [`CLIENT_KEYS`]); empty counts as unset.
+pub fn client_env(key: &str) -> Option<String> {
+    debug_assert!(CLIENT_KEYS.contains(&key), "{key} is not a client key");
+    std::env::var(key).ok().filter(|v| !v.trim().is_empty())
+}
+
 /// The keys whose values `svc config check` never prints.
 pub const SECRET_KEYS: &[&str] = &["SVC_ENCRYPTION_KEY", "SVC_BOOTSTRAP_ADMIN_PASSWORD"];
 
@@ -334,8 +402,7 @@ impl Config {
 
     /// Loads from the process environment (and `SVC_CONFIG_FILE` or `file`).
     pub fn load(file: Option<&Path>) -> Result<Config, Vec<String>> {
-        let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
-        Self::from_sources(file, env)
+        Self::from_sources(file, process_env())
     }
 
     /// As [`Config::load`], and also checks the contents of the files the values name with
@@ -343,8 +410,7 @@ impl Config {
     /// reported with the values' own, all at once; a key whose value is already refused is not
     /// reported twice.
     pub fn load_checked(file: Option<&Path>, files: impl Fn(&Config) -> Vec<String>) -> Result<Config, Vec<String>> {
-        let env: BTreeMap<String, String> = std::env::vars().filter(|(k, _)| k.starts_with("SVC_")).collect();
-        Self::from_map_checked(&Self::merged(file, env)?, files)
+        Self::from_map_checked(&Self::merged(file, process_env())?, files)
     }
 
     /// Merges the file (if any) under the given environment, then validates.
@@ -546,6 +612,8 @@ impl Config {
             r.url("SVC_OBJECTSTORAGEA_URL_TEMPLATE", platform::OBJECTSTORAGEA_URL_TEMPLATE);
         let objectstoragec_upload_url = r.url("SVC_OBJECTSTORAGEC_UPLOAD_URL", platform::OBJECTSTORAGEC_UPLOAD_URL);
         let hec_auth_scheme = r.string("SVC_HEC_AUTH_SCHEME", platform::HEC_AUTH_SCHEME);
+        let log_stream_interval_seconds = r.num("SVC_LOG_STREAM_INTERVAL_SECONDS", 60u32, 1, 86400);
+        let events_retention_days = r.num("SVC_EVENTS_RETENTION_DAYS", 90u32, 0, 36500);
         let geoip_db = r.file("SVC_GEOIP_DB");
         let signing_key_rotation_days = r.num("SVC_SIGNING_KEY_ROTATION_DAYS", 30u32, 1, 3650);
         let x509_ca_cert = r.file("SVC_X509_CA_CERT");
@@ -561,6 +629,14 @@ impl Config {
         if log_format != "text" && log_format != "json" {
             r.err("SVC_LOG_FORMAT", format!("must be text or json, got {log_format:?}"));
         }
+
+        // Not `SVC_*` keys: taken as given (the chain reports what it cannot use when it runs).
+        let clouda_chain_env = ChainEnv(
+            CLOUDA_CHAIN_VARS
+                .iter()
+                .filter_map(|k| Some((k.to_string(), r.raw(k)?.to_string())))
+                .collect(),
+        );
 
         let cfg = Config {
             public_url,
@@ -615,12 +691,15 @@ impl Config {
             objectstoragea_url_template,
             objectstoragec_upload_url,
             hec_auth_scheme,
+            log_stream_interval_seconds,
+            events_retention_days,
             geoip_db,
             signing_key_rotation_days,
             x509_ca_cert,
             x509_ca_key,
             log,
             log_json: log_format == "json",
+            clouda_chain_env,
         };
         let mut errors = r.errors;
         let refused = |e: &str, errors: &[String]| {
@@ -649,7 +728,12 @@ impl Config {
     pub fn unknown_env_keys() -> Vec<String> {
         std::env::vars()
             .map(|(k, _)| k)
-            .filter(|k| k.starts_with("SVC_") && !k.starts_with("SVC_TEST_") && !KEYS.iter().any(|(n, _)| n == k))
+            .filter(|k| {
+                k.starts_with("SVC_")
+                    && !k.starts_with("SVC_TEST_")
+                    && !KEYS.iter().any(|(n, _)| n == k)
+                    && !CLIENT_KEYS.contains(&k.as_str())
+            })
             .collect()
     }
 }

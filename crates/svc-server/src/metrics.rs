@@ -5,7 +5,7 @@
 //! Labels: only values from bounded sets, all `&'static str` (route templates, methods, status
 //! codes, trust kinds, credential types, §4.11 reasons, configured upstream hosts). Never a raw
 //! path, a client id, a token, an entity's name or an entity-given host. On the hot path a
-//! metric handle is looked up by the addresses of its static labels (no allocation); without an
+//! metric handle is looked up in a per-thread map by the addresses of its static labels (no lock, no allocation); without an
 //! installed recorder (`SVC_METRICS_LISTEN_ADDR` empty) every helper returns at once.
 
 use std::collections::{HashMap, HashSet};
@@ -44,6 +44,8 @@ pub const EDGE_UNAVAILABLE: &str = "svc_edge_unavailable_total";
 pub const STATE_ENTITIES: &str = "svc_state_entities";
 pub const STATE_REBUILD: &str = "svc_state_rebuild_duration_seconds";
 pub const CHANGELOG_LAG: &str = "svc_changelog_lag_changes";
+pub const LOG_STREAM_LAG: &str = "svc_log_stream_lag_seconds";
+pub const LOG_STREAM_TRANSACTIONS: &str = "svc_log_stream_transactions_total";
 
 /// Installs the global recorder (once; later calls return the same handle). `serve` calls it
 /// when `SVC_METRICS_LISTEN_ADDR` is set; nothing is recorded before.
@@ -139,12 +141,23 @@ fn describe() {
         CHANGELOG_LAG,
         "PostgreSQL: changes in the cluster change log this node has not applied yet."
     );
+    describe_gauge!(
+        LOG_STREAM_LAG,
+        Unit::Seconds,
+        "Age of the oldest record a log stream has not delivered (0: caught up), by stream id; set by the delivering node."
+    );
+    describe_counter!(
+        LOG_STREAM_TRANSACTIONS,
+        "Log-stream transactions by stream id and result (completed, errored, dropped)."
+    );
 }
 
 // ---- handle caches ---------------------------------------------------------------------------
 
 /// A metric handle per (name, label values), keyed by the addresses and lengths of the static
-/// strings: a read lock and a hash of a few integers per use, no allocation.
+/// strings. Each thread keeps its own map (a handful of runtime threads, tens of handles each):
+/// a lookup is a hash of a few integers, with no lock, no shared cache line and no reference
+/// count touched; the handle's own atomic update is the only write other cores see.
 type Key = [(usize, usize); 5];
 
 fn key(name: &'static str, labels: &[(&'static str, &'static str)]) -> Key {
@@ -156,36 +169,69 @@ fn key(name: &'static str, labels: &[(&'static str, &'static str)]) -> Key {
     k
 }
 
+/// Hashes the keys' integers (addresses and lengths, already well spread) by multiply-rotate
+/// instead of SipHash: the keys come from the code, not from requests, so no flooding defence
+/// is needed.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl std::hash::Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(u64::from(*b));
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.write_u64(n as u64);
+    }
+}
+
+type Handles<T> = std::cell::RefCell<HashMap<Key, T, std::hash::BuildHasherDefault<KeyHasher>>>;
+
 fn labels(l: &[(&'static str, &'static str)]) -> Vec<Label> {
     l.iter().map(|(k, v)| Label::from_static_parts(k, v)).collect()
 }
 
-fn counter(name: &'static str, l: &[(&'static str, &'static str)]) -> Counter {
-    static C: OnceLock<RwLock<HashMap<Key, Counter>>> = OnceLock::new();
-    let cache = C.get_or_init(Default::default);
-    let k = key(name, l);
-    if let Some(c) = cache.read().ok().and_then(|m| m.get(&k).cloned()) {
-        return c;
+/// Runs `f` on this thread's handle of the counter `name` with labels `l`.
+fn with_counter(name: &'static str, l: &[(&'static str, &'static str)], f: impl FnOnce(&Counter)) {
+    thread_local! {
+        static C: Handles<Counter> = Default::default();
     }
-    let c = metrics::counter!(name, labels(l));
-    if let Ok(mut m) = cache.write() {
-        m.insert(k, c.clone());
-    }
-    c
+    C.with(|c| {
+        let mut c = c.borrow_mut();
+        let h = c
+            .entry(key(name, l))
+            .or_insert_with(|| metrics::counter!(name, labels(l)));
+        f(h)
+    })
 }
 
-fn histogram(name: &'static str, l: &[(&'static str, &'static str)]) -> Histogram {
-    static H: OnceLock<RwLock<HashMap<Key, Histogram>>> = OnceLock::new();
-    let cache = H.get_or_init(Default::default);
-    let k = key(name, l);
-    if let Some(h) = cache.read().ok().and_then(|m| m.get(&k).cloned()) {
-        return h;
+/// Runs `f` on this thread's handle of the histogram `name` with labels `l`.
+fn with_histogram(name: &'static str, l: &[(&'static str, &'static str)], f: impl FnOnce(&Histogram)) {
+    thread_local! {
+        static H: Handles<Histogram> = Default::default();
     }
-    let h = metrics::histogram!(name, labels(l));
-    if let Ok(mut m) = cache.write() {
-        m.insert(k, h.clone());
-    }
-    h
+    H.with(|h| {
+        let mut h = h.borrow_mut();
+        let handle = h
+            .entry(key(name, l))
+            .or_insert_with(|| metrics::histogram!(name, labels(l)));
+        f(handle)
+    })
+}
+
+fn count(name: &'static str, l: &[(&'static str, &'static str)], n: u64) {
+    with_counter(name, l, |c| c.increment(n));
+}
+
+fn observe(name: &'static str, l: &[(&'static str, &'static str)], v: f64) {
+    with_histogram(name, l, |h| h.record(v));
 }
 
 /// One `&'static str` per distinct text (route templates: a bounded set, leaked once).
@@ -204,21 +250,19 @@ fn intern(s: &str) -> &'static str {
     v
 }
 
-/// The route template's label, cached by the address of the router's own text of it (the same
-/// `Arc<str>` on every request of a route).
+/// The route template's label, cached per thread by the address of the router's own text of it
+/// (the same `Arc<str>` on every request of a route).
 fn route_label(matched: Option<&str>) -> &'static str {
-    static R: OnceLock<RwLock<HashMap<(usize, usize), &'static str>>> = OnceLock::new();
+    thread_local! {
+        static R: std::cell::RefCell<HashMap<(usize, usize), &'static str, std::hash::BuildHasherDefault<KeyHasher>>> =
+            Default::default();
+    }
     let Some(m) = matched else { return "unmatched" };
-    let cache = R.get_or_init(Default::default);
-    let k = (m.as_ptr() as usize, m.len());
-    if let Some(v) = cache.read().ok().and_then(|c| c.get(&k).copied()) {
-        return v;
-    }
-    let v = intern(m);
-    if let Ok(mut c) = cache.write() {
-        c.insert(k, v);
-    }
-    v
+    R.with(|r| {
+        *r.borrow_mut()
+            .entry((m.as_ptr() as usize, m.len()))
+            .or_insert_with(|| intern(m))
+    })
 }
 
 fn method_label(m: &str) -> &'static str {
@@ -279,11 +323,11 @@ pub fn http_request(matched: Option<&str>, method: &str, status: u16, elapsed: D
         ("method", method_label(method)),
         ("status", status_label(status)),
     ];
-    counter(HTTP_REQUESTS, &l).increment(1);
-    histogram(HTTP_DURATION, &l).record(elapsed.as_secs_f64());
+    count(HTTP_REQUESTS, &l, 1);
+    observe(HTTP_DURATION, &l, elapsed.as_secs_f64());
     // Only the Edge API's token buckets answer 429 (§4.12).
     if status == 429 {
-        counter(RATE_LIMITED, &[("route", l[0].1)]).increment(1);
+        count(RATE_LIMITED, &[("route", l[0].1)], 1);
     }
 }
 
@@ -335,14 +379,14 @@ pub fn edge_decision(event_type: &'static str, result: &'static str, reason: Opt
         ("result", result),
         ("reason", reason_label(reason)),
     ];
-    counter(EDGE_DECISIONS, &l).increment(1);
+    count(EDGE_DECISIONS, &l, 1);
 }
 
 /// One trust-provider verification: `kind` is the provider kind's name, `ok` its outcome.
 pub fn trust_verified(kind: &'static str, ok: bool, elapsed: Duration) {
     if enabled() {
         let l = [("kind", kind), ("result", if ok { "ok" } else { "failed" })];
-        histogram(TRUST_DURATION, &l).record(elapsed.as_secs_f64());
+        observe(TRUST_DURATION, &l, elapsed.as_secs_f64());
     }
 }
 
@@ -350,15 +394,15 @@ pub fn trust_verified(kind: &'static str, ok: bool, elapsed: Duration) {
 pub fn credential_issued(kind: &'static str, ok: bool, elapsed: Duration) {
     if enabled() {
         let l = [("type", kind), ("result", if ok { "ok" } else { "failed" })];
-        histogram(ISSUE_DURATION, &l).record(elapsed.as_secs_f64());
+        observe(ISSUE_DURATION, &l, elapsed.as_secs_f64());
     }
 }
 
 /// One upstream call: `host` is a configured host (bounded by the configuration) or `entity`.
 pub fn upstream_call(host: &'static str, result: &'static str, elapsed: Duration) {
     if enabled() {
-        counter(UPSTREAM_REQUESTS, &[("host", host), ("result", result)]).increment(1);
-        histogram(UPSTREAM_DURATION, &[("host", host)]).record(elapsed.as_secs_f64());
+        count(UPSTREAM_REQUESTS, &[("host", host), ("result", result)], 1);
+        observe(UPSTREAM_DURATION, &[("host", host)], elapsed.as_secs_f64());
     }
 }
 
@@ -400,26 +444,26 @@ pub fn event_batch(n: usize, stored: bool, last: bool, elapsed: Duration) {
         return;
     }
     let l = [("result", if stored { "ok" } else { "failed" })];
-    histogram(EVENT_COMMIT_DURATION, &l).record(elapsed.as_secs_f64());
+    observe(EVENT_COMMIT_DURATION, &l, elapsed.as_secs_f64());
     if stored {
-        histogram(EVENT_BATCH_SIZE, &[]).record(n as f64);
-        counter(EVENTS_STORED, &[]).increment(n as u64);
+        observe(EVENT_BATCH_SIZE, &[], n as f64);
+        count(EVENTS_STORED, &[], n as u64);
     } else if last {
-        counter(EVENTS_DROPPED, &[("cause", "write_failed")]).increment(n as u64);
+        count(EVENTS_DROPPED, &[("cause", "write_failed")], n as u64);
     }
 }
 
 /// An edge request answered 503: its events were not committed in time.
 pub fn edge_unavailable() {
     if enabled() {
-        counter(EDGE_UNAVAILABLE, &[]).increment(1);
+        count(EDGE_UNAVAILABLE, &[], 1);
     }
 }
 
 /// A request's events found the queue full (never with a reservation).
 pub fn event_dropped() {
     if enabled() {
-        counter(EVENTS_DROPPED, &[("cause", "queue_full")]).increment(1);
+        count(EVENTS_DROPPED, &[("cause", "queue_full")], 1);
     }
 }
 
@@ -427,7 +471,23 @@ pub fn event_dropped() {
 /// nodes' changes applied).
 pub fn state_rebuilt(cause: &'static str, elapsed: Duration) {
     if enabled() {
-        histogram(STATE_REBUILD, &[("cause", cause)]).record(elapsed.as_secs_f64());
+        observe(STATE_REBUILD, &[("cause", cause)], elapsed.as_secs_f64());
+    }
+}
+
+/// A log stream's lag after its cycle: the age in seconds of the oldest record it has not
+/// delivered. `stream` is the stream's int `id` (one per configured stream: bounded by the
+/// configuration, and no entity id's shape).
+pub fn log_stream_lag(stream: i32, seconds: f64) {
+    if enabled() {
+        metrics::gauge!(LOG_STREAM_LAG, "stream" => stream.to_string()).set(seconds);
+    }
+}
+
+/// One ended log-stream transaction: `completed`, `errored` (retried) or `dropped` (after 24 h).
+pub fn log_stream_transaction(stream: i32, result: &'static str) {
+    if enabled() {
+        metrics::counter!(LOG_STREAM_TRANSACTIONS, "stream" => stream.to_string(), "result" => result).increment(1);
     }
 }
 
@@ -459,6 +519,7 @@ pub async fn render(app: &App) -> String {
         ("content_security", st.content_security.len()),
         ("discovery_integrations", st.discovery_integrations.len()),
         ("server_workload_drafts", st.server_workload_drafts.len()),
+        ("log_streams", st.log_streams.len()),
     ] {
         metrics::gauge!(STATE_ENTITIES, "kind" => kind).set(n as f64);
     }

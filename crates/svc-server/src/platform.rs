@@ -68,6 +68,13 @@ pub const CLOUDB_KEYVAULT_SCOPE: &str = "https://vault.azure.net/.default";
 pub const AIA_TOKEN_URL: &str = "https://api.anthropic.com/v1/oauth/token";
 pub const AIB_TOKEN_URL: &str = "https://auth.openai.com/oauth/token";
 pub const OBJECTSTORAGEA_URL_TEMPLATE: &str = "https://{bucket}.s3.{region}.amazonaws.com";
+/// The host credential chain of objectStorageA log streams (the platform SDK's defaults, each
+/// overridable as the SDK allows: `AWS_EC2_METADATA_SERVICE_ENDPOINT`,
+/// `AWS_CONTAINER_CREDENTIALS_FULL_URI`): instance metadata (IPv4 and IPv6 endpoint modes) and
+/// the container credentials host that `AWS_CONTAINER_CREDENTIALS_RELATIVE_URI` is relative to.
+pub const CLOUDA_IMDS_ENDPOINT: &str = "http://169.254.169.254";
+pub const CLOUDA_IMDS_ENDPOINT_IPV6: &str = "http://[fd00:ec2::254]";
+pub const CLOUDA_CONTAINER_CREDENTIALS_HOST: &str = "http://169.254.170.2";
 pub const OBJECTSTORAGEC_UPLOAD_URL: &str = "https://storage.googleapis.com/upload/storage/v1";
 pub const HEC_AUTH_SCHEME: &str = "Splunk";
 

@@ -1,6 +1,8 @@
 //! The one HTTP client for upstream calls (OIDC discovery, JWKS, STS, token endpoints, vault):
 //! server-chosen URLs only, 10 s connect+response timeout, no redirects, response bodies capped
-//! at 1 MiB (contract §0.2, §4.5), plus `SVC_UPSTREAM_CA_BUNDLE` roots.
+//! at 1 MiB (contract §0.2, §4.5), plus `SVC_UPSTREAM_CA_BUNDLE` roots. Certificates are always
+//! verified, except by [`Upstream::unverified`], used only for a log stream's collector whose
+//! operator chose `tlsVerification: none` (§3.14).
 
 use std::time::Duration;
 
@@ -129,7 +131,16 @@ const SECRET_FIELDS: &[&str] = &[
 ];
 
 /// Headers whose values are credentials.
-const SECRET_HEADERS: &[&str] = &["authorization", "private-token", "x-vault-token", "x-api-key", "cookie"];
+const SECRET_HEADERS: &[&str] = &[
+    "authorization",
+    "private-token",
+    "x-vault-token",
+    "x-api-key",
+    "cookie",
+    // cloudA: a session token beside a SigV4 signature, and the instance-metadata session token.
+    "x-amz-security-token",
+    "x-aws-ec2-metadata-token",
+];
 
 /// The secrets a request carries, each also decoded where a header encodes it (HTTP Basic).
 fn secrets_of(req: &reqwest::Request) -> Vec<String> {
@@ -223,17 +234,25 @@ fn scrub(text: &str, secrets: &[String]) -> String {
 
 impl Upstream {
     pub fn new(cfg: &Config) -> Result<Upstream, String> {
-        Self::build(cfg, None)
+        Self::build(cfg, None, true)
     }
 
     /// The client of a routing (§3.17): every call through the HTTP(S) proxy `proxy`
     /// (absolute-form requests for `http`, CONNECT for `https`).
     pub fn via(cfg: &Config, proxy: &str) -> Result<Upstream, String> {
-        Self::build(cfg, Some(proxy))
+        Self::build(cfg, Some(proxy), true)
     }
 
-    fn build(cfg: &Config, proxy: Option<&str>) -> Result<Upstream, String> {
+    /// A client that does not verify the server's certificate: only for a log stream whose
+    /// operator chose `tlsVerification: none` (§5.4). Every other call goes through the strict
+    /// [`Upstream::new`].
+    pub fn unverified(cfg: &Config) -> Result<Upstream, String> {
+        Self::build(cfg, None, false)
+    }
+
+    fn build(cfg: &Config, proxy: Option<&str>, verify: bool) -> Result<Upstream, String> {
         let mut b = reqwest::Client::builder()
+            .tls_danger_accept_invalid_certs(!verify)
             .timeout(TIMEOUT)
             .connect_timeout(TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())

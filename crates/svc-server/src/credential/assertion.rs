@@ -20,15 +20,7 @@ pub enum Alg {
 
 /// Builds the standard claims (§5.2) around `sub` and `aud`; `with_svc` adds the `svc` object.
 pub fn claims(cx: &IssueCx<'_>, sub: &str, aud: &str, lifetime: i64, with_svc: bool) -> (Map<String, Value>, i64) {
-    let now = crate::clock::now_secs();
-    let mut c = Map::new();
-    c.insert("iss".into(), json!(cx.svc.cfg.issuer()));
-    c.insert("sub".into(), json!(sub));
-    c.insert("aud".into(), json!(aud));
-    c.insert("iat".into(), json!(now));
-    c.insert("nbf".into(), json!(now));
-    c.insert("exp".into(), json!(now + lifetime));
-    c.insert("jti".into(), json!(Uuid::new_v4()));
+    let (mut c, exp) = base_claims(&cx.svc, sub, aud, lifetime);
     if with_svc {
         c.insert(
             "svc".into(),
@@ -43,6 +35,20 @@ pub fn claims(cx: &IssueCx<'_>, sub: &str, aud: &str, lifetime: i64, with_svc: b
             }),
         );
     }
+    (c, exp)
+}
+
+/// `iss`, `sub`, `aud`, `iat`, `nbf`, `exp` (= `iat + lifetime`) and `jti`; also the expiry.
+fn base_claims(svc: &Services<'_>, sub: &str, aud: &str, lifetime: i64) -> (Map<String, Value>, i64) {
+    let now = crate::clock::now_secs();
+    let mut c = Map::new();
+    c.insert("iss".into(), json!(svc.cfg.issuer()));
+    c.insert("sub".into(), json!(sub));
+    c.insert("aud".into(), json!(aud));
+    c.insert("iat".into(), json!(now));
+    c.insert("nbf".into(), json!(now));
+    c.insert("exp".into(), json!(now + lifetime));
+    c.insert("jti".into(), json!(Uuid::new_v4()));
     (c, now + lifetime)
 }
 
@@ -67,6 +73,15 @@ pub fn sign(svc: &Services<'_>, alg: Alg, claims: &Map<String, Value>) -> String
 pub fn federation(cx: &IssueCx<'_>, sub: &str, aud: &str) -> String {
     let (c, _) = claims(cx, sub, aud, EXCHANGE_LIFETIME, true);
     sign(&cx.svc, Alg::RS256, &c)
+}
+
+/// A federation assertion the service makes for itself, outside any request (objectStorageC log
+/// streams, §5.2): RS256, `exp = iat + 300`, and an `svc` object holding only the tenant (no
+/// workload, policy or provider takes part).
+pub fn service_federation(svc: &Services<'_>, sub: &str, aud: &str) -> String {
+    let (mut c, _) = base_claims(svc, sub, aud, EXCHANGE_LIFETIME);
+    c.insert("svc".into(), json!({"tenant": svc.cfg.tenant}));
+    sign(svc, Alg::RS256, &c)
 }
 
 /// The default assertion subject: the matched client workload's id (§5.2).

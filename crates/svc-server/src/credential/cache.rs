@@ -39,6 +39,11 @@ impl CredentialCache {
         m.insert(key, (issued, expires_at_ms));
     }
 
+    /// Forgets one entry (a credential the upstream refused before its expiry).
+    pub fn remove(&self, key: &str) {
+        self.map.lock().unwrap_or_else(|p| p.into_inner()).remove(key);
+    }
+
     /// Forgets every entry of a provider (on change or deletion entries are unreachable anyway
     /// through the version in the key; this frees them early).
     pub fn clear(&self) {

@@ -10,6 +10,7 @@ pub mod policy;
 pub mod records;
 pub mod secret;
 pub mod sso;
+pub mod stream;
 pub mod trust;
 pub mod workload;
 
@@ -43,10 +44,11 @@ pub enum Kind {
     ContentSecurity,
     DiscoveryIntegration,
     ServerWorkloadDraft,
+    LogStream,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 18] = [
+    pub const ALL: [Kind; 19] = [
         Kind::Settings,
         Kind::ResourceSet,
         Kind::Role,
@@ -65,6 +67,7 @@ impl Kind {
         Kind::ContentSecurity,
         Kind::DiscoveryIntegration,
         Kind::ServerWorkloadDraft,
+        Kind::LogStream,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -87,6 +90,7 @@ impl Kind {
             Kind::ContentSecurity => "content_security",
             Kind::DiscoveryIntegration => "discovery_integration",
             Kind::ServerWorkloadDraft => "server_workload_draft",
+            Kind::LogStream => "log_stream",
         }
     }
 
@@ -118,6 +122,7 @@ impl Kind {
             Kind::DiscoveryIntegration => (Perm::DiscoveryIntegrations, "DiscoveryIntegrations"),
             // Drafts are server workloads to be: read with that permission, audited as them.
             Kind::ServerWorkloadDraft => (Perm::ServerWorkloads, "ServerWorkloads"),
+            Kind::LogStream => (Perm::LogStreams, "LogStreams"),
         };
         Some(Family { perm, category })
     }

@@ -54,9 +54,12 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     if let Err(wait) = limited {
         return too_many(wait);
     }
+    // The body first: a request counts as in flight for the event writer's group commit
+    // (`EventSink::reserve`) only once it is computing its answer, not while a slow client sends.
+    let bytes = super::read_body(&parts, body).await;
     let room = app.events.reserve().await;
     let mut rec = Recorder::default();
-    let response = answer(&app, &parts, body, bearer, (peer_ip, peer_port), &mut rec).await;
+    let response = answer(&app, &parts, bytes, bearer, (peer_ip, peer_port), &mut rec).await;
     super::settle(&app, room, rec, response).await
 }
 
@@ -64,12 +67,11 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
 async fn answer(
     app: &App,
     parts: &axum::http::request::Parts,
-    body: axum::body::Body,
+    bytes: Option<axum::body::Bytes>,
     bearer: Option<&str>,
     (peer_ip, peer_port): (Option<std::net::IpAddr>, u16),
     rec: &mut Recorder,
 ) -> Response {
-    let bytes = super::read_body(parts, body).await;
     let parsed: Option<ApiCredentialsRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());

@@ -14,6 +14,7 @@
 pub mod audit;
 pub mod object_storage;
 pub mod shape;
+pub mod streams;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,9 +28,14 @@ use crate::store::{EventRow, Store};
 const CAPACITY: usize = 4_096;
 /// Events per transaction at most.
 const BATCH: usize = 512;
-/// Fail-open only: the longest an event waits in the writer for its batch to fill. A request
-/// waiting for its commit never lingers: what queued during the last commit is the next batch.
+/// Fail-open only: the longest an event waits in the writer for its batch to fill.
 const LINGER: Duration = Duration::from_millis(5);
+/// Fail closed: the longest the writer waits for the requests still in flight (admitted, not yet
+/// handed over) to join a batch someone waits for. Without it a commit served one or two
+/// requests at a time (+50% server CPU per request at c=10, docs/PERFORMANCE.md); with it the
+/// requests in flight share one transaction, and a request that takes long (an upstream call)
+/// delays the others' answers by this much at most.
+const GROUP_WAIT: Duration = Duration::from_millis(2);
 
 enum Msg {
     /// One request's events and, unless it does not wait (fail open), where to say whether they
@@ -79,6 +85,8 @@ pub struct EventSink {
     durability: Durability,
     dropped: Arc<AtomicU64>,
     written: Arc<AtomicU64>,
+    /// Transactions that stored a batch.
+    commits: Arc<AtomicU64>,
     /// Events put on the queue since start (counted after they are on it).
     enqueued: AtomicU64,
     /// Events the writer has taken off the queue and handled (stored, or given up on), in queue
@@ -86,8 +94,9 @@ pub struct EventSink {
     /// is handled. What [`EventSink::caught_up`] waits for.
     handled: Arc<watch::Sender<u64>>,
     waited: AtomicU64,
-    /// Queue slots promised to requests in flight (released when their [`Room`] drops).
-    reserved: AtomicUsize,
+    /// Queue slots promised to requests in flight (released when their [`Room`] drops): also
+    /// how many requests the writer can expect to hand over events soon.
+    reserved: Arc<AtomicUsize>,
     /// Signalled when room may have come free: by the writer each time it has taken requests off
     /// the queue, and by a request giving its room back while others wait.
     taken: Arc<Notify>,
@@ -124,10 +133,11 @@ impl EventSink {
             durability,
             dropped: Arc::new(AtomicU64::new(0)),
             written: Arc::new(AtomicU64::new(0)),
+            commits: Arc::new(AtomicU64::new(0)),
             enqueued: AtomicU64::new(0),
             handled: Arc::new(watch::Sender::new(0)),
             waited: AtomicU64::new(0),
-            reserved: AtomicUsize::new(0),
+            reserved: Arc::new(AtomicUsize::new(0)),
             taken: Arc::new(Notify::new()),
             waiting: AtomicUsize::new(0),
         }
@@ -241,6 +251,11 @@ impl EventSink {
         )
     }
 
+    /// Transactions that stored a batch, since start.
+    pub fn commits(&self) -> u64 {
+        self.commits.load(Ordering::Relaxed)
+    }
+
     /// Waits (at most `limit`) until the writer has handled every event queued before this call:
     /// what an event read does first, so that it shows the events of the edge requests already
     /// answered (in fail-open mode; otherwise they are stored before the answer). Takes no room in
@@ -270,6 +285,7 @@ impl EventSink {
         let writer = Writer {
             store: self.store.clone(),
             written: self.written.clone(),
+            committed: self.commits.clone(),
             dropped: self.dropped.clone(),
             batch: Vec::with_capacity(BATCH + 4),
             commits: Vec::new(),
@@ -277,14 +293,16 @@ impl EventSink {
         };
         let handled = self.handled.clone();
         let taken = self.taken.clone();
+        let in_flight = self.reserved.clone();
         tokio::spawn(async move {
             let mut w = writer;
             while let Some(first) = rx.recv().await {
-                // Group commit: take what is queued now (requests that arrived while the last
-                // batch was committing). Only a batch nobody waits for lingers, so that
-                // fail-open writes fewer, fuller transactions (docs/PERFORMANCE.md); the
-                // linger is a sleep, not a wait on the queue, which woke this task per event.
-                let deadline = tokio::time::Instant::now() + LINGER;
+                // Group commit. A batch someone waits for takes what is queued and then, while
+                // admitted requests are still computing their answers, waits for them (each is
+                // one message), at most GROUP_WAIT: the requests in flight share one commit. A
+                // batch nobody waits for (fail-open) lingers instead, a sleep rather than a wait
+                // on the queue, for fewer, fuller transactions (docs/PERFORMANCE.md).
+                let started = tokio::time::Instant::now();
                 let mut next = Some(first);
                 let mut lingered = false;
                 while let Some(m) = next.take() {
@@ -294,9 +312,17 @@ impl EventSink {
                     }
                     next = match rx.try_recv() {
                         Ok(m) => Some(m),
-                        Err(_) if !lingered && w.commits.is_empty() => {
+                        Err(_) if !w.commits.is_empty() => {
+                            let left = GROUP_WAIT.saturating_sub(started.elapsed());
+                            if in_flight.load(Ordering::SeqCst) == 0 || left.is_zero() {
+                                None
+                            } else {
+                                tokio::time::timeout(left, rx.recv()).await.ok().flatten()
+                            }
+                        }
+                        Err(_) if !lingered => {
                             lingered = true;
-                            tokio::time::sleep_until(deadline).await;
+                            tokio::time::sleep_until(started + LINGER).await;
                             rx.try_recv().ok()
                         }
                         Err(_) => None,
@@ -315,6 +341,7 @@ impl EventSink {
 struct Writer {
     store: Store,
     written: Arc<AtomicU64>,
+    committed: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
     batch: Vec<EventRow>,
     /// Requests waiting for the batch's commit, with their number of rows.
@@ -350,6 +377,7 @@ impl Writer {
                 match r {
                     Ok(()) => {
                         self.written.fetch_add(n, Ordering::Relaxed);
+                        self.committed.fetch_add(1, Ordering::Relaxed);
                         stored = true;
                         break;
                     }
@@ -464,6 +492,33 @@ mod tests {
             assert!(written >= 4, "its events were written before it returned");
         }
         assert_eq!(sink.counters(), (0, 40));
+        remove(&path);
+    }
+
+    #[tokio::test]
+    async fn requests_in_flight_share_one_commit() {
+        let (sink, path) = sink(Durability::default()).await;
+        sink.start();
+        let sink = Arc::new(sink);
+        // Eight requests admitted at once hand over their events one after another, as they
+        // finish computing: the writer waits for those still in flight instead of committing
+        // each alone.
+        let rooms: Vec<Room<'_>> = futures_util::future::join_all((0..8).map(|_| sink.reserve())).await;
+        let all = futures_util::future::join_all(rooms.into_iter().enumerate().map(|(i, room)| {
+            let sink = &sink;
+            async move {
+                tokio::time::sleep(Duration::from_micros(100 * i as u64)).await;
+                sink.commit(room, rec(4)).await
+            }
+        }))
+        .await;
+        assert!(all.into_iter().all(|ok| ok));
+        assert_eq!(sink.counters(), (0, 32));
+        assert!(
+            sink.commits() <= 2,
+            "{} commits for 8 requests in flight",
+            sink.commits()
+        );
         remove(&path);
     }
 

@@ -406,6 +406,16 @@ fn operations() -> Vec<Op> {
         )
         .ok(200, Json("Generic")),
     );
+    crud(
+        &mut o,
+        "/api/v1/log-streams",
+        "log streams (§3.14)",
+        "Log Streams",
+        false,
+        (201, Json("Entity")),
+        204,
+        Some(204),
+    );
     o.push(op("get", "/api/v1/sso/login/{idpId}", "Start SSO sign-in (§2.3)", Public).ok(302, Redirect));
     o.push(
         op("get", "/api/v1/sso/callback", "Finish SSO sign-in (§2.3)", Public)
@@ -773,6 +783,7 @@ fn items_key(path: &str) -> &'static str {
         "/api/v1/roles" => "roles",
         "/api/v1/users" => "users",
         "/api/v1/agent-controllers" => "agentControllers",
+        "/api/v1/log-streams" => "logStreams",
         "/api/v1/integrations" | "/api/v2/integrations" | "/api/v1/discovery-integrations" => "integrations",
         "/api/v1/access-conditions" | "/api/v2/access-conditions" => "accessConditions",
         "/api/alpha/server-workload-drafts" => "serverWorkloadDrafts",

@@ -119,6 +119,8 @@ pub async fn serve(
         let _ = tokio::time::timeout(Duration::from_secs(1), open_tx.closed()).await;
     }
     app.events.flush().await;
+    // A log-stream transaction in flight ends and records its answer: nothing is sent twice.
+    app.streams.stop().await;
     Ok(())
 }
 

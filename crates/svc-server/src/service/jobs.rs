@@ -1,6 +1,6 @@
-//! The background jobs of a node: the event writer, the database health probe, the refresh from
-//! other nodes' changes (the change log on PostgreSQL, key changes on SQLite), signing-key
-//! rotation and event retention.
+//! The background jobs of a node: the event writer, the log streams' delivery, the database
+//! health probe, the refresh from other nodes' changes (the change log on PostgreSQL, key changes
+//! on SQLite), signing-key rotation and event retention.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -11,10 +11,12 @@ use crate::issuer::keys;
 /// How long after start the first event-retention purge waits.
 const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
 
-/// Starts the background jobs: event writer, health probe, cross-node refresh, key rotation,
-/// retention.
+/// Starts the background jobs: event writer, log-stream delivery, health probe, cross-node
+/// refresh, key rotation, retention.
 pub fn spawn(node: &App) {
     node.events.start();
+    // §3.14: every active log stream, every `SVC_LOG_STREAM_INTERVAL_SECONDS`.
+    on_node(node.clock.clone(), crate::events::streams::run(node.clone()));
     // §3.11: the integrations' periodic token check (`lastSync`, `lastSyncStatus`).
     let app = node.clone();
     on_node(app.clock.clone(), async move {
@@ -108,19 +110,20 @@ pub fn spawn(node: &App) {
         }
     });
     // Event retention, hourly: old rows are deleted from the head of each table in short
-    // chunks (`Store::purge_events`). The first purge still waits: a node that has just
+    // chunks (`Store::purge_events_through`). The first purge still waits: a node that has just
     // (re)started is taking over traffic (docs/PERFORMANCE.md).
     let app = node.clone();
-    on_node(app.clock.clone(), async move {
-        tokio::time::sleep(RETENTION_FIRST_DELAY).await;
-        loop {
-            let cutoff = crate::clock::now_millis() - 90 * 86_400_000;
-            if let Err(e) = app.store.purge_events(cutoff).await {
-                tracing::warn!(error = %e, "event retention purge failed");
+    if node.cfg.events_retention_days > 0 {
+        on_node(app.clock.clone(), async move {
+            tokio::time::sleep(RETENTION_FIRST_DELAY).await;
+            loop {
+                if let Err(e) = retention(&app).await {
+                    tracing::warn!(error = %e, "event retention purge failed");
+                }
+                tokio::time::sleep(Duration::from_secs(3600)).await;
             }
-            tokio::time::sleep(Duration::from_secs(3600)).await;
-        }
-    });
+        });
+    }
     // Expired single-use states (SSO sign-ins and consents never finished), every minute.
     let app = node.clone();
     on_node(app.clock.clone(), async move {
@@ -131,6 +134,19 @@ pub fn spawn(node: &App) {
             }
         }
     });
+}
+
+/// One retention purge: audit entries and events older than `SVC_EVENTS_RETENTION_DAYS`
+/// (nothing when 0), except what an active log stream has not delivered yet (§3.14). Returns
+/// the number of rows deleted.
+pub async fn retention(app: &App) -> Result<u64, crate::store::StoreError> {
+    let days = i64::from(app.cfg.events_retention_days);
+    if days == 0 {
+        return Ok(0);
+    }
+    let cutoff = crate::clock::now_millis() - days * 86_400_000;
+    let floors = crate::events::streams::retention_floors(app).await?;
+    app.store.purge_events_through(cutoff, &floors).await
 }
 
 /// Spawns a job of the node on its clock ([`crate::clock::scope`]).

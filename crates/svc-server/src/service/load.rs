@@ -36,6 +36,7 @@ macro_rules! for_kind {
             Kind::ContentSecurity => $f::<$crate::domain::condition::ContentSecurity>($($arg),*),
             Kind::DiscoveryIntegration => $f::<$crate::domain::condition::DiscoveryIntegration>($($arg),*),
             Kind::ServerWorkloadDraft => $f::<$crate::domain::condition::ServerWorkloadDraft>($($arg),*),
+            Kind::LogStream => $f::<$crate::domain::stream::LogStream>($($arg),*),
         }
     }};
 }

@@ -121,6 +121,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
             commit_timeout: std::time::Duration::from_millis(cfg.events_commit_timeout_ms.into()),
         },
     );
+    let streams = crate::events::streams::Streams::new(&store, store.stream_cursors().await?);
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
     let login_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
@@ -135,6 +136,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         write_lock: tokio::sync::Mutex::new(()),
         write_queue: tokio::sync::Mutex::new(()),
         events,
+        streams,
         healthy: AtomicBool::new(true),
         last_change: AtomicI64::new(last_change),
         node_id: crate::crypto::hex(&random_bytes::<8>()),

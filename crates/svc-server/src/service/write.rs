@@ -17,7 +17,7 @@ use crate::events::audit::{Activity, AuditEntry, ClientInfo};
 use crate::for_kind;
 use crate::service::load::to_row;
 use crate::state::{Record, State};
-use crate::store::{AuditRow, StoreTx};
+use crate::store::{AuditRow, CursorOp, StoreTx};
 
 pub struct Write<'a> {
     app: &'a App,
@@ -28,6 +28,8 @@ pub struct Write<'a> {
     tx: StoreTx,
     touched: BTreeSet<(Kind, Uuid)>,
     audits: Vec<AuditRow>,
+    /// Log streams' delivery rows created or removed with their stream (§3.14).
+    cursors: Vec<CursorOp>,
     pub now: Timestamp,
 }
 
@@ -95,6 +97,7 @@ impl<'a> Write<'a> {
             tx,
             touched: BTreeSet::new(),
             audits: Vec::new(),
+            cursors: Vec::new(),
             now: crate::clock::now(),
         })
     }
@@ -144,6 +147,12 @@ impl<'a> Write<'a> {
             self.touched.insert((T::KIND, *id));
         }
         old
+    }
+
+    /// A log stream's delivery row changes with the stream: stored in the unit's transaction,
+    /// after its entities and before its audit entries.
+    pub fn stream_cursor(&mut self, op: CursorOp) {
+        self.cursors.push(op);
     }
 
     /// Adds one audit entry (success) to the unit.
@@ -206,6 +215,9 @@ impl<'a> Write<'a> {
                 Some(row) => self.tx.upsert_entity(&row).await?,
                 None => self.tx.delete_entity(kind.as_str(), &id.to_string(), now).await?,
             }
+        }
+        for op in &self.cursors {
+            self.tx.cursor_op(op).await?;
         }
         for a in &self.audits {
             self.tx.insert_audit(a).await?;

@@ -87,7 +87,8 @@ meta_of!(
     crate::domain::condition::AccessCondition,
     crate::domain::condition::ContentSecurity,
     crate::domain::condition::DiscoveryIntegration,
-    crate::domain::condition::ServerWorkloadDraft
+    crate::domain::condition::ServerWorkloadDraft,
+    crate::domain::stream::LogStream
 );
 
 /// Implements [`Record`] for a type whose base block is `self.meta`.
@@ -136,6 +137,7 @@ pub struct State {
     pub content_security: Table<crate::domain::condition::ContentSecurity>,
     pub discovery_integrations: Table<crate::domain::condition::DiscoveryIntegration>,
     pub server_workload_drafts: Table<crate::domain::condition::ServerWorkloadDraft>,
+    pub log_streams: Table<crate::domain::stream::LogStream>,
     pub idx: Indexes,
 }
 
@@ -256,6 +258,7 @@ sealed_record!(
     Kind::DiscoveryIntegration,
     discovery_integrations
 );
+sealed_record!(crate::domain::stream::LogStream, Kind::LogStream, log_streams);
 indexed_record!(
     crate::domain::condition::AccessCondition,
     Kind::AccessCondition,

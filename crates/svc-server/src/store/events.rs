@@ -64,14 +64,14 @@ pub enum EventTable {
 }
 
 impl EventTable {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             EventTable::Audit => "audit_logs",
             EventTable::Authorization => "authorization_events",
             EventTable::Workload => "workload_events",
         }
     }
-    fn time_col(self) -> &'static str {
+    pub(super) fn time_col(self) -> &'static str {
         match self {
             EventTable::Audit => "created_at",
             _ => "ts",
@@ -108,14 +108,14 @@ impl EventTable {
             .collect()
     }
     /// `body` followed by the columns `row_columns` reads.
-    fn select_list(self) -> String {
+    pub(super) fn select_list(self) -> String {
         match self {
             EventTable::Audit => "body".into(),
             _ => format!("body, ts, {}", self.restored_columns().join(", ")),
         }
     }
     /// An edge event's columns by name (`ts` a number, the others text or null); empty for audit.
-    fn row_columns(self, row: &sqlx::any::AnyRow) -> Columns {
+    pub(super) fn row_columns(self, row: &sqlx::any::AnyRow) -> Columns {
         let mut cols = Columns::new();
         if self != EventTable::Audit {
             cols.insert("ts".into(), row.get::<i64, _>(1).into());
@@ -408,9 +408,12 @@ impl Store {
         Ok(())
     }
 
-    /// Audit entries written outside an entity change (logins).
+    /// Audit entries written outside an entity change (logins). On PostgreSQL under the
+    /// cluster's write lock, as the write units' entries are: `seq` is then handed out in commit
+    /// order, so a log stream's cursor over `seq` never passes an entry that commits later.
     pub async fn insert_audit_now(&self, rows: &[AuditRow]) -> Result<()> {
         let mut tx = self.begin_write().await?;
+        self.lock_writes(&mut tx).await?;
         for a in rows {
             insert_audit(&mut tx, a).await?;
         }
@@ -605,19 +608,27 @@ impl Store {
     /// writer. A row written out of order (another node's clock, seconds at most) waits for a
     /// later purge.
     pub async fn purge_events(&self, before: i64) -> Result<u64> {
+        self.purge_events_through(before, &[]).await
+    }
+
+    /// [`Store::purge_events`], deleting no row of a table in `floors` past that table's floor
+    /// (`seq` ≤ floor): what the log streams have not delivered yet stays (§3.14).
+    pub async fn purge_events_through(&self, before: i64, floors: &[(EventTable, i64)]) -> Result<u64> {
         let mut total = 0;
         for t in [EventTable::Audit, EventTable::Authorization, EventTable::Workload] {
             let (name, time) = (t.name(), t.time_col());
+            let floor = floors.iter().filter(|(f, _)| *f == t).map(|(_, s)| *s).min();
+            let bound = if floor.is_some() { " AND seq <= $2" } else { "" };
             let sql = format!(
                 "DELETE FROM {name} WHERE seq IN (SELECT seq FROM \
-                 (SELECT seq, {time} FROM {name} ORDER BY seq LIMIT {PURGE_CHUNK}) AS head WHERE {time} < $1)"
+                 (SELECT seq, {time} FROM {name} ORDER BY seq LIMIT {PURGE_CHUNK}) AS head WHERE {time} < $1{bound})"
             );
             loop {
-                let n = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                    .bind(before)
-                    .execute(self.pool())
-                    .await?
-                    .rows_affected();
+                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(before);
+                if let Some(f) = floor {
+                    q = q.bind(f);
+                }
+                let n = q.execute(self.pool()).await?.rows_affected();
                 total += n;
                 if n == 0 {
                     break;

@@ -26,6 +26,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0002_event_rows.sql"),
         postgres: include_str!("../../migrations/postgres/0002_event_rows.sql"),
     },
+    Migration {
+        version: 3,
+        name: "log_streams",
+        sqlite: include_str!("../../migrations/sqlite/0003_log_streams.sql"),
+        postgres: include_str!("../../migrations/postgres/0003_log_streams.sql"),
+    },
 ];
 
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"

@@ -4,13 +4,15 @@
 //!
 //! Tables (see `migrations/<dialect>/`): `entities` (configuration documents), `sequences`,
 //! `changes` (cross-node refresh), `signing_keys`, `meta`, `audit_logs`, `authorization_events`,
-//! `workload_events`, `pending_states`.
+//! `workload_events`, `pending_states`, `log_stream_cursors` (`streams.rs`).
 
 mod events;
 mod migrate;
+mod streams;
 
 pub(crate) use events::v7_millis;
 pub use events::{AuditRow, Columns, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage};
+pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 
 use std::time::Duration;
 

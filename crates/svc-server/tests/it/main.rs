@@ -4,6 +4,7 @@
 
 mod support;
 
+mod cli;
 mod concurrency;
 mod conditions;
 mod config;
@@ -17,4 +18,6 @@ mod hardening;
 mod ops;
 mod sso;
 mod store;
+mod streams;
+mod streams_object;
 mod tidy;

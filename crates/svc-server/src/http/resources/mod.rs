@@ -20,6 +20,7 @@ pub mod events;
 pub mod health;
 pub mod integrations;
 pub mod issuer;
+pub mod log_streams;
 pub mod login;
 pub mod me;
 pub mod resource_sets;
@@ -50,6 +51,7 @@ pub fn routes(app: &App) -> Router<App> {
         .merge(routings::routes(app))
         .merge(agent_controllers::routes(app))
         .merge(sso_idps::routes(app))
+        .merge(log_streams::routes(app))
         .merge(sso_login::routes())
         .merge(users::routes(app))
         .merge(audit_logs::routes(app))

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::support::cloudc;
 use crate::support::cred::*;
 use crate::support::edge::*;
 use crate::support::harness::TestApp;
@@ -29,12 +30,7 @@ async fn app_with(fake: &Recorder) -> TestApp {
             "SVC_CLOUDB_KEYVAULT_SCOPE".into(),
             "https://vault.cloud-b.test/.default".into(),
         );
-        env.insert("SVC_CLOUDC_STS_URL".into(), format!("{u}/sts/v1/token"));
-        env.insert("SVC_CLOUDC_IAMCREDENTIALS_URL".into(), format!("{u}/iam"));
-        env.insert(
-            "SVC_CLOUDC_SCOPE".into(),
-            "https://cloud-c.test/auth/cloud-platform".into(),
-        );
+        cloudc::env(&u, env);
         env.insert("SVC_AIA_TOKEN_URL".into(), format!("{u}/aia/v1/oauth/token"));
         env.insert("SVC_AIB_TOKEN_URL".into(), format!("{u}/aib/oauth/token"));
     })
@@ -43,6 +39,9 @@ async fn app_with(fake: &Recorder) -> TestApp {
 
 /// Routes of the fake vendor APIs.
 fn vendor(s: &Seen) -> (u16, Value) {
+    if let Some(a) = cloudc::route(s) {
+        return a;
+    }
     let path = s.uri.split('?').next().unwrap_or_default();
     match (s.method.as_str(), path) {
         ("POST", p) if p.starts_with("/login/") && p.ends_with("/oauth2/v2.0/token") => {
@@ -72,20 +71,6 @@ fn vendor(s: &Seen) -> (u16, Value) {
                     json!({"error": {"code": "SecretNotFound", "message": "A secret with (name/id) was not found"}}),
                 ),
             }
-        }
-        ("POST", "/sts/v1/token") => (
-            200,
-            json!({"access_token": "federated-token", "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
-                   "token_type": "Bearer", "expires_in": 3600}),
-        ),
-        ("POST", p) if p.starts_with("/iam/v1/projects/-/serviceAccounts/") => {
-            if s.header("authorization") != Some("Bearer federated-token") {
-                return (401, json!({"error": {"code": 401, "message": "bad bearer"}}));
-            }
-            (
-                200,
-                json!({"accessToken": "ya29.cloud-c-token", "expireTime": "2030-01-02T03:04:05Z"}),
-            )
         }
         ("POST", "/aia/v1/oauth/token") => (
             200,

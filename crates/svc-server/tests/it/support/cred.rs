@@ -259,6 +259,8 @@ pub enum Answer {
     Fixed(u16, &'static str, Vec<u8>, std::time::Duration),
     /// A JSON answer computed from the request (routes of a fake API).
     Func(fn(&Seen) -> (u16, Value)),
+    /// Any answer computed from the request: status, content type, body.
+    Raw(fn(&Seen) -> (u16, &'static str, String)),
 }
 
 /// A loopback HTTP server that records every request and answers per [`Answer`] (changeable).
@@ -304,6 +306,14 @@ impl Recorder {
                             .status(status)
                             .header("content-type", "application/json")
                             .body(Body::from(v.to_string()))
+                            .unwrap()
+                    }
+                    Answer::Raw(f) => {
+                        let (status, ct, body) = f(&seen_now);
+                        axum::http::Response::builder()
+                            .status(status)
+                            .header("content-type", ct)
+                            .body(Body::from(body))
                             .unwrap()
                     }
                     Answer::Fixed(status, ct, bytes, delay) => {

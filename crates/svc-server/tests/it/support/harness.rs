@@ -179,6 +179,10 @@ pub fn base_env() -> BTreeMap<String, String> {
     env.insert("SVC_EDGE_AUTH_BURST".into(), "100000".into());
     env.insert("SVC_EDGE_CREDENTIALS_RATE".into(), "100000".into());
     env.insert("SVC_EDGE_CREDENTIALS_BURST".into(), "100000".into());
+    // The host credential chain of objectStorageA log streams never reaches for the platform's
+    // instance-metadata address from a test (only loopback is a target here); a test of that
+    // source points it at a loopback fake and turns this off.
+    env.insert("AWS_EC2_METADATA_DISABLED".into(), "true".into());
     env
 }
 

@@ -1,7 +1,11 @@
 //! Helpers shared by the test areas, no tests: the harness that starts the real service, a fake
-//! OIDC issuer, and the rigs and calls of the Edge API and credential-provider tests.
+//! OIDC issuer, a fake of cloudC's APIs, a loopback HTTP event collector, and the rigs and calls of
+//! the Edge API and credential-provider tests.
 
+pub mod cloudc;
 pub mod cred;
 pub mod edge;
 pub mod fake_issuer;
 pub mod harness;
+pub mod hec;
+pub mod s3;
