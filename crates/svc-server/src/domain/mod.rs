@@ -297,4 +297,46 @@ mod tests {
         assert_eq!(format!("{a:?}"), "\"admin@acme.test\"");
         assert_ne!(Label::new("system"), a);
     }
+
+    /// One row per kind: the settings record alone, shared by two families, has none; every
+    /// audit category is a §3.23 name (no spaces), and no two families share a category but the
+    /// server workloads and their drafts.
+    #[test]
+    fn every_kind_but_settings_belongs_to_one_family() {
+        let families: Vec<(Kind, Family)> = Kind::ALL.iter().filter_map(|k| Some((*k, k.family()?))).collect();
+        assert_eq!(families.len(), Kind::ALL.len() - 1);
+        assert!(Kind::Settings.family().is_none());
+        for (k, f) in &families {
+            assert!(!f.category.is_empty() && !f.category.contains(' '), "{k:?}");
+            let same: Vec<Kind> = families
+                .iter()
+                .filter(|(_, g)| g.category == f.category)
+                .map(|(k, _)| *k)
+                .collect();
+            assert!(
+                same.len() == 1 || same == [Kind::ServerWorkload, Kind::ServerWorkloadDraft],
+                "{k:?} shares its category with {same:?}"
+            );
+        }
+        assert_eq!(Kind::ContentSecurity.expect_family().perm, Perm::AccessPolicies);
+        assert_eq!(Kind::Routing.expect_family().category, "Routings");
+    }
+
+    #[test]
+    fn an_entity_is_named_by_name_and_id_in_messages() {
+        let m = Meta {
+            id: Uuid::nil(),
+            seq: 1,
+            rs: None,
+            name: "web".into(),
+            description: None,
+            active: true,
+            tags: vec![],
+            created_at: Timestamp::from_millis(0),
+            modified_at: Timestamp::from_millis(0),
+            created_by: None,
+            modified_by: None,
+        };
+        assert_eq!(m.named(), "'web' (00000000-0000-0000-0000-000000000000)");
+    }
 }

@@ -448,6 +448,39 @@ mod tests {
         assert_eq!(r["recordsTotal"], 3);
     }
 
+    /// A spec states only what differs: `ListSpec::new` orders by `name` ascending and has no
+    /// fields or filter keys of its own; `field_filter` compares the field of the same name.
+    #[test]
+    fn list_specs_default_to_name_order_and_nothing_of_their_own() {
+        const PLAIN: ListSpec = ListSpec::new("entities", Base::Scoped);
+        assert_eq!(PLAIN.default_order, ("name", false));
+        assert!(PLAIN.fields.is_empty() && PLAIN.filters.is_empty());
+        assert_eq!(PLAIN.all_fields().last(), Some("resourceSet"));
+        const BUILT: ListSpec = ListSpec::new("entities", Base::None)
+            .fields(&["externalId", "name", "isActive", "port"])
+            .order("name", false)
+            .filters(&[field_filter("port")]);
+        let r = respond(items(), &params(Some("port:443"), None), &BUILT).unwrap();
+        assert_eq!(r, respond(items(), &params(Some("port:443"), None), &SPEC).unwrap());
+        let desc = ListSpec::new("entities", Base::None)
+            .fields(&["name"])
+            .order("name", true);
+        assert_eq!(
+            respond(items(), &params(None, None), &desc).unwrap()["order"],
+            "name desc"
+        );
+    }
+
+    /// Agent controllers show the base fields without `createdBy` / `modifiedBy` (§3.21).
+    #[test]
+    fn unattributed_lists_order_by_the_base_fields_but_the_authors() {
+        let spec = ListSpec::new("entities", Base::Unattributed);
+        assert!(spec.all_fields().any(|f| f == "modifiedAt"));
+        assert!(!spec.all_fields().any(|f| f == "createdBy" || f == "modifiedBy"));
+        let e = respond(items(), &params(None, Some("createdBy")), &spec).unwrap_err();
+        assert_eq!(e.to_string(), "order: unknown field 'createdBy'");
+    }
+
     #[test]
     fn paging() {
         let p = ListParams {
