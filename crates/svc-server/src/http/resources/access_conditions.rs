@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use svc_api::{FieldError, Obj};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_json, parse_base, rendered_or_null};
 use super::crud::{self, Resource};
 use super::integrations::{self as ints, vendor_type};
 use crate::app::App;
@@ -407,8 +407,8 @@ fn with_integration(
 ) {
     o.insert("id".into(), json!(c.meta.seq));
     o.insert("integrationID".into(), json!(c.integration));
-    let integration = st.integrations.get(&c.integration).map(|i| render(st, i));
-    o.insert("integration".into(), integration.unwrap_or(Value::Null));
+    let integration = rendered_or_null::<Integration>(st, &c.integration, |i| render(st, i));
+    o.insert("integration".into(), integration);
 }
 
 /// `AccessConditionV2DTO` (its variant).

@@ -12,8 +12,10 @@ use uuid::Uuid;
 
 use super::access_conditions::v1_condition_json;
 use super::access_policies::{PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy};
-use super::common::{Mode, base_json, parse_base, rendered, resolve_rs};
+use super::client_workloads::client_json;
+use super::common::{Mode, base_json, parse_base, rendered, rendered_or_null, resolve_rs};
 use super::content_security::cs_json;
+use super::server_workloads::server_json;
 use super::trust_providers::trust_json;
 use crate::app::App;
 use crate::domain::Perm;
@@ -21,6 +23,7 @@ use crate::domain::condition::{AccessCondition, ContentSecurity};
 use crate::domain::credential::CredentialProvider;
 use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::trust::TrustProvider;
+use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded_routes};
@@ -57,28 +60,18 @@ fn single_cp(p: &Policy) -> Option<Uuid> {
 
 /// `WorkloadExternalDTO`: a summary of a workload with the policy's providers.
 fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> Value {
-    let (id, name, active, label, endpoint) = if server {
-        match st.server_workloads.get(&p.server_workload) {
-            Some(w) => (
-                w.meta.id,
-                Some(w.meta.name.clone()),
-                w.meta.active,
-                w.label.clone(),
-                Some(super::server_workloads::endpoint_json(&w.endpoint)),
-            ),
-            None => (p.server_workload, None, false, None, None),
-        }
+    // The workload's base block, type and (a server's) endpoint, if it still exists.
+    let (id, found) = if server {
+        let w = st.server_workloads.get(&p.server_workload);
+        let endpoint = |w: &ServerWorkload| Some(super::server_workloads::endpoint_json(&w.endpoint));
+        (p.server_workload, w.map(|w| (&w.meta, w.label.clone(), endpoint(w))))
     } else {
-        match st.client_workloads.get(&p.client_workload) {
-            Some(w) => (
-                w.meta.id,
-                Some(w.meta.name.clone()),
-                w.meta.active,
-                w.label.clone(),
-                None,
-            ),
-            None => (p.client_workload, None, false, None, None),
-        }
+        let w = st.client_workloads.get(&p.client_workload);
+        (p.client_workload, w.map(|w| (&w.meta, w.label.clone(), None)))
+    };
+    let (name, active, label, endpoint) = match found {
+        Some((m, label, endpoint)) => (Some(m.name.clone()), m.active, label, endpoint),
+        None => (None, false, None, None),
     };
     let tps: Vec<Value> = p
         .trust_providers
@@ -122,20 +115,10 @@ fn policy_dto(st: &Snapshot, p: &Policy) -> Value {
 /// `PolicyExternalDTO` (reads): referenced entities expanded.
 fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
     let mut o = base_json(&p.meta, true);
-    o.insert(
-        "clientWorkload".into(),
-        st.client_workloads
-            .get(&p.client_workload)
-            .map(|w| super::client_workloads::client_json(st, w))
-            .unwrap_or(Value::Null),
-    );
-    o.insert(
-        "serverWorkload".into(),
-        st.server_workloads
-            .get(&p.server_workload)
-            .map(|w| super::server_workloads::server_json(st, w))
-            .unwrap_or(Value::Null),
-    );
+    let client = rendered_or_null::<ClientWorkload>(st, &p.client_workload, |w| client_json(st, w));
+    o.insert("clientWorkload".into(), client);
+    let server = rendered_or_null::<ServerWorkload>(st, &p.server_workload, |w| server_json(st, w));
+    o.insert("serverWorkload".into(), server);
     let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| trust_json(app, st, t, None));
     o.insert("trustProviders".into(), tps);
     let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| v1_condition_json(st, c));

@@ -156,6 +156,11 @@ pub fn rendered<T: Record>(st: &State, ids: &[Uuid], render: impl Fn(&T) -> Valu
     Value::Array(ids.iter().filter_map(|id| st.get::<T>(id)).map(|v| render(v)).collect())
 }
 
+/// The entity `id` names, rendered; `null` when there is none (a deleted entity).
+pub fn rendered_or_null<T: Record>(st: &State, id: &Uuid, render: impl Fn(&T) -> Value) -> Value {
+    st.get::<T>(id).map(|v| render(v)).unwrap_or(Value::Null)
+}
+
 /// The resource set of a new or replaced scoped entity (§1.4 rule 3).
 pub fn resolve_rs(body_rs: Option<Uuid>, request_rs: Uuid) -> Result<Uuid> {
     match body_rs {
