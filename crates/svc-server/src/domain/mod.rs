@@ -97,6 +97,52 @@ impl Kind {
     pub fn parse(s: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.as_str() == s)
     }
+
+    /// The permission and audit category of the kind's family; `None` for the settings record,
+    /// which two families share (the compliance settings and the sign-on policy).
+    pub const fn family(self) -> Option<Family> {
+        let (perm, category) = match self {
+            Kind::Settings => return None,
+            Kind::ResourceSet => (Perm::ResourceSets, "ResourceSets"),
+            Kind::Role => (Perm::Roles, "Roles"),
+            Kind::User => (Perm::Users, "Users"),
+            Kind::TrustProvider => (Perm::TrustProviders, "TrustProviders"),
+            Kind::ClientWorkload => (Perm::ClientWorkloads, "ClientWorkloads"),
+            Kind::ServerWorkload => (Perm::ServerWorkloads, "ServerWorkloads"),
+            Kind::CredentialProvider => (Perm::CredentialProviders, "CredentialProviders"),
+            Kind::CredentialIntegration => (Perm::CredentialProviderIntegrations, "CredentialProviderIntegrations"),
+            Kind::AccessPolicy => (Perm::AccessPolicies, "AccessPolicies"),
+            Kind::Routing => (Perm::RoutingConfiguration, "Routings"),
+            Kind::AgentController => (Perm::AgentControllers, "AgentControllers"),
+            Kind::SsoIdp => (Perm::IdentityProviders, "IdentityProviders"),
+            Kind::Integration => (Perm::Integrations, "Integrations"),
+            Kind::AccessCondition => (Perm::AccessConditions, "AccessConditions"),
+            // §2.7: content security is guarded by Access Policies.
+            Kind::ContentSecurity => (Perm::AccessPolicies, "ContentSecurity"),
+            Kind::DiscoveryIntegration => (Perm::DiscoveryIntegrations, "DiscoveryIntegrations"),
+            // Drafts are server workloads to be: read with that permission, audited as them.
+            Kind::ServerWorkloadDraft => (Perm::ServerWorkloads, "ServerWorkloads"),
+            Kind::LogStream => (Perm::LogStreams, "LogStreams"),
+        };
+        Some(Family { perm, category })
+    }
+
+    /// [`Kind::family`] of a kind that has one (all but `Settings`); in a constant, a kind
+    /// without one fails the build.
+    pub const fn expect_family(self) -> Family {
+        match self.family() {
+            Some(f) => f,
+            None => panic!("the settings record belongs to no one family"),
+        }
+    }
+}
+
+/// What RBAC and the audit log know an entity family by: the permission of §2.7 that guards it
+/// and the category (§3.23) of its audit entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family {
+    pub perm: Perm,
+    pub category: &'static str,
 }
 
 /// A short text repeated in many records, interned: who created or last changed a record
@@ -192,6 +238,11 @@ pub struct Meta {
 }
 
 impl Meta {
+    /// How a message names the entity: `'name' (id)`.
+    pub fn named(&self) -> String {
+        format!("'{}' ({})", self.name, self.id)
+    }
+
     /// The resource set that counts for RBAC and audit (§1.4 rule 8).
     pub fn scope(&self) -> Uuid {
         self.rs.unwrap_or(DEFAULT_RESOURCE_SET)
@@ -245,5 +296,47 @@ mod tests {
         assert_eq!(serde_json::to_string(&b).unwrap(), "\"admin@acme.test\"");
         assert_eq!(format!("{a:?}"), "\"admin@acme.test\"");
         assert_ne!(Label::new("system"), a);
+    }
+
+    /// One row per kind: the settings record alone, shared by two families, has none; every
+    /// audit category is a §3.23 name (no spaces), and no two families share a category but the
+    /// server workloads and their drafts.
+    #[test]
+    fn every_kind_but_settings_belongs_to_one_family() {
+        let families: Vec<(Kind, Family)> = Kind::ALL.iter().filter_map(|k| Some((*k, k.family()?))).collect();
+        assert_eq!(families.len(), Kind::ALL.len() - 1);
+        assert!(Kind::Settings.family().is_none());
+        for (k, f) in &families {
+            assert!(!f.category.is_empty() && !f.category.contains(' '), "{k:?}");
+            let same: Vec<Kind> = families
+                .iter()
+                .filter(|(_, g)| g.category == f.category)
+                .map(|(k, _)| *k)
+                .collect();
+            assert!(
+                same.len() == 1 || same == [Kind::ServerWorkload, Kind::ServerWorkloadDraft],
+                "{k:?} shares its category with {same:?}"
+            );
+        }
+        assert_eq!(Kind::ContentSecurity.expect_family().perm, Perm::AccessPolicies);
+        assert_eq!(Kind::Routing.expect_family().category, "Routings");
+    }
+
+    #[test]
+    fn an_entity_is_named_by_name_and_id_in_messages() {
+        let m = Meta {
+            id: Uuid::nil(),
+            seq: 1,
+            rs: None,
+            name: "web".into(),
+            description: None,
+            active: true,
+            tags: vec![],
+            created_at: Timestamp::from_millis(0),
+            modified_at: Timestamp::from_millis(0),
+            created_by: None,
+            modified_by: None,
+        };
+        assert_eq!(m.named(), "'web' (00000000-0000-0000-0000-000000000000)");
     }
 }

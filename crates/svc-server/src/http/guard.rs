@@ -3,6 +3,7 @@
 //! (400), checks the permission (403) and hands the handler a [`Ctx`]. Handlers of routes whose
 //! resource set is only known from the entity call [`Ctx::check`], the same rule.
 
+use axum::Router;
 use axum::extract::{FromRequestParts, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method};
@@ -168,6 +169,18 @@ pub fn guarded(app: &App, perm: Perm, scope: Scope, r: MethodRouter<App>) -> Met
         },
     };
     r.route_layer(axum::middleware::from_fn_with_state(gs, guard_layer))
+}
+
+/// A route table guarded alike: each `(path, handlers)` by `perm` in `scope`.
+pub fn guarded_routes<'p>(
+    app: &App,
+    perm: Perm,
+    scope: Scope,
+    routes: impl IntoIterator<Item = (&'p str, MethodRouter<App>)>,
+) -> Router<App> {
+    routes.into_iter().fold(Router::new(), |r, (path, m)| {
+        r.route(path, guarded(app, perm, scope, m))
+    })
 }
 
 /// Like [`guarded`], with the access level fixed (e.g. `authorize` is a write though it is a GET).

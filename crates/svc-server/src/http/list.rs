@@ -74,7 +74,8 @@ pub struct ListSpec {
     pub filters: &'static [(&'static str, Filter)],
 }
 
-/// The orderable fields of every entity's base block (§1.3).
+/// The orderable fields of every entity's base block (§1.3); `createdBy` and `modifiedBy` last
+/// ([`Base::Unattributed`] goes without them).
 pub const BASE_FIELDS: &[&str] = &[
     "externalId",
     "name",
@@ -95,18 +96,57 @@ pub enum Base {
     Global,
     /// [`BASE_FIELDS`] and `resourceSet`: a resource-set-scoped entity.
     Scoped,
+    /// [`BASE_FIELDS`] without `createdBy` / `modifiedBy` (agent controllers' DTO, §3.21).
+    Unattributed,
 }
 
 impl ListSpec {
+    /// A list whose wrapper names its items `items_key` and whose items carry `base`, ordered
+    /// by `name` ascending, with neither fields nor filter keys of its own: a resource adds what
+    /// it has with [`fields`](Self::fields), [`filters`](Self::filters) and [`order`](Self::order).
+    pub const fn new(items_key: &'static str, base: Base) -> ListSpec {
+        ListSpec {
+            items_key,
+            base,
+            fields: &[],
+            default_order: ("name", false),
+            filters: &[],
+        }
+    }
+
+    /// The resource's own orderable fields.
+    pub const fn fields(self, fields: &'static [&'static str]) -> ListSpec {
+        ListSpec { fields, ..self }
+    }
+
+    /// The resource's own filter keys ([`field_filter`] for a key that names its field).
+    pub const fn filters(self, filters: &'static [(&'static str, Filter)]) -> ListSpec {
+        ListSpec { filters, ..self }
+    }
+
+    /// The default order, when it is not `name asc`.
+    pub const fn order(self, field: &'static str, desc: bool) -> ListSpec {
+        ListSpec {
+            default_order: (field, desc),
+            ..self
+        }
+    }
+
     /// Every field `order` and `group-by` accept by name: the base block's, then the resource's.
     pub fn all_fields(&self) -> impl Iterator<Item = &'static str> + '_ {
         let (base, rs): (&[&'static str], &[&'static str]) = match self.base {
             Base::None => (&[], &[]),
             Base::Global => (BASE_FIELDS, &[]),
             Base::Scoped => (BASE_FIELDS, &["resourceSet"]),
+            Base::Unattributed => (&BASE_FIELDS[..6], &[]),
         };
         base.iter().chain(rs).chain(self.fields).copied()
     }
+}
+
+/// A filter key comparing the item's field of the same name (`type:…`, `isSystem:…`).
+pub const fn field_filter(key: &'static str) -> (&'static str, Filter) {
+    (key, Filter::Field(key))
 }
 
 /// Filter keys every list understands (§1.6), apart from `resourceSet` ([`RESOURCE_SET_FILTER`]).
@@ -243,7 +283,14 @@ pub fn parse_order(spec: &ListSpec, items: &[Value], s: &str) -> Result<(String,
     let field = parts
         .next()
         .ok_or_else(|| Error::field("order", "must be '<field> [asc|desc]'"))?;
-    let desc = match parts.next().map(|d| d.to_ascii_lowercase()) {
+    let desc = order_direction(parts)?;
+    Ok((resolve_field(spec, items, field, "order")?, desc))
+}
+
+/// What follows the field of an `order` value: nothing or `asc` (`false`), `desc` (`true`),
+/// and nothing after it.
+pub fn order_direction<'a>(mut rest: impl Iterator<Item = &'a str>) -> Result<bool> {
+    let desc = match rest.next().map(|d| d.to_ascii_lowercase()) {
         None => false,
         Some(d) if d == "asc" => false,
         Some(d) if d == "desc" => true,
@@ -251,10 +298,10 @@ pub fn parse_order(spec: &ListSpec, items: &[Value], s: &str) -> Result<(String,
             return Err(Error::field("order", format!("unknown direction '{d}' (asc or desc)")));
         }
     };
-    if parts.next().is_some() {
+    if rest.next().is_some() {
         return Err(Error::field("order", "must be '<field> [asc|desc]'"));
     }
-    Ok((resolve_field(spec, items, field, "order")?, desc))
+    Ok(desc)
 }
 
 /// Filters, orders, groups and pages `items`, returning the list wrapper.
@@ -399,6 +446,39 @@ mod tests {
         };
         let r = respond(with_rs, &params(Some(f), None), &NO_RS).unwrap();
         assert_eq!(r["recordsTotal"], 3);
+    }
+
+    /// A spec states only what differs: `ListSpec::new` orders by `name` ascending and has no
+    /// fields or filter keys of its own; `field_filter` compares the field of the same name.
+    #[test]
+    fn list_specs_default_to_name_order_and_nothing_of_their_own() {
+        const PLAIN: ListSpec = ListSpec::new("entities", Base::Scoped);
+        assert_eq!(PLAIN.default_order, ("name", false));
+        assert!(PLAIN.fields.is_empty() && PLAIN.filters.is_empty());
+        assert_eq!(PLAIN.all_fields().last(), Some("resourceSet"));
+        const BUILT: ListSpec = ListSpec::new("entities", Base::None)
+            .fields(&["externalId", "name", "isActive", "port"])
+            .order("name", false)
+            .filters(&[field_filter("port")]);
+        let r = respond(items(), &params(Some("port:443"), None), &BUILT).unwrap();
+        assert_eq!(r, respond(items(), &params(Some("port:443"), None), &SPEC).unwrap());
+        let desc = ListSpec::new("entities", Base::None)
+            .fields(&["name"])
+            .order("name", true);
+        assert_eq!(
+            respond(items(), &params(None, None), &desc).unwrap()["order"],
+            "name desc"
+        );
+    }
+
+    /// Agent controllers show the base fields without `createdBy` / `modifiedBy` (§3.21).
+    #[test]
+    fn unattributed_lists_order_by_the_base_fields_but_the_authors() {
+        let spec = ListSpec::new("entities", Base::Unattributed);
+        assert!(spec.all_fields().any(|f| f == "modifiedAt"));
+        assert!(!spec.all_fields().any(|f| f == "createdBy" || f == "modifiedBy"));
+        let e = respond(items(), &params(None, Some("createdBy")), &spec).unwrap_err();
+        assert_eq!(e.to_string(), "order: unknown field 'createdBy'");
     }
 
     #[test]

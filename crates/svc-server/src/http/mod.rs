@@ -101,6 +101,19 @@ pub fn created(status: StatusCode, location: String, body: serde_json::Value) ->
     r
 }
 
+/// The compliance settings (§3.22) a `Recommended` check failed for, named in this header.
+pub const COMPLIANCE_HEADER: &str = "x-svc-compliance-warning";
+
+/// Adds `X-Svc-Compliance-Warning` when a Recommended check failed.
+pub fn with_warnings(mut r: Response, warnings: &[&str]) -> Response {
+    if !warnings.is_empty()
+        && let Ok(v) = HeaderValue::from_str(&warnings.join(", "))
+    {
+        r.headers_mut().insert(COMPLIANCE_HEADER, v);
+    }
+    r
+}
+
 /// `204` with no body.
 pub fn no_content() -> Response {
     StatusCode::NO_CONTENT.into_response()

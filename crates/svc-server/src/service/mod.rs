@@ -13,6 +13,7 @@ pub mod integrations;
 pub mod jobs;
 pub mod load;
 pub mod login;
+pub mod policies;
 pub mod refs;
 pub mod renewal;
 pub mod sso;

@@ -49,6 +49,15 @@ impl Author {
     }
 }
 
+/// `externalId` of a POST: client-chosen ones must be unused across resource sets (§1.2).
+pub fn new_external_id(requested: Option<Uuid>, taken: impl Fn(&Uuid) -> bool) -> Result<Uuid> {
+    match requested {
+        Some(id) if taken(&id) => Err(Error::field("externalId", "already exists")),
+        Some(id) => Ok(id),
+        None => Ok(Uuid::new_v4()),
+    }
+}
+
 /// The resource set of a stored record (`None` when absent or global).
 fn rs_of<T: Record>(st: &State, id: &Uuid) -> Option<Uuid> {
     st.get::<T>(id).and_then(|v| v.rs())

@@ -9,23 +9,24 @@ use serde_json::{Map, Value, json};
 use svc_api::{FieldError, Obj};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_json, parse_base, rendered_or_null};
 use super::crud::{self, Resource};
 use super::integrations::{self as ints, vendor_type};
 use crate::app::App;
+use crate::domain::Meta;
 use crate::domain::condition::{
     AccessCondition, CLOUD_SECURITY_A, ConditionSpec, GEOIP, INTEGRATION_TYPES, Integration, Location, SENSOR_A,
     Subdivision, Timezone, WEEKDAYS, Window, builtin_type,
 };
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ConditionsV2>(app).merge(crud::routes::<ConditionsV1>(app))
+    crud::routes::<Conditions<false>>(app, "/api/v2/access-conditions")
+        .merge(crud::routes::<Conditions<true>>(app, "/api/v1/access-conditions"))
 }
 
 const RO: &[&str] = &["integration", "accessPolicyCount"];
@@ -39,7 +40,6 @@ const FIELDS: &[&str] = &[
 const MAX_LAST_SEEN: i32 = 31_449_600;
 
 pub struct Input {
-    base: BaseInput,
     kind: &'static str,
     integration: Option<Uuid>,
     max_last_seen: Option<i32>,
@@ -219,10 +219,7 @@ fn variant(o: &mut Obj, kind: &str) -> Result<(ConditionSpec, Option<i32>)> {
     Ok((spec, max_last_seen))
 }
 
-fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<Input> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
+fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let given = o.opt_str("integrationType")?;
@@ -239,7 +236,6 @@ fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) 
     };
     o.ignore(RO);
     let mut input = Input {
-        base,
         kind,
         integration: None,
         max_last_seen: None,
@@ -254,20 +250,16 @@ fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) 
         (input.spec, input.max_last_seen) = (Some(spec), max);
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
-fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<Input> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
+fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     o.ignore(RO);
     // RO in v1; used only to pick a built-in integration when `integrationID` is absent.
     let hint = o.opt_str("integrationType")?;
     let mut input = Input {
-        base,
         kind: stored.map(|s| s.int_type()).unwrap_or(GEOIP),
         integration: None,
         max_last_seen: None,
@@ -306,7 +298,7 @@ fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>
         (input.spec, input.max_last_seen) = (Some(spec), max);
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
 /// The condition's integration: the given one, or the resource set's built-in one.
@@ -317,38 +309,6 @@ fn resolve_integration(w: &Write<'_>, input: &Input, rs: Option<Uuid>) -> Result
             .ok_or_else(|| Error::internal("a resource set without its built-in integrations")),
         (None, None) => Err(Error::field("integrationID", "is required")),
     }
-}
-
-fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
-    let integration = resolve_integration(w, &input, meta.rs)?;
-    Ok(AccessCondition {
-        meta,
-        integration,
-        max_last_seen_seconds: input.max_last_seen,
-        spec: input.spec.expect("parsed on create"),
-    })
-}
-
-fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
-    c.integration = resolve_integration(w, &input, c.meta.rs)?;
-    c.max_last_seen_seconds = input.max_last_seen;
-    c.spec = input.spec.expect("parsed on replace");
-    Ok(())
-}
-
-/// §1.4 rule 6: the integration is one of the condition's type in its resource set.
-fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
-    let ok =
-        w.st.integrations
-            .get(&c.integration)
-            .is_some_and(|i: &std::sync::Arc<Integration>| i.meta.rs == c.meta.rs && i.int_type == c.int_type());
-    if !ok {
-        return Err(Error::field(
-            "integrationID",
-            format!("unknown {} integration in the condition's resource set", c.int_type()),
-        ));
-    }
-    Ok(())
 }
 
 /// The variant fields (and `maxLastSeenSeconds`) as the wire shows them.
@@ -438,20 +398,25 @@ pub fn policy_count(st: &Snapshot, id: Uuid) -> usize {
     st.idx.policy_count(RefField::AccessCondition, id)
 }
 
+/// `id`, `integrationID` and the integration in the view's shape (`render`), both views'.
+fn with_integration(
+    st: &Snapshot,
+    c: &AccessCondition,
+    o: &mut Map<String, Value>,
+    render: fn(&Snapshot, &Integration) -> Value,
+) {
+    o.insert("id".into(), json!(c.meta.seq));
+    o.insert("integrationID".into(), json!(c.integration));
+    let integration = rendered_or_null::<Integration>(st, &c.integration, |i| render(st, i));
+    o.insert("integration".into(), integration);
+}
+
 /// `AccessConditionV2DTO` (its variant).
 pub fn v2_json(st: &Snapshot, c: &AccessCondition) -> Value {
     let mut o = Map::new();
     o.insert("integrationType".into(), json!(c.int_type()));
     o.extend(base_json(&c.meta, true));
-    o.insert("id".into(), json!(c.meta.seq));
-    o.insert("integrationID".into(), json!(c.integration));
-    o.insert(
-        "integration".into(),
-        st.integrations
-            .get(&c.integration)
-            .map(|i| ints::v2_json(st, i))
-            .unwrap_or(Value::Null),
-    );
+    with_integration(st, c, &mut o, ints::v2_json);
     o.insert("accessPolicyCount".into(), json!(policy_count(st, c.meta.id)));
     o.extend(variant_json(c));
     Value::Object(o)
@@ -460,15 +425,7 @@ pub fn v2_json(st: &Snapshot, c: &AccessCondition) -> Value {
 /// `AccessConditionDTO` (v1).
 pub fn v1_condition_json(st: &Snapshot, c: &AccessCondition) -> Value {
     let mut o = base_json(&c.meta, true);
-    o.insert("id".into(), json!(c.meta.seq));
-    o.insert("integrationID".into(), json!(c.integration));
-    o.insert(
-        "integration".into(),
-        st.integrations
-            .get(&c.integration)
-            .map(|i| ints::v1_json(st, i))
-            .unwrap_or(Value::Null),
-    );
+    with_integration(st, c, &mut o, ints::v1_json);
     let mut conditions = variant_json(c);
     if !vendor_type(c.int_type()) && c.max_last_seen_seconds.is_none() {
         conditions.remove("maxLastSeenSeconds");
@@ -479,61 +436,66 @@ pub fn v1_condition_json(st: &Snapshot, c: &AccessCondition) -> Value {
     Value::Object(o)
 }
 
-fn v2_render(st: &Snapshot, c: &AccessCondition) -> Value {
-    v2_json(st, c)
-}
+/// `/api/v2/access-conditions` (`Conditions<false>`) and `/api/v1/access-conditions`
+/// (`Conditions<true>`): two views of the same conditions.
+pub struct Conditions<const V1: bool>;
 
-/// `/api/v2/access-conditions`.
-pub struct ConditionsV2;
-/// `/api/v1/access-conditions`: the same conditions.
-pub struct ConditionsV1;
+impl<const V1: bool> Resource for Conditions<V1> {
+    type Record = AccessCondition;
+    type Input = Input;
+    const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
+        .fields(FIELDS)
+        .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
+    const PATCH_NEEDS_STORED: bool = true;
 
-macro_rules! condition_resource {
-    ($t:ty, $path:expr, $parse:ident, $render:ident) => {
-        impl Resource for $t {
-            type Record = AccessCondition;
-            type Input = Input;
-            const PATH: &'static str = $path;
-            const PERM: Perm = Perm::AccessConditions;
-            const CATEGORY: &'static str = "AccessConditions";
-            const LIST: ListSpec = ListSpec {
-                items_key: "accessConditions",
-                base: Base::Scoped,
-                fields: FIELDS,
-                default_order: ("name", false),
-                filters: &[
-                    ("integrationType", Filter::Field("integrationType")),
-                    ("integrationID", Filter::Field("integrationID")),
-                ],
-            };
-
-            fn parse(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<Input> {
-                $parse(app, body, mode, stored)
-            }
-            fn base(input: &Input) -> &BaseInput {
-                &input.base
-            }
-            fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
-                create(w, input, meta)
-            }
-            fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
-                replace(w, input, c)
-            }
-            fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
-                check(w, c)
-            }
-            fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
-                release(w, author, id, RefField::AccessCondition)
-            }
-            fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> Value {
-                $render(st, c)
-            }
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
+        if V1 {
+            parse_v1(app, body, mode, stored)
+        } else {
+            parse_v2(app, body, mode, stored)
         }
-    };
-}
+    }
 
-condition_resource!(ConditionsV2, "/api/v2/access-conditions", parse_v2, v2_render);
-condition_resource!(ConditionsV1, "/api/v1/access-conditions", parse_v1, v1_condition_json);
+    fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
+        let integration = resolve_integration(w, &input, meta.rs)?;
+        Ok(AccessCondition {
+            meta,
+            integration,
+            max_last_seen_seconds: input.max_last_seen,
+            spec: input.spec.expect("parsed on create"),
+        })
+    }
+
+    fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
+        c.integration = resolve_integration(w, &input, c.meta.rs)?;
+        c.max_last_seen_seconds = input.max_last_seen;
+        c.spec = input.spec.expect("parsed on replace");
+        Ok(())
+    }
+
+    /// §1.4 rule 6: the integration is one of the condition's type in its resource set.
+    fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
+        let ok =
+            w.st.integrations
+                .get(&c.integration)
+                .is_some_and(|i: &std::sync::Arc<Integration>| i.meta.rs == c.meta.rs && i.int_type == c.int_type());
+        if !ok {
+            return Err(Error::field(
+                "integrationID",
+                format!("unknown {} integration in the condition's resource set", c.int_type()),
+            ));
+        }
+        Ok(())
+    }
+
+    fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        release(w, author, id, RefField::AccessCondition)
+    }
+
+    fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> Value {
+        if V1 { v1_condition_json(st, c) } else { v2_json(st, c) }
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -1,61 +1,53 @@
-//! Access policies v2 (contract §3.8): validation, compliance settings, notes, credential mappings
-//! and `getByWorkloadIds`. The v1 view (§3.9) in `access_policies_v1.rs` shares everything here.
+//! Access policies v2 (contract §3.8): the body, the DTOs, notes, credential mappings and
+//! `getByWorkloadIds`; the rules (§3.8 1–4, compliance settings) and the write units are
+//! `service::policies`. The v1 view (§3.9) in `access_policies_v1.rs` shares everything here.
 
 use std::sync::Arc;
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, entity_meta, new_external_id, parse_base};
-use super::scoped::taken;
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, entity_meta, parse_base};
 use crate::app::App;
 use crate::domain::credential::CredentialProvider;
 use crate::domain::policy::{Mapping, MappingType, Note, Policy, Selectors};
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
-use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm};
+use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
-use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
-use crate::http::{no_content, ok};
-use crate::service::write::Write;
+use crate::http::{created, no_content, ok, with_warnings};
+use crate::service::policies::{self, for_pair};
 use crate::state::State as Snapshot;
 
-pub const CATEGORY: &str = "AccessPolicies";
-pub const COMPLIANCE_HEADER: &str = "x-svc-compliance-warning";
-
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::AccessPolicies;
-    Router::new()
-        .route(
-            "/api/v2/access-policies",
-            guarded(app, p, Scope::AnySet, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-            guarded(app, p, Scope::AnySet, get(by_workloads)),
-        )
-        .route(
-            "/api/v2/access-policies/{id}",
-            guarded(app, p, Scope::AnySet, get(read).patch(patch).delete(remove)),
-        )
-        .route(
-            "/api/v2/access-policies/{id}/notes",
-            guarded(app, p, Scope::AnySet, get(list_notes).post(add_note_v2)),
-        )
-        .route(
-            "/api/v2/access-policies/{id}/credential-mappings",
-            guarded(app, p, Scope::AnySet, get(credential_mappings)),
-        )
-        .merge(super::access_policies_v1::routes(app))
+    let v2 = guarded_routes(
+        app,
+        Perm::AccessPolicies,
+        Scope::AnySet,
+        [
+            ("/api/v2/access-policies", get(list).post(create).put(replace)),
+            (
+                "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+                get(by_workloads),
+            ),
+            ("/api/v2/access-policies/{id}", get(read).patch(patch).delete(remove)),
+            ("/api/v2/access-policies/{id}/notes", get(list_notes).post(add_note_v2)),
+            (
+                "/api/v2/access-policies/{id}/credential-mappings",
+                get(credential_mappings),
+            ),
+        ],
+    );
+    v2.merge(super::access_policies_v1::routes(app))
 }
 
 // ---- presentation ----------------------------------------------------------------------------
@@ -258,18 +250,24 @@ pub fn parse_v2(body: Value, mode: Mode) -> Result<PolicyInput> {
     };
     o.ignore(&["accessPolicyCount"]);
     o.finish()?;
-    if mode != Mode::Patch {
-        if i.client_workload.is_none() {
-            return Err(Error::field("clientWorkload", "is required"));
-        }
-        if i.server_workload.is_none() {
-            return Err(Error::field("serverWorkload", "is required"));
-        }
-    }
+    i.require_workloads(mode)?;
     Ok(i)
 }
 
 impl PolicyInput {
+    /// A POST or PUT names both workloads.
+    pub fn require_workloads(&self, mode: Mode) -> Result<()> {
+        if mode != Mode::Patch {
+            if self.client_workload.is_none() {
+                return Err(Error::field("clientWorkload", "is required"));
+            }
+            if self.server_workload.is_none() {
+                return Err(Error::field("serverWorkload", "is required"));
+            }
+        }
+        Ok(())
+    }
+
     /// Applies to a policy: all fields (create/replace) or only present ones (patch).
     pub fn apply(&self, p: &mut Policy, full: bool) -> Result<()> {
         if full {
@@ -302,175 +300,6 @@ impl PolicyInput {
     }
 }
 
-// ---- rules -----------------------------------------------------------------------------------
-
-fn exists_in<T: crate::state::Record>(st: &Snapshot, id: &Uuid, rs: Uuid) -> bool {
-    st.get::<T>(id).is_some_and(|v| v.rs() == Some(rs))
-}
-
-/// Rules 1–4 of §3.8 (400 naming the field); returns the compliance warnings (rule 5).
-pub fn validate(st: &Snapshot, p: &Policy) -> Result<Vec<&'static str>> {
-    let rs = p.meta.scope();
-    if !exists_in::<ClientWorkload>(st, &p.client_workload, rs) {
-        return Err(Error::field(
-            "clientWorkload",
-            "unknown client workload in the policy's resource set",
-        ));
-    }
-    if !exists_in::<ServerWorkload>(st, &p.server_workload, rs) {
-        return Err(Error::field(
-            "serverWorkload",
-            "unknown server workload in the policy's resource set",
-        ));
-    }
-    for (i, t) in p.trust_providers.iter().enumerate() {
-        if !exists_in::<TrustProvider>(st, t, rs) {
-            return Err(Error::field(
-                format!("trustProviders[{i}]"),
-                "unknown trust provider in the policy's resource set",
-            ));
-        }
-        if p.trust_providers[..i].contains(t) {
-            return Err(Error::field(format!("trustProviders[{i}]"), "duplicate trust provider"));
-        }
-    }
-    for (i, c) in p.access_conditions.iter().enumerate() {
-        if !exists_in::<crate::domain::condition::AccessCondition>(st, c, rs) {
-            return Err(Error::field(
-                format!("accessConditions[{i}]"),
-                "unknown access condition",
-            ));
-        }
-        if p.access_conditions[..i].contains(c) {
-            return Err(Error::field(
-                format!("accessConditions[{i}]"),
-                "duplicate access condition",
-            ));
-        }
-    }
-    for (i, c) in p.content_security.iter().enumerate() {
-        if !exists_in::<crate::domain::condition::ContentSecurity>(st, c, rs) {
-            return Err(Error::field(
-                format!("contentSecurity[{i}]"),
-                "unknown content security entry",
-            ));
-        }
-        if p.content_security[..i].contains(c) {
-            return Err(Error::field(
-                format!("contentSecurity[{i}]"),
-                "duplicate content security entry",
-            ));
-        }
-    }
-    let mut types = Vec::new();
-    for (i, m) in p.mappings.iter().enumerate() {
-        let path = format!("credentialProviders[{i}].credentialProviderId");
-        let cp = st
-            .get::<CredentialProvider>(&m.credential_provider)
-            .filter(|c| c.meta.rs == Some(rs));
-        let Some(cp) = cp else {
-            return Err(Error::field(
-                path,
-                "unknown credential provider in the policy's resource set",
-            ));
-        };
-        if p.mappings[..i]
-            .iter()
-            .any(|o| o.credential_provider == m.credential_provider)
-        {
-            return Err(Error::field(path, "duplicate credential provider"));
-        }
-        types.push(cp.cp_type.clone());
-    }
-    if p.mappings.len() > 1 {
-        let t = &types[0];
-        if types.iter().any(|x| x != t) {
-            return Err(Error::field(
-                "credentialProviders",
-                "all providers of a policy with several providers must have the same type",
-            ));
-        }
-        let allowed: &[MappingType] = match t.as_str() {
-            "cloudA-sts-oidc" => &[MappingType::AccessKeyId],
-            "signed-jwt" => &[MappingType::AccountName, MappingType::HttpHeader, MappingType::HttpBody],
-            other => {
-                return Err(Error::field(
-                    "credentialProviders",
-                    format!("providers of type {other} cannot be combined in one policy"),
-                ));
-            }
-        };
-        for (i, m) in p.mappings.iter().enumerate() {
-            if !allowed.contains(&m.mapping_type) {
-                return Err(Error::field(
-                    format!("credentialProviders[{i}].mappingType"),
-                    format!(
-                        "must be one of {} when several {t} providers are combined",
-                        allowed.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
-                ));
-            }
-            let key = |x: &Mapping| {
-                let s = x.selectors();
-                (
-                    x.mapping_type,
-                    s.access_key_id.clone(),
-                    s.account_name.clone(),
-                    s.header_name.as_ref().map(|h| h.to_lowercase()),
-                    s.header_value.clone(),
-                    s.body_field_path.clone(),
-                    s.body_field_value.clone(),
-                )
-            };
-            if p.mappings[..i].iter().any(|o| key(o) == key(m)) {
-                return Err(Error::field(
-                    format!("credentialProviders[{i}]"),
-                    "selector values must be distinct",
-                ));
-            }
-        }
-    }
-    if p.meta.active {
-        let pair = st.idx.policies_by_pair.get(&(p.client_workload, p.server_workload));
-        if let Some(other) = pair
-            .into_iter()
-            .flatten()
-            .filter_map(|id| st.policies.get(id))
-            .find(|o| o.meta.id != p.meta.id && o.meta.active)
-        {
-            return Err(Error::field(
-                "clientWorkload",
-                format!(
-                    "active access policy '{}' ({}) already connects these workloads",
-                    other.meta.name, other.meta.id
-                ),
-            ));
-        }
-    }
-    st.settings().gate(&[
-        (
-            "ap_trust_prov_governance",
-            "trustProviders",
-            p.trust_providers.is_empty(),
-        ),
-        (
-            "ap_access_cond_governance",
-            "accessConditions",
-            p.access_conditions.is_empty(),
-        ),
-    ])
-}
-
-/// Adds `X-Svc-Compliance-Warning` when a Recommended check failed.
-pub fn with_warnings(mut r: Response, warnings: &[&str]) -> Response {
-    if !warnings.is_empty()
-        && let Ok(v) = HeaderValue::from_str(&warnings.join(", "))
-    {
-        r.headers_mut().insert(COMPLIANCE_HEADER, v);
-    }
-    r
-}
-
 /// The policy if it exists and the caller may act on it (route permission in its set). A policy
 /// in a set where the caller cannot even read is invisible, as an unknown id (§1.4 rules 4, 5).
 pub fn visible(ctx: &Ctx, st: &Snapshot, id: &Uuid) -> Result<Option<Arc<Policy>>> {
@@ -483,7 +312,12 @@ pub fn visible(ctx: &Ctx, st: &Snapshot, id: &Uuid) -> Result<Option<Arc<Policy>
     }
 }
 
-// ---- write units shared with v1 -------------------------------------------------------------
+// ---- write units shared with v1 (`service::policies`) -----------------------------------------
+
+/// The caller's permission in a policy's resource set, against the state a unit writes on.
+fn readmit(ctx: &Ctx) -> impl Fn(&Snapshot, Uuid) -> Result<()> + '_ {
+    |st, rs| ctx.check(st, rs)
+}
 
 pub async fn create_policy(
     app: &App,
@@ -491,28 +325,8 @@ pub async fn create_policy(
     input: PolicyInput,
     rs: Uuid,
 ) -> Result<(Arc<Snapshot>, Uuid, Vec<&'static str>)> {
-    let author = ctx.author();
-    let mut w = Write::begin(app).await?;
-    // The route checks the policy's set against the state it was admitted with; the unit checks
-    // it again against the state it writes on (a permission withdrawn meanwhile, on any node).
-    ctx.check(&w.st, rs)?;
-    let id = new_external_id(input.base.external_id, |id| taken::<Policy>(&w.st, id))?;
-    let meta = w.new_meta(Kind::AccessPolicy, id, Some(rs), &author).await?;
-    let mut p = Policy {
-        meta,
-        client_workload: Uuid::nil(),
-        server_workload: Uuid::nil(),
-        mappings: vec![],
-        trust_providers: vec![],
-        access_conditions: vec![],
-        content_security: vec![],
-        notes: vec![],
-    };
-    input.apply(&mut p, true)?;
-    let warnings = validate(&w.st, &p)?;
-    w.put(p);
-    w.audit(&author, rs, CATEGORY, Activity::Created, id);
-    Ok((w.commit().await?, id, warnings))
+    let id = input.base.external_id;
+    policies::create(app, &ctx.author(), rs, id, readmit(ctx), |p| input.apply(p, true)).await
 }
 
 /// Replaces (`full`) or patches a policy after `check` accepted its current state.
@@ -524,41 +338,19 @@ pub async fn update_policy(
     full: bool,
     check: impl FnOnce(&Policy) -> Result<()>,
 ) -> Result<(Arc<Snapshot>, Vec<&'static str>)> {
-    let author = ctx.author();
-    let mut w = Write::begin(app).await?;
-    let mut p = (**w.st.policies.get(&id).ok_or(Error::NotFound)?).clone();
-    ctx.check(&w.st, p.meta.scope())?;
-    check(&p)?;
-    check_rs_unchanged(input.base.resource_set, p.meta.scope())?;
-    input.apply(&mut p, full)?;
-    let warnings = validate(&w.st, &p)?;
-    w.touch_meta(&mut p.meta, &author);
-    let rs = p.meta.scope();
-    w.put(p);
-    w.audit(
-        &author,
-        rs,
-        CATEGORY,
-        if full { Activity::Updated } else { Activity::Patched },
-        id,
-    );
-    Ok((w.commit().await?, warnings))
+    policies::update(app, &ctx.author(), id, full, readmit(ctx), |p| {
+        check(p)?;
+        check_rs_unchanged(input.base.resource_set, p.meta.scope())?;
+        input.apply(p, full)
+    })
+    .await
 }
 
 pub async fn delete_policy(app: &App, ctx: &Ctx, id: Uuid, check: impl FnOnce(&Policy) -> Result<()>) -> Result<bool> {
-    let author = ctx.author();
-    let mut w = Write::begin(app).await?;
-    let Some(p) = w.st.policies.get(&id).cloned() else {
-        return Ok(false);
-    };
-    ctx.check(&w.st, p.meta.scope())?;
-    check(&p)?;
-    w.remove::<Policy>(&id);
-    w.audit(&author, p.meta.scope(), CATEGORY, Activity::Deleted, id);
-    w.commit().await?;
-    Ok(true)
+    policies::delete(app, &ctx.author(), id, readmit(ctx), check).await
 }
 
+/// `POST …/notes` (`NoteDTO`): `201` with the note.
 pub async fn add_note(
     app: &App,
     ctx: &Ctx,
@@ -570,32 +362,8 @@ pub async fn add_note(
     let text = o.req_str_len("note", 1, 1024)?;
     o.ignore(&["createdAt", "createdBy"]);
     o.finish()?;
-    let author = ctx.author();
-    let mut w = Write::begin(app).await?;
-    let mut p = (**w.st.policies.get(&id).ok_or(Error::NotFound)?).clone();
-    ctx.check(&w.st, p.meta.scope())?;
-    check(&p)?;
-    let note = Note {
-        note: text,
-        created_at: w.now,
-        created_by: author.actor.label(),
-    };
-    p.notes.push(note.clone());
-    // A note is part of the policy: a write like any other (§1.3 `modifiedAt`).
-    w.touch_meta(&mut p.meta, &author);
-    let rs = p.meta.scope();
-    w.put(p);
-    w.audit(&author, rs, CATEGORY, Activity::NoteAdded, id);
-    w.commit().await?;
+    let note = policies::add_note(app, &ctx.author(), id, text, readmit(ctx), check).await?;
     Ok((StatusCode::CREATED, axum::Json(note_json(&note))).into_response())
-}
-
-/// The active policy for a pair, else the most recently modified inactive one.
-pub fn for_pair(st: &Snapshot, client: Uuid, server: Uuid) -> Option<Arc<Policy>> {
-    let ids = st.idx.policies_by_pair.get(&(client, server))?;
-    let mut ps: Vec<&Arc<Policy>> = ids.iter().filter_map(|id| st.policies.get(id)).collect();
-    ps.sort_by_key(|p| (p.meta.active, p.meta.modified_at));
-    ps.last().map(|p| (*p).clone())
 }
 
 // ---- v2 handlers ------------------------------------------------------------------------------
@@ -609,12 +377,9 @@ fn refs_any(item: &Value, field: &str, v: &str) -> bool {
     }
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Scoped,
-    fields: &[],
-    default_order: ("modifiedAt", true),
-    filters: &[
+const SPEC: ListSpec = ListSpec::new("entities", Base::Scoped)
+    .order("modifiedAt", true)
+    .filters(&[
         crate::http::list::RESOURCE_SET_FILTER,
         ("clientWorkload", Filter::Func(|i, v| refs_any(i, "clientWorkload", v))),
         ("serverWorkload", Filter::Func(|i, v| refs_any(i, "serverWorkload", v))),
@@ -627,8 +392,7 @@ const SPEC: ListSpec = ListSpec {
             "accessCondition",
             Filter::Func(|i, v| refs_any(i, "accessConditions", v)),
         ),
-    ],
-};
+    ]);
 
 /// `query`: substring of the policy's name or the names of the entities it references.
 fn query_match(item: &Value, q: &str) -> bool {
@@ -675,10 +439,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     }
     ctx.check(&st, rs)?;
     let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await?;
-    let mut r = ok(create_json(&st.policies[&id]));
-    if let Ok(v) = HeaderValue::from_str(&format!("/api/v2/access-policies/{id}")) {
-        r.headers_mut().insert(axum::http::header::LOCATION, v);
-    }
+    let location = format!("/api/v2/access-policies/{id}");
+    let r = created(StatusCode::OK, location, create_json(&st.policies[&id]));
     Ok(with_warnings(r, &warnings))
 }
 

@@ -3,49 +3,52 @@
 
 use axum::Router;
 use axum::extract::State;
-use axum::http::HeaderValue;
+use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::access_policies::{
-    PolicyInput, add_note, create_policy, delete_policy, for_pair, note_json, update_policy, with_warnings,
-};
-use super::common::{Mode, base_json, parse_base, resolve_rs};
+use super::access_conditions::v1_condition_json;
+use super::access_policies::{PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy};
+use super::client_workloads::client_json;
+use super::common::{Mode, base_json, parse_base, rendered, rendered_or_null, resolve_rs};
+use super::content_security::cs_json;
+use super::server_workloads::server_json;
+use super::trust_providers::trust_json;
 use crate::app::App;
 use crate::domain::Perm;
+use crate::domain::condition::{AccessCondition, ContentSecurity};
 use crate::domain::credential::CredentialProvider;
 use crate::domain::policy::{Mapping, MappingType, Policy};
+use crate::domain::trust::TrustProvider;
+use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::error::{Error, Result};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
-use crate::http::{no_content, ok};
+use crate::http::{created, no_content, ok, with_warnings};
+use crate::service::policies::for_pair;
 use crate::state::State as Snapshot;
 
 const SEVERAL: &str = "policy has several credential providers; use /api/v2";
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::AccessPolicies;
-    Router::new()
-        .route(
-            "/api/v1/access-policies",
-            guarded(app, p, Scope::Rs, get(list).post(create).put(replace)),
-        )
-        .route(
-            "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-            guarded(app, p, Scope::Rs, get(by_workloads)),
-        )
-        .route(
-            "/api/v1/access-policies/{id}",
-            guarded(app, p, Scope::Rs, get(read).patch(patch).delete(remove)),
-        )
-        .route(
-            "/api/v1/access-policies/{id}/notes",
-            guarded(app, p, Scope::Rs, post(note)),
-        )
+    guarded_routes(
+        app,
+        Perm::AccessPolicies,
+        Scope::Rs,
+        [
+            ("/api/v1/access-policies", get(list).post(create).put(replace)),
+            (
+                "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+                get(by_workloads),
+            ),
+            ("/api/v1/access-policies/{id}", get(read).patch(patch).delete(remove)),
+            ("/api/v1/access-policies/{id}/notes", post(note)),
+        ],
+    )
 }
 
 fn single_cp(p: &Policy) -> Option<Uuid> {
@@ -57,28 +60,18 @@ fn single_cp(p: &Policy) -> Option<Uuid> {
 
 /// `WorkloadExternalDTO`: a summary of a workload with the policy's providers.
 fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> Value {
-    let (id, name, active, label, endpoint) = if server {
-        match st.server_workloads.get(&p.server_workload) {
-            Some(w) => (
-                w.meta.id,
-                Some(w.meta.name.clone()),
-                w.meta.active,
-                w.label.clone(),
-                Some(super::server_workloads::endpoint_json(&w.endpoint)),
-            ),
-            None => (p.server_workload, None, false, None, None),
-        }
+    // The workload's base block, type and (a server's) endpoint, if it still exists.
+    let (id, found) = if server {
+        let w = st.server_workloads.get(&p.server_workload);
+        let endpoint = |w: &ServerWorkload| Some(super::server_workloads::endpoint_json(&w.endpoint));
+        (p.server_workload, w.map(|w| (&w.meta, w.label.clone(), endpoint(w))))
     } else {
-        match st.client_workloads.get(&p.client_workload) {
-            Some(w) => (
-                w.meta.id,
-                Some(w.meta.name.clone()),
-                w.meta.active,
-                w.label.clone(),
-                None,
-            ),
-            None => (p.client_workload, None, false, None, None),
-        }
+        let w = st.client_workloads.get(&p.client_workload);
+        (p.client_workload, w.map(|w| (&w.meta, w.label.clone(), None)))
+    };
+    let (name, active, label, endpoint) = match found {
+        Some((m, label, endpoint)) => (Some(m.name.clone()), m.active, label, endpoint),
+        None => (None, false, None, None),
     };
     let tps: Vec<Value> = p
         .trust_providers
@@ -122,41 +115,16 @@ fn policy_dto(st: &Snapshot, p: &Policy) -> Value {
 /// `PolicyExternalDTO` (reads): referenced entities expanded.
 fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
     let mut o = base_json(&p.meta, true);
-    o.insert(
-        "clientWorkload".into(),
-        st.client_workloads
-            .get(&p.client_workload)
-            .map(|w| super::client_workloads::client_json(st, w))
-            .unwrap_or(Value::Null),
-    );
-    o.insert(
-        "serverWorkload".into(),
-        st.server_workloads
-            .get(&p.server_workload)
-            .map(|w| super::server_workloads::server_json(st, w))
-            .unwrap_or(Value::Null),
-    );
-    let tps: Vec<Value> = p
-        .trust_providers
-        .iter()
-        .filter_map(|t| st.trust_providers.get(t))
-        .map(|t| super::trust_providers::trust_json(app, st, t, None))
-        .collect();
-    o.insert("trustProviders".into(), Value::Array(tps));
-    let acs: Vec<Value> = p
-        .access_conditions
-        .iter()
-        .filter_map(|c| st.access_conditions.get(c))
-        .map(|c| super::access_conditions::v1_condition_json(st, c))
-        .collect();
-    o.insert("accessConditions".into(), Value::Array(acs));
-    let css: Vec<Value> = p
-        .content_security
-        .iter()
-        .filter_map(|c| st.content_security.get(c))
-        .map(|c| super::content_security::cs_json(st, c))
-        .collect();
-    o.insert("contentSecurity".into(), Value::Array(css));
+    let client = rendered_or_null::<ClientWorkload>(st, &p.client_workload, |w| client_json(st, w));
+    o.insert("clientWorkload".into(), client);
+    let server = rendered_or_null::<ServerWorkload>(st, &p.server_workload, |w| server_json(st, w));
+    o.insert("serverWorkload".into(), server);
+    let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| trust_json(app, st, t, None));
+    o.insert("trustProviders".into(), tps);
+    let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| v1_condition_json(st, c));
+    o.insert("accessConditions".into(), acs);
+    let css = rendered::<ContentSecurity>(st, &p.content_security, |c| cs_json(st, c));
+    o.insert("contentSecurity".into(), css);
     let cp = single_cp(p)
         .and_then(|c| st.get::<CredentialProvider>(&c))
         .map(|c| super::credential_providers::provider_v1_json(st, &app.cfg, c));
@@ -192,14 +160,7 @@ fn parse(body: Value, mode: Mode) -> Result<(PolicyInput, Option<Option<Uuid>>)>
         "accessPolicyCount",
     ]);
     o.finish()?;
-    if mode != Mode::Patch {
-        if i.client_workload.is_none() {
-            return Err(Error::field("clientWorkload", "is required"));
-        }
-        if i.server_workload.is_none() {
-            return Err(Error::field("serverWorkload", "is required"));
-        }
-    }
+    i.require_workloads(mode)?;
     let cp = if mode == Mode::Patch && !cp_given {
         None
     } else {
@@ -230,16 +191,10 @@ fn several_refused(p: &Policy) -> Result<()> {
     }
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "accessPolicies",
-    base: Base::Scoped,
-    fields: &[],
-    default_order: ("name", false),
-    filters: &[
-        ("clientWorkload", Filter::Field("clientWorkload.externalId")),
-        ("serverWorkload", Filter::Field("serverWorkload.externalId")),
-    ],
-};
+const SPEC: ListSpec = ListSpec::new("accessPolicies", Base::Scoped).filters(&[
+    ("clientWorkload", Filter::Field("clientWorkload.externalId")),
+    ("serverWorkload", Filter::Field("serverWorkload.externalId")),
+]);
 
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
@@ -277,10 +232,8 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     input.mappings = Some(mapping_for(cp.flatten()));
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await.map_err(v1_path)?;
-    let mut r = ok(policy_dto(&st, &st.policies[&id]));
-    if let Ok(v) = HeaderValue::from_str(&format!("/api/v1/access-policies/{id}")) {
-        r.headers_mut().insert(axum::http::header::LOCATION, v);
-    }
+    let location = format!("/api/v1/access-policies/{id}");
+    let r = created(StatusCode::OK, location, policy_dto(&st, &st.policies[&id]));
     Ok(with_warnings(r, &warnings))
 }
 

@@ -13,38 +13,31 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, parse_tags};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
-use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::guard::Ctx;
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-const PATH: &str = "/api/v1/agent-controllers";
-const CATEGORY: &str = "AgentControllers";
+/// `/api/v1/agent-controllers` on the shared CRUD layer: global entities.
+pub struct AgentControllers;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<AgentControllers>(app).route(
+    let device_code = (
         "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
-        guarded(app, Perm::AgentControllers, Scope::Global, post(device_code)),
-    )
+        post(device_code),
+    );
+    crud::routes_with::<AgentControllers>(app, "/api/v1/agent-controllers", [device_code])
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "agentControllers",
-    base: Base::None,
-    fields: &[
-        "externalId",
-        "name",
-        "description",
-        "isActive",
-        "createdAt",
-        "modifiedAt",
+const SPEC: ListSpec = ListSpec::new("agentControllers", Base::Unattributed)
+    .fields(&[
         "id",
         "version",
         "trustProviderId",
@@ -52,13 +45,8 @@ const SPEC: ListSpec = ListSpec {
         "lastReportedUptime",
         "lastReportedHealthTime",
         "allowedTlsHostname",
-    ],
-    default_order: ("name", false),
-    filters: &[
-        ("trustProviderId", Filter::Field("trustProviderId")),
-        ("isHealthy", Filter::Field("isHealthy")),
-    ],
-};
+    ])
+    .filters(&[field_filter("trustProviderId"), field_filter("isHealthy")]);
 
 /// Read-only fields of the DTO, accepted and ignored on input.
 const RO: &[&str] = &[
@@ -73,7 +61,6 @@ const RO: &[&str] = &[
 ];
 
 pub struct ControllerInput {
-    base: BaseInput,
     version: Option<String>,
     trust_provider: Option<Uuid>,
     hostname: Option<String>,
@@ -95,7 +82,7 @@ pub fn hostname_ok(s: &str) -> bool {
         && labels.last().is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<ControllerInput> {
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, ControllerInput)> {
     let mut o = Obj::root(body)?;
     let external_id = o.opt_uuid("externalId")?;
     if mode == Mode::Replace && external_id.is_none() {
@@ -113,16 +100,17 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<ControllerInput> {
     if mode == Mode::Patch {
         // AgentControllerPatchDTO: version, isActive, trustProviderId.
         o.finish()?;
-        return Ok(ControllerInput {
-            base: BaseInput {
-                external_id,
-                is_active,
-                ..BaseInput::default()
-            },
+        let base = BaseInput {
+            external_id,
+            is_active,
+            ..BaseInput::default()
+        };
+        let input = ControllerInput {
             version,
             trust_provider,
             hostname: None,
-        });
+        };
+        return Ok((base, input));
     }
     let name = o.req_str_len("name", 1, 128)?;
     let description = o.opt_str("description")?;
@@ -141,20 +129,21 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<ControllerInput> {
         }
     }
     o.finish()?;
-    Ok(ControllerInput {
-        base: BaseInput {
-            external_id,
-            name: Some(name),
-            description,
-            // §3.21: isActive defaults to true.
-            is_active: Some(is_active.unwrap_or(true)),
-            tags,
-            resource_set: None,
-        },
+    let base = BaseInput {
+        external_id,
+        name: Some(name),
+        description,
+        // §3.21: isActive defaults to true.
+        is_active: Some(is_active.unwrap_or(true)),
+        tags,
+        resource_set: None,
+    };
+    let input = ControllerInput {
         version,
         trust_provider,
         hostname: hostname.map(|h| h.to_ascii_lowercase()),
-    })
+    };
+    Ok((base, input))
 }
 
 /// `AgentControllerDTO`.
@@ -197,7 +186,7 @@ pub fn check_trust_provider_unreferenced(st: &Snapshot, tp: Uuid) -> Result<()> 
     match referring(st, tp).next() {
         Some(c) => Err(Error::field(
             "trustProviderId",
-            format!("referenced by agent controller '{}' ({})", c.meta.name, c.meta.id),
+            format!("referenced by agent controller {}", c.meta.named()),
         )),
         None => Ok(()),
     }
@@ -222,31 +211,27 @@ pub fn release_resource_set(w: &mut Write<'_>, author: &Author, rs: Uuid) {
         w.touch_meta(&mut c.meta, author);
         let id = c.meta.id;
         w.put(c);
-        w.audit(author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
+        w.audit(
+            author,
+            DEFAULT_RESOURCE_SET,
+            AgentControllers::CATEGORY,
+            Activity::Updated,
+            id,
+        );
     }
 }
-
-/// `/api/v1/agent-controllers` on the shared CRUD layer: global entities.
-pub struct AgentControllers;
 
 impl Resource for AgentControllers {
     type Record = AgentController;
     type Input = ControllerInput;
-    const PATH: &'static str = PATH;
-    const PERM: Perm = Perm::AgentControllers;
-    const CATEGORY: &'static str = CATEGORY;
-    const SCOPED: bool = false;
+    const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.21 lists `201` as DELETE's only status; a missing id answers it too (§1.5).
     const DELETE: Option<StatusCode> = Some(StatusCode::CREATED);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&AgentController>) -> Result<ControllerInput> {
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&AgentController>) -> Result<(BaseInput, ControllerInput)> {
         parse(&app.state(), body, mode)
-    }
-
-    fn base(input: &ControllerInput) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: ControllerInput, meta: Meta) -> Result<AgentController> {
@@ -292,10 +277,7 @@ impl Resource for AgentControllers {
         {
             return Err(Error::field(
                 "allowedTlsHostname",
-                format!(
-                    "already used by agent controller '{}' ({})",
-                    other.meta.name, other.meta.id
-                ),
+                format!("already used by agent controller {}", other.meta.named()),
             ));
         }
         Ok(())
@@ -351,7 +333,13 @@ async fn device_code(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respo
     });
     w.touch_meta(&mut c.meta, &author);
     w.put(c);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::DeviceCodeCreated, id);
+    w.audit(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        AgentControllers::CATEGORY,
+        Activity::DeviceCodeCreated,
+        id,
+    );
     w.commit().await?;
     Ok((StatusCode::CREATED, axum::Json(json!({"device_code": code}))).into_response())
 }

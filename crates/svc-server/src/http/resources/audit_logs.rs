@@ -5,7 +5,7 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 
-use super::event_query::{EventParams, Span, page_response};
+use super::event_query::{EventParams, Span, equal_to, page_response};
 use crate::app::App;
 use crate::domain::Perm;
 use crate::error::{Error, Result};
@@ -38,29 +38,10 @@ const ORDER: &[(&str, &str)] = &[
 ];
 
 async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = EventParams::parse(
-        &q,
-        ORDER,
-        crate::events::audit::AUDIT_LOG,
-        "createdAt",
-        Span {
-            minutes_key: "span-last-minutes",
-            minutes_max: i64::MAX,
-            unit_key: "span-last-days",
-            unit_ms: 86_400_000,
-            default_units: 30,
-        },
-    )?;
-    let mut eq = vec![];
-    if let Some(c) = q.get("category") {
-        eq.push(("category", c.to_string()));
-    }
-    if let Some(s) = q.get("severity") {
-        eq.push(("severity", s.to_string()));
-    }
+    let p = EventParams::parse(&q, ORDER, crate::events::audit::AUDIT_LOG, "createdAt", Span::DAYS)?;
     let query = EventQuery {
         rs: vec![ctx.rs.to_string()],
-        eq,
+        eq: equal_to(&q, &[("category", "category"), ("severity", "severity")]),
         ..p.query()
     };
     let page = app.store.query_events(EventTable::Audit, &query).await?;

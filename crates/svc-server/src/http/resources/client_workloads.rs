@@ -15,14 +15,17 @@ use crate::domain::workload::{ClientWorkload, Identity};
 use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::http::guard::{Scope, guarded};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/client-workloads` on the shared CRUD layer.
+pub struct ClientWorkloads;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ClientWorkloads>(app).route(
+    crud::routes::<ClientWorkloads>(app, "/api/v1/client-workloads").route(
         "/api/v1/client-workloads/identifiers",
         guarded(app, Perm::ClientWorkloads, Scope::AnySet, get(identifiers)),
     )
@@ -42,17 +45,13 @@ fn has_identity_value(item: &Value, v: &str) -> bool {
     })
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "clientWorkloads",
-    base: Base::Scoped,
-    fields: &["enforceSso", "type", "accessPolicyCount"],
-    default_order: ("name", false),
-    filters: &[
+const SPEC: ListSpec = ListSpec::new("clientWorkloads", Base::Scoped)
+    .fields(&["enforceSso", "type", "accessPolicyCount"])
+    .filters(&[
         ("identityType", Filter::Func(has_identity_type)),
         ("identity", Filter::Func(has_identity_value)),
-        ("type", Filter::Field("type")),
-    ],
-};
+        field_filter("type"),
+    ]);
 
 pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
     let mut o = base_json(&w.meta, true);
@@ -117,14 +116,13 @@ fn parse_identities(o: &mut Obj) -> Result<Option<Vec<Identity>>> {
 }
 
 pub struct Input {
-    base: BaseInput,
     identities: Option<Vec<Identity>>,
     enforce_sso: Option<bool>,
     sso: Option<Vec<uuid::Uuid>>,
     label: Option<String>,
 }
 
-fn parse(body: Value, mode: Mode) -> Result<Input> {
+fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let identities = parse_identities(&mut o)?;
@@ -139,33 +137,23 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     };
     o.ignore(&["accessPolicyCount"]);
     o.finish()?;
-    Ok(Input {
-        base,
+    let input = Input {
         identities,
         enforce_sso,
         sso,
         label,
-    })
+    };
+    Ok((base, input))
 }
-
-/// `/api/v1/client-workloads` on the shared CRUD layer.
-pub struct ClientWorkloads;
 
 impl Resource for ClientWorkloads {
     type Record = ClientWorkload;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/client-workloads";
-    const PERM: Perm = Perm::ClientWorkloads;
-    const CATEGORY: &'static str = "ClientWorkloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ClientWorkload>) -> Result<Input> {
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
         parse(body, mode)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ClientWorkload> {

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use crate::domain::Meta;
 use crate::error::{Error, Result};
+use crate::state::{Record, State};
 
 /// Read-only base fields accepted and ignored on input.
 pub const BASE_RO: &[&str] = &["createdAt", "modifiedAt", "createdBy", "modifiedBy", "id"];
@@ -150,19 +151,20 @@ pub fn entity_meta(m: &Meta) -> Value {
     json!({"externalId": m.id, "name": m.name, "isActive": m.active, "tags": m.tags})
 }
 
+/// The entities `ids` names, each rendered; an id that names none (a deleted entity) is left out.
+pub fn rendered<T: Record>(st: &State, ids: &[Uuid], render: impl Fn(&T) -> Value) -> Value {
+    Value::Array(ids.iter().filter_map(|id| st.get::<T>(id)).map(|v| render(v)).collect())
+}
+
+/// The entity `id` names, rendered; `null` when there is none (a deleted entity).
+pub fn rendered_or_null<T: Record>(st: &State, id: &Uuid, render: impl Fn(&T) -> Value) -> Value {
+    st.get::<T>(id).map(|v| render(v)).unwrap_or(Value::Null)
+}
+
 /// The resource set of a new or replaced scoped entity (§1.4 rule 3).
 pub fn resolve_rs(body_rs: Option<Uuid>, request_rs: Uuid) -> Result<Uuid> {
     match body_rs {
         Some(b) if b != request_rs => Err(Error::field("resourceSet", "does not match X-Svc-ResourceSet")),
         _ => Ok(request_rs),
-    }
-}
-
-/// `externalId` of a POST: client-chosen ones must be unused across resource sets (§1.2).
-pub fn new_external_id(requested: Option<Uuid>, taken: impl Fn(&Uuid) -> bool) -> Result<Uuid> {
-    match requested {
-        Some(id) if taken(&id) => Err(Error::field("externalId", "already exists")),
-        Some(id) => Ok(id),
-        None => Ok(Uuid::new_v4()),
     }
 }

@@ -10,26 +10,28 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::credential::types::check_url;
+use crate::domain::Meta;
 use crate::domain::condition::ContentSecurity;
 use crate::domain::credential::SecretFields;
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/content-security`.
+pub struct ContentSecurities;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ContentSecurities>(app)
+    crud::routes::<ContentSecurities>(app, "/api/v1/content-security")
 }
 
 const TYPE: &str = "SensorAAIDR";
 
 pub struct Input {
-    base: BaseInput,
     base_url: String,
     fail_open: bool,
     timeout_ms: i32,
@@ -37,10 +39,7 @@ pub struct Input {
     token: Option<String>,
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -> Result<Input> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     if mode == Mode::Patch
@@ -62,7 +61,6 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -
     }
     o.ignore(&["accessPolicyCount"]);
     let mut input = Input {
-        base,
         base_url: String::new(),
         fail_open: false,
         timeout_ms: 30_000,
@@ -78,7 +76,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -
         input.max_retries = o.opt_i32_range("maxRetries", 0, 10)?.unwrap_or(3);
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
 fn apply(input: Input, c: &mut ContentSecurity) {
@@ -108,45 +106,26 @@ pub fn cs_json(st: &Snapshot, c: &ContentSecurity) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v1/content-security`.
-pub struct ContentSecurities;
-
 impl Resource for ContentSecurities {
     type Record = ContentSecurity;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/content-security";
-    const PERM: Perm = Perm::AccessPolicies;
-    const CATEGORY: &'static str = "ContentSecurity";
-    const SCOPED: bool = false;
-    const OWN_RS: bool = true;
-    const OWN_RS_FIELD: &'static str = "resourceSet";
-    const LIST: ListSpec = ListSpec {
-        items_key: "entities",
-        base: Base::Scoped,
-        fields: &[
+    const RS: RsFrom = RsFrom::Body("resourceSet");
+    const PATCH_NEEDS_STORED: bool = true;
+    const LIST: ListSpec = ListSpec::new("entities", Base::Scoped)
+        .fields(&[
             "type",
             "baseUrl",
             "failOpen",
             "timeoutMs",
             "maxRetries",
             "accessPolicyCount",
-        ],
-        default_order: ("name", false),
-        filters: &[("type", Filter::Field("type"))],
-    };
+        ])
+        .filters(&[field_filter("type")]);
     // §3.13 lists only 204: deleting a missing entry answers it too.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -> Result<Input> {
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
         parse(app, body, mode, stored)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
-    }
-
-    fn own_rs(input: &Input) -> Option<Uuid> {
-        input.base.resource_set
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ContentSecurity> {

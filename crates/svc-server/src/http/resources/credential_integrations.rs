@@ -14,26 +14,25 @@ use crate::app::App;
 use crate::config::Config;
 use crate::credential::cloudb::{tenant_text, vault_name};
 use crate::credential::types::uuid_text;
+use crate::domain::Meta;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 const KINDS: &[&str] = &["CiB", "CloudBDirectoryFederation"];
 const RO: &[&str] = &["tokenExpiration", "lastOperationTimestamp", "status", "errorMessage"];
 
+/// `/api/v1/credential-integrations` on the shared CRUD layer.
+pub struct CredentialIntegrations;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<CredentialIntegrations>(app)
+    crud::routes::<CredentialIntegrations>(app, "/api/v1/credential-integrations")
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Scoped,
-    fields: &["type", "status"],
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
+const SPEC: ListSpec = ListSpec::new("entities", Base::Scoped)
+    .fields(&["type", "status"])
+    .filters(&[field_filter("type")]);
 
 /// The `CiB` URL rule, the contract's pattern (§3.7)
 /// `^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$` (so no user info, which would be
@@ -168,13 +167,12 @@ fn parse_variant(
 }
 
 pub struct Input {
-    base: BaseInput,
     kind: Option<String>,
     config: Map<String, Value>,
     secret: Option<String>,
 }
 
-fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Result<Input> {
+fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let kind = o.opt_str("type")?;
@@ -196,12 +194,12 @@ fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Re
         parse_variant(&mut o, &k, true, cfg)?
     };
     o.finish()?;
-    Ok(Input {
-        base,
+    let input = Input {
         kind: Some(k),
         config,
         secret,
-    })
+    };
+    Ok((base, input))
 }
 
 fn to_json(i: &CredentialIntegration) -> Value {
@@ -224,28 +222,15 @@ fn to_json(i: &CredentialIntegration) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v1/credential-integrations` on the shared CRUD layer.
-pub struct CredentialIntegrations;
-
 impl Resource for CredentialIntegrations {
     type Record = CredentialIntegration;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/credential-integrations";
-    const PERM: Perm = Perm::CredentialProviderIntegrations;
-    const CATEGORY: &'static str = "CredentialProviderIntegrations";
     const LIST: ListSpec = SPEC;
+    // The variant's fields depend on the stored `type`.
+    const PATCH_NEEDS_STORED: bool = true;
 
-    /// The variant's fields depend on the stored `type`: a PATCH of a missing id is a 404
-    /// before its body is read.
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&CredentialIntegration>) -> Result<Input> {
-        if mode == Mode::Patch && stored.is_none() {
-            return Err(Error::NotFound);
-        }
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&CredentialIntegration>) -> Result<(BaseInput, Input)> {
         parse(body, mode, stored.map(|i| i.int_type.as_str()), &app.cfg)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<CredentialIntegration> {
@@ -291,8 +276,8 @@ impl Resource for CredentialIntegrations {
                 });
         match user {
             Some(p) => Err(Error::bad(format!(
-                "credentialProviders: referenced by credential provider '{}' ({})",
-                p.meta.name, p.meta.id
+                "credentialProviders: referenced by credential provider {}",
+                p.meta.named()
             ))),
             None => Ok(()),
         }

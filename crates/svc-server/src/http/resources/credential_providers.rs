@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, new_external_id, parse_base, resolve_rs};
+use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, parse_base, resolve_rs};
 use super::scoped::{delete_released, find, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::config::Config;
@@ -22,63 +22,57 @@ use crate::domain::{Kind, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded, guarded_as};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::guard::{Ctx, Scope, guarded_as, guarded_routes};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
-use crate::service::write::Write;
+use crate::service::write::{Write, new_external_id};
 use crate::state::State as Snapshot;
 
 const CATEGORY: &str = "CredentialProviders";
 
 pub fn routes(app: &App) -> Router<App> {
     let p = Perm::CredentialProviders;
-    Router::new()
-        .route(
-            "/api/v2/credential-providers",
-            guarded(app, p, Scope::Rs, get(list_v2).post(create_v2).put(replace_v2)),
-        )
-        .route(
-            "/api/v2/credential-providers/{id}",
-            guarded(app, p, Scope::Rs, get(read_v2).patch(patch_v2).delete(remove_v2)),
-        )
-        .route(
-            "/api/v2/credential-providers/{id}/verification",
-            guarded(app, p, Scope::Rs, get(verification)),
-        )
-        .route(
-            "/api/v2/credential-providers/{id}/authorize",
-            guarded_as(app, p, Scope::Rs, true, get(authorize)),
-        )
-        .route(
-            "/api/v1/credential-providers",
-            guarded(app, p, Scope::Rs, get(list_v1).post(create_v1).put(replace_v1)),
-        )
-        .route(
-            "/api/v1/credential-providers/{id}",
-            guarded(app, p, Scope::Rs, get(read_v1).patch(patch_v1).delete(remove_v1)),
-        )
-        .route("/api/v1/credential-providers/{id}/callback", get(callback))
-        .route(
-            "/api/v1/credential-providers/{id}/authorize",
-            guarded_as(app, p, Scope::Rs, true, get(authorize)),
-        )
+    // `authorize` is a write though it is a GET.
+    let authorize = || guarded_as(app, p, Scope::Rs, true, get(authorize));
+    guarded_routes(
+        app,
+        p,
+        Scope::Rs,
+        [
+            (
+                ApiV2::PATH,
+                get(list::<ApiV2>).post(create::<ApiV2>).put(replace::<ApiV2>),
+            ),
+            (
+                "/api/v2/credential-providers/{id}",
+                get(read::<ApiV2>).patch(patch::<ApiV2>).delete(remove::<ApiV2>),
+            ),
+            ("/api/v2/credential-providers/{id}/verification", get(verification)),
+            (
+                ApiV1::PATH,
+                get(list::<ApiV1>).post(create::<ApiV1>).put(replace::<ApiV1>),
+            ),
+            (
+                "/api/v1/credential-providers/{id}",
+                get(read::<ApiV1>).patch(patch::<ApiV1>).delete(remove::<ApiV1>),
+            ),
+        ],
+    )
+    .route("/api/v2/credential-providers/{id}/authorize", authorize())
+    .route("/api/v1/credential-providers/{id}/authorize", authorize())
+    .route("/api/v1/credential-providers/{id}/callback", get(callback))
 }
 
-const FIELDS: &[&str] = &[
-    "type",
-    "lifetimeTimeSpanSeconds",
-    "lifetimeExpiration",
-    "accessPolicyCount",
-];
-
-const SPEC_V2: ListSpec = ListSpec {
-    items_key: "credentialProviders",
-    base: Base::Scoped,
-    fields: FIELDS,
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
+/// Both views' list.
+const SPEC: ListSpec = ListSpec::new("credentialProviders", Base::Scoped)
+    .fields(&[
+        "type",
+        "lifetimeTimeSpanSeconds",
+        "lifetimeExpiration",
+        "accessPolicyCount",
+    ])
+    .filters(&[field_filter("type")]);
 
 const BASE_RO: &[&str] = &["lifetimeExpiration", "accessPolicyCount"];
 
@@ -199,80 +193,62 @@ fn read_variant(o: &mut Obj, spec: &'static TypeSpec, mode: types::Mode) -> Resu
     Ok((config, secrets))
 }
 
-fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let cp_type = o.opt_str("type")?;
-    let lifetime = o.opt_i32("lifetimeTimeSpanSeconds")?;
-    o.ignore(BASE_RO);
-    if mode == Mode::Patch {
-        let detail = o.opt_str("providerDetailJSON")?;
-        o.finish()?;
-        return Ok(Input {
-            base,
-            cp_type,
-            lifetime,
+impl Input {
+    /// What both views' bodies start with: the base block, `type`, `lifetimeTimeSpanSeconds`.
+    fn head(o: &mut Obj, mode: Mode) -> Result<Input> {
+        Ok(Input {
+            base: parse_base(o, mode, true)?,
+            cp_type: o.opt_str("type")?,
+            lifetime: o.opt_i32("lifetimeTimeSpanSeconds")?,
             config: Map::new(),
             secrets: vec![],
-            detail,
+            detail: None,
             role: None,
             role_top: false,
-        });
+        })
     }
-    let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
-    let spec = spec_of(name)?;
-    let (config, secrets) = read_variant(&mut o, spec, types::Mode::Full)?;
+}
+
+fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
+    let mut o = Obj::root(body)?;
+    let mut input = Input::head(&mut o, mode)?;
+    o.ignore(BASE_RO);
+    if mode == Mode::Patch {
+        input.detail = o.opt_str("providerDetailJSON")?;
+    } else {
+        let name = input
+            .cp_type
+            .as_deref()
+            .ok_or_else(|| Error::field("type", "is required"))?;
+        (input.config, input.secrets) = read_variant(&mut o, spec_of(name)?, types::Mode::Full)?;
+    }
     o.finish()?;
-    Ok(Input {
-        base,
-        cp_type,
-        lifetime,
-        config,
-        secrets,
-        detail: None,
-        role: None,
-        role_top: false,
-    })
+    Ok(input)
 }
 
 fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
     let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let cp_type = o.opt_str("type")?;
-    let lifetime = o.opt_i32("lifetimeTimeSpanSeconds")?;
+    let mut input = Input::head(&mut o, mode)?;
     let role = o.opt_uuid("roleId")?;
     let detail = o.opt_str("providerDetailJSON")?;
     o.ignore(BASE_RO);
     o.finish()?;
     if mode == Mode::Patch {
         // The top-level roleId mirrors svc-access-token's field; it is applied in `patch`.
-        return Ok(Input {
-            base,
-            cp_type,
-            lifetime,
-            config: Map::new(),
-            secrets: vec![],
-            detail,
-            role,
-            role_top: false,
-        });
+        (input.detail, input.role) = (detail, role);
+        return Ok(input);
     }
-    let name = cp_type.as_deref().ok_or_else(|| Error::field("type", "is required"))?;
+    let name = input
+        .cp_type
+        .as_deref()
+        .ok_or_else(|| Error::field("type", "is required"))?;
     let spec = spec_of(name)?;
     let (detail, role_top) = with_role(detail, role, name)?;
     let mut inner = Obj::from_json_text(detail.as_deref().unwrap_or("{}"), "providerDetailJSON".into())?;
-    let (config, secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
+    (input.config, input.secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
     inner.finish()?;
-    Ok(Input {
-        base,
-        cp_type,
-        lifetime,
-        config,
-        secrets,
-        detail: None,
-        role: None,
-        role_top,
-    })
+    input.role_top = role_top;
+    Ok(input)
 }
 
 fn apply_secrets(secrets: &mut SecretFields, given: Vec<(&'static str, String)>) {
@@ -341,17 +317,72 @@ impl Fields {
     }
 }
 
-async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
+// ---- the two views' handlers -------------------------------------------------------------------
+
+/// One API version's view of the providers: v2 (§3.5) or the deprecated v1 (§3.6).
+trait View: Send + Sync + 'static {
+    const PATH: &'static str;
+    /// v1: the variant fields come as `providerDetailJSON` text (an error names them inside
+    /// it), PUT and PATCH answer `201`, and a DELETE of an id the resource set does not hold
+    /// answers `204` (the contract lists only that) instead of `404`.
+    const V1: bool;
+}
+
+/// `/api/v2/credential-providers`.
+struct ApiV2;
+/// `/api/v1/credential-providers` (deprecated).
+struct ApiV1;
+
+impl View for ApiV2 {
+    const PATH: &'static str = "/api/v2/credential-providers";
+    const V1: bool = false;
+}
+
+impl View for ApiV1 {
+    const PATH: &'static str = "/api/v1/credential-providers";
+    const V1: bool = true;
+}
+
+fn parse<V: View>(body: Value, mode: Mode) -> Result<Input> {
+    if V::V1 {
+        parse_v1(body, mode)
+    } else {
+        parse_v2(body, mode)
+    }
+}
+
+fn render<V: View>(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
+    if V::V1 {
+        provider_v1_json(st, cfg, p)
+    } else {
+        provider_v2_json(st, cfg, p)
+    }
+}
+
+async fn list<V: View>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
+    let st = app.state();
+    list_in_rs::<CredentialProvider>(&st, ctx.rs, &q, &SPEC, |c| render::<V>(&st, &app.cfg, c))
+}
+
+async fn read<V: View>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let st = app.state();
+    Ok(read_in_rs::<CredentialProvider>(&st, ids.one(), ctx.rs, |c| {
+        render::<V>(&st, &app.cfg, c)
+    }))
+}
+
+async fn create<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse::<V>(body, Mode::Create)?;
     let spec = spec_of(input.cp_type.as_deref().unwrap_or_default())?;
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let author = ctx.author();
-    let mut w = Write::begin(app).await?;
+    let mut w = Write::begin(&app).await?;
     let id = new_external_id(input.base.external_id, |id| taken::<CredentialProvider>(&w.st, id))?;
     let mut meta = w.new_meta(Kind::CredentialProvider, id, Some(rs), &author).await?;
     input.base.apply_full(&mut meta);
     let mut secrets = SecretFields::default();
     apply_secrets(&mut secrets, input.secrets);
-    check_required_secrets(spec, &secrets, if v1 { "providerDetailJSON." } else { "" })?;
+    check_required_secrets(spec, &secrets, if V::V1 { "providerDetailJSON." } else { "" })?;
     let mut p = CredentialProvider {
         meta,
         cp_type: spec.name.to_string(),
@@ -360,7 +391,7 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
         config: input.config,
         secrets,
     };
-    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(v1, input.role_top))?;
+    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(V::V1, input.role_top))?;
     crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
@@ -369,16 +400,61 @@ async fn create(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, s
         let app = app.clone();
         tokio::spawn(async move { cib_account::provision(app.services_via(&app.upstream_for(rs)), id).await });
     }
-    Ok((id, st))
+    Ok(created(
+        StatusCode::CREATED,
+        format!("{}/{id}", V::PATH),
+        render::<V>(&st, &app.cfg, &st.credential_providers[&id]),
+    ))
 }
 
-async fn replace(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, std::sync::Arc<Snapshot>)> {
+/// PUT: a changed discriminator is reported before the body is read against either type.
+fn check_type_unchanged(app: &App, ctx: &Ctx, body: &Value) -> Result<()> {
+    let id = body
+        .get("externalId")
+        .and_then(Value::as_str)
+        .and_then(svc_api::reader::parse_uuid);
+    let ty = body.get("type").and_then(Value::as_str);
+    if let (Some(id), Some(ty)) = (id, ty)
+        && let Some(p) = find::<CredentialProvider>(&app.state(), &id, ctx.rs)
+        && p.cp_type != ty
+    {
+        return Err(Error::field("type", "cannot be changed"));
+    }
+    Ok(())
+}
+
+/// The end of a PUT or PATCH: the type's rules on the changed provider, the escalation rule,
+/// the stamp, the audit entry, the commit, and the provider in the view's shape.
+async fn finish_update<V: View>(
+    app: &App,
+    mut w: Write<'_>,
+    ctx: &Ctx,
+    mut p: CredentialProvider,
+    spec: &TypeSpec,
+    from: Fields,
+    activity: Activity,
+) -> Result<Response> {
+    finalize(&mut p, spec, &w.st, &app.cfg, from)?;
+    crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
+    let author = ctx.author();
+    w.touch_meta(&mut p.meta, &author);
+    let id = p.meta.id;
+    w.put(p);
+    w.audit(&author, ctx.rs, CATEGORY, activity, id);
+    let st = w.commit().await?;
+    let status = if V::V1 { StatusCode::CREATED } else { StatusCode::OK };
+    let body = render::<V>(&st, &app.cfg, &st.credential_providers[&id]);
+    Ok((status, axum::Json(body)).into_response())
+}
+
+async fn replace<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+    check_type_unchanged(&app, &ctx, &body)?;
+    let input = parse::<V>(body, Mode::Replace)?;
     let id = input
         .base
         .external_id
         .ok_or_else(|| Error::field("externalId", "is required"))?;
-    let author = ctx.author();
-    let mut w = Write::begin(app).await?;
+    let w = Write::begin(&app).await?;
     let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
     // §1.4 rule 3: a PUT body naming another resource set than the header.
     resolve_rs(input.base.resource_set, ctx.rs)?;
@@ -392,17 +468,14 @@ async fn replace(app: &App, ctx: &Ctx, input: Input, v1: bool) -> Result<(Uuid, 
     types::keep_fields(spec, &old, &mut p.config);
     // Secrets absent or null keep their stored value.
     apply_secrets(&mut p.secrets, input.secrets);
-    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(v1, input.role_top))?;
-    crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
-    w.touch_meta(&mut p.meta, &author);
-    w.put(p);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Updated, id);
-    Ok((id, w.commit().await?))
+    let from = Fields::of(V::V1, input.role_top);
+    finish_update::<V>(&app, w, &ctx, p, spec, from, Activity::Updated).await
 }
 
-async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync::Arc<Snapshot>> {
-    let author = ctx.author();
-    let mut w = Write::begin(app).await?;
+async fn patch<V: View>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
+    let input = parse::<V>(body, Mode::Patch)?;
+    let id = ids.one();
+    let w = Write::begin(&app).await?;
     let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
     check_rs_unchanged(input.base.resource_set, ctx.rs)?;
     if let Some(t) = &input.cp_type
@@ -437,12 +510,8 @@ async fn patch(app: &App, ctx: &Ctx, id: Uuid, input: Input) -> Result<std::sync
     input.base.apply_patch(&mut p.meta)?;
     let span = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
     set_lifetime(&mut p, span);
-    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(detail.is_some(), role_top))?;
-    crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
-    w.touch_meta(&mut p.meta, &author);
-    w.put(p);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::Patched, id);
-    w.commit().await
+    let from = Fields::of(detail.is_some(), role_top);
+    finish_update::<V>(&app, w, &ctx, p, spec, from, Activity::Patched).await
 }
 
 /// Sets `lifetimeTimeSpanSeconds`; an authorised provider's `lifetimeExpiration` follows it
@@ -456,17 +525,14 @@ fn set_lifetime(p: &mut CredentialProvider, span: i32) {
     p.lifetime_time_span_seconds = span;
 }
 
-async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<Response> {
+async fn remove<V: View>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
+    let id = ids.one();
     let author = ctx.author();
-    let mut w = Write::begin(app).await?;
+    let mut w = Write::begin(&app).await?;
     let Some(gone) =
         delete_released::<CredentialProvider>(&mut w, &author, ctx.rs, CATEGORY, id, RefField::CredentialProvider)?
     else {
-        return if missing_is_404 {
-            Err(Error::NotFound)
-        } else {
-            Ok(no_content())
-        };
+        return if V::V1 { Ok(no_content()) } else { Err(Error::NotFound) };
     };
     w.commit().await?;
     if gone.cp_type == cib_account::TYPE {
@@ -479,63 +545,7 @@ async fn delete(app: &App, ctx: &Ctx, id: Uuid, missing_is_404: bool) -> Result<
     Ok(no_content())
 }
 
-// ---- v2 handlers ------------------------------------------------------------------------------
-
-async fn list_v2(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let st = app.state();
-    list_in_rs::<CredentialProvider>(&st, ctx.rs, &q, &SPEC_V2, |c| provider_v2_json(&st, &app.cfg, c))
-}
-
-async fn read_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    Ok(read_in_rs::<CredentialProvider>(&st, ids.one(), ctx.rs, |c| {
-        provider_v2_json(&st, &app.cfg, c)
-    }))
-}
-
-async fn create_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse_v2(body, Mode::Create)?;
-    let (id, st) = create(&app, &ctx, input, false).await?;
-    Ok(created(
-        StatusCode::CREATED,
-        format!("/api/v2/credential-providers/{id}"),
-        provider_v2_json(&st, &app.cfg, &st.credential_providers[&id]),
-    ))
-}
-
-/// PUT: a changed discriminator is reported before the body is read against either type.
-fn check_type_unchanged(app: &App, ctx: &Ctx, body: &Value) -> Result<()> {
-    let id = body
-        .get("externalId")
-        .and_then(Value::as_str)
-        .and_then(svc_api::reader::parse_uuid);
-    let ty = body.get("type").and_then(Value::as_str);
-    if let (Some(id), Some(ty)) = (id, ty)
-        && let Some(p) = find::<CredentialProvider>(&app.state(), &id, ctx.rs)
-        && p.cp_type != ty
-    {
-        return Err(Error::field("type", "cannot be changed"));
-    }
-    Ok(())
-}
-
-async fn replace_v2(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    check_type_unchanged(&app, &ctx, &body)?;
-    let input = parse_v2(body, Mode::Replace)?;
-    let (id, st) = replace(&app, &ctx, input, false).await?;
-    Ok(ok(provider_v2_json(&st, &app.cfg, &st.credential_providers[&id])))
-}
-
-async fn patch_v2(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse_v2(body, Mode::Patch)?;
-    let id = ids.one();
-    let st = patch(&app, &ctx, id, input).await?;
-    Ok(ok(provider_v2_json(&st, &app.cfg, &st.credential_providers[&id])))
-}
-
-async fn remove_v2(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    delete(&app, &ctx, ids.one(), true).await
-}
+// ---- provider actions -------------------------------------------------------------------------
 
 /// `GET …/verification`: one real fetch, never returning the credential (always 200).
 async fn verification(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -593,62 +603,4 @@ async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: Q
             json!({"success": true, "message": "Authorization complete.", "id": 0}),
         )),
     }
-}
-
-// ---- v1 handlers (deprecated view) -----------------------------------------------------------
-
-const SPEC_V1: ListSpec = ListSpec {
-    items_key: "credentialProviders",
-    base: Base::Scoped,
-    fields: FIELDS,
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
-
-async fn list_v1(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let st = app.state();
-    list_in_rs::<CredentialProvider>(&st, ctx.rs, &q, &SPEC_V1, |c| provider_v1_json(&st, &app.cfg, c))
-}
-
-async fn read_v1(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    let st = app.state();
-    Ok(read_in_rs::<CredentialProvider>(&st, ids.one(), ctx.rs, |c| {
-        provider_v1_json(&st, &app.cfg, c)
-    }))
-}
-
-async fn create_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse_v1(body, Mode::Create)?;
-    let (id, st) = create(&app, &ctx, input, true).await?;
-    Ok(created(
-        StatusCode::CREATED,
-        format!("/api/v1/credential-providers/{id}"),
-        provider_v1_json(&st, &app.cfg, &st.credential_providers[&id]),
-    ))
-}
-
-async fn replace_v1(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    check_type_unchanged(&app, &ctx, &body)?;
-    let input = parse_v1(body, Mode::Replace)?;
-    let (id, st) = replace(&app, &ctx, input, true).await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(provider_v1_json(&st, &app.cfg, &st.credential_providers[&id])),
-    )
-        .into_response())
-}
-
-async fn patch_v1(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse_v1(body, Mode::Patch)?;
-    let id = ids.one();
-    let st = patch(&app, &ctx, id, input).await?;
-    Ok((
-        StatusCode::CREATED,
-        axum::Json(provider_v1_json(&st, &app.cfg, &st.credential_providers[&id])),
-    )
-        .into_response())
-}
-
-async fn remove_v1(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    delete(&app, &ctx, ids.one(), false).await
 }

@@ -4,24 +4,43 @@
 //! "parse → begin the unit → update → audit → commit → render" is written once, here.
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{MatchedPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, check_rs_unchanged, new_external_id, resolve_rs};
+use super::common::{BaseInput, Mode, check_rs_unchanged, resolve_rs};
 use crate::app::App;
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded, guarded_routes};
 use crate::http::list::{ListParams, ListSpec, respond};
-use crate::http::{created, no_content, ok};
-use crate::service::write::{Author, Write};
+use crate::http::{created, no_content, ok, with_warnings};
+use crate::service::write::{Author, Write, new_external_id};
 use crate::state::{MetaRecord, Record, State as Snapshot};
+
+/// Where an entity's resource set comes from (§1.4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RsFrom {
+    /// The request's `X-Svc-ResourceSet`: the entity lives there.
+    Header,
+    /// Nowhere: a global entity, audited in the default resource set.
+    Global,
+    /// The body field named here ([`Resource::own_rs`]: `resourceSet`, §1.4 rule 5, or routings'
+    /// `resourceSetId`), the default set when absent. The permission is checked in that set
+    /// (`403` otherwise); lists show the sets where the caller may read.
+    Body(&'static str),
+}
+
+impl RsFrom {
+    const fn body(self) -> bool {
+        matches!(self, RsFrom::Body(_))
+    }
+}
 
 /// The answer to a successful POST.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -43,24 +62,24 @@ pub enum OnMissing {
     NoContent,
 }
 
-/// One management resource on the shared CRUD layer: its path, permission, audit category and
-/// list, and the four things only it knows: how a body is read (`parse`), what a new or changed
-/// record becomes (`create`, `replace`, `patch`), which rules the whole record must satisfy
-/// (`check`, `editable`, `before_delete`) and how it is shown (`render`).
+/// One management resource on the shared CRUD layer: its list and whatever differs from the
+/// defaults (scoping, answers; the permission and audit category are its record family's), and
+/// the four things only it knows: how a body is read (`parse`), what a new or changed record
+/// becomes (`create`, `replace`, `patch`), which rules the whole record must satisfy (`check`,
+/// `editable`, `before_delete`) and how it is shown (`render`). Its path is given where its
+/// routes are registered ([`routes`]), as every resource's.
 pub trait Resource: Send + Sync + 'static {
     /// The stored entity.
     type Record: MetaRecord;
-    /// A parsed request body.
+    /// A parsed request body: the resource's own fields (the layer applies the base block).
     type Input: Send + 'static;
 
-    /// The collection's path; one entity is `{PATH}/{id}`.
-    const PATH: &'static str;
-    const PERM: Perm;
-    /// The audit category of its entries (§3.23).
-    const CATEGORY: &'static str;
-    /// `true`: entities live in the request's resource set (`X-Svc-ResourceSet`); `false`:
-    /// global entities, audited in the default resource set.
-    const SCOPED: bool = true;
+    /// The permission guarding its routes: its record's family's ([`crate::domain::Kind::family`]).
+    const PERM: Perm = Self::Record::KIND.expect_family().perm;
+    /// The audit category of its entries (§3.23): its record's family's.
+    const CATEGORY: &'static str = Self::Record::KIND.expect_family().category;
+    /// Where an entity's resource set comes from.
+    const RS: RsFrom = RsFrom::Header;
     const LIST: ListSpec;
     const ON_CREATE: OnCreate = OnCreate::Created;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NotFound;
@@ -69,25 +88,20 @@ pub trait Resource: Send + Sync + 'static {
     /// The status of a successful DELETE (`204`; agent controllers answer `201`); `None`: the
     /// resource has no DELETE (routings).
     const DELETE: Option<StatusCode> = Some(StatusCode::NO_CONTENT);
-    /// `true` (with `SCOPED` false): the entity names its own resource set in its body
-    /// ([`Resource::own_rs`], routings' `resourceSetId`). The permission is checked in that set
-    /// (`403` otherwise); lists show the sets where the caller may read.
-    const OWN_RS: bool = false;
-    /// The body field naming an `OWN_RS` entity's resource set (routings' `resourceSetId`;
-    /// content security's `resourceSet`, §1.4 rule 5).
-    const OWN_RS_FIELD: &'static str = "resourceSetId";
+    /// A PATCH body is read against the stored entity (its variant, its resource set): a PATCH
+    /// of an id the caller cannot see is a `404` before its body is read.
+    const PATCH_NEEDS_STORED: bool = false;
 
-    /// Reads a body. `stored` is the entity the request names (PUT: the body's `externalId`,
-    /// PATCH: the path's), read before the write unit starts, when the caller's resource set
-    /// holds it: a resource whose rules depend on the stored variant reads it here.
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Self::Record>) -> Result<Self::Input>;
+    /// Reads a body: its base block and the resource's own fields. `stored` is the entity the
+    /// request names (PUT: the body's `externalId`, PATCH: the path's), read before the write
+    /// unit starts, when the caller's resource set holds it: a resource whose rules depend on
+    /// the stored variant reads it here.
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Self::Record>) -> Result<(BaseInput, Self::Input)>;
 
-    fn base(input: &Self::Input) -> &BaseInput;
-
-    /// The resource set a body names (only with `OWN_RS`); `None`: the default one on create,
-    /// the stored one on PUT.
-    fn own_rs(_input: &Self::Input) -> Option<Uuid> {
-        None
+    /// The resource set a body names (with [`RsFrom::Body`]): its `resourceSet`; `None`: the
+    /// default one on create, the stored one on PUT.
+    fn own_rs(base: &BaseInput, _input: &Self::Input) -> Option<Uuid> {
+        base.resource_set
     }
 
     /// The new record of a POST, given its fresh base block (the body's base fields applied).
@@ -136,16 +150,10 @@ pub trait Resource: Send + Sync + 'static {
     fn render(app: &App, st: &Snapshot, rec: &Self::Record) -> Value;
 }
 
-/// `{PATH}` (list, create, replace) and `{PATH}/{id}` (read, patch, delete) of `R`, guarded by
-/// its permission in the request's resource set (or the default one for global resources).
-pub fn routes<R: Resource>(app: &App) -> Router<App> {
-    let scope = if R::SCOPED {
-        Scope::Rs
-    } else if R::OWN_RS {
-        Scope::AnySet
-    } else {
-        Scope::Global
-    };
+/// `path` (list, create, replace) and `{path}/{id}` (read, patch, delete) of `R`, guarded by its
+/// permission in the request's resource set (or the default one for global resources).
+pub fn routes<R: Resource>(app: &App, path: &str) -> Router<App> {
+    let scope = scope::<R>();
     let one = get(read::<R>).patch(patch::<R>);
     let one = if R::DELETE.is_some() {
         one.delete(remove::<R>)
@@ -154,32 +162,50 @@ pub fn routes<R: Resource>(app: &App) -> Router<App> {
     };
     Router::new()
         .route(
-            R::PATH,
+            path,
             guarded(app, R::PERM, scope, get(list::<R>).post(create::<R>).put(replace::<R>)),
         )
-        .route(&format!("{}/{{id}}", R::PATH), guarded(app, R::PERM, scope, one))
+        .route(&format!("{path}/{{id}}"), guarded(app, R::PERM, scope, one))
 }
 
-/// The resource set an audit entry of `R` is filed under (`own`: the entity's, with `OWN_RS`).
+/// [`routes`] and actions beside them (`(path, handlers)`), guarded as the resource's own: its
+/// permission in its scope.
+pub fn routes_with<'p, R: Resource>(
+    app: &App,
+    path: &str,
+    actions: impl IntoIterator<Item = (&'p str, MethodRouter<App>)>,
+) -> Router<App> {
+    routes::<R>(app, path).merge(guarded_routes(app, R::PERM, scope::<R>(), actions))
+}
+
+/// The guard's scope of `R`'s routes.
+fn scope<R: Resource>() -> Scope {
+    match R::RS {
+        RsFrom::Header => Scope::Rs,
+        RsFrom::Body(_) => Scope::AnySet,
+        RsFrom::Global => Scope::Global,
+    }
+}
+
+/// The resource set an audit entry of `R` is filed under (`own`: the entity's).
 fn audit_rs<R: Resource>(ctx: &Ctx, own: Option<Uuid>) -> Uuid {
-    if R::SCOPED {
-        ctx.rs
-    } else if R::OWN_RS {
-        own.unwrap_or(DEFAULT_RESOURCE_SET)
-    } else {
-        DEFAULT_RESOURCE_SET
+    match R::RS {
+        RsFrom::Header => ctx.rs,
+        RsFrom::Body(_) => own.unwrap_or(DEFAULT_RESOURCE_SET),
+        RsFrom::Global => DEFAULT_RESOURCE_SET,
     }
 }
 
 /// The entity `id` as the caller sees it: in the request's resource set, or global.
 fn lookup<'s, R: Resource>(st: &'s Snapshot, id: &Uuid, ctx: &Ctx) -> Option<&'s std::sync::Arc<R::Record>> {
-    st.get::<R::Record>(id).filter(|v| !R::SCOPED || v.rs() == Some(ctx.rs))
+    st.get::<R::Record>(id)
+        .filter(|v| R::RS != RsFrom::Header || v.rs() == Some(ctx.rs))
 }
 
 /// The entity for a change: 404 when the caller cannot see it, else as [`Resource::editable`].
 fn for_update<R: Resource>(st: &Snapshot, id: &Uuid, ctx: &Ctx) -> Result<R::Record> {
     let rec = lookup::<R>(st, id, ctx).ok_or(Error::NotFound)?;
-    if R::OWN_RS {
+    if R::RS.body() {
         ctx.check(st, rec.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
     }
     R::editable(rec)?;
@@ -189,34 +215,35 @@ fn for_update<R: Resource>(st: &Snapshot, id: &Uuid, ctx: &Ctx) -> Result<R::Rec
 async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
     let st = app.state();
-    let mut items = if R::SCOPED {
-        st.in_rs::<R::Record>(Some(ctx.rs))
+    let mut items = match R::RS {
+        RsFrom::Header => st
+            .in_rs::<R::Record>(Some(ctx.rs))
             .map(|v| R::render(&app, &st, v))
-            .collect()
-    } else if R::OWN_RS {
-        let sets = ctx.readable_sets(&st);
-        R::Record::table(&st)
+            .collect(),
+        RsFrom::Body(_) => {
+            let sets = ctx.readable_sets(&st);
+            R::Record::table(&st)
+                .values()
+                .filter(|v| sets.contains(&v.rs().unwrap_or(DEFAULT_RESOURCE_SET)))
+                .map(|v| R::render(&app, &st, v))
+                .collect()
+        }
+        RsFrom::Global => R::Record::table(&st)
             .values()
-            .filter(|v| sets.contains(&v.rs().unwrap_or(DEFAULT_RESOURCE_SET)))
             .map(|v| R::render(&app, &st, v))
-            .collect()
-    } else {
-        R::Record::table(&st)
-            .values()
-            .map(|v| R::render(&app, &st, v))
-            .collect()
+            .collect(),
     };
     R::refine_list(&q, &mut items)?;
     Ok(ok(respond(items, &p, &R::LIST)?))
 }
 
 /// One entity; `204` (or `404`, [`Resource::ON_MISSING_READ`]) when the caller's resource set
-/// has none (§1.5); `403` for an `OWN_RS` entity in a set the caller may not read.
+/// has none (§1.5); `403` for an entity naming a set the caller may not read.
 async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     match lookup::<R>(&st, &ids.one(), &ctx) {
         Some(v) => {
-            if R::OWN_RS {
+            if R::RS.body() {
                 ctx.check(&st, v.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
             }
             Ok(ok(R::render(&app, &st, v)))
@@ -228,19 +255,22 @@ async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result
     }
 }
 
-async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = R::parse(&app, body, Mode::Create, None)?;
-    let base = R::base(&input).clone();
-    let rs = if R::SCOPED {
-        Some(resolve_rs(base.resource_set, ctx.rs)?)
-    } else if R::OWN_RS {
-        Some(R::own_rs(&input).unwrap_or(DEFAULT_RESOURCE_SET))
-    } else {
-        None
+/// A POST; the new entity's `Location` is under the collection's path (`path`).
+async fn create<R: Resource>(
+    State(app): State<App>,
+    ctx: Ctx,
+    path: MatchedPath,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
+    let (base, input) = R::parse(&app, body, Mode::Create, None)?;
+    let rs = match R::RS {
+        RsFrom::Header => Some(resolve_rs(base.resource_set, ctx.rs)?),
+        RsFrom::Body(_) => Some(R::own_rs(&base, &input).unwrap_or(DEFAULT_RESOURCE_SET)),
+        RsFrom::Global => None,
     };
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    if R::OWN_RS {
+    if R::RS.body() {
         ctx.check(&w.st, rs.unwrap_or(DEFAULT_RESOURCE_SET))?;
     }
     let id = new_external_id(base.external_id, |id| w.st.get::<R::Record>(id).is_some())?;
@@ -252,13 +282,13 @@ async fn create<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): J
     w.put(rec);
     w.audit(&author, audit_rs::<R>(&ctx, rs), R::CATEGORY, Activity::Created, id);
     let st = w.commit().await?;
-    let location = format!("{}/{id}", R::PATH);
+    let location = format!("{}/{id}", path.as_str());
     let response = match R::ON_CREATE {
         OnCreate::Created => created(StatusCode::CREATED, location, render_stored::<R>(&app, &st, &id)?),
         OnCreate::Ok => created(StatusCode::OK, location, render_stored::<R>(&app, &st, &id)?),
         OnCreate::Location => super::located(location),
     };
-    Ok(super::access_policies::with_warnings(response, &warnings))
+    Ok(with_warnings(response, &warnings))
 }
 
 async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
@@ -267,67 +297,69 @@ async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): 
         .and_then(Value::as_str)
         .and_then(svc_api::reader::parse_uuid)
         .and_then(|id| lookup::<R>(&app.state(), &id, &ctx).cloned());
-    let input = R::parse(&app, body, Mode::Replace, stored.as_deref())?;
-    let base = R::base(&input).clone();
+    let (base, input) = R::parse(&app, body, Mode::Replace, stored.as_deref())?;
     let id = base
         .external_id
         .ok_or_else(|| Error::field("externalId", "is required"))?;
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let before = for_update::<R>(&w.st, &id, &ctx)?;
-    let mut rec = before.clone();
-    if R::SCOPED {
-        // §1.4 rule 3: a PUT body naming another resource set than the header.
-        resolve_rs(base.resource_set, ctx.rs)?;
-    }
-    if R::OWN_RS && R::own_rs(&input).is_some_and(|rs| Some(rs) != rec.rs()) {
-        return Err(Error::field(R::OWN_RS_FIELD, "cannot be changed"));
-    }
-    base.apply_full(rec.meta_mut());
-    R::replace(&mut w, input, &mut rec)?;
-    finish_update::<R>(&app, w, &ctx, &author, &before, rec, Activity::Updated).await
+    let own_rs = R::own_rs(&base, &input);
+    update::<R>(&app, &ctx, id, Activity::Updated, |w, rec| {
+        match R::RS {
+            // §1.4 rule 3: a PUT body naming another resource set than the header.
+            RsFrom::Header => {
+                resolve_rs(base.resource_set, ctx.rs)?;
+            }
+            RsFrom::Body(field) if own_rs.is_some_and(|rs| Some(rs) != rec.rs()) => {
+                return Err(Error::field(field, "cannot be changed"));
+            }
+            RsFrom::Body(_) | RsFrom::Global => {}
+        }
+        base.apply_full(rec.meta_mut());
+        R::replace(w, input, rec)
+    })
+    .await
 }
 
 async fn patch<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let id = ids.one();
     let stored = lookup::<R>(&app.state(), &id, &ctx).cloned();
-    let input = R::parse(&app, body, Mode::Patch, stored.as_deref())?;
-    let base = R::base(&input).clone();
-    let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
-    let before = for_update::<R>(&w.st, &id, &ctx)?;
-    let mut rec = before.clone();
-    if R::SCOPED {
-        check_rs_unchanged(base.resource_set, ctx.rs)?;
+    if R::PATCH_NEEDS_STORED && stored.is_none() {
+        return Err(Error::NotFound);
     }
-    base.apply_patch(rec.meta_mut())?;
-    R::patch(&mut w, input, &mut rec)?;
-    finish_update::<R>(&app, w, &ctx, &author, &before, rec, Activity::Patched).await
+    let (base, input) = R::parse(&app, body, Mode::Patch, stored.as_deref())?;
+    update::<R>(&app, &ctx, id, Activity::Patched, |w, rec| {
+        if R::RS == RsFrom::Header {
+            check_rs_unchanged(base.resource_set, ctx.rs)?;
+        }
+        base.apply_patch(rec.meta_mut())?;
+        R::patch(w, input, rec)
+    })
+    .await
 }
 
-/// The end of a PUT or PATCH: the record's rules, the stamp, the audit entry, the commit, `200`.
-async fn finish_update<R: Resource>(
+/// A PUT or PATCH of entity `id` in one unit: `change` applies the request to the stored record
+/// (404 when the caller cannot see it), then the record's rules, the stamp, the audit entry, the
+/// commit, `200`.
+async fn update<R: Resource>(
     app: &App,
-    mut w: Write<'_>,
     ctx: &Ctx,
-    author: &Author,
-    before: &R::Record,
-    mut rec: R::Record,
+    id: Uuid,
     activity: Activity,
+    change: impl FnOnce(&mut Write<'_>, &mut R::Record) -> Result<()>,
 ) -> Result<Response> {
-    let id = rec.id();
+    let author = ctx.author();
+    let mut w = Write::begin(app).await?;
+    let before = for_update::<R>(&w.st, &id, ctx)?;
+    let mut rec = before.clone();
+    change(&mut w, &mut rec)?;
     R::check(&w, &rec)?;
     let warnings = R::warnings(&w.st, &rec)?;
-    R::updated(before, &mut rec, w.now);
-    w.touch_meta(rec.meta_mut(), author);
+    R::updated(&before, &mut rec, w.now);
+    w.touch_meta(rec.meta_mut(), &author);
     let rs = audit_rs::<R>(ctx, rec.rs());
     w.put(rec);
-    w.audit(author, rs, R::CATEGORY, activity, id);
+    w.audit(&author, rs, R::CATEGORY, activity, id);
     let st = w.commit().await?;
-    Ok(super::access_policies::with_warnings(
-        ok(render_stored::<R>(app, &st, &id)?),
-        &warnings,
-    ))
+    Ok(with_warnings(ok(render_stored::<R>(app, &st, &id)?), &warnings))
 }
 
 async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -341,7 +373,7 @@ async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Resu
             OnMissing::NoContent => Ok(done.into_response()),
         };
     };
-    if R::OWN_RS {
+    if R::RS.body() {
         ctx.check(&w.st, rec.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
     }
     R::editable(rec)?;

@@ -14,7 +14,7 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::credential::types::check_url;
 use crate::domain::condition::{CLOUD_SECURITY_A, DiscoveryIntegration, ServerWorkloadDraft};
@@ -23,40 +23,37 @@ use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{no_content, ok};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/discovery-integrations`.
+pub struct DiscoveryIntegrations;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<DiscoveryIntegrations>(app)
-        .route(
-            "/api/v1/discovery-integrations/{id}/sync",
-            guarded(app, Perm::DiscoveryIntegrations, Scope::AnySet, post(sync_now)),
-        )
-        .route(
-            "/api/alpha/server-workload-drafts",
-            guarded(app, Perm::ServerWorkloads, Scope::AnySet, get(list_drafts)),
-        )
-        .route(
-            "/api/alpha/server-workload-drafts/{id}",
-            guarded(app, Perm::ServerWorkloads, Scope::AnySet, get(read_draft)),
-        )
+    let sync = [("/api/v1/discovery-integrations/{id}/sync", post(sync_now))];
+    let drafts = [
+        ("/api/alpha/server-workload-drafts", get(list_drafts)),
+        ("/api/alpha/server-workload-drafts/{id}", get(read_draft)),
+    ];
+    crud::routes_with::<DiscoveryIntegrations>(app, "/api/v1/discovery-integrations", sync).merge(guarded_routes(
+        app,
+        Perm::ServerWorkloads,
+        Scope::AnySet,
+        drafts,
+    ))
 }
 
 pub struct Input {
-    base: BaseInput,
     sync: i32,
     endpoint: String,
     config: Map<String, Value>,
     secret: Option<String>,
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<Input> {
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     if let (Some(b), Some(s)) = (base.resource_set, stored)
@@ -76,16 +73,13 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegratio
     }
     o.ignore(&["lastSync", "lastSyncStatus"]);
     let mut input = Input {
-        base,
         sync: 0,
         endpoint: String::new(),
         config: Map::new(),
         secret: None,
     };
     if mode != Mode::Patch {
-        input.sync = o.req_i32_range("syncFrequencySeconds", 300, 3600)?;
-        input.endpoint = o.req_str_len("endpoint", 1, 2048)?;
-        check_url("endpoint", &input.endpoint, &app.cfg)?;
+        (input.sync, input.endpoint) = super::integrations::common_fields(&mut o, &app.cfg)?;
         let text = o.req_str("discoveryIntegrationJSON")?;
         let mut j = Obj::from_json_text(&text, "discoveryIntegrationJSON".into())?;
         let token_url = j.req_str_len("tokenUrl", 1, 2048)?;
@@ -101,7 +95,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegratio
         j.finish()?;
     }
     o.finish()?;
-    Ok(input)
+    Ok((base, input))
 }
 
 fn apply(input: Input, d: &mut DiscoveryIntegration) {
@@ -128,39 +122,20 @@ pub fn discovery_json(d: &DiscoveryIntegration) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v1/discovery-integrations`.
-pub struct DiscoveryIntegrations;
-
 impl Resource for DiscoveryIntegrations {
     type Record = DiscoveryIntegration;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/discovery-integrations";
-    const PERM: Perm = Perm::DiscoveryIntegrations;
-    const CATEGORY: &'static str = "DiscoveryIntegrations";
-    const SCOPED: bool = false;
-    const OWN_RS: bool = true;
-    const OWN_RS_FIELD: &'static str = "resourceSet";
-    const LIST: ListSpec = ListSpec {
-        items_key: "integrations",
-        base: Base::Scoped,
-        fields: &["type", "syncFrequencySeconds", "lastSync", "lastSyncStatus", "endpoint"],
-        default_order: ("name", false),
-        filters: &[("type", Filter::Field("type"))],
-    };
+    const RS: RsFrom = RsFrom::Body("resourceSet");
+    const PATCH_NEEDS_STORED: bool = true;
+    const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
+        .fields(&["type", "syncFrequencySeconds", "lastSync", "lastSyncStatus", "endpoint"])
+        .filters(&[field_filter("type")]);
     // §3.12 lists only 200.
     const DELETE: Option<StatusCode> = Some(StatusCode::OK);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<Input> {
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
         parse(app, body, mode, stored)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
-    }
-
-    fn own_rs(input: &Input) -> Option<Uuid> {
-        input.base.resource_set
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<DiscoveryIntegration> {
@@ -242,21 +217,17 @@ fn draft_json(d: &ServerWorkloadDraft) -> Value {
     Value::Object(o)
 }
 
-const DRAFTS: ListSpec = ListSpec {
-    items_key: "serverWorkloadDrafts",
-    base: Base::Scoped,
-    fields: &[
+const DRAFTS: ListSpec = ListSpec::new("serverWorkloadDrafts", Base::Scoped)
+    .fields(&[
         "discoveryIntegrationId",
         "lastSeenAt",
         "serviceEndpoint.host",
         "serviceEndpoint.port",
-    ],
-    default_order: ("name", false),
-    filters: &[
-        ("discoveryIntegrationId", Filter::Field("discoveryIntegrationId")),
+    ])
+    .filters(&[
+        field_filter("discoveryIntegrationId"),
         ("host", Filter::Field("serviceEndpoint.host")),
-    ],
-};
+    ]);
 
 async fn list_drafts(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;

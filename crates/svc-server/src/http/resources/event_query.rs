@@ -7,9 +7,10 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::http::extract::QueryPairs;
-use crate::http::list::parse_int;
+use crate::http::list::{order_direction, parse_int};
 use crate::store::{Columns, EventQuery, QueryPage};
 
+/// The time window of a list without dates: `span-last-minutes`, else the unit span.
 pub struct Span {
     pub minutes_key: &'static str,
     /// The largest `span-last-minutes` (its type: int64 on audit logs and authorization events,
@@ -18,6 +19,37 @@ pub struct Span {
     pub unit_key: &'static str,
     pub unit_ms: i64,
     pub default_units: i64,
+}
+
+impl Span {
+    /// `span-last-minutes` up to `minutes_max`, else `span-last-hours` (default 24): the event
+    /// lists.
+    pub const fn hours(minutes_max: i64) -> Span {
+        Span {
+            minutes_key: "span-last-minutes",
+            minutes_max,
+            unit_key: "span-last-hours",
+            unit_ms: 3_600_000,
+            default_units: 24,
+        }
+    }
+
+    /// `span-last-minutes`, else `span-last-days` (default 30): the audit log.
+    pub const DAYS: Span = Span {
+        minutes_key: "span-last-minutes",
+        minutes_max: i64::MAX,
+        unit_key: "span-last-days",
+        unit_ms: 86_400_000,
+        default_units: 30,
+    };
+}
+
+/// The equality filters a list's query names: `(parameter, column)` for each parameter given.
+pub fn equal_to(q: &QueryPairs, params: &[(&str, &'static str)]) -> Vec<(&'static str, String)> {
+    params
+        .iter()
+        .filter_map(|(param, column)| q.get(param).map(|v| (*column, v.to_string())))
+        .collect()
 }
 
 pub struct EventParams {
@@ -122,17 +154,7 @@ impl EventParams {
             } else {
                 return Err(Error::field("order", format!("unknown field '{f}'")));
             }
-            desc = match parts.next().map(|d| d.to_ascii_lowercase()) {
-                None => false,
-                Some(d) if d == "asc" => false,
-                Some(d) if d == "desc" => true,
-                Some(d) => {
-                    return Err(Error::field("order", format!("unknown direction '{d}' (asc or desc)")));
-                }
-            };
-            if parts.next().is_some() {
-                return Err(Error::field("order", "must be '<field> [asc|desc]'"));
-            }
+            desc = order_direction(parts)?;
         }
         let start = parse_date(q, "start-date")?;
         let end = parse_date(q, "end-date")?;

@@ -6,34 +6,31 @@ use axum::extract::State;
 use axum::response::Response;
 use axum::routing::get;
 
-use super::event_query::{EventParams, Span, body_value, page_response};
+use super::event_query::{EventParams, Span, body_value, equal_to, page_response};
 use crate::app::App;
 use crate::domain::Perm;
 use crate::error::{Error, Result};
-use crate::events::shape::{AUTHORIZATION_EVENT, WORKLOAD_EVENT};
+use crate::events::shape::{AUTHORIZATION_EVENT, Shape, WORKLOAD_EVENT};
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::{no_content, ok};
 use crate::store::{EventQuery, EventTable};
 
 pub fn routes(app: &App) -> Router<App> {
-    Router::new()
-        .route(
-            "/api/v1/authorization-events",
-            guarded(app, Perm::AccessAuthorizationEvents, Scope::Rs, get(list_authorization)),
-        )
-        .route(
-            "/api/v1/authorization-events/{id}",
-            guarded(app, Perm::AccessAuthorizationEvents, Scope::Rs, get(read_authorization)),
-        )
-        .route(
-            "/api/v1/workload-events",
-            guarded(app, Perm::WorkloadEvents, Scope::Rs, get(list_workload)),
-        )
-        .route(
-            "/api/v1/workload-events/{id}",
-            guarded(app, Perm::WorkloadEvents, Scope::Rs, get(read_workload)),
-        )
+    let authorization = [
+        ("/api/v1/authorization-events", get(list_authorization)),
+        ("/api/v1/authorization-events/{id}", get(read_authorization)),
+    ];
+    let workload = [
+        ("/api/v1/workload-events", get(list_workload)),
+        ("/api/v1/workload-events/{id}", get(read_workload)),
+    ];
+    guarded_routes(app, Perm::AccessAuthorizationEvents, Scope::Rs, authorization).merge(guarded_routes(
+        app,
+        Perm::WorkloadEvents,
+        Scope::Rs,
+        workload,
+    ))
 }
 
 const AUTHZ_ORDER: &[(&str, &str)] = &[
@@ -72,34 +69,16 @@ async fn written(app: &App) {
 }
 
 async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
-    let p = EventParams::parse(
-        &q,
-        AUTHZ_ORDER,
-        AUTHORIZATION_EVENT,
-        "timestamp",
-        Span {
-            minutes_key: "span-last-minutes",
-            minutes_max: i64::MAX,
-            unit_key: "span-last-hours",
-            unit_ms: 3_600_000,
-            default_units: 24,
-        },
-    )?;
-    let mut eq = vec![];
-    if let Some(s) = q.get("severity") {
-        eq.push(("severity", s.to_string()));
-    }
-    if let Some(t) = q.get("event-type") {
-        eq.push(("event_type", t.to_string()));
-    }
-    let query = EventQuery {
-        rs: vec![ctx.rs.to_string()],
-        eq,
-        ..p.query()
-    };
-    written(&app).await;
-    let page = app.store.query_events(EventTable::Authorization, &query).await?;
-    page_response("authorizationEvents", page, &p, Some(AUTHORIZATION_EVENT))
+    let p = EventParams::parse(&q, AUTHZ_ORDER, AUTHORIZATION_EVENT, "timestamp", Span::hours(i64::MAX))?;
+    let eq = equal_to(&q, &[("severity", "severity"), ("event-type", "event_type")]);
+    list(
+        &app,
+        &ctx,
+        EventTable::Authorization,
+        &p,
+        EventQuery { eq, ..p.query() },
+    )
+    .await
 }
 
 async fn read_authorization(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -130,21 +109,12 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
         WORKLOAD_ORDER,
         WORKLOAD_EVENT,
         "timestamp",
-        Span {
-            minutes_key: "span-last-minutes",
-            minutes_max: i32::MAX as i64,
-            unit_key: "span-last-hours",
-            unit_ms: 3_600_000,
-            default_units: 24,
-        },
+        Span::hours(i32::MAX as i64),
     )?;
-    let mut eq = vec![];
-    if let Some(s) = q.get("severity") {
-        eq.push(("severity", s.to_string()));
-    }
-    if let Some(a) = q.get("application-protocol") {
-        eq.push(("app_protocol", a.to_string()));
-    }
+    let eq = equal_to(
+        &q,
+        &[("severity", "severity"), ("application-protocol", "app_protocol")],
+    );
     let mut any_of = vec![];
     if let Some(ids) = id_list(&q, "source-workload")? {
         any_of.push(("client_workload", ids));
@@ -155,19 +125,42 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
     if let Some(u) = q.get("user-id") {
         any_of.push(("user_id", vec![u.to_string()]));
     }
-    let query = EventQuery {
-        rs: vec![ctx.rs.to_string()],
-        eq,
-        any_of,
-        ..p.query()
-    };
-    written(&app).await;
-    let page = app.store.query_events(EventTable::Workload, &query).await?;
-    page_response("workloadEvents", page, &p, Some(WORKLOAD_EVENT))
+    list(
+        &app,
+        &ctx,
+        EventTable::Workload,
+        &p,
+        EventQuery {
+            eq,
+            any_of,
+            ..p.query()
+        },
+    )
+    .await
 }
 
 async fn read_workload(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     read(&app, &ctx, EventTable::Workload, ids).await
+}
+
+/// The items key and the body shape of an event table's API.
+fn shape_of(table: EventTable) -> (&'static str, Shape) {
+    match table {
+        EventTable::Workload => ("workloadEvents", WORKLOAD_EVENT),
+        _ => ("authorizationEvents", AUTHORIZATION_EVENT),
+    }
+}
+
+/// One page of `table`'s events in the caller's resource set.
+async fn list(app: &App, ctx: &Ctx, table: EventTable, p: &EventParams, query: EventQuery) -> Result<Response> {
+    let query = EventQuery {
+        rs: vec![ctx.rs.to_string()],
+        ..query
+    };
+    written(app).await;
+    let page = app.store.query_events(table, &query).await?;
+    let (items_key, shape) = shape_of(table);
+    page_response(items_key, page, p, Some(shape))
 }
 
 async fn read(app: &App, ctx: &Ctx, table: EventTable, ids: Ids) -> Result<Response> {
@@ -177,13 +170,7 @@ async fn read(app: &App, ctx: &Ctx, table: EventTable, ids: Ids) -> Result<Respo
         .get_event_row(table, &ids.one().to_string(), &[ctx.rs.to_string()])
         .await?
     {
-        Some((body, columns)) => {
-            let shape = match table {
-                EventTable::Workload => WORKLOAD_EVENT,
-                _ => AUTHORIZATION_EVENT,
-            };
-            Ok(ok(body_value(&body, Some(shape), &columns)?))
-        }
+        Some((body, columns)) => Ok(ok(body_value(&body, Some(shape_of(table).1), &columns)?)),
         None => Ok(no_content()),
     }
 }

@@ -15,16 +15,17 @@ use super::crud::{self, OnMissing, Resource};
 use crate::app::App;
 use crate::config::Config;
 use crate::credential::types::check_url;
+use crate::domain::Meta;
 use crate::domain::condition::{CLOUD_SECURITY_A, INTEGRATION_TYPES, Integration, SENSOR_A, builtin_type};
 use crate::domain::credential::SecretFields;
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<IntegrationsV2>(app).merge(crud::routes::<IntegrationsV1>(app))
+    crud::routes::<Integrations<false>>(app, "/api/v2/integrations")
+        .merge(crud::routes::<Integrations<true>>(app, "/api/v1/integrations"))
 }
 
 const RO: &[&str] = &["lastSync", "lastSyncStatus", "accessConditionsCount"];
@@ -41,7 +42,6 @@ pub const BUILTIN_CREATE: &str = "built-in integrations cannot be created";
 pub const BUILTIN_CHANGE: &str = "integrationType: built-in integrations cannot be modified or deleted";
 
 pub struct Input {
-    base: BaseInput,
     kind: String,
     sync: i32,
     endpoint: String,
@@ -87,124 +87,61 @@ fn vendor_fields(o: &mut Obj, kind: &str, cfg: &Config) -> Result<(Map<String, V
     Ok((m, secret))
 }
 
-/// The fields shared by both views: `syncFrequencySeconds`, `endpoint`.
-fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
+/// The fields shared by both views, and by discovery integrations (§3.12):
+/// `syncFrequencySeconds`, `endpoint`.
+pub fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
     let sync = o.req_i32_range("syncFrequencySeconds", 300, 3600)?;
     let endpoint = o.req_str_len("endpoint", 1, 2048)?;
     check_url("endpoint", &endpoint, cfg)?;
     Ok((sync, endpoint))
 }
 
-fn parse_v2(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<Input> {
+/// A body of either view: v1 (`v1`: the discriminator is `type`, the vendor fields are in
+/// `integrationJSON`) or v2 (`integrationType`, vendor fields at the top level).
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, v1: bool) -> Result<(BaseInput, Input)> {
     if stored.is_some_and(|s| s.builtin) {
         return Err(Error::bad(BUILTIN_CHANGE));
     }
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
-    let it = o.opt_str("integrationType")?;
-    let t = o.opt_str("type")?;
-    let given = match (it, t) {
-        (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
-        (Some(a), _) | (None, Some(a)) => Some(a),
-        (None, None) => None,
+    let kind = if v1 {
+        kind_of(o.opt_str("type")?, mode, stored, "type")?
+    } else {
+        let it = o.opt_str("integrationType")?;
+        let t = o.opt_str("type")?;
+        let given = match (it, t) {
+            (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
+            (Some(a), _) | (None, Some(a)) => Some(a),
+            (None, None) => None,
+        };
+        kind_of(given, mode, stored, "integrationType")?
     };
-    let kind = kind_of(given, mode, stored, "integrationType")?;
     o.ignore(RO);
     let mut input = Input {
-        base,
         kind,
         sync: 0,
         endpoint: String::new(),
         config: Map::new(),
         secret: None,
-        secret_path: "clientSecret",
+        secret_path: if v1 {
+            "integrationJSON.clientSecret"
+        } else {
+            "clientSecret"
+        },
     };
     if mode != Mode::Patch {
         (input.sync, input.endpoint) = common_fields(&mut o, &app.cfg)?;
-        (input.config, input.secret) = vendor_fields(&mut o, &input.kind, &app.cfg)?;
+        (input.config, input.secret) = if v1 {
+            let mut j = o.req_obj("integrationJSON")?;
+            let fields = vendor_fields(&mut j, &input.kind, &app.cfg)?;
+            j.finish()?;
+            fields
+        } else {
+            vendor_fields(&mut o, &input.kind, &app.cfg)?
+        };
     }
     o.finish()?;
-    Ok(input)
-}
-
-fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<Input> {
-    if stored.is_some_and(|s| s.builtin) {
-        return Err(Error::bad(BUILTIN_CHANGE));
-    }
-    if mode == Mode::Patch && stored.is_none() {
-        return Err(Error::NotFound);
-    }
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let given = o.opt_str("type")?;
-    let kind = kind_of(given, mode, stored, "type")?;
-    o.ignore(RO);
-    let mut input = Input {
-        base,
-        kind,
-        sync: 0,
-        endpoint: String::new(),
-        config: Map::new(),
-        secret: None,
-        secret_path: "integrationJSON.clientSecret",
-    };
-    if mode != Mode::Patch {
-        (input.sync, input.endpoint) = common_fields(&mut o, &app.cfg)?;
-        let mut j = o.req_obj("integrationJSON")?;
-        (input.config, input.secret) = vendor_fields(&mut j, &input.kind, &app.cfg)?;
-        j.finish()?;
-    }
-    o.finish()?;
-    Ok(input)
-}
-
-fn create(input: Input, meta: Meta) -> Result<Integration> {
-    let mut secrets = SecretFields::default();
-    match input.secret {
-        Some(s) => secrets.set("clientSecret", s),
-        None => return Err(Error::field(input.secret_path, "is required")),
-    }
-    Ok(Integration {
-        meta,
-        int_type: input.kind,
-        sync_frequency_seconds: input.sync,
-        endpoint: input.endpoint,
-        config: input.config,
-        builtin: false,
-        last_sync: None,
-        last_sync_status: None,
-        secrets,
-    })
-}
-
-fn replace(input: Input, i: &mut Integration) {
-    i.sync_frequency_seconds = input.sync;
-    i.endpoint = input.endpoint;
-    i.config = input.config;
-    if let Some(s) = input.secret {
-        i.secrets.set("clientSecret", s);
-    }
-}
-
-/// §1.10 rule 4: an integration an access condition uses stays.
-fn before_delete(w: &Write<'_>, id: Uuid) -> Result<()> {
-    match w.st.access_conditions.values().find(|c| c.integration == id) {
-        Some(c) => Err(Error::field(
-            "accessConditions",
-            format!("referenced by access condition '{}' ({})", c.meta.name, c.meta.id),
-        )),
-        None => Ok(()),
-    }
-}
-
-fn editable(i: &Integration) -> Result<()> {
-    if i.builtin {
-        return Err(Error::bad(BUILTIN_CHANGE));
-    }
-    Ok(())
+    Ok((base, input))
 }
 
 pub fn conditions_count(st: &Snapshot, id: Uuid) -> usize {
@@ -264,76 +201,80 @@ pub fn v1_json(st: &Snapshot, i: &Integration) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v2/integrations`.
-pub struct IntegrationsV2;
-/// `/api/v1/integrations`: the same entities.
-pub struct IntegrationsV1;
+/// `/api/v2/integrations` (`Integrations<false>`) and `/api/v1/integrations`
+/// (`Integrations<true>`): two views of the same entities.
+pub struct Integrations<const V1: bool>;
 
-macro_rules! integration_resource {
-    ($t:ty, $path:expr, $parse:ident, $render:ident, $filters:expr) => {
-        impl Resource for $t {
-            type Record = Integration;
-            type Input = Input;
-            const PATH: &'static str = $path;
-            const PERM: Perm = Perm::Integrations;
-            const CATEGORY: &'static str = crate::service::integrations::CATEGORY;
-            const LIST: ListSpec = ListSpec {
-                items_key: "integrations",
-                base: Base::Scoped,
-                fields: FIELDS,
-                default_order: ("name", false),
-                filters: $filters,
-            };
-            // §3.11: DELETE answers 200 (also for an id the set does not hold, §1.5).
-            const DELETE: Option<StatusCode> = Some(StatusCode::OK);
-            const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
+impl<const V1: bool> Resource for Integrations<V1> {
+    type Record = Integration;
+    type Input = Input;
+    const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
+        .fields(FIELDS)
+        .filters(if V1 { V1_FILTERS } else { V2_FILTERS });
+    // §3.11: DELETE answers 200 (also for an id the set does not hold, §1.5).
+    const DELETE: Option<StatusCode> = Some(StatusCode::OK);
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
+    const PATCH_NEEDS_STORED: bool = true;
 
-            fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<Input> {
-                $parse(app, body, mode, stored)
-            }
-            fn base(input: &Input) -> &BaseInput {
-                &input.base
-            }
-            fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
-                create(input, meta)
-            }
-            fn replace(_: &mut Write<'_>, input: Input, i: &mut Integration) -> Result<()> {
-                replace(input, i);
-                Ok(())
-            }
-            fn editable(i: &Integration) -> Result<()> {
-                editable(i)
-            }
-            fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
-                before_delete(w, id)
-            }
-            fn render(_: &App, st: &Snapshot, i: &Integration) -> Value {
-                $render(st, i)
-            }
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        parse(app, body, mode, stored, V1)
+    }
+
+    fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
+        let mut secrets = SecretFields::default();
+        match input.secret {
+            Some(s) => secrets.set("clientSecret", s),
+            None => return Err(Error::field(input.secret_path, "is required")),
         }
-    };
+        Ok(Integration {
+            meta,
+            int_type: input.kind,
+            sync_frequency_seconds: input.sync,
+            endpoint: input.endpoint,
+            config: input.config,
+            builtin: false,
+            last_sync: None,
+            last_sync_status: None,
+            secrets,
+        })
+    }
+
+    fn replace(_: &mut Write<'_>, input: Input, i: &mut Integration) -> Result<()> {
+        i.sync_frequency_seconds = input.sync;
+        i.endpoint = input.endpoint;
+        i.config = input.config;
+        if let Some(s) = input.secret {
+            i.secrets.set("clientSecret", s);
+        }
+        Ok(())
+    }
+
+    fn editable(i: &Integration) -> Result<()> {
+        if i.builtin {
+            return Err(Error::bad(BUILTIN_CHANGE));
+        }
+        Ok(())
+    }
+
+    /// §1.10 rule 4: an integration an access condition uses stays.
+    fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        match w.st.access_conditions.values().find(|c| c.integration == id) {
+            Some(c) => Err(Error::field(
+                "accessConditions",
+                format!("referenced by access condition {}", c.meta.named()),
+            )),
+            None => Ok(()),
+        }
+    }
+
+    fn render(_: &App, st: &Snapshot, i: &Integration) -> Value {
+        if V1 { v1_json(st, i) } else { v2_json(st, i) }
+    }
 }
 
-integration_resource!(
-    IntegrationsV2,
-    "/api/v2/integrations",
-    parse_v2,
-    v2_json,
-    &[
-        ("type", Filter::Field("type")),
-        ("integrationType", Filter::Field("integrationType")),
-    ]
-);
-integration_resource!(
-    IntegrationsV1,
-    "/api/v1/integrations",
-    parse_v1,
-    v1_json,
-    &[
-        ("type", Filter::Field("type")),
-        ("integrationType", Filter::Field("type")),
-    ]
-);
+/// v2 filters `integrationType` on its own field; v1's DTO calls it `type`.
+const V2_FILTERS: &[(&str, Filter)] = &[field_filter("type"), field_filter("integrationType")];
+const V1_FILTERS: &[(&str, Filter)] = &[field_filter("type"), ("integrationType", Filter::Field("type"))];
 
 /// Whether an integration of `kind` is a vendor one (`SensorA`, `CloudSecurityAIntegrationApi`).
 pub fn vendor_type(kind: &str) -> bool {

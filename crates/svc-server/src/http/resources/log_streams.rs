@@ -10,19 +10,22 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
+use crate::domain::Meta;
 use crate::domain::credential::SecretFields;
 use crate::domain::stream::{BucketA, BucketC, DataType, Destination, Hec, LogStream};
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 use crate::store::CursorOp;
 
+/// `/api/v1/log-streams` on the shared CRUD layer: global entities.
+pub struct LogStreams;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<LogStreams>(app)
+    crud::routes::<LogStreams>(app, "/api/v1/log-streams")
 }
 
 const TYPES: &[&str] = &[
@@ -44,13 +47,11 @@ const RO: &[&str] = &[
 /// `tokenLifetime` when absent (our choice: cloudC's own default for `generateAccessToken`).
 const DEFAULT_TOKEN_LIFETIME: i32 = 3600;
 
-pub struct Input {
-    base: BaseInput,
-    /// `None` on PATCH (LogStreamPatchDTO is EntityPatchDTO).
-    body: Option<StreamBody>,
-}
+/// A POST or PUT body beyond the base block; `None` on PATCH (LogStreamPatchDTO is
+/// EntityPatchDTO).
+pub type Input = Option<StreamBody>;
 
-struct StreamBody {
+pub struct StreamBody {
     data_type: DataType,
     dest: Destination,
     /// A new secret (non-empty); `None` keeps the stored one.
@@ -189,13 +190,13 @@ fn parse_hec(
     ))
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Result<Input> {
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     o.ignore(RO);
     if mode == Mode::Patch {
         o.finish()?;
-        return Ok(Input { base, body: None });
+        return Ok((base, None));
     }
     let ty = o.req_enum("type", TYPES)?;
     if mode == Mode::Replace
@@ -280,14 +281,12 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Resu
         }
     };
     o.finish()?;
-    Ok(Input {
-        base,
-        body: Some(StreamBody {
-            data_type,
-            dest,
-            secret,
-        }),
-    })
+    let input = StreamBody {
+        data_type,
+        dest,
+        secret,
+    };
+    Ok((base, Some(input)))
 }
 
 /// Applies a POST or PUT body; a new secret replaces the stored one.
@@ -346,20 +345,12 @@ pub fn stream_json(app: &App, s: &LogStream) -> Value {
     Value::Object(o)
 }
 
-/// `/api/v1/log-streams` on the shared CRUD layer: global entities.
-pub struct LogStreams;
-
 impl Resource for LogStreams {
     type Record = LogStream;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/log-streams";
-    const PERM: Perm = Perm::LogStreams;
-    const CATEGORY: &'static str = "LogStreams";
-    const SCOPED: bool = false;
-    const LIST: ListSpec = ListSpec {
-        items_key: "logStreams",
-        base: Base::Global,
-        fields: &[
+    const RS: RsFrom = RsFrom::Global;
+    const LIST: ListSpec = ListSpec::new("logStreams", Base::Global)
+        .fields(&[
             "type",
             "id",
             "dataType",
@@ -378,23 +369,17 @@ impl Resource for LogStreams {
             "hecSourceName",
             "tls",
             "tlsVerification",
-        ],
-        default_order: ("name", false),
-        filters: &[("type", Filter::Field("type")), ("dataType", Filter::Field("dataType"))],
-    };
+        ])
+        .filters(&[field_filter("type"), field_filter("dataType")]);
     /// §3.14 lists only `204` for DELETE: an id already gone answers it too (§1.5).
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Result<Input> {
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
         parse(app, body, mode, stored)
     }
 
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
-    }
-
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<LogStream> {
-        let b = input.body.ok_or_else(|| Error::internal("create without a body"))?;
+        let b = input.ok_or_else(|| Error::internal("create without a body"))?;
         let mut s = LogStream {
             meta,
             data_type: b.data_type,
@@ -407,7 +392,7 @@ impl Resource for LogStreams {
     }
 
     fn replace(w: &mut Write<'_>, input: Input, s: &mut LogStream) -> Result<()> {
-        let b = input.body.ok_or_else(|| Error::internal("replace without a body"))?;
+        let b = input.ok_or_else(|| Error::internal("replace without a body"))?;
         if b.dest.type_name() != s.dest.type_name() {
             return Err(Error::field("type", "cannot be changed"));
         }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, new_external_id, parse_base};
+use super::common::{BaseInput, Mode, base_json, parse_base};
 use crate::app::App;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::domain::policy::Policy;
@@ -24,7 +24,7 @@ use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded};
 use crate::http::list::{Base, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
-use crate::service::write::{Author, Write};
+use crate::service::write::{Author, Write, new_external_id};
 use crate::state::{Record, State as Snapshot};
 
 const CATEGORY: &str = "ResourceSets";
@@ -47,20 +47,17 @@ pub fn routes(app: &App) -> Router<App> {
         )
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Global,
-    fields: &[
-        "serverWorkloadCount",
-        "clientWorkloadCount",
-        "accessPolicyCount",
-        "trustProviderCount",
-        "accessConditionCount",
-        "credentialProviderCount",
-    ],
-    default_order: ("name", false),
-    filters: &[],
-};
+/// The counts a `ResourceSetDTO` carries: orderable, read-only.
+const COUNTS: &[&str] = &[
+    "serverWorkloadCount",
+    "clientWorkloadCount",
+    "accessPolicyCount",
+    "trustProviderCount",
+    "accessConditionCount",
+    "credentialProviderCount",
+];
+
+const SPEC: ListSpec = ListSpec::new("entities", Base::Global).fields(COUNTS);
 
 fn count<T: Record>(st: &Snapshot, rs: Uuid) -> usize {
     T::table(st).values().filter(|v| v.rs() == Some(rs)).count()
@@ -110,22 +107,11 @@ pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
     Value::Object(o)
 }
 
-const RO: &[&str] = &[
-    "serverWorkloadCount",
-    "clientWorkloadCount",
-    "accessPolicyCount",
-    "trustProviderCount",
-    "accessConditionCount",
-    "credentialProviderCount",
-    "roles",
-    "rolesDetails",
-    "users",
-];
-
 fn parse(body: Value, mode: Mode) -> Result<BaseInput> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
-    o.ignore(RO);
+    o.ignore(COUNTS);
+    o.ignore(&["roles", "rolesDetails", "users"]);
     o.finish()?;
     Ok(base)
 }
@@ -226,7 +212,8 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
 /// Deletes every entity of type `T` in `rs`, auditing each. The entries go to the default resource
 /// set, beside the resource set's own `Deleted` entry: under the deleted set's id no one could
 /// read them any more (`X-Svc-ResourceSet` must name an existing set).
-fn cascade<T: Record>(w: &mut Write<'_>, author: &Author, rs: Uuid, category: &'static str) {
+fn cascade<T: Record>(w: &mut Write<'_>, author: &Author, rs: Uuid) {
+    let category = const { T::KIND.expect_family().category };
     let ids: Vec<Uuid> = T::table(&w.st)
         .values()
         .filter(|v| v.rs() == Some(rs))
@@ -245,18 +232,18 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     editable(&w.st, &id)?;
     super::agent_controllers::release_resource_set(&mut w, &author, id);
     // Policies first: nothing may reference a deleted entity, even inside the unit.
-    cascade::<Policy>(&mut w, &author, id, "AccessPolicies");
-    cascade::<CredentialProvider>(&mut w, &author, id, "CredentialProviders");
-    cascade::<CredentialIntegration>(&mut w, &author, id, "CredentialProviderIntegrations");
-    cascade::<crate::domain::condition::AccessCondition>(&mut w, &author, id, "AccessConditions");
-    cascade::<crate::domain::condition::Integration>(&mut w, &author, id, "Integrations");
-    cascade::<crate::domain::condition::ContentSecurity>(&mut w, &author, id, "ContentSecurity");
-    cascade::<crate::domain::condition::ServerWorkloadDraft>(&mut w, &author, id, "ServerWorkloads");
-    cascade::<crate::domain::condition::DiscoveryIntegration>(&mut w, &author, id, "DiscoveryIntegrations");
-    cascade::<ClientWorkload>(&mut w, &author, id, "ClientWorkloads");
-    cascade::<ServerWorkload>(&mut w, &author, id, "ServerWorkloads");
-    cascade::<TrustProvider>(&mut w, &author, id, "TrustProviders");
-    cascade::<crate::domain::sso::Routing>(&mut w, &author, id, "Routings");
+    cascade::<Policy>(&mut w, &author, id);
+    cascade::<CredentialProvider>(&mut w, &author, id);
+    cascade::<CredentialIntegration>(&mut w, &author, id);
+    cascade::<crate::domain::condition::AccessCondition>(&mut w, &author, id);
+    cascade::<crate::domain::condition::Integration>(&mut w, &author, id);
+    cascade::<crate::domain::condition::ContentSecurity>(&mut w, &author, id);
+    cascade::<crate::domain::condition::ServerWorkloadDraft>(&mut w, &author, id);
+    cascade::<crate::domain::condition::DiscoveryIntegration>(&mut w, &author, id);
+    cascade::<ClientWorkload>(&mut w, &author, id);
+    cascade::<ServerWorkload>(&mut w, &author, id);
+    cascade::<TrustProvider>(&mut w, &author, id);
+    cascade::<crate::domain::sso::Routing>(&mut w, &author, id);
     let roles: Vec<_> =
         w.st.roles
             .values()

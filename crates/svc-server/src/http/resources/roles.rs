@@ -6,27 +6,26 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::records::{Grant, Role};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
+/// `/api/v1/roles` on the shared CRUD layer: global entities; system roles are read-only.
+pub struct Roles;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Roles>(app)
+    crud::routes::<Roles>(app, "/api/v1/roles")
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "roles",
-    base: Base::Global,
-    fields: &["usersCount", "credentialProvidersCount", "isSystem"],
-    default_order: ("name", false),
-    filters: &[("isSystem", Filter::Field("isSystem"))],
-};
+const SPEC: ListSpec = ListSpec::new("roles", Base::Global)
+    .fields(&["usersCount", "credentialProvidersCount", "isSystem"])
+    .filters(&[field_filter("isSystem")]);
 
 fn access_level(read: bool, write: bool) -> &'static str {
     match (read, write) {
@@ -99,22 +98,23 @@ pub fn role_json(st: &Snapshot, r: &Role) -> Value {
 }
 
 pub struct RoleInput {
-    base: BaseInput,
     grants: Option<Vec<Grant>>,
     sets: Option<Vec<Uuid>>,
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoleInput> {
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoleInput)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     o.ignore(&["usersCount", "credentialProvidersCount", "isSystem"]);
     if mode == Mode::Patch {
         o.finish()?;
-        return Ok(RoleInput {
+        return Ok((
             base,
-            grants: None,
-            sets: None,
-        });
+            RoleInput {
+                grants: None,
+                sets: None,
+            },
+        ));
     }
     let grants = o.opt_obj_list("permissions", |p| {
         let name = p.req_str("name")?;
@@ -152,7 +152,7 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoleInput> {
         Ok(id)
     })?;
     o.finish()?;
-    Ok(RoleInput { base, grants, sets })
+    Ok((base, RoleInput { grants, sets }))
 }
 
 fn normalise_sets(sets: Option<Vec<Uuid>>) -> Vec<Uuid> {
@@ -165,25 +165,15 @@ fn normalise_sets(sets: Option<Vec<Uuid>>) -> Vec<Uuid> {
     s
 }
 
-/// `/api/v1/roles` on the shared CRUD layer: global entities; system roles are read-only.
-pub struct Roles;
-
 impl Resource for Roles {
     type Record = Role;
     type Input = RoleInput;
-    const PATH: &'static str = "/api/v1/roles";
-    const PERM: Perm = Perm::Roles;
-    const CATEGORY: &'static str = "Roles";
-    const SCOPED: bool = false;
+    const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Role>) -> Result<RoleInput> {
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
         parse(&app.state(), body, mode)
-    }
-
-    fn base(input: &RoleInput) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: RoleInput, meta: Meta) -> Result<Role> {
@@ -223,8 +213,8 @@ impl Resource for Roles {
                 && c.config.get("roleId").and_then(Value::as_str) == Some(id_text.as_str())
         }) {
             return Err(Error::bad(format!(
-                "role: referenced by credential provider '{}' ({})",
-                cp.meta.name, cp.meta.id
+                "role: referenced by credential provider {}",
+                cp.meta.named()
             )));
         }
         super::sso_idps::release_role(w, author, id);

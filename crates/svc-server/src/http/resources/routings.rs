@@ -7,29 +7,27 @@ use svc_api::Obj;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
+use crate::domain::Meta;
 use crate::domain::sso::Routing;
-use crate::domain::{Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
 
+/// `/api/v1/routings` on the shared CRUD layer.
+pub struct Routings;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Routings>(app)
+    crud::routes::<Routings>(app, "/api/v1/routings")
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Global,
-    fields: &["resourceSetId", "proxyUrl"],
-    default_order: ("name", false),
-    filters: &[("resourceSetId", Filter::Field("resourceSetId"))],
-};
+const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
+    .fields(&["resourceSetId", "proxyUrl"])
+    .filters(&[field_filter("resourceSetId")]);
 
 pub struct RoutingInput {
-    base: BaseInput,
     rs: Option<Uuid>,
     proxy_url: Option<String>,
 }
@@ -54,17 +52,17 @@ pub fn proxy_url_ok(s: &str) -> bool {
     host_ok && port.parse::<u16>().is_ok_and(|p| p > 0) && url::Url::parse(s).is_ok()
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoutingInput> {
+fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoutingInput)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     if mode == Mode::Patch {
         // RoutingPatchDTO is the EntityPatchDTO.
         o.finish()?;
-        return Ok(RoutingInput {
-            base,
+        let input = RoutingInput {
             rs: None,
             proxy_url: None,
-        });
+        };
+        return Ok((base, input));
     }
     let rs = o.req_uuid("resourceSetId")?;
     if !st.resource_set_exists(&rs) {
@@ -75,37 +73,26 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<RoutingInput> {
         return Err(Error::field("proxyUrl", "must be http(s)://host:port"));
     }
     o.finish()?;
-    Ok(RoutingInput {
-        base,
+    let input = RoutingInput {
         rs: Some(rs),
         proxy_url: Some(proxy_url),
-    })
+    };
+    Ok((base, input))
 }
-
-/// `/api/v1/routings` on the shared CRUD layer.
-pub struct Routings;
 
 impl Resource for Routings {
     type Record = Routing;
     type Input = RoutingInput;
-    const PATH: &'static str = "/api/v1/routings";
-    const PERM: Perm = Perm::RoutingConfiguration;
-    const CATEGORY: &'static str = "Routings";
-    const SCOPED: bool = false;
-    const OWN_RS: bool = true;
+    const RS: RsFrom = RsFrom::Body("resourceSetId");
     const LIST: ListSpec = SPEC;
     const ON_MISSING_READ: OnMissing = OnMissing::NotFound;
     const DELETE: Option<axum::http::StatusCode> = None;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Routing>) -> Result<RoutingInput> {
+    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
         parse(&app.state(), body, mode)
     }
 
-    fn base(input: &RoutingInput) -> &BaseInput {
-        &input.base
-    }
-
-    fn own_rs(input: &RoutingInput) -> Option<Uuid> {
+    fn own_rs(_: &BaseInput, input: &RoutingInput) -> Option<Uuid> {
         input.rs
     }
 
@@ -137,10 +124,7 @@ impl Resource for Routings {
         {
             return Err(Error::field(
                 "resourceSetId",
-                format!(
-                    "already has an active routing '{}' ({})",
-                    other.meta.name, other.meta.id
-                ),
+                format!("already has an active routing {}", other.meta.named()),
             ));
         }
         Ok(())

@@ -10,9 +10,9 @@ use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnCreate, OnMissing, Resource};
 use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
-use crate::domain::{Label, Meta, Perm};
+use crate::domain::{Label, Meta};
 use crate::error::{Error, Result};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -41,29 +41,28 @@ const AUTH_SCHEMES: &[(&str, &[&str])] = &[
     ("mTLS Authentication", &["x509 Certificate"]),
 ];
 
+/// `/api/v1/server-workloads` on the shared CRUD layer.
+pub struct ServerWorkloads;
+
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ServerWorkloads>(app)
+    crud::routes::<ServerWorkloads>(app, "/api/v1/server-workloads")
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "serverWorkloads",
-    base: Base::Scoped,
-    fields: &[
+const SPEC: ListSpec = ListSpec::new("serverWorkloads", Base::Scoped)
+    .fields(&[
         "type",
         "accessPolicyCount",
         "serviceEndpoint.host",
         "serviceEndpoint.appProtocol",
         "serviceEndpoint.requestedPort",
         "serviceEndpoint.port",
-    ],
-    default_order: ("name", false),
-    filters: &[
+    ])
+    .filters(&[
         ("host", Filter::Field("serviceEndpoint.host")),
         ("port", Filter::Field("serviceEndpoint.requestedPort")),
         ("appProtocol", Filter::Field("serviceEndpoint.appProtocol")),
-        ("type", Filter::Field("type")),
-    ],
-};
+        field_filter("type"),
+    ]);
 
 pub fn endpoint_json(e: &Endpoint) -> Value {
     json!({
@@ -197,12 +196,11 @@ fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldEr
 }
 
 pub struct Input {
-    base: BaseInput,
     endpoint: Option<Endpoint>,
     label: Option<String>,
 }
 
-fn parse(body: Value, mode: Mode) -> Result<Input> {
+fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let (endpoint, label) = if mode == Mode::Patch {
@@ -215,7 +213,7 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     };
     o.ignore(&["accessPolicyCount"]);
     o.finish()?;
-    Ok(Input { base, endpoint, label })
+    Ok((base, Input { endpoint, label }))
 }
 
 /// Two active server workloads of a resource set must not share (host, requestedPort, transport).
@@ -248,34 +246,26 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
         Some(o) => Err(Error::field(
             "serviceEndpoint.host",
             format!(
-                "active server workload '{}' ({}) already serves {}:{}",
-                o.meta.name, o.meta.id, w.endpoint.host, w.endpoint.requested_port
+                "active server workload {} already serves {}:{}",
+                o.meta.named(),
+                w.endpoint.host,
+                w.endpoint.requested_port
             ),
         )),
         None => Ok(()),
     }
 }
 
-/// `/api/v1/server-workloads` on the shared CRUD layer.
-pub struct ServerWorkloads;
-
 impl Resource for ServerWorkloads {
     type Record = ServerWorkload;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/server-workloads";
-    const PERM: Perm = Perm::ServerWorkloads;
-    const CATEGORY: &'static str = "ServerWorkloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ServerWorkload>) -> Result<Input> {
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
         parse(body, mode)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ServerWorkload> {

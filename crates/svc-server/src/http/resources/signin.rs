@@ -8,28 +8,28 @@ use serde_json::json;
 use svc_api::Obj;
 
 use crate::app::App;
+use crate::domain::records::Settings;
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::JsonBody;
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
 use crate::http::ok;
-use crate::service::write::Write;
+use crate::service::write::{Author, Write};
 
 const CATEGORY: &str = "SignOnPolicy";
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::SignOnPolicy;
-    Router::new()
-        .route("/api/v1/signin-policies", guarded(app, p, Scope::Global, get(read)))
-        .route(
-            "/api/v1/signin-policies/mfa",
-            guarded(app, p, Scope::Global, put(put_mfa)),
-        )
-        .route(
-            "/api/v1/signin-policies/sso",
-            guarded(app, p, Scope::Global, put(put_sso)),
-        )
+    guarded_routes(
+        app,
+        Perm::SignOnPolicy,
+        Scope::Global,
+        [
+            ("/api/v1/signin-policies", get(read)),
+            ("/api/v1/signin-policies/mfa", put(put_mfa)),
+            ("/api/v1/signin-policies/sso", put(put_sso)),
+        ],
+    )
 }
 
 async fn read(State(app): State<App>) -> Result<Response> {
@@ -57,23 +57,20 @@ async fn put_mfa(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
         ));
     }
     let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
+    let w = Write::begin(&app).await?;
     let mut s = (*w.st.settings()).clone();
     if required && !s.mfa_required {
         s.mfa_enabled_at = Some(w.now);
     }
     s.mfa_required = required;
-    s.modified_at = w.now;
-    w.put(s);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, "mfa");
-    w.commit().await?;
+    store(w, &author, s, "mfa").await?;
     Ok(ok(json!({"mfaRequired": required})))
 }
 
 async fn put_sso(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
     let required = flag(body, "ssoRequired")?;
     let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
+    let w = Write::begin(&app).await?;
     // Requiring SSO needs an identity provider users can sign in through (else every
     // non-SuperAdmin would be locked out); checked in the unit, against every node's writes.
     if required && !w.st.sso_idps.values().any(|i| i.offers_sign_in()) {
@@ -84,9 +81,15 @@ async fn put_sso(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     }
     let mut s = (*w.st.settings()).clone();
     s.sso_required = required;
+    store(w, &author, s, "sso").await?;
+    Ok(ok(json!({"ssoRequired": required})))
+}
+
+/// Stores the changed settings: one `Updated` entry whose target names the setting.
+async fn store(mut w: Write<'_>, author: &Author, mut s: Settings, target: &str) -> Result<()> {
     s.modified_at = w.now;
     w.put(s);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, "sso");
+    w.audit(author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, target);
     w.commit().await?;
-    Ok(ok(json!({"ssoRequired": required})))
+    Ok(())
 }

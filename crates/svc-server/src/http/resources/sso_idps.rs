@@ -12,38 +12,29 @@ use svc_api::reader::check_len;
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource};
+use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::config::Config;
 use crate::domain::sso::{IdpConfig, IdpSecrets, IdpType, OidcAuthType, RoleMapping, SsoIdp};
-use crate::domain::{Meta, Perm, Secret};
+use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
 use crate::http::extract::Ids;
-use crate::http::guard::{Scope, guarded};
-use crate::http::list::{Base, Filter, ListSpec};
+use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-const PATH: &str = "/api/v1/sso-idps";
+/// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
+pub struct SsoIdps;
 
 pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<SsoIdps>(app).route(
-        "/api/v1/sso-idps/{id}/verification",
-        guarded(app, Perm::IdentityProviders, Scope::Global, get(verification)),
-    )
+    let verification = ("/api/v1/sso-idps/{id}/verification", get(verification));
+    crud::routes_with::<SsoIdps>(app, "/api/v1/sso-idps", [verification])
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::Global,
-    fields: &["type", "userAccessEnabled"],
-    default_order: ("name", false),
-    filters: &[
-        ("type", Filter::Field("type")),
-        ("userAccessEnabled", Filter::Field("userAccessEnabled")),
-    ],
-};
+const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
+    .fields(&["type", "userAccessEnabled"])
+    .filters(&[field_filter("type"), field_filter("userAccessEnabled")]);
 
 const OIDC_RO: &[&str] = &["svcRedirectUrl", "svcJwksUrl"];
 const SAML_RO: &[&str] = &["serviceProviderEntityId", "serviceProviderSsoUrl"];
@@ -53,13 +44,10 @@ pub fn redirect_url(cfg: &Config) -> String {
     format!("{}/api/v1/sso/callback", cfg.public_url)
 }
 
-pub struct IdpInput {
-    base: BaseInput,
-    /// `None` on PATCH.
-    body: Option<IdpBody>,
-}
+/// A POST or PUT body beyond the base block; a PATCH has none (`None`).
+pub type IdpInput = Option<IdpBody>;
 
-struct IdpBody {
+pub struct IdpBody {
     mappings: Vec<RoleMapping>,
     user_access: bool,
     config: IdpConfig,
@@ -73,13 +61,13 @@ fn url_ok(cfg: &Config, u: &str) -> bool {
         && url::Url::parse(u).is_ok_and(|x| x.host_str().is_some_and(|h| !h.is_empty()))
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<IdpInput> {
+fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
     let st = app.state();
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, false)?;
     if mode == Mode::Patch {
         o.finish()?;
-        return Ok(IdpInput { base, body: None });
+        return Ok((base, None));
     }
     let ty = o.req_enum("type", &["SAMLv2", "OIDCv1"])?;
     let ty = if ty == "OIDCv1" { IdpType::Oidc } else { IdpType::Saml };
@@ -213,15 +201,13 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
         }
     };
     o.finish()?;
-    Ok(IdpInput {
-        base,
-        body: Some(IdpBody {
-            mappings,
-            user_access,
-            config,
-            secret,
-        }),
-    })
+    let input = IdpBody {
+        mappings,
+        user_access,
+        config,
+        secret,
+    };
+    Ok((base, Some(input)))
 }
 
 /// Applies a POST or PUT body: a new secret replaces the stored one; a SAML provider keeps none.
@@ -330,26 +316,16 @@ pub fn release_role(w: &mut Write<'_>, author: &crate::service::write::Author, r
     }
 }
 
-/// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
-pub struct SsoIdps;
-
 impl Resource for SsoIdps {
     type Record = SsoIdp;
     type Input = IdpInput;
-    const PATH: &'static str = PATH;
-    const PERM: Perm = Perm::IdentityProviders;
-    const CATEGORY: &'static str = "IdentityProviders";
-    const SCOPED: bool = false;
+    const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.20 lists only `204` for DELETE.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<IdpInput> {
+    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
         parse(app, body, mode, stored)
-    }
-
-    fn base(input: &IdpInput) -> &BaseInput {
-        &input.base
     }
 
     /// An identity provider a client workload names cannot be deleted (§1.10 rule 4).
@@ -361,15 +337,15 @@ impl Resource for SsoIdps {
             .find(|c| c.sso_identity_providers.contains(&id))
         {
             Some(c) => Err(Error::bad(format!(
-                "clientWorkloads: referenced by client workload '{}' ({})",
-                c.meta.name, c.meta.id
+                "clientWorkloads: referenced by client workload {}",
+                c.meta.named()
             ))),
             None => Ok(()),
         }
     }
 
     fn create(_: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {
-        let b = input.body.ok_or_else(|| Error::internal("create without a body"))?;
+        let b = input.ok_or_else(|| Error::internal("create without a body"))?;
         let mut idp = SsoIdp {
             meta,
             mappings: vec![],
@@ -382,7 +358,7 @@ impl Resource for SsoIdps {
     }
 
     fn replace(_: &mut Write<'_>, input: IdpInput, idp: &mut SsoIdp) -> Result<()> {
-        let b = input.body.ok_or_else(|| Error::internal("replace without a body"))?;
+        let b = input.ok_or_else(|| Error::internal("replace without a body"))?;
         if std::mem::discriminant(&b.config) != std::mem::discriminant(&idp.config) {
             return Err(Error::field("type", "cannot be changed"));
         }

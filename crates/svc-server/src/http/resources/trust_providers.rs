@@ -10,37 +10,40 @@ use svc_api::Obj;
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, new_external_id, parse_base};
+use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnCreate, Resource};
 use super::scoped::{find, for_update};
 use crate::app::App;
 use crate::crypto::x509::{cert_info, pem_blocks, pem_text};
 use crate::domain::trust::{MatchRule, SealedCert, SecretInfo, TrustKind, TrustProvider};
-use crate::domain::{Meta, Perm, Secret};
+use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
+use crate::http::guard::Ctx;
+use crate::http::list::{Base, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::{RefField, release};
-use crate::service::write::{Author, Write};
+use crate::service::write::{Author, Write, new_external_id};
 use crate::state::State as Snapshot;
 
-const CATEGORY: &str = "TrustProviders";
 const MAX_SECRETS: usize = 10;
 
+/// `/api/v1/trust-providers` on the shared CRUD layer; the certificate secrets (§3.2) below.
+pub struct TrustProviders;
+
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::TrustProviders;
-    crud::routes::<TrustProviders>(app)
-        .route(
+    let secrets = [
+        (
             "/api/v1/trust-providers/{tpId}/secrets",
-            guarded(app, p, Scope::Rs, get(list_secrets).post(add_secret)),
-        )
-        .route(
+            get(list_secrets).post(add_secret),
+        ),
+        (
             "/api/v1/trust-providers/{tpId}/secrets/{secretId}",
-            guarded(app, p, Scope::Rs, get(read_secret).delete(delete_secret)),
-        )
+            get(read_secret).delete(delete_secret),
+        ),
+    ];
+    crud::routes_with::<TrustProviders>(app, "/api/v1/trust-providers", secrets)
 }
 
 const FIELDS: &[&str] = &[
@@ -56,13 +59,9 @@ const FIELDS: &[&str] = &[
     "edgeSdkClientId",
 ];
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "trustProviders",
-    base: Base::Scoped,
-    fields: FIELDS,
-    default_order: ("name", false),
-    filters: &[("provider", Filter::Field("provider"))],
-};
+const SPEC: ListSpec = ListSpec::new("trustProviders", Base::Scoped)
+    .fields(FIELDS)
+    .filters(&[field_filter("provider")]);
 
 const RO: &[&str] = &[
     "publicKeyValidation",
@@ -169,7 +168,6 @@ pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&
 /// The request fields beyond the base block.
 #[derive(Default)]
 pub struct Input {
-    base: BaseInput,
     provider: Option<String>,
     /// The parsed `provider` (POST and PUT).
     kind: Option<TrustKind>,
@@ -181,7 +179,7 @@ pub struct Input {
     svc_tenant: Option<bool>,
 }
 
-fn parse(body: Value, mode: Mode) -> Result<Input> {
+fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
     let mut o = Obj::root(body)?;
     let base = parse_base(&mut o, mode, true)?;
     let provider = o.opt_str("provider")?;
@@ -202,17 +200,21 @@ fn parse(body: Value, mode: Mode) -> Result<Input> {
     if mode != Mode::Patch && provider.is_none() {
         return Err(Error::field("provider", "is required"));
     }
-    Ok(Input {
-        base,
+    let kind = match mode {
+        Mode::Patch => None,
+        _ => Some(parse_kind(provider.as_deref().unwrap_or_default())?),
+    };
+    let input = Input {
         provider,
-        kind: None,
+        kind,
         match_rules,
         certificate,
         pem_type,
         jwks,
         oidc_url,
         svc_tenant,
-    })
+    };
+    Ok((base, input))
 }
 
 fn parse_kind(s: &str) -> Result<TrustKind> {
@@ -359,29 +361,15 @@ fn apply_fields(tp: &mut TrustProvider, i: &Input, full: bool) {
     }
 }
 
-/// `/api/v1/trust-providers` on the shared CRUD layer; the certificate secrets (§3.2) below.
-pub struct TrustProviders;
-
 impl Resource for TrustProviders {
     type Record = TrustProvider;
     type Input = Input;
-    const PATH: &'static str = "/api/v1/trust-providers";
-    const PERM: Perm = Perm::TrustProviders;
-    const CATEGORY: &'static str = CATEGORY;
     const LIST: ListSpec = SPEC;
     // POST answers 200 here (contract §3.1), with the usual Location.
     const ON_CREATE: OnCreate = OnCreate::Ok;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&TrustProvider>) -> Result<Input> {
-        let mut input = parse(body, mode)?;
-        if mode != Mode::Patch {
-            input.kind = Some(parse_kind(input.provider.as_deref().unwrap_or_default())?);
-        }
-        Ok(input)
-    }
-
-    fn base(input: &Input) -> &BaseInput {
-        &input.base
+    fn parse(_: &App, body: Value, mode: Mode, _: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
+        parse(body, mode)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<TrustProvider> {
@@ -457,13 +445,9 @@ impl Resource for TrustProviders {
 
 // ---- secrets (§3.2) --------------------------------------------------------------------------
 
-const SECRET_SPEC: ListSpec = ListSpec {
-    items_key: "entities",
-    base: Base::None,
-    fields: &["externalId", "name", "type", "subject", "expiresAt"],
-    default_order: ("name", false),
-    filters: &[("type", Filter::Field("type"))],
-};
+const SECRET_SPEC: ListSpec = ListSpec::new("entities", Base::None)
+    .fields(&["externalId", "name", "type", "subject", "expiresAt"])
+    .filters(&[field_filter("type")]);
 
 async fn list_secrets(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
@@ -550,7 +534,7 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     });
     w.touch_meta(&mut tp.meta, &author);
     w.put(tp);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::SecretAdded, tp_id);
+    w.audit(&author, ctx.rs, TrustProviders::CATEGORY, Activity::SecretAdded, tp_id);
     w.commit().await?;
     // 200 (§3.2) with the Location every create sends (§1.5).
     Ok(created(
@@ -572,7 +556,13 @@ async fn delete_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Res
     tp.secrets.certificates.retain(|s| s.id != sid);
     w.touch_meta(&mut tp.meta, &author);
     w.put(tp);
-    w.audit(&author, ctx.rs, CATEGORY, Activity::SecretDeleted, tp_id);
+    w.audit(
+        &author,
+        ctx.rs,
+        TrustProviders::CATEGORY,
+        Activity::SecretDeleted,
+        tp_id,
+    );
     w.commit().await?;
     Ok(no_content())
 }

@@ -11,44 +11,36 @@ use svc_api::Obj;
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{check_patch_id, new_external_id, parse_tags};
+use super::common::{check_patch_id, parse_tags, rendered};
 use crate::app::App;
-use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
+use crate::domain::records::{Role, SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
-use crate::http::guard::{Ctx, Scope, guarded};
-use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
+use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
-use crate::service::write::Write;
+use crate::service::write::{Author, Write, new_external_id};
 use crate::state::State as Snapshot;
 
 const CATEGORY: &str = "Users";
 
 pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::Users;
-    Router::new()
-        .route("/api/v1/users", guarded(app, p, Scope::Global, get(list).post(create)))
-        .route(
-            "/api/v1/users/{id}",
-            guarded(
-                app,
-                p,
-                Scope::Global,
-                get(read).put(replace).patch(patch).delete(remove),
-            ),
-        )
-        .route(
-            "/api/v1/users/{id}/unlock",
-            guarded(app, p, Scope::Global, post(unlock)),
-        )
+    guarded_routes(
+        app,
+        Perm::Users,
+        Scope::Global,
+        [
+            ("/api/v1/users", get(list).post(create)),
+            ("/api/v1/users/{id}", get(read).put(replace).patch(patch).delete(remove)),
+            ("/api/v1/users/{id}/unlock", post(unlock)),
+        ],
+    )
 }
 
-const SPEC: ListSpec = ListSpec {
-    items_key: "users",
-    base: Base::None,
-    fields: &[
+const SPEC: ListSpec = ListSpec::new("users", Base::None)
+    .fields(&[
         "externalId",
         "email",
         "firstName",
@@ -58,23 +50,17 @@ const SPEC: ListSpec = ListSpec {
         "isActive",
         "twoFactorEnabled",
         "isLocked",
-    ],
-    default_order: ("email", false),
-    filters: &[
-        ("email", Filter::Field("email")),
+    ])
+    .order("email", false)
+    .filters(&[
+        field_filter("email"),
         ("role", Filter::Field("roles")),
-        ("isLocked", Filter::Field("isLocked")),
-    ],
-};
+        field_filter("isLocked"),
+    ]);
 
 /// `UserDTO`; never any secret (`password` is always null).
 pub fn user_json(st: &Snapshot, u: &User) -> Value {
-    let roles: Vec<Value> = u
-        .roles
-        .iter()
-        .filter_map(|r| st.roles.get(r))
-        .map(|r| super::roles::role_json(st, r))
-        .collect();
+    let roles = rendered::<Role>(st, &u.roles, |r| super::roles::role_json(st, r));
     let tokens: Vec<Value> = u
         .tokens
         .iter()
@@ -289,7 +275,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
     }
     let password_hash = hash(input.password.clone()).await?;
     let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
+    let w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
     let email = input.email.clone().expect("required");
     if email_taken(&w.st, &email, Some(id)) {
@@ -330,15 +316,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
     u.roles = roles;
     u.active = active;
     u.tags = input.tags.unwrap_or_default();
-    if let Some(h) = password_hash {
-        u.secrets.password_hash = Some(h);
-    }
-    u.modified_at = w.now;
-    u.modified_by = author.actor.label();
-    w.put(u);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
-    let st = w.commit().await?;
-    Ok(ok(user_json(&st, &st.users[&id])))
+    finish_update(w, &author, u, password_hash, Activity::Updated).await
 }
 
 async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
@@ -346,7 +324,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let input = parse(&app.state(), body, Mode::Patch)?;
     let password_hash = hash(input.password.clone()).await?;
     let author = ctx.author();
-    let mut w = Write::begin(&app).await?;
+    let w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
     check_patch_id(input.external_id, id)?;
     if let Some(e) = input.email {
@@ -381,13 +359,26 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     if let Some(v) = input.is_active {
         u.active = v;
     }
+    finish_update(w, &author, u, password_hash, Activity::Patched).await
+}
+
+/// The end of a PUT or PATCH: the new password (if any), the stamp, the audit entry, the
+/// commit, `200` with the user.
+async fn finish_update(
+    mut w: Write<'_>,
+    author: &Author,
+    mut u: User,
+    password_hash: Option<Secret<String>>,
+    activity: Activity,
+) -> Result<Response> {
     if let Some(h) = password_hash {
         u.secrets.password_hash = Some(h);
     }
     u.modified_at = w.now;
     u.modified_by = author.actor.label();
+    let id = u.id;
     w.put(u);
-    w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);
+    w.audit(author, DEFAULT_RESOURCE_SET, CATEGORY, activity, id);
     let st = w.commit().await?;
     Ok(ok(user_json(&st, &st.users[&id])))
 }

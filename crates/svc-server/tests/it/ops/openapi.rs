@@ -1,7 +1,8 @@
 //! `GET /api/openapi.json`: public, OpenAPI 3.1, and exactly the router's operations. The routes
-//! are found where they are declared: every path literal of `src/http` and `src/edge` (a crud
-//! resource's `const PATH`, or a resource macro's `$path`, also serves `{PATH}/{id}`), and for each path the methods the router
-//! answers, from the `Allow` header of its 405 to a method no route takes.
+//! are found where they are declared: every path literal of `src/http` and `src/edge` (the path
+//! a CRUD resource is registered with, `crud::routes::<R>(app, path)`, also serves
+//! `{path}/{id}`), and for each path the methods the router answers, from the `Allow` header of
+//! its 405 to a method no route takes.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -29,9 +30,6 @@ fn declared_paths() -> BTreeSet<String> {
     rust_files(&src.join("edge"), &mut texts);
     let mut out = BTreeSet::new();
     for text in &texts {
-        // A file whose `impl Resource` comes from a macro (two views of one entity): its
-        // collection literals are the macro's `$path`, each also serving `{PATH}/{id}`.
-        let macro_crud = text.contains("const PATH: &'static str = $path");
         for line in text.lines() {
             let code = line.trim_start();
             if code.starts_with("//") || code.contains("format!") {
@@ -46,7 +44,7 @@ fn declared_paths() -> BTreeSet<String> {
                 let routed = ["/api/", "/edge/", "/.well-known/"].iter().any(|p| lit.starts_with(p));
                 if routed && !lit.contains(['?', ' ', '%']) {
                     out.insert(lit.to_string());
-                    if code.contains("const PATH") || (macro_crud && !lit.contains('{')) {
+                    if code.contains("crud::routes") {
                         out.insert(format!("{lit}/{{id}}"));
                     }
                 }
