@@ -17,7 +17,7 @@ use crate::domain::Meta;
 use crate::domain::condition::ContentSecurity;
 use crate::domain::credential::SecretFields;
 use crate::error::{Error, Result};
-use crate::http::list::{Base, ListSpec, field_filter};
+use crate::http::list::{Base, ListSpec, RESOURCE_SET_FILTER, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -120,7 +120,7 @@ impl Resource for ContentSecurities {
             "maxRetries",
             "accessPolicyCount",
         ])
-        .filters(&[field_filter("type")]);
+        .filters(&[field_filter("type"), RESOURCE_SET_FILTER]);
     // §3.13 lists only 204: deleting a missing entry answers it too.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::events::audit::Activity;
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope, guarded_routes};
-use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
+use crate::http::list::{Base, Filter, ListParams, ListSpec, RESOURCE_SET_FILTER, field_filter, respond};
 use crate::http::{no_content, ok};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -129,7 +129,7 @@ impl Resource for DiscoveryIntegrations {
     const PATCH_NEEDS_STORED: bool = true;
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(&["type", "syncFrequencySeconds", "lastSync", "lastSyncStatus", "endpoint"])
-        .filters(&[field_filter("type")]);
+        .filters(&[field_filter("type"), RESOURCE_SET_FILTER]);
     // §3.12 lists only 200.
     const DELETE: Option<StatusCode> = Some(StatusCode::OK);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
@@ -227,6 +227,7 @@ const DRAFTS: ListSpec = ListSpec::new("serverWorkloadDrafts", Base::Scoped)
     .filters(&[
         field_filter("discoveryIntegrationId"),
         ("host", Filter::Field("serviceEndpoint.host")),
+        RESOURCE_SET_FILTER,
     ]);
 
 async fn list_drafts(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {

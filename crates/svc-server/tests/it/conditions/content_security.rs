@@ -70,12 +70,23 @@ async fn content_security_entries_are_stored_referenced_and_reported() {
         .await
         .expect(201)["externalId"]
         .clone();
+    let other = rs.as_str().unwrap().to_string();
     back["resourceSet"] = rs;
     t.put("/api/v1/content-security", back)
         .await
         .expect_error(400, "resourceSet: cannot be changed");
     let r = t.get("/api/v1/content-security?filter=type:SensorAAIDR").await;
     assert_eq!(r.expect(200)["entities"][0]["externalId"], id.as_str());
+    // §1.4 rule 5: `resourceSet:<uuid>` narrows a list read without the header.
+    let default_rs = crate::support::harness::DEFAULT_RS;
+    let r = t
+        .get(&format!("/api/v1/content-security?filter=resourceSet:{default_rs}"))
+        .await;
+    assert_eq!(r.expect(200)["entities"][0]["externalId"], id.as_str());
+    let r = t
+        .get(&format!("/api/v1/content-security?filter=resourceSet:{other}"))
+        .await;
+    assert_eq!(r.expect(200)["entities"], json!([]), "none in the other set");
     // RBAC: the Access Policies permission (§2.7).
     let nop = t
         .user_with_role(

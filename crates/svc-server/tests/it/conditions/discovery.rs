@@ -124,6 +124,18 @@ async fn a_discovery_integration_keeps_one_draft_per_discovered_host_and_port() 
     assert_eq!(one.expect(200)["name"], "web (web.internal:443)");
     let f = drafts(&t, &format!("?filter=discoveryIntegrationId:{id}")).await;
     assert_eq!(f["recordsTotal"], 3);
+    // §1.4 rule 5: `resourceSet:<uuid>` narrows the lists read without the header.
+    let default_rs = crate::support::harness::DEFAULT_RS;
+    let f = drafts(&t, &format!("?filter=resourceSet:{default_rs}")).await;
+    assert_eq!(f["recordsTotal"], 3);
+    let f = drafts(&t, "?filter=resourceSet:00000000-0000-4000-8000-000000000001").await;
+    assert_eq!(f["recordsTotal"], 0);
+    for (set, n) in [(default_rs, 1), ("00000000-0000-4000-8000-000000000001", 0)] {
+        let r = t
+            .get(&format!("/api/v1/discovery-integrations?filter=resourceSet:{set}"))
+            .await;
+        assert_eq!(r.expect(200)["recordsTotal"], n, "{set}");
+    }
     assert_eq!(
         t.get("/api/alpha/server-workload-drafts/00000000-0000-4000-8000-000000000001")
             .await
