@@ -141,10 +141,7 @@ pub async fn client_credentials(
 
 /// Whether a vendor integration's sync is due at `now` (ms).
 fn sync_due(i: &Integration, now: i64) -> bool {
-    !i.builtin
-        && i.meta.active
-        && i.last_sync
-            .is_none_or(|t| now - t.millis() >= i64::from(i.sync_frequency_seconds) * 1000)
+    !i.builtin && i.meta.active && crate::service::jobs::period_over(i.last_sync, i.sync_frequency_seconds, now)
 }
 
 /// §3.11: every `syncFrequencySeconds`, each active vendor integration obtains a token from its
@@ -162,15 +159,17 @@ pub async fn sync_integrations(app: &App) {
         .map(|i| i.meta.id)
         .collect();
     for id in due {
-        let Some(_turn) = crate::service::jobs::turn(app, &format!("svc-integration-sync:{id}")).await else {
+        let due_now = |st: &crate::state::State| {
+            st.integrations
+                .get(&id)
+                .is_some_and(|i| sync_due(i, crate::clock::now_millis()))
+        };
+        let Some(_turn) = crate::service::jobs::turn(app, &format!("svc-integration-sync:{id}"), due_now).await else {
             continue;
         };
         let Some(i) = app.state_full().integrations.get(&id).cloned() else {
             continue;
         };
-        if !sync_due(&i, crate::clock::now_millis()) {
-            continue;
-        }
         let status = match tokio::time::timeout(crate::upstream::TIMEOUT, request_token(app, &i)).await {
             Ok(Ok(_)) => "Success".to_string(),
             Ok(Err(e)) => e,

@@ -28,9 +28,7 @@ struct Found {
 }
 
 fn due(d: &DiscoveryIntegration, now: i64) -> bool {
-    d.meta.active
-        && d.last_sync
-            .is_none_or(|t| now - t.millis() >= i64::from(d.sync_frequency_seconds) * 1000)
+    d.meta.active && crate::service::jobs::period_over(d.last_sync, d.sync_frequency_seconds, now)
 }
 
 /// Syncs every discovery integration whose period is over.
@@ -45,15 +43,12 @@ pub async fn sync_due(app: &App) {
         .collect();
     for id in ids {
         // One node per sync when several share PostgreSQL (see `jobs::turn`).
-        let Some(_turn) = crate::service::jobs::turn(app, &format!("svc-discovery-sync:{id}")).await else {
-            continue;
+        let due_now = |st: &crate::state::State| {
+            st.discovery_integrations
+                .get(&id)
+                .is_some_and(|d| due(d, crate::clock::now_millis()))
         };
-        let still_due = app
-            .state_full()
-            .discovery_integrations
-            .get(&id)
-            .is_some_and(|d| due(d, crate::clock::now_millis()));
-        if still_due {
+        if let Some(_turn) = crate::service::jobs::turn(app, &format!("svc-discovery-sync:{id}"), due_now).await {
             sync(app, id).await;
         }
     }

@@ -149,16 +149,25 @@ pub async fn retention(app: &App) -> Result<u64, crate::store::StoreError> {
     app.store.purge_events_through(cutoff, &floors).await
 }
 
-/// Spawns a job of the node on its clock ([`crate::clock::scope`]).
+/// Whether a period of `secs` seconds is over since `last` at `now` (ms); never synced: over.
+pub fn period_over(last: Option<crate::domain::Timestamp>, secs: i32, now: i64) -> bool {
+    last.is_none_or(|t| now - t.millis() >= i64::from(secs) * 1000)
+}
+
 /// A periodic task's turn across nodes: holds the cluster-wide lock `name` (PostgreSQL; on SQLite
-/// there is one node) and has caught up with the other nodes' changes, so the caller sees what a
-/// node that held it before recorded (a sync already done for this period) and skips. The lock is
-/// held until the guard drops; `None` when the lock could not be taken (the turn is skipped).
-pub async fn turn(app: &App, name: &str) -> Option<Option<crate::store::ClusterLock>> {
+/// there is one node), catches up with the other nodes' changes, and asks `still_due` of the state
+/// it caught up with, so a node that gets the lock after another has done this period's work sees
+/// it recorded and skips. The lock is held until the guard drops; `None` when the task is not due
+/// any more or the lock could not be taken (the turn is skipped).
+pub async fn turn(
+    app: &App,
+    name: &str,
+    still_due: impl FnOnce(&crate::state::State) -> bool,
+) -> Option<Option<crate::store::ClusterLock>> {
     match app.store.cluster_lock(name).await {
         Ok(lock) => {
             crate::service::load::catch_up(app).await;
-            Some(lock)
+            still_due(&app.state_full()).then_some(lock)
         }
         Err(e) => {
             tracing::warn!(error = %e, job = name, "cluster lock not taken: skipping this turn");
@@ -167,6 +176,7 @@ pub async fn turn(app: &App, name: &str) -> Option<Option<crate::store::ClusterL
     }
 }
 
+/// Spawns a job of the node on its clock ([`crate::clock::scope`]).
 fn on_node(clock: std::sync::Arc<crate::clock::Clock>, job: impl std::future::Future<Output = ()> + Send + 'static) {
     tokio::spawn(crate::clock::scope(clock, job));
 }
