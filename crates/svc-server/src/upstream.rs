@@ -142,6 +142,9 @@ const SECRET_HEADERS: &[&str] = &[
     "x-aws-ec2-metadata-token",
 ];
 
+/// The largest request body searched for secret fields (see [`secrets_of`]).
+const SECRET_BODY_MAX: usize = 64 * 1024;
+
 /// The secrets a request carries, each also decoded where a header encodes it (HTTP Basic).
 fn secrets_of(req: &reqwest::Request) -> Vec<String> {
     let mut out = Vec::new();
@@ -168,7 +171,14 @@ fn secrets_of(req: &reqwest::Request) -> Vec<String> {
             }
         }
     }
-    if let Some(body) = req.body().and_then(|b| b.as_bytes()) {
+    // A credential a request carries in its body is a field of a small form or JSON document (a
+    // token request); a large body is a payload (a log stream's transaction, an upload: megabytes
+    // of records), which was parsed here as a form for nothing, on every send.
+    if let Some(body) = req
+        .body()
+        .and_then(|b| b.as_bytes())
+        .filter(|b| b.len() <= SECRET_BODY_MAX)
+    {
         if let Ok(serde_json::Value::Object(m)) = serde_json::from_slice::<serde_json::Value>(body) {
             json_secrets(&serde_json::Value::Object(m), &mut out);
         } else {
@@ -494,6 +504,19 @@ mod tests {
             .build()
             .unwrap();
         assert_eq!(scrub("echo eyJhbGciOi.CANARY.sig", &secrets_of(&json)), "echo ***");
+        // A payload (a log stream's records) is not searched for fields: its headers still are.
+        let payload = client
+            .post("http://127.0.0.1:1/services/collector/event")
+            .header("authorization", "Splunk CANARY-HEC-TOKEN")
+            .body(format!(
+                "{{\"event\":{{\"token\":\"CANARY-IN-RECORD\"}}}}{}",
+                " ".repeat(SECRET_BODY_MAX)
+            ))
+            .build()
+            .unwrap();
+        let found = secrets_of(&payload);
+        assert!(found.iter().any(|s| s == "CANARY-HEC-TOKEN"), "{found:?}");
+        assert!(!found.iter().any(|s| s.contains("CANARY-IN-RECORD")), "{found:?}");
         // Echoed inside a JSON string, with `/` escaped as some encoders do.
         assert_eq!(
             scrub(r#"{"echo":"CANARY-SECRET-123\/+"}"#, &f.sent),
