@@ -100,6 +100,7 @@ async fn answer(
     let ids = subject.as_ref().map_or((None, None), super::environment::subject_ids);
     let info = RequestInfo {
         context_id: crate::util::uuid_v4(),
+        ts: crate::clock::now_millis(),
         rs: selected_rs
             .or(token.as_ref().map(|t| t.svc.rs))
             .unwrap_or(DEFAULT_RESOURCE_SET),

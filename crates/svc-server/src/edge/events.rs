@@ -1,8 +1,10 @@
 //! The events the Edge API writes (contract §4.11): `access.authentication`, `access.request`,
 //! `access.authorization`, `access.credential` (AuthorizationEventDTO, §3.24) and the workload event
-//! (EventDTO, §3.25). One `contextId` per request; the environment (facts only, never evidence or
-//! credentials, `edge::environment`) is rendered once per request and shared by its events; the
-//! stored bodies are read back through `events::shape`.
+//! (EventDTO, §3.25). One `contextId` and one time per request; the environment (facts only, never
+//! evidence or credentials, `edge::environment`) is rendered once per request, and what the
+//! authorization events share (`meta.contextId`, `clientRequest`, `environment`) is stored once
+//! with the request's row (`store::RequestRow`); the stored bodies are read back through
+//! `events::shape`.
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -15,6 +17,8 @@ use crate::store::{EventRow, EventTable};
 /// What every event of one request shares.
 pub struct RequestInfo {
     pub context_id: Uuid,
+    /// The time (ms) of every event of the request: they are stored in one row.
+    pub ts: i64,
     pub rs: Uuid,
     pub client_ip: Option<std::sync::Arc<str>>,
     pub source_port: u16,
@@ -114,14 +118,22 @@ struct ClientRequest<'a> {
     network: Network<'a>,
 }
 
+/// What every authorization event of a request has in common, stored once with the request
+/// (`Recorder::share`) and merged into each body when it is read.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Shared<'a> {
+    meta: Meta,
+    client_request: ClientRequest<'a>,
+    environment: &'a RawValue,
+}
+
+/// An authorization event's own parts, as stored (see [`Shared`]).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct AuthorizationEvent<'a> {
-    meta: Meta,
     #[serde(skip_serializing_if = "Option::is_none")]
     outcome: Option<Outcome<'a>>,
-    client_request: ClientRequest<'a>,
-    environment: &'a RawValue,
     #[serde(skip_serializing_if = "none_ref")]
     client_workload: &'a Option<EntityResult>,
     #[serde(skip_serializing_if = "none_ref")]
@@ -232,22 +244,25 @@ pub fn authorization(
     parts: &Parts,
 ) {
     crate::metrics::edge_decision(event_type, result, reason);
-    let now = crate::clock::now();
     // Time-ordered (v7): see `util::uuid_v7`.
-    let event_id = crate::util::uuid_v7(now.millis());
-    let ev = AuthorizationEvent {
-        meta: Meta {
-            context_id: info.context_id,
-        },
-        outcome: reason.map(|reason| Outcome { reason }),
-        client_request: ClientRequest {
-            network: Network {
-                source_port: info.source_port,
-                target_host: info.target_host.as_deref(),
-                target_port: info.target_port,
+    let event_id = crate::util::uuid_v7(info.ts);
+    if !rec.has_shared() {
+        rec.share(to_json(&Shared {
+            meta: Meta {
+                context_id: info.context_id,
             },
-        },
-        environment: &info.environment,
+            client_request: ClientRequest {
+                network: Network {
+                    source_port: info.source_port,
+                    target_host: info.target_host.as_deref(),
+                    target_port: info.target_port,
+                },
+            },
+            environment: &info.environment,
+        }));
+    }
+    let ev = AuthorizationEvent {
+        outcome: reason.map(|reason| Outcome { reason }),
         client_workload: &parts.client_workload,
         server_workload: &parts.server_workload,
         access_policy: &parts.access_policy,
@@ -264,7 +279,7 @@ pub fn authorization(
         table: EventTable::Authorization,
         id: event_id,
         rs: info.rs,
-        ts: now.millis(),
+        ts: info.ts,
         event_type,
         severity,
         result: Some(result),
@@ -291,9 +306,8 @@ pub struct WorkloadEvent {
 }
 
 pub fn workload(rec: &mut Recorder, info: &RequestInfo, w: WorkloadEvent) {
-    let now = crate::clock::now();
     // Time-ordered (v7): see `util::uuid_v7`.
-    let event_id = crate::util::uuid_v7(now.millis());
+    let event_id = crate::util::uuid_v7(info.ts);
     let body = WorkloadEventBody {
         meta: WorkloadMeta {
             policy_id: w.policy,
@@ -312,7 +326,7 @@ pub fn workload(rec: &mut Recorder, info: &RequestInfo, w: WorkloadEvent) {
         table: EventTable::Workload,
         id: event_id,
         rs: info.rs,
-        ts: now.millis(),
+        ts: info.ts,
         event_type: "workload.credential",
         severity: w.severity,
         result: Some(w.action),
@@ -490,9 +504,8 @@ mod tests {
         } else {
             serde_json::value::to_raw_value(&Env::default()).unwrap()
         };
-        let ev = AuthorizationEvent {
+        let shared = Shared {
             meta: Meta { context_id: id },
-            outcome: full.then_some(Outcome { reason: "r" }),
             client_request: ClientRequest {
                 network: Network {
                     source_port: 1,
@@ -501,6 +514,9 @@ mod tests {
                 },
             },
             environment: &env,
+        };
+        let ev = AuthorizationEvent {
+            outcome: full.then_some(Outcome { reason: "r" }),
             client_workload: &parts.client_workload,
             server_workload: &parts.server_workload,
             access_policy: &parts.access_policy,
@@ -512,7 +528,13 @@ mod tests {
             content_security: &[],
             credential_provider: &parts.credential_provider,
         };
-        serde_json::to_value(&ev).unwrap()
+        // As the views read it: the shared parts merged into the event's own (disjoint keys).
+        let mut body = serde_json::to_value(&shared).unwrap();
+        let Value::Object(own) = serde_json::to_value(&ev).unwrap() else {
+            unreachable!()
+        };
+        body.as_object_mut().unwrap().extend(own);
+        body
     }
 
     /// The columns of an authorization event's row.
@@ -609,6 +631,55 @@ mod tests {
         // A body stored in full (before this format) passes through unchanged.
         let old = full_expanded.clone();
         assert_eq!(expand(old.clone(), AUTHORIZATION_EVENT, &Columns::new()), old);
+    }
+
+    /// The log streams write the expanded events without building them (`write_expanded`): the
+    /// same bytes as serialising `expand`'s result, whole or with the shared parts apart.
+    #[test]
+    fn writing_an_expanded_event_gives_the_bytes_of_expanding_it() {
+        let cols = authorization_columns(Some("127.0.0.1"));
+        let written = |v: &Value, shared: Option<&serde_json::Map<String, Value>>, shape, cols: &Columns| {
+            let mut out = vec![];
+            write_expanded(&mut out, v, shared, shape, cols);
+            String::from_utf8(out).unwrap()
+        };
+        for full in [true, false] {
+            let merged = event(full);
+            let expanded = expand(merged.clone(), AUTHORIZATION_EVENT, &cols);
+            let expected = serde_json::to_string(&expanded).unwrap();
+            assert_eq!(written(&merged, None, AUTHORIZATION_EVENT, &cols), expected);
+            let mut own = merged.as_object().unwrap().clone();
+            let mut shared = serde_json::Map::new();
+            for k in ["meta", "clientRequest", "environment"] {
+                shared.insert(k.into(), own.remove(k).unwrap());
+            }
+            assert_eq!(
+                written(&Value::Object(own), Some(&shared), AUTHORIZATION_EVENT, &cols),
+                expected
+            );
+            // A body stored in full (before the sparse format) passes through.
+            assert_eq!(written(&expanded, None, AUTHORIZATION_EVENT, &cols), expected);
+        }
+        let workload = serde_json::to_value(WorkloadEventBody {
+            meta: WorkloadMeta {
+                policy_id: None,
+                connection_id: Uuid::nil(),
+            },
+            network: WorkloadNetwork {
+                client_workload_ip: Some("10.0.0.1"),
+                client_workload_port: 1,
+                server_workload_port: 443,
+            },
+            outcome: WorkloadOutcome { result: "Success" },
+        })
+        .unwrap();
+        let mut wcols = Columns::new();
+        wcols.insert("ts".into(), 5i64.into());
+        wcols.insert("action".into(), "CredentialIssued".into());
+        assert_eq!(
+            written(&workload, None, WORKLOAD_EVENT, &wcols),
+            serde_json::to_string(&expand(workload.clone(), WORKLOAD_EVENT, &wcols)).unwrap()
+        );
     }
 
     #[test]

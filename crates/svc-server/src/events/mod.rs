@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 
-use crate::store::{EventRow, Store};
+use crate::store::{EventRow, RequestRow, Store};
 
 /// Queued requests at most (each with its ≤ 4 events of ~1 KB): ~16 MB of queue at worst.
 const CAPACITY: usize = 4_096;
@@ -41,9 +41,9 @@ const GROUP_WAIT: Duration = Duration::from_millis(2);
 const YIELDS: u32 = 2;
 
 enum Msg {
-    /// One request's events and, unless it does not wait (fail open), where to say whether they
-    /// were stored.
-    Events(Vec<EventRow>, Option<oneshot::Sender<bool>>),
+    /// One request's stored rows (one, unless it recorded more than a row holds), its number of
+    /// events and, unless it does not wait (fail open), where to say whether they were stored.
+    Events(Vec<RequestRow>, usize, Option<oneshot::Sender<bool>>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -52,6 +52,8 @@ enum Msg {
 #[derive(Default)]
 pub struct Recorder {
     rows: Vec<EventRow>,
+    /// What the request's authorization events share, stored once ([`RequestRow::shared`]).
+    shared: Option<Arc<str>>,
 }
 
 impl Recorder {
@@ -62,6 +64,17 @@ impl Recorder {
             "an event's id is a v7 UUID of its own time"
         );
         self.rows.push(e);
+    }
+
+    /// Whether the request's shared parts are set (see [`Recorder::share`]).
+    pub fn has_shared(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Sets the JSON object the request's authorization event bodies are stored without and
+    /// get back when read (their `meta.contextId`, `clientRequest`, `environment`).
+    pub fn share(&mut self, shared: Arc<str>) {
+        self.shared = Some(shared);
     }
 }
 
@@ -207,6 +220,8 @@ impl EventSink {
             return true;
         }
         let n = rec.rows.len() as u64;
+        // The rows are built here, on the request's own thread, not by the one writer.
+        let requests = RequestRow::group(&rec.rows, rec.shared.as_ref());
         let (waiter, done) = if self.durability.fail_open {
             (None, None)
         } else {
@@ -214,7 +229,7 @@ impl EventSink {
             (Some(tx), Some(rx))
         };
         // The reserved slot is ours: the send cannot find the queue full.
-        let sent = self.tx.try_send(Msg::Events(rec.rows, waiter)).is_ok();
+        let sent = self.tx.try_send(Msg::Events(requests, rec.rows.len(), waiter)).is_ok();
         drop(room);
         if !sent {
             self.lost(n);
@@ -290,7 +305,8 @@ impl EventSink {
             written: self.written.clone(),
             committed: self.commits.clone(),
             dropped: self.dropped.clone(),
-            batch: Vec::with_capacity(BATCH + 4),
+            batch: Vec::with_capacity(BATCH),
+            events: 0,
             commits: Vec::new(),
             flushes: Vec::new(),
         };
@@ -314,7 +330,7 @@ impl EventSink {
                         w.take(m);
                         quiet = 0;
                     }
-                    if w.batch.len() >= BATCH || !w.flushes.is_empty() {
+                    if w.events >= BATCH || !w.flushes.is_empty() {
                         break;
                     }
                     if let Ok(m) = rx.try_recv() {
@@ -363,7 +379,9 @@ struct Writer {
     written: Arc<AtomicU64>,
     committed: Arc<AtomicU64>,
     dropped: Arc<AtomicU64>,
-    batch: Vec<EventRow>,
+    batch: Vec<RequestRow>,
+    /// Events in `batch`.
+    events: usize,
     /// Requests waiting for the batch's commit, with their number of rows.
     commits: Vec<(oneshot::Sender<bool>, usize)>,
     flushes: Vec<oneshot::Sender<()>>,
@@ -372,11 +390,12 @@ struct Writer {
 impl Writer {
     fn take(&mut self, m: Msg) {
         match m {
-            Msg::Events(rows, waiter) => {
+            Msg::Events(rows, events, waiter) => {
                 if let Some(w) = waiter {
                     self.commits.push((w, rows.len()));
                 }
                 self.batch.extend(rows);
+                self.events += events;
             }
             Msg::Flush(f) => self.flushes.push(f),
         }
@@ -385,15 +404,15 @@ impl Writer {
     /// Writes the batch (with retries while its requests can still wait), tells every waiter,
     /// and returns how many events it handled.
     async fn write(&mut self) -> u64 {
-        let n = self.batch.len() as u64;
+        let n = self.events as u64;
         if n > 0 {
             let mut stored = false;
             for attempt in 1..=4u64 {
                 // A request that gave up (its timeout answered 503) is not waited for, but its
                 // events still describe what happened: they stay in the batch.
                 let started = std::time::Instant::now();
-                let r = self.store.insert_events(&self.batch).await;
-                crate::metrics::event_batch(self.batch.len(), r.is_ok(), attempt == 4, started.elapsed());
+                let r = self.store.insert_requests(&self.batch).await;
+                crate::metrics::event_batch(self.events, r.is_ok(), attempt == 4, started.elapsed());
                 match r {
                     Ok(()) => {
                         self.written.fetch_add(n, Ordering::Relaxed);
@@ -416,6 +435,7 @@ impl Writer {
                 let _ = w.send(stored);
             }
             self.batch.clear();
+            self.events = 0;
         }
         for f in self.flushes.drain(..) {
             let _ = f.send(());

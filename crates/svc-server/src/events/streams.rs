@@ -1,7 +1,7 @@
 //! Log-stream delivery (contract §3.14, §5.4). Every `SVC_LOG_STREAM_INTERVAL_SECONDS` (60 s by
 //! default) each active stream sends, as one transaction, the records of its `dataType` stored
-//! since its last successful transaction (every resource set, at most [`MAX_RECORDS`], the rest
-//! next cycle), each the exact DTO the event lists return (`events::shape` puts back what a row
+//! since its last successful transaction (every resource set, at most [`MAX_RECORDS`]; a full
+//! transaction acknowledged is followed at once by the next), each the exact DTO the event lists return (`events::shape` puts back what a row
 //! is stored without). A transaction is counted in progress, then completed (2xx) or errored:
 //! an errored one is sent again, with the same records, every cycle until it succeeds or its
 //! first attempt is [`GIVE_UP_MS`] old, when it is dropped and the cursor moves past it.
@@ -158,7 +158,10 @@ pub async fn run(app: App) {
 }
 
 /// One cycle: the counters of every stream read again, then one transaction per active stream
-/// this node delivers (the streams in parallel: a slow sink delays only its own stream).
+/// this node delivers (the streams in parallel: a slow sink delays only its own stream), and
+/// more at once while a stream's transactions come back full and acknowledged: a backlog of more
+/// than [`MAX_RECORDS`] is sent in transactions of that size one after the other, not one per
+/// cycle (docs/API-CONVENTIONS.md: a stream keeps up with the events it carries).
 pub async fn cycle(app: &App) {
     let _running = app.streams.cycle.lock().await;
     if app.streams.stopping() {
@@ -177,7 +180,12 @@ pub async fn cycle(app: &App) {
     app.streams.deliverer.release_except(&all).await;
     let active: Vec<Arc<LogStream>> = st.log_streams.values().filter(|s| s.meta.active).cloned().collect();
     drop(st);
-    futures_util::future::join_all(active.into_iter().map(|s| deliver(app, s))).await;
+    futures_util::future::join_all(
+        active
+            .into_iter()
+            .map(|s| async move { while deliver(app, s.clone()).await && !app.streams.stopping() {} }),
+    )
+    .await;
 }
 
 /// The floors of retention: per event table, the lowest cursor of the active streams that carry
@@ -199,15 +207,16 @@ pub async fn retention_floors(app: &App) -> Result<Vec<(EventTable, i64)>, Store
         .collect())
 }
 
-/// One stream's transaction of this cycle, if this node delivers it and it has records.
-async fn deliver(app: &App, s: Arc<LogStream>) {
+/// One stream's transaction of this cycle, if this node delivers it and it has records: `true`
+/// when it was acknowledged and full (more may be waiting).
+async fn deliver(app: &App, s: Arc<LogStream>) -> bool {
     let id = s.meta.id;
     match app.streams.deliverer.claim(id).await {
         Ok(true) => {}
-        Ok(false) => return,
+        Ok(false) => return false,
         Err(e) => {
             tracing::warn!(stream = %id, error = %e, "log stream: taking the delivery lock failed");
-            return;
+            return false;
         }
     }
     let table = table_of(s.data_type);
@@ -225,16 +234,16 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
             {
                 tracing::warn!(stream = %id, error = %e, "log stream: storing its cursor failed");
             }
-            return;
+            return false;
         }
         Err(e) => {
             tracing::warn!(stream = %id, error = %e, "log stream: reading its cursor failed");
-            return;
+            return false;
         }
     };
     // A `dataType` change not seen by both yet (the row or this node's state): next cycle.
     if row.data_type != s.data_type.as_str() {
-        return;
+        return false;
     }
     let now = crate::clock::now_millis();
     let records = match app
@@ -245,7 +254,7 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
         Ok(r) => r,
         Err(e) => {
             tracing::warn!(stream = %id, error = %e, "log stream: reading records failed");
-            return;
+            return false;
         }
     };
     let Some(newest) = records.last().map(|r| r.seq) else {
@@ -259,29 +268,30 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
             tracing::warn!(stream = %id, error = %e, "log stream: moving its cursor failed");
         }
         crate::metrics::log_stream_lag(s.meta.seq, 0.0);
-        return;
+        return false;
     };
     // A retry covers the same records: the transaction ends where its first attempt did.
     let last = row.pending_last.unwrap_or(newest);
     // Right before sending: the stream as committed now, on any node.
     crate::service::load::catch_up(app).await;
     let Some(current) = app.state().log_streams.get(&id).cloned() else {
-        return;
+        return false;
     };
     if !current.meta.active || current.data_type != s.data_type || app.streams.stopping() {
-        return;
+        return false;
     }
     match app.streams.deliverer.begin(id, &row.data_type, last, now).await {
         Ok(true) => {}
         // The row went with the stream (deleted on another node).
-        Ok(false) => return,
+        Ok(false) => return false,
         Err(e) => {
             tracing::warn!(stream = %id, error = %e, "log stream: counting its transaction failed");
-            return;
+            return false;
         }
     }
     app.streams.change(id, |c| c.in_progress = 1);
-    let result = send(app, &current, table, &records, now).await;
+    let count = records.len();
+    let result = send(app, &current, table, records, now).await;
     let ended = crate::clock::now_millis();
     let first_attempt = row.pending_since.unwrap_or(now);
     let outcome = match &result {
@@ -297,9 +307,9 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
             _ => e.clone(),
         };
         if outcome == Outcome::Dropped {
-            tracing::error!(stream = %id, records = records.len(), error = %e, "log stream transaction dropped after 24 h of failures");
+            tracing::error!(stream = %id, records = count, error = %e, "log stream transaction dropped after 24 h of failures");
         } else {
-            tracing::warn!(stream = %id, records = records.len(), error = %e, "log stream transaction failed; retried next cycle");
+            tracing::warn!(stream = %id, records = count, error = %e, "log stream transaction failed; retried next cycle");
         }
     }
     if let Err(e) = app
@@ -337,22 +347,26 @@ async fn deliver(app: &App, s: Arc<LogStream>) {
         let lag = oldest.map_or(0, |t| (ended - t).max(0));
         crate::metrics::log_stream_lag(s.meta.seq, lag as f64 / 1000.0);
     }
+    outcome == Outcome::Completed && count as i64 == MAX_RECORDS
 }
 
-/// A stored record as the event lists show it (`None`: a body that is not JSON, logged).
-fn record(table: EventTable, r: &StreamRecord) -> Option<Value> {
-    let v: Value = match serde_json::from_str(&r.body) {
-        Ok(v) => v,
-        Err(e) => {
-            tracing::error!(seq = r.seq, error = %e, "log stream: a stored record is not JSON; skipped");
-            return None;
-        }
+/// Writes a stored record as the event lists show it; `false` (nothing written): a body that is
+/// not JSON, logged.
+fn write_record(out: &mut Vec<u8>, table: EventTable, r: &StreamRecord) -> bool {
+    let Some(v) = &r.body else {
+        tracing::error!(seq = r.seq, "log stream: a stored record is not JSON; skipped");
+        return false;
     };
-    Some(match table {
-        EventTable::Audit => v,
-        EventTable::Authorization => shape::expand(v, shape::AUTHORIZATION_EVENT, &r.columns),
-        EventTable::Workload => shape::expand(v, shape::WORKLOAD_EVENT, &r.columns),
-    })
+    let shape = match table {
+        EventTable::Audit => {
+            serde_json::to_writer(&mut *out, v).expect("a JSON value serialises");
+            return true;
+        }
+        EventTable::Authorization => shape::AUTHORIZATION_EVENT,
+        EventTable::Workload => shape::WORKLOAD_EVENT,
+    };
+    shape::write_expanded(out, v, r.shared.as_deref(), shape, &r.columns);
+    true
 }
 
 /// Milliseconds since the epoch as seconds with three decimals (`1732615200.123`).
@@ -362,8 +376,11 @@ fn epoch_seconds(ms: i64) -> String {
 
 /// Sends one transaction to the stream's destination. `Err`: a text for the log, without a
 /// secret.
-async fn send(app: &App, s: &LogStream, table: EventTable, records: &[StreamRecord], now: i64) -> Result<(), String> {
-    let values = records.iter().filter_map(|r| record(table, r).map(|v| (r.time, v)));
+async fn send(app: &App, s: &LogStream, table: EventTable, records: Vec<StreamRecord>, now: i64) -> Result<(), String> {
+    let values = Records {
+        table,
+        records: &records,
+    };
     match &s.dest {
         Destination::LogAnalyticsAHttpEventCollector(h) => {
             let token = s.secret().ok_or("the collector's authenticationToken is missing")?;
@@ -406,30 +423,52 @@ fn upload<'a>(s: &LogStream, now: i64, ndjson: &'a [u8]) -> Upload<'a> {
     }
 }
 
-/// One JSON record per line.
-fn ndjson(values: impl Iterator<Item = (i64, Value)>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (_, v) in values {
-        out.extend_from_slice(v.to_string().as_bytes());
-        out.push(b'\n');
+/// A transaction's records, written straight into the request body.
+struct Records<'a> {
+    table: EventTable,
+    records: &'a [StreamRecord],
+}
+
+impl Records<'_> {
+    /// Each record written after `before` (and followed by `after`): its time, nothing when it
+    /// cannot be written.
+    fn write_each(&self, out: &mut Vec<u8>, before: impl Fn(&mut Vec<u8>, i64), after: &[u8]) {
+        for r in self.records {
+            let start = out.len();
+            before(out, r.time);
+            if write_record(out, self.table, r) {
+                out.extend_from_slice(after);
+            } else {
+                out.truncate(start);
+            }
+        }
     }
+}
+
+/// One JSON record per line.
+fn ndjson(values: Records<'_>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(values.records.len() * 3072);
+    values.write_each(&mut out, |_, _| {}, b"\n");
     out
 }
 
 /// §5.4: `POST {https|http}://<hecHostPort>/services/collector/event` with the records as
 /// concatenated `{"time", "source", "sourcetype": "_json", "event"}` objects.
-async fn send_hec(app: &App, h: &Hec, auth: &str, values: impl Iterator<Item = (i64, Value)>) -> Result<(), String> {
+async fn send_hec(app: &App, h: &Hec, auth: &str, values: Records<'_>) -> Result<(), String> {
     let source = Value::String(h.source_name.clone()).to_string();
-    let mut body = String::new();
-    for (time, v) in values {
-        body.push_str("{\"time\":");
-        body.push_str(&epoch_seconds(time));
-        body.push_str(",\"source\":");
-        body.push_str(&source);
-        body.push_str(",\"sourcetype\":\"_json\",\"event\":");
-        body.push_str(&v.to_string());
-        body.push('}');
-    }
+    // An expanded authorization event is 2–3 KB: sized once, not grown through a dozen copies.
+    let mut body: Vec<u8> = Vec::with_capacity(values.records.len() * 3072);
+    values.write_each(
+        &mut body,
+        |out, time| {
+            out.extend_from_slice(b"{\"time\":");
+            out.extend_from_slice(epoch_seconds(time).as_bytes());
+            out.extend_from_slice(b",\"source\":");
+            out.extend_from_slice(source.as_bytes());
+            out.extend_from_slice(b",\"sourcetype\":\"_json\",\"event\":");
+        },
+        b"}",
+    );
     let scheme = if h.tls { "https" } else { "http" };
     let url = format!("{scheme}://{}/services/collector/event", h.host_port);
     let up = if h.verify {

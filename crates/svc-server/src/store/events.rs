@@ -1,7 +1,10 @@
 //! Audit entries, authorization events and workload events: inserts (audit inside the entity
-//! transaction, events in batches from the background writer) and the one query builder behind
-//! the three event lists (contract §3.23–§3.26). Column names come from the callers' allow-lists.
+//! transaction, edge requests in batches from the background writer, one row per request holding
+//! its events, [`RequestRow`]) and the one query builder behind the three event lists (contract
+//! §3.23–§3.26), which reads the edge events through the views that expand those rows. Column
+//! names come from the callers' allow-lists.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use sqlx::{Any, Row, Sqlite, Transaction};
@@ -95,18 +98,6 @@ impl EventTable {
             ],
         }
     }
-    /// The columns an event `INSERT` fills, in the order `bind_event!` binds them: `ts`, the
-    /// restored columns, then those only the writer and the list's filters use.
-    fn insert_columns(self) -> Vec<&'static str> {
-        let rest: &[&str] = match self {
-            EventTable::Workload => &["user_id", "search", "body"],
-            _ => &["search", "body"],
-        };
-        std::iter::once("ts")
-            .chain(self.restored_columns().iter().copied())
-            .chain(rest.iter().copied())
-            .collect()
-    }
     /// `body` followed by the columns `row_columns` reads.
     pub(super) fn select_list(self) -> String {
         match self {
@@ -199,18 +190,18 @@ fn escape_like(s: &str) -> String {
     out
 }
 
-/// Rows per multi-row `INSERT` of events: one statement (one round trip to the database driver)
-/// instead of one per event; 64 × 12 parameters stays far below both dialects' limits.
-const EVENT_ROWS_PER_INSERT: usize = 64;
+/// Request rows per multi-row `INSERT`: one statement (one round trip to the database driver)
+/// instead of one per request.
+const ROWS_PER_INSERT: usize = 64;
 
 /// Rows in the next `INSERT` when `left` remain: 64, else the largest power of two that fits.
 /// Every row count is its own SQL text, and each connection keeps its prepared statements (up to
-/// 100, tens of KB each at this size), so allowing any count from 1 to 64 filled every pooled
-/// connection's cache with ~100 large statements (~30 MB in all, seen as RSS growth during the
-/// benchmark's credential points); powers of two allow only seven per table.
+/// 100), so allowing any count from 1 to 64 filled every pooled connection's cache with ~100
+/// statements (~30 MB in all with the per-event rows of before, seen as RSS growth during the
+/// benchmark's credential points); powers of two allow only seven.
 fn insert_size(left: usize) -> usize {
-    if left >= EVENT_ROWS_PER_INSERT {
-        EVENT_ROWS_PER_INSERT
+    if left >= ROWS_PER_INSERT {
+        ROWS_PER_INSERT
     } else {
         1 << left.ilog2()
     }
@@ -245,29 +236,225 @@ fn multi_insert_sql(dialect: Dialect, table: &str, columns: &[&str], rows: usize
     sql
 }
 
-/// Binds one event's values in the order of [`EventTable::insert_columns`]; `$text` turns each
-/// text, a shared `Arc<str>`, into what the statement's driver takes.
-macro_rules! bind_event {
-    ($q:expr, $table:expr, $e:expr, $text:expr) => {{
-        let e: &EventRow = $e;
-        let text = $text;
-        let q = $q
-            .bind(e.ts)
-            .bind(text(uuid_text(e.id)))
-            .bind(text(rs_text(e.rs)))
-            .bind(text(static_text(e.event_type)))
-            .bind(text(static_text(e.severity)))
-            // A workload event's action.
-            .bind(e.result.map(|r| text(static_text(r))));
-        let q = match $table {
-            EventTable::Workload => q
-                .bind(e.client_workload.map(|u| text(uuid_text(u))))
-                .bind(e.server_workload.map(|u| text(uuid_text(u))))
-                .bind(e.app_protocol.clone().map(&text))
-                .bind(e.user_id.clone().map(&text)),
-            _ => q.bind(e.client_ip.clone().map(&text)),
+/// Events of one request at most in one `edge_requests` row: the views number an event
+/// `request seq × 16 + its index` (migration 0004).
+pub const EVENTS_PER_REQUEST: usize = 16;
+
+/// One stored edge request (`edge_requests`, migration 0004): its events, and what they share
+/// stored once. The authorization and workload event views expand it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RequestRow {
+    pub rs: Uuid,
+    pub ts: i64,
+    pub client_ip: Option<Arc<str>>,
+    /// A JSON object merged into each authorization event's body when it is read (its
+    /// `meta.contextId`, `clientRequest`, `environment`): the bodies are stored without it.
+    pub shared: Option<Arc<str>>,
+    /// The events' fields the lists filter on, one JSON array (see migration 0004 for an
+    /// element's keys).
+    pub meta: Arc<str>,
+    /// The events' bodies, one JSON array in the same order.
+    pub bodies: Arc<str>,
+    /// How many authorization and workload events the row holds.
+    pub authorization: i64,
+    pub workload: i64,
+}
+
+/// One element of a request row's `meta`.
+#[derive(serde::Serialize)]
+struct Element<'a> {
+    k: &'static str,
+    id: Uuid,
+    t: &'static str,
+    s: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    r: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    q: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cw: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sw: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    p: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    u: Option<&'a str>,
+}
+
+impl RequestRow {
+    /// The rows that store `events` in order: consecutive events of the same resource set, time
+    /// and client IP share one row (an edge request's events all do), up to
+    /// [`EVENTS_PER_REQUEST`]. `shared`: what the authorization events' bodies were written
+    /// without (see [`RequestRow::shared`]).
+    pub fn group(events: &[EventRow], shared: Option<&Arc<str>>) -> Vec<RequestRow> {
+        let mut out = Vec::with_capacity(1);
+        let mut rest = events;
+        while let Some(first) = rest.first() {
+            let n = rest
+                .iter()
+                .take(EVENTS_PER_REQUEST)
+                .take_while(|e| e.rs == first.rs && e.ts == first.ts && e.client_ip == first.client_ip)
+                .count();
+            let (these, tail) = rest.split_at(n);
+            rest = tail;
+            let (meta, bodies) = elements(these);
+            let workload = these.iter().filter(|e| e.table == EventTable::Workload).count() as i64;
+            out.push(RequestRow {
+                rs: first.rs,
+                ts: first.ts,
+                client_ip: first.client_ip.clone(),
+                shared: shared.cloned(),
+                meta,
+                bodies,
+                authorization: n as i64 - workload,
+                workload,
+            });
+        }
+        out
+    }
+}
+
+/// A request row's `meta` and `bodies` arrays.
+fn elements(events: &[EventRow]) -> (Arc<str>, Arc<str>) {
+    let mut meta = Vec::with_capacity(events.len() * 160 + 2);
+    let mut bodies = Vec::with_capacity(events.iter().map(|e| e.body.len() + 1).sum::<usize>() + 2);
+    meta.push(b'[');
+    bodies.push(b'[');
+    for (i, e) in events.iter().enumerate() {
+        if i > 0 {
+            meta.push(b',');
+            bodies.push(b',');
+        }
+        let workload = e.table == EventTable::Workload;
+        let el = Element {
+            k: if workload { "w" } else { "a" },
+            id: e.id,
+            t: e.event_type,
+            s: e.severity,
+            r: e.result,
+            q: e.search.as_deref(),
+            cw: e.client_workload,
+            sw: e.server_workload,
+            p: e.app_protocol.as_deref(),
+            u: e.user_id.as_deref(),
         };
-        q.bind(e.search.clone().map(&text)).bind(text(e.body.clone()))
+        serde_json::to_writer(&mut meta, &el).expect("an event element serialises");
+        bodies.extend_from_slice(e.body.as_bytes());
+    }
+    meta.push(b']');
+    bodies.push(b']');
+    let text = |v: Vec<u8>| -> Arc<str> { String::from_utf8(v).expect("JSON is UTF-8").into() };
+    (text(meta), text(bodies))
+}
+
+/// One stored edge request as read back (see [`StoredRequest::records`]).
+pub(super) struct StoredRequest<'a> {
+    pub seq: i64,
+    pub rs: &'a str,
+    pub ts: i64,
+    pub client_ip: Option<&'a str>,
+    pub shared: Option<&'a str>,
+    pub meta: &'a str,
+    pub bodies: &'a str,
+}
+
+/// An element of a stored request's `meta`, as read (see migration 0004 for its keys; the
+/// search text `q` is for the lists' filter only).
+#[derive(serde::Deserialize)]
+struct StoredElement<'a> {
+    #[serde(borrow)]
+    k: Cow<'a, str>,
+    #[serde(borrow)]
+    id: Cow<'a, str>,
+    #[serde(borrow)]
+    t: Cow<'a, str>,
+    #[serde(borrow)]
+    s: Cow<'a, str>,
+    #[serde(default, borrow)]
+    r: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    cw: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    sw: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    p: Option<Cow<'a, str>>,
+}
+
+impl StoredRequest<'_> {
+    /// The request's events of `table`, as the event views show them: each with its `seq`, the
+    /// request's time, its body (an authorization event's with the request's shared parts, to be
+    /// merged in as the views do) and its columns. Text that is not a stored request's JSON gives none.
+    pub(super) fn records(&self, table: EventTable) -> Vec<super::StreamRecord> {
+        use serde_json::Value;
+        let kind = if table == EventTable::Workload { "w" } else { "a" };
+        let (Ok(elements), Ok(bodies)) = (
+            serde_json::from_str::<Vec<StoredElement>>(self.meta),
+            serde_json::from_str::<Vec<&serde_json::value::RawValue>>(self.bodies),
+        ) else {
+            tracing::error!(seq = self.seq, "a stored edge request's events are not JSON; skipped");
+            return vec![];
+        };
+        let mut shared: Option<Option<Arc<serde_json::Map<String, Value>>>> = None;
+        let mut out = Vec::new();
+        let text = |s: Option<&str>| s.map_or(Value::Null, |s| Value::String(s.to_string()));
+        for (i, e) in elements.iter().enumerate() {
+            if e.k != kind {
+                continue;
+            }
+            let body: Option<Value> = bodies.get(i).and_then(|b| serde_json::from_str(b.get()).ok());
+            let parts = if kind == "a" {
+                shared
+                    .get_or_insert_with(|| match self.shared.map(serde_json::from_str::<Value>) {
+                        Some(Ok(Value::Object(m))) => Some(Arc::new(m)),
+                        _ => None,
+                    })
+                    .clone()
+            } else {
+                None
+            };
+            let mut cols = Columns::new();
+            cols.insert("ts".into(), self.ts.into());
+            cols.insert("id".into(), text(Some(&e.id)));
+            cols.insert("rs".into(), text(Some(self.rs)));
+            cols.insert("event_type".into(), text(Some(&e.t)));
+            cols.insert("severity".into(), text(Some(&e.s)));
+            if kind == "a" {
+                cols.insert("result".into(), text(e.r.as_deref()));
+                cols.insert("client_ip".into(), text(self.client_ip));
+            } else {
+                cols.insert("action".into(), text(e.r.as_deref()));
+                cols.insert("client_workload".into(), text(e.cw.as_deref()));
+                cols.insert("server_workload".into(), text(e.sw.as_deref()));
+                cols.insert("app_protocol".into(), text(e.p.as_deref()));
+            }
+            out.push(super::StreamRecord {
+                seq: self.seq * EVENTS_PER_REQUEST as i64 + i as i64,
+                time: self.ts,
+                body,
+                shared: parts,
+                columns: cols,
+            });
+        }
+        out
+    }
+}
+
+const REQUEST_COLUMNS: &[&str] = &["rs", "ts", "na", "nw", "client_ip", "meta", "shared", "bodies"];
+
+/// Binds one request row's values in the order of [`REQUEST_COLUMNS`]; `$text` turns each
+/// text, a shared `Arc<str>`, into what the statement's driver takes.
+macro_rules! bind_request {
+    ($q:expr, $r:expr, $text:expr) => {{
+        let r: &RequestRow = $r;
+        let text = $text;
+        $q.bind(text(rs_text(r.rs)))
+            .bind(r.ts)
+            .bind(r.authorization)
+            .bind(r.workload)
+            .bind(r.client_ip.clone().map(&text))
+            .bind(text(r.meta.clone()))
+            .bind(r.shared.clone().map(&text))
+            .bind(text(r.bodies.clone()))
     }};
 }
 
@@ -276,7 +463,7 @@ fn uuid_text(id: Uuid) -> Arc<str> {
     Arc::from(&*id.hyphenated().encode_lower(&mut Uuid::encode_buffer()))
 }
 
-/// A resource set id's text: nearly every event of a batch has the same one, kept per thread.
+/// A resource set id's text: nearly every request of a batch has the same one, kept per thread.
 fn rs_text(rs: Uuid) -> Arc<str> {
     thread_local! {
         static LAST: std::cell::RefCell<Option<(Uuid, Arc<str>)>> = const { std::cell::RefCell::new(None) };
@@ -294,28 +481,8 @@ fn rs_text(rs: Uuid) -> Arc<str> {
     })
 }
 
-/// A literal (event type, severity, result, action) as a shared string, made once per thread:
-/// they come from a few dozen literals.
-fn static_text(s: &'static str) -> Arc<str> {
-    thread_local! {
-        static MADE: std::cell::RefCell<Vec<(&'static str, Arc<str>)>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-    MADE.with(|made| {
-        let mut made = made.borrow_mut();
-        // Address and length: the same literal, not merely equal text.
-        if let Some((_, text)) = made.iter().find(|(k, _)| std::ptr::eq(*k, s)) {
-            return text.clone();
-        }
-        let text: Arc<str> = s.into();
-        if made.len() < 64 {
-            made.push((s, text.clone()));
-        }
-        text
-    })
-}
-
-/// A table's rows in the slices one `INSERT` each takes (see [`insert_size`]).
-fn insert_chunks<'r, 'e>(mut rest: &'r [&'e EventRow]) -> impl Iterator<Item = &'r [&'e EventRow]> {
+/// Rows in the slices one `INSERT` each takes (see [`insert_size`]).
+fn insert_chunks(mut rest: &[RequestRow]) -> impl Iterator<Item = &[RequestRow]> {
     std::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
@@ -326,65 +493,49 @@ fn insert_chunks<'r, 'e>(mut rest: &'r [&'e EventRow]) -> impl Iterator<Item = &
     })
 }
 
-fn event_insert_sql(dialect: Dialect, table: EventTable, rows: usize) -> String {
-    multi_insert_sql(dialect, table.name(), &table.insert_columns(), rows)
+fn request_insert_sql(dialect: Dialect, rows: usize) -> String {
+    multi_insert_sql(dialect, "edge_requests", REQUEST_COLUMNS, rows)
 }
 
-async fn insert_event_rows(
-    tx: &mut Transaction<'static, Any>,
-    dialect: Dialect,
-    table: EventTable,
-    rows: &[&EventRow],
-) -> Result<()> {
-    let mut q = sqlx::query(sqlx::AssertSqlSafe(event_insert_sql(dialect, table, rows.len())));
-    for e in rows {
-        q = bind_event!(q, table, e, |s: Arc<str>| s.to_string());
+async fn insert_request_rows(tx: &mut Transaction<'static, Any>, dialect: Dialect, rows: &[RequestRow]) -> Result<()> {
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(request_insert_sql(dialect, rows.len())));
+    for r in rows {
+        q = bind_request!(q, r, |s: Arc<str>| s.to_string());
     }
     q.execute(&mut **tx).await?;
     Ok(())
 }
 
 /// The same through a native SQLite connection: the `Any` driver copies every bound string
-/// twice before SQLite sees it (its own argument value, then the SQLite mapping's), a few
-/// thousand copies and allocations per batch on the request thread's core; bound natively,
-/// every text is a shared `Arc<str>`, not copied.
-async fn insert_event_rows_sqlite(
-    tx: &mut Transaction<'static, Sqlite>,
-    table: EventTable,
-    rows: &[&EventRow],
-) -> Result<()> {
-    let mut q = sqlx::query(sqlx::AssertSqlSafe(event_insert_sql(
-        Dialect::Sqlite,
-        table,
-        rows.len(),
-    )));
-    for e in rows {
-        q = bind_event!(q, table, e, |s: Arc<str>| s);
+/// twice before SQLite sees it (its own argument value, then the SQLite mapping's); bound
+/// natively, every text is a shared `Arc<str>`, not copied.
+async fn insert_request_rows_sqlite(tx: &mut Transaction<'static, Sqlite>, rows: &[RequestRow]) -> Result<()> {
+    let mut q = sqlx::query(sqlx::AssertSqlSafe(request_insert_sql(Dialect::Sqlite, rows.len())));
+    for r in rows {
+        q = bind_request!(q, r, |s: Arc<str>| s);
     }
     q.execute(&mut **tx).await?;
     Ok(())
 }
 
 impl Store {
-    /// Inserts a batch of events in one transaction.
-    pub async fn insert_events(&self, batch: &[EventRow]) -> Result<()> {
-        if batch.iter().any(|e| e.table == EventTable::Audit) {
+    /// Stores events, each consecutive run of one request's events as one row (see
+    /// [`RequestRow::group`]), in one transaction.
+    pub async fn insert_events(&self, events: &[EventRow]) -> Result<()> {
+        if events.iter().any(|e| e.table == EventTable::Audit) {
             return Err(super::StoreError("audit rows are written with their entity".into()));
         }
+        self.insert_requests(&RequestRow::group(events, None)).await
+    }
+
+    /// Stores a batch of edge requests in one transaction.
+    pub async fn insert_requests(&self, batch: &[RequestRow]) -> Result<()> {
         // A batch is written again after an error; an error reported for a commit that did
-        // happen (a lost connection) stores those events twice: the tables have no unique `id`.
-        let tables = [EventTable::Authorization, EventTable::Workload].map(|table| {
-            (
-                table,
-                batch.iter().filter(|e| e.table == table).collect::<Vec<&EventRow>>(),
-            )
-        });
+        // happen (a lost connection) stores those events twice: there is no unique `id`.
         if let Some(pool) = &self.events {
             let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-            for (table, rows) in &tables {
-                for chunk in insert_chunks(rows) {
-                    insert_event_rows_sqlite(&mut tx, *table, chunk).await?;
-                }
+            for chunk in insert_chunks(batch) {
+                insert_request_rows_sqlite(&mut tx, chunk).await?;
             }
             tx.commit().await?;
             return Ok(());
@@ -399,10 +550,8 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
         }
-        for (table, rows) in &tables {
-            for chunk in insert_chunks(rows) {
-                insert_event_rows(&mut tx, self.dialect(), *table, chunk).await?;
-            }
+        for chunk in insert_chunks(batch) {
+            insert_request_rows(&mut tx, self.dialect(), chunk).await?;
         }
         tx.commit().await?;
         Ok(())
@@ -488,14 +637,38 @@ impl Store {
         }
         let where_ = conds.join(" AND ");
         let name = table.name();
-        let count_sql = format!("SELECT COUNT(*) FROM {name} WHERE {where_}");
+        let edge = table != EventTable::Audit;
+        let event_filters =
+            !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());
+        // Without a filter on the events' own fields, an edge list's total is the sum of its
+        // requests' counts (the conditions are then on `rs` and `ts` only): no JSON is read.
+        let count_sql = match table {
+            EventTable::Authorization if !event_filters => {
+                format!("SELECT COALESCE(SUM(na), 0) FROM edge_requests WHERE {where_}")
+            }
+            EventTable::Workload if !event_filters => {
+                format!("SELECT COALESCE(SUM(nw), 0) FROM edge_requests WHERE {where_}")
+            }
+            _ => format!("SELECT COUNT(*) FROM {name} WHERE {where_}"),
+        };
         let dir = if q.desc { "DESC" } else { "ASC" };
+        let by_time = q.order_json.is_none() && q.order_col == table.time_col();
+        // An edge list in time order within one resource set is read straight off the
+        // `(rs, ts)` index of `edge_requests` (rowid order within a time) and each request's
+        // events in the order they were written (the views' `json_each` order), with no sort:
+        // ordering on the event index `n` too would sort every event in range (seconds on a large
+        // table). Descending, each request's run of events is reversed after the read
+        // ([`newest_first`]). Several resource sets (and PostgreSQL, which sorts the rows of one
+        // time incrementally) order on all three.
+        let straight = edge && by_time && q.rs.len() == 1 && self.dialect() == Dialect::Sqlite;
         // Ties: audit entries on `externalId` ascending (§1.6); events have no `externalId`, so
         // they keep the order they were written in, newest first when descending
-        // (docs/API-CONVENTIONS.md): the three events of one request share a millisecond.
+        // (docs/API-CONVENTIONS.md): the events of one request share its time.
+        // (`rseq`, `n`: an event's `seq` in parts the primary key's order can give.)
         let tie = match table {
             EventTable::Audit => "id ASC".to_string(),
-            _ => format!("seq {dir}"),
+            _ if straight => format!("rseq {dir}"),
+            _ => format!("rseq {dir}, n {dir}"),
         };
         // Nulls first ascending, last descending (docs/API-CONVENTIONS.md: null sorts lowest), as
         // SQLite does by itself; PostgreSQL puts them the other way round unless told.
@@ -536,11 +709,17 @@ impl Store {
                 )
             }
         };
+        // Reversing runs needs the whole run of every request the page touches: up to
+        // `EVENTS_PER_REQUEST - 1` rows more on each side.
+        let margin = (EVENTS_PER_REQUEST - 1) as i64;
+        let before = if straight && q.desc { q.offset.min(margin) } else { 0 };
+        let after = if straight && q.desc { margin } else { 0 };
         let page_sql = format!(
-            "SELECT {} FROM {name} WHERE {where_} ORDER BY {keys}, {tie} LIMIT {} OFFSET {}",
+            "SELECT {}{} FROM {name} WHERE {where_} ORDER BY {keys}, {tie} LIMIT {} OFFSET {}",
             table.select_list(),
-            q.limit,
-            q.offset
+            if edge { ", rseq" } else { "" },
+            q.limit + before + after,
+            q.offset - before
         );
         let mut count = sqlx::query(sqlx::AssertSqlSafe(count_sql));
         let mut page = sqlx::query(sqlx::AssertSqlSafe(page_sql));
@@ -549,7 +728,15 @@ impl Store {
             page = b.bind(page);
         }
         let total: i64 = count.fetch_one(self.pool()).await?.get(0);
-        let rows = page.fetch_all(self.pool()).await?;
+        let mut rows = page.fetch_all(self.pool()).await?;
+        if straight && q.desc {
+            rows = newest_first(rows, |r| r.get::<i64, _>(r.len() - 1));
+            rows = rows
+                .into_iter()
+                .skip(before as usize)
+                .take(q.limit.max(0) as usize)
+                .collect();
+        }
         let bodies = rows.iter().map(|r| r.get::<String, _>(0)).collect();
         let columns = rows.iter().map(|r| table.row_columns(r)).collect();
         Ok(QueryPage { bodies, columns, total })
@@ -600,24 +787,34 @@ impl Store {
         }))
     }
 
-    /// Deletes records older than `before` (ms) from every event table (retention). Rows are
-    /// appended in time order, so the old ones are the head of each table by `seq`: the purge
-    /// deletes them from the head in chunks of [`PURGE_CHUNK`], each its own short statement,
-    /// and stops at the first chunk with nothing old in it. It never scans a table (there is no
-    /// index on the time column) and never holds the write lock long enough to stall the event
-    /// writer. A row written out of order (another node's clock, seconds at most) waits for a
-    /// later purge.
+    /// Deletes records older than `before` (ms) (retention): audit entries and edge requests.
+    /// Rows are appended in time order, so the old ones are the head of each table by `seq`: the
+    /// purge deletes them from the head in chunks of [`PURGE_CHUNK`], each its own short
+    /// statement, and stops at the first chunk with nothing old in it. It never scans a table
+    /// (there is no index on the time column) and never holds the write lock long enough to
+    /// stall the event writer. A row written out of order (another node's clock, seconds at
+    /// most) waits for a later purge.
     pub async fn purge_events(&self, before: i64) -> Result<u64> {
         self.purge_events_through(before, &[]).await
     }
 
-    /// [`Store::purge_events`], deleting no row of a table in `floors` past that table's floor
-    /// (`seq` ≤ floor): what the log streams have not delivered yet stays (§3.14).
+    /// [`Store::purge_events`], deleting no record of a table in `floors` past that table's
+    /// floor (its `seq` ≤ floor): what the log streams have not delivered yet stays (§3.14). An
+    /// edge request goes only once each of its events is at or below the floor of its table.
     pub async fn purge_events_through(&self, before: i64, floors: &[(EventTable, i64)]) -> Result<u64> {
+        let floor = |t: EventTable| floors.iter().filter(|(f, _)| *f == t).map(|(_, s)| *s).min();
+        // A request's events are numbered `seq × 16 + i` (i < 16): all of request R are at or
+        // below `f` when R ≤ (f + 1) / 16 − 1.
+        let edge_floor = [EventTable::Authorization, EventTable::Workload]
+            .into_iter()
+            .filter_map(floor)
+            .min()
+            .map(|f| (f + 1).div_euclid(EVENTS_PER_REQUEST as i64) - 1);
         let mut total = 0;
-        for t in [EventTable::Audit, EventTable::Authorization, EventTable::Workload] {
-            let (name, time) = (t.name(), t.time_col());
-            let floor = floors.iter().filter(|(f, _)| *f == t).map(|(_, s)| *s).min();
+        for (name, time, floor) in [
+            ("audit_logs", "created_at", floor(EventTable::Audit)),
+            ("edge_requests", "ts", edge_floor),
+        ] {
             let bound = if floor.is_some() { " AND seq <= $2" } else { "" };
             let sql = format!(
                 "DELETE FROM {name} WHERE seq IN (SELECT seq FROM \
@@ -638,6 +835,26 @@ impl Store {
         }
         Ok(total)
     }
+}
+
+/// `rows` with every run of consecutive rows of one request (`request`) reversed: events read
+/// newest request first but each request's events in the order written become newest first
+/// throughout.
+fn newest_first<T>(rows: Vec<T>, request: impl Fn(&T) -> i64) -> Vec<T> {
+    let mut out: Vec<T> = Vec::with_capacity(rows.len());
+    let mut run_start = 0;
+    let mut run_key = None;
+    for r in rows {
+        let k = request(&r);
+        if run_key != Some(k) {
+            out[run_start..].reverse();
+            run_start = out.len();
+            run_key = Some(k);
+        }
+        out.push(r);
+    }
+    out[run_start..].reverse();
+    out
 }
 
 /// The Unix time in milliseconds a version-7 UUID starts with (RFC 9562 §5.7).
@@ -670,6 +887,14 @@ impl BindValue {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_requests_run_is_reversed_in_place() {
+        let rows = vec![(9, 'a'), (9, 'b'), (9, 'c'), (8, 'd'), (7, 'e'), (7, 'f')];
+        let out: Vec<char> = super::newest_first(rows, |r| r.0).into_iter().map(|r| r.1).collect();
+        assert_eq!(out, ['c', 'b', 'a', 'd', 'f', 'e']);
+        assert!(super::newest_first(Vec::<(i64, char)>::new(), |r| r.0).is_empty());
+    }
+
     #[test]
     fn event_inserts_use_a_few_statement_sizes() {
         let mut sizes = std::collections::BTreeSet::new();

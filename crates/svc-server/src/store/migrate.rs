@@ -32,6 +32,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0003_log_streams.sql"),
         postgres: include_str!("../../migrations/postgres/0003_log_streams.sql"),
     },
+    Migration {
+        version: 4,
+        name: "edge_requests",
+        sqlite: include_str!("../../migrations/sqlite/0004_edge_requests.sql"),
+        postgres: include_str!("../../migrations/postgres/0004_edge_requests.sql"),
+    },
 ];
 
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"

@@ -11,7 +11,9 @@ mod migrate;
 mod streams;
 
 pub(crate) use events::v7_millis;
-pub use events::{AuditRow, Columns, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage};
+pub use events::{
+    AuditRow, Columns, EVENTS_PER_REQUEST, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage, RequestRow,
+};
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 
 use std::time::Duration;

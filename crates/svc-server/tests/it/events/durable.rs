@@ -168,12 +168,12 @@ async fn outside(t: &TestApp, statements: &[&str]) {
     pool.close().await;
 }
 
-/// Makes the database refuse every authorization event (as a full disk would), or accept them
+/// Makes the database refuse every edge request's events (as a full disk would), or accept them
 /// again.
 async fn refuse_events(t: &TestApp, refuse: bool) {
     match (use_postgres(), refuse) {
         (false, true) => {
-            outside(t, &["CREATE TRIGGER refuse_events BEFORE INSERT ON authorization_events BEGIN SELECT RAISE(ABORT, 'disk full'); END"]).await
+            outside(t, &["CREATE TRIGGER refuse_events BEFORE INSERT ON edge_requests BEGIN SELECT RAISE(ABORT, 'disk full'); END"]).await
         }
         (false, false) => outside(t, &["DROP TRIGGER refuse_events"]).await,
         (true, true) => {
@@ -181,7 +181,7 @@ async fn refuse_events(t: &TestApp, refuse: bool) {
                 t,
                 &[
                     "CREATE FUNCTION refuse_events() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'disk full'; END $$ LANGUAGE plpgsql",
-                    "CREATE TRIGGER refuse_events BEFORE INSERT ON authorization_events FOR EACH ROW EXECUTE FUNCTION refuse_events()",
+                    "CREATE TRIGGER refuse_events BEFORE INSERT ON edge_requests FOR EACH ROW EXECUTE FUNCTION refuse_events()",
                 ],
             )
             .await
@@ -190,7 +190,7 @@ async fn refuse_events(t: &TestApp, refuse: bool) {
             outside(
                 t,
                 &[
-                    "DROP TRIGGER refuse_events ON authorization_events",
+                    "DROP TRIGGER refuse_events ON edge_requests",
                     "DROP FUNCTION refuse_events()",
                 ],
             )
@@ -235,7 +235,7 @@ async fn a_writer_stuck_past_the_commit_timeout_answers_503() {
     let pool = sqlx::AnyPool::connect(&t.db_url).await.unwrap();
     let mut hold = pool.begin().await.unwrap();
     let lock = if use_postgres() {
-        "LOCK TABLE authorization_events IN EXCLUSIVE MODE"
+        "LOCK TABLE edge_requests IN EXCLUSIVE MODE"
     } else {
         "INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ('hold', 'test', '', 0)"
     };

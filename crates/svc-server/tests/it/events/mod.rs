@@ -2,3 +2,4 @@
 //! request it answered; a database that refuses them turns edge answers into 503.
 
 mod durable;
+mod rows;

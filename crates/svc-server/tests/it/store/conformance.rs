@@ -303,12 +303,17 @@ async fn event_queries_filter_order_and_page() {
     assert_eq!(s.query_events(EventTable::Workload, &wq).await.unwrap().total, 1);
     wq.any_of = vec![("server_workload", vec!["nope".into()])];
     assert_eq!(s.query_events(EventTable::Workload, &wq).await.unwrap().total, 0);
-    assert_eq!(s.purge_events(10_000).await.unwrap(), 5);
+    // The audit entries and one edge request (the two events share its row).
+    assert_eq!(s.purge_events(10_000).await.unwrap(), 4);
 
     // Retention purges from the head in chunks: more old rows than one chunk all go, the newer
     // rows behind them stay.
+    // (Each its own request: a time of its own.)
     let old_rows: Vec<EventRow> = (0..svc_server::store::PURGE_CHUNK + 150)
-        .map(|_| ev(EventTable::Authorization))
+        .map(|i| EventRow {
+            ts: i as i64,
+            ..ev(EventTable::Authorization)
+        })
         .collect();
     s.insert_events(&old_rows).await.unwrap();
     let new_rows: Vec<EventRow> = (0..3)
@@ -379,6 +384,16 @@ async fn read_then_write_transactions_wait_for_concurrent_event_batches() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A stored body as JSON: an edge event's comes back from the views as the database writes JSON
+/// (PostgreSQL's `jsonb` text has its own spacing), not as the text it was written as.
+fn json(body: &str) -> serde_json::Value {
+    serde_json::from_str(body).unwrap()
+}
+
+fn jsons(bodies: &[String]) -> Vec<serde_json::Value> {
+    bodies.iter().map(|b| json(b)).collect()
+}
+
 fn edge_event(table: EventTable, id: uuid::Uuid, rs: uuid::Uuid, ts: i64, search: Option<&str>) -> EventRow {
     let workload = table == EventTable::Workload;
     EventRow {
@@ -427,9 +442,9 @@ async fn edge_events_are_read_by_v7_id_and_searched_by_columns_and_names() {
     .unwrap();
     let get = |t, id: String, rs: uuid::Uuid| {
         let s = s.clone();
-        async move { s.get_event(t, &id, &[rs.to_string()]).await.unwrap() }
+        async move { s.get_event(t, &id, &[rs.to_string()]).await.unwrap().map(|b| json(&b)) }
     };
-    let body = |id: uuid::Uuid| Some(format!("{{\"n\":\"{id}\"}}"));
+    let body = |id: uuid::Uuid| Some(serde_json::json!({ "n": id }));
     assert_eq!(get(EventTable::Authorization, v7.to_string(), rs1).await, body(v7));
     assert_eq!(
         get(EventTable::Authorization, v7.to_string().to_uppercase(), rs1).await,
@@ -631,7 +646,7 @@ async fn migration_2_keeps_the_events_stored_before_it() {
         )
         .await
         .unwrap();
-    assert_eq!(workload.bodies, ["{\"n\":2}".to_string()]);
+    assert_eq!(jsons(&workload.bodies), [serde_json::json!({"n": 2})]);
     let new = svc_server::util::uuid_v7(10);
     s.insert_events(&[edge_event(EventTable::Authorization, new, rs1, 10, None)])
         .await
@@ -652,6 +667,231 @@ async fn migration_2_keeps_the_events_stored_before_it() {
     // Same `ts`: the tie is broken by `seq`, the old row first.
     let all = EventQuery { search: None, ..q };
     let page = s.query_events(EventTable::Authorization, &all).await.unwrap();
-    assert_eq!(page.bodies, ["{\"n\":1}".to_string(), format!("{{\"n\":\"{new}\"}}")]);
+    assert_eq!(
+        jsons(&page.bodies),
+        [serde_json::json!({"n": 1}), serde_json::json!({ "n": new })]
+    );
     s.close().await;
+}
+
+/// Migration 4 (one stored row per edge request, issue 19 part 2) keeps the events stored before
+/// it: each becomes a request row of its own, the event views list them with their columns, the
+/// log streams' cursors point at the same records (the next record delivered is the one after
+/// the old cursor), and new requests come after every old record, even where retention deleted
+/// the newest ones.
+#[tokio::test]
+async fn migration_4_keeps_the_events_and_the_stream_cursors() {
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
+    let sqlite = url.starts_with("sqlite:");
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::AnyPool::connect(&if sqlite { format!("{url}?mode=rwc") } else { url.clone() })
+        .await
+        .unwrap();
+    let before: [&str; 3] = if sqlite {
+        [
+            include_str!("../../../migrations/sqlite/0001_init.sql"),
+            include_str!("../../../migrations/sqlite/0002_event_rows.sql"),
+            include_str!("../../../migrations/sqlite/0003_log_streams.sql"),
+        ]
+    } else {
+        [
+            include_str!("../../../migrations/postgres/0001_init.sql"),
+            include_str!("../../../migrations/postgres/0002_event_rows.sql"),
+            include_str!("../../../migrations/postgres/0003_log_streams.sql"),
+        ]
+    };
+    for sql in before {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql)).execute(&pool).await.unwrap();
+    }
+    let rs = "00000000-0000-0000-0000-000000000051";
+    let (a_stream, w_stream) = (uuid::Uuid::from_u128(0xa), uuid::Uuid::from_u128(0xb));
+    let mut setup = String::from(
+        "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
+         INSERT INTO schema_migrations (version, name, applied_at) VALUES (1, 'init', 0), (2, 'event_rows', 0), (3, 'log_streams', 0);",
+    );
+    for i in 1..=4 {
+        setup.push_str(&format!(
+            "INSERT INTO authorization_events (id, rs, ts, event_type, severity, result, client_ip, search, body)
+                 VALUES ('a-{i}', '{rs}', {i}0, 'access.request', 'Info', 'Received', '10.0.0.{i}', 'job-{i}', '{{\"n\":{i},\"outcome\":{{\"reason\":null}}}}');"
+        ));
+    }
+    for i in 1..=2 {
+        setup.push_str(&format!(
+            "INSERT INTO workload_events (id, rs, ts, event_type, action, severity, client_workload, server_workload, app_protocol, search, body)
+                 VALUES ('w-{i}', '{rs}', {i}5, 'workload.credential', 'CredentialIssued', 'Info', 'cw-{i}', 'sw-{i}', 'HTTP', '10.0.0.{i}', '{{\"w\":{i}}}');"
+        ));
+    }
+    setup.push_str(&format!(
+        "INSERT INTO log_stream_cursors (stream, data_type, delivered, updated_at) VALUES
+             ('{a_stream}', 'AccessAuthorizationEvents', 2, 0), ('{w_stream}', 'WorkloadEvents', 1, 0);
+         DELETE FROM authorization_events WHERE id = 'a-4';"
+    ));
+    sqlx::raw_sql(sqlx::AssertSqlSafe(setup)).execute(&pool).await.unwrap();
+    pool.close().await;
+    let db = match url.strip_prefix("sqlite://") {
+        Some(p) => DatabaseUrl::Sqlite(p.into()),
+        None => DatabaseUrl::Postgres(url.clone()),
+    };
+    let s = Store::open(&db).await.expect("migrates");
+
+    let all = |table| {
+        let s = s.clone();
+        async move {
+            s.query_events(
+                table,
+                &EventQuery {
+                    rs: vec![rs.to_string()],
+                    order_col: "ts",
+                    limit: 10,
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+        }
+    };
+    let authz = all(EventTable::Authorization).await;
+    assert_eq!(authz.total, 3);
+    assert_eq!(
+        jsons(&authz.bodies),
+        [1, 2, 3].map(|i| serde_json::json!({"n": i, "outcome": {"reason": null}}))
+    );
+    assert_eq!(authz.columns[1]["id"], "a-2");
+    assert_eq!(authz.columns[1]["client_ip"], "10.0.0.2");
+    assert_eq!(authz.columns[1]["result"], "Received");
+    assert_eq!(authz.columns[1]["ts"], 20);
+    let workload = all(EventTable::Workload).await;
+    assert_eq!(jsons(&workload.bodies), [1, 2].map(|i| serde_json::json!({ "w": i })));
+    assert_eq!(workload.columns[0]["action"], "CredentialIssued");
+    assert_eq!(workload.columns[0]["client_workload"], "cw-1");
+    assert_eq!(workload.columns[0]["app_protocol"], "HTTP");
+    // Searched as before: the old rows' search text.
+    let q = EventQuery {
+        rs: vec![rs.to_string()],
+        order_col: "ts",
+        limit: 10,
+        search: Some("JOB-3".into()),
+        ..Default::default()
+    };
+    assert_eq!(s.query_events(EventTable::Authorization, &q).await.unwrap().total, 1);
+
+    // The cursors: the authorization stream delivered a-1, a-2; the workload stream w-1.
+    let cursor = |id| {
+        let s = s.clone();
+        async move { s.stream_cursor(id).await.unwrap().unwrap().delivered }
+    };
+    let (a_at, w_at) = (cursor(a_stream).await, cursor(w_stream).await);
+    let next = s
+        .records_after(EventTable::Authorization, a_at, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        next.iter()
+            .map(|r| r.body.clone().unwrap()["n"].clone())
+            .collect::<Vec<_>>(),
+        [3]
+    );
+    let next = s.records_after(EventTable::Workload, w_at, None, 10).await.unwrap();
+    assert_eq!(
+        next.iter()
+            .map(|r| r.body.clone().unwrap()["w"].clone())
+            .collect::<Vec<_>>(),
+        [2]
+    );
+
+    // A new request (two events in one row) comes after everything, a-4 (deleted) included.
+    let rs1 = uuid::Uuid::from_u128(0x51);
+    let new = svc_server::util::uuid_v7(100);
+    let new_w = svc_server::util::uuid_v7(100);
+    s.insert_events(&[
+        edge_event(EventTable::Authorization, new, rs1, 100, None),
+        edge_event(EventTable::Workload, new_w, rs1, 100, None),
+    ])
+    .await
+    .unwrap();
+    let next = s
+        .records_after(EventTable::Authorization, a_at, None, 10)
+        .await
+        .unwrap();
+    assert_eq!(next.len(), 2);
+    assert_eq!(next[1].body.clone().unwrap(), serde_json::json!({ "n": new }));
+    assert!(next[1].seq > 4 * 32, "after the deleted a-4's place: {}", next[1].seq);
+    let next = s.records_after(EventTable::Workload, w_at, None, 10).await.unwrap();
+    assert_eq!(next.len(), 2);
+    assert_eq!(next[1].columns["id"], new_w.to_string());
+    s.close().await;
+}
+
+/// The events of one request share its row and its time: a list in time order keeps them in the
+/// order they were written, newest first when descending, and its pages cut through a request
+/// without losing or repeating an event (the one-set read goes straight off the index and
+/// reverses each request's run, issue 19 part 2). Counted without and with an event filter.
+#[tokio::test]
+async fn pages_of_edge_events_cut_through_requests_in_written_order() {
+    let (s, _dir) = open().await;
+    let rs1 = uuid::Uuid::from_u128(0x51);
+    let mut written = vec![];
+    for r in 0..4i64 {
+        // Two requests share a millisecond; each request's events are written in order.
+        let ts = 1_000 + r / 2;
+        let events: Vec<EventRow> = (0..3)
+            .map(|i| {
+                let id = svc_server::util::uuid_v7(ts);
+                written.push(id.to_string());
+                EventRow {
+                    event_type: if i == 2 { "access.credential" } else { "access.request" },
+                    ..edge_event(EventTable::Authorization, id, rs1, ts, None)
+                }
+            })
+            .collect();
+        s.insert_events(&events).await.unwrap();
+    }
+    for rs in [vec![rs1.to_string()], vec![rs1.to_string(), "other".into()]] {
+        for desc in [true, false] {
+            for per_page in [1, 2, 5, 12] {
+                let mut seen = vec![];
+                let mut offset = 0;
+                loop {
+                    let page = s
+                        .query_events(
+                            EventTable::Authorization,
+                            &EventQuery {
+                                rs: rs.clone(),
+                                order_col: "ts",
+                                desc,
+                                limit: per_page,
+                                offset,
+                                ..Default::default()
+                            },
+                        )
+                        .await
+                        .unwrap();
+                    assert_eq!(page.total, 12);
+                    if page.bodies.is_empty() {
+                        break;
+                    }
+                    seen.extend(page.columns.iter().map(|c| c["id"].as_str().unwrap().to_string()));
+                    offset += per_page;
+                }
+                let mut expected = written.clone();
+                if desc {
+                    expected.reverse();
+                }
+                assert_eq!(seen, expected, "desc {desc}, {per_page} per page, sets {rs:?}");
+            }
+        }
+    }
+    let credentials = EventQuery {
+        rs: vec![rs1.to_string()],
+        order_col: "ts",
+        desc: true,
+        limit: 10,
+        eq: vec![("event_type", "access.credential".into())],
+        ..Default::default()
+    };
+    let page = s.query_events(EventTable::Authorization, &credentials).await.unwrap();
+    assert_eq!(page.total, 4);
+    let ids: Vec<&str> = page.columns.iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, [&written[11], &written[8], &written[5], &written[2]]);
 }

@@ -331,6 +331,35 @@ async fn a_transaction_carries_at_most_1000_records_and_the_rest_follows() {
     assert!(sizes.iter().all(|n| *n <= 1000), "{sizes:?}");
 }
 
+/// A backlog larger than one transaction is sent in full transactions one after the other, in
+/// one cycle, not one transaction per cycle: a stream keeps up with the events it carries
+/// (docs/API-CONVENTIONS.md). A failed transaction still waits for the next cycle.
+#[tokio::test]
+async fn a_backlog_is_sent_in_consecutive_transactions_within_one_cycle() {
+    let t = manual().await;
+    let token = guid();
+    let c = Collector::start(&format!("Splunk {token}")).await;
+    let s = create(&t, la(&c, "AccessAuthorizationEvents", &token)).await;
+    let sid = id(&s);
+    let rig = edge(&t).await;
+    issue(&t, &rig, 360).await;
+    let expected = events_by_id(&t, "/api/v1/authorization-events", "authorizationEvents").await;
+    assert!(expected.len() > 1000, "{}", expected.len());
+    cycle(&t).await;
+    let sizes: Vec<usize> = c.accepted().iter().map(|r| r.objects().len()).collect();
+    assert_eq!(sizes, [1000, expected.len() - 1000], "one cycle");
+    assert_same_events(&c.events(), &expected);
+    assert_eq!(counts(&t, &sid).await, (0, 2, 0));
+    // A sink that fails: one attempt this cycle, then the next.
+    c.set(Answer::Status(500));
+    issue(&t, &rig, 360).await;
+    cycle(&t).await;
+    assert_eq!(counts(&t, &sid).await, (0, 2, 1));
+    c.set(Answer::Accept);
+    cycle(&t).await;
+    assert_eq!(counts(&t, &sid).await, (0, 4, 1));
+}
+
 #[tokio::test]
 async fn a_restart_in_the_middle_of_a_transaction_resumes_without_loss_or_duplicates() {
     let t = app().await;
