@@ -246,8 +246,8 @@ pub fn authorization(
     crate::metrics::edge_decision(event_type, result, reason);
     // Time-ordered (v7): see `util::uuid_v7`.
     let event_id = crate::util::uuid_v7(info.ts);
-    if !rec.has_shared() {
-        rec.share(to_json(&Shared {
+    rec.share_once(|| {
+        to_json(&Shared {
             meta: Meta {
                 context_id: info.context_id,
             },
@@ -259,8 +259,8 @@ pub fn authorization(
                 },
             },
             environment: &info.environment,
-        }));
-    }
+        })
+    });
     let ev = AuthorizationEvent {
         outcome: reason.map(|reason| Outcome { reason }),
         client_workload: &parts.client_workload,

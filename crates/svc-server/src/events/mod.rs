@@ -66,15 +66,11 @@ impl Recorder {
         self.rows.push(e);
     }
 
-    /// Whether the request's shared parts are set (see [`Recorder::share`]).
-    pub fn has_shared(&self) -> bool {
-        self.shared.is_some()
-    }
-
-    /// Sets the JSON object the request's authorization event bodies are stored without and
-    /// get back when read (their `meta.contextId`, `clientRequest`, `environment`).
-    pub fn share(&mut self, shared: Arc<str>) {
-        self.shared = Some(shared);
+    /// Sets, once per request (`make` runs for its first authorization event only), the JSON
+    /// object its authorization event bodies are stored without and get back when read (their
+    /// `meta.contextId`, `clientRequest`, `environment`).
+    pub fn share_once(&mut self, make: impl FnOnce() -> Arc<str>) {
+        self.shared.get_or_insert_with(make);
     }
 }
 

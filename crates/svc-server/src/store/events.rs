@@ -33,7 +33,7 @@ pub struct AuditRow {
 /// One authorization or workload event. Its values are held the way the request path has
 /// them (ids, literals, shared strings), not as owned copies: the writer binds every text to a
 /// native SQLite statement as a shared `Arc<str>` (sqlx copies a `&str` or `String` it is
-/// given into a new allocation per bind), see [`Store::insert_events`].
+/// given into a new allocation per bind), see [`Store::insert_requests`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct EventRow {
     pub table: EventTable,
@@ -412,20 +412,23 @@ impl StoredRequest<'_> {
             } else {
                 None
             };
+            // The columns the view gives this table (`row_columns`), from the element and row.
             let mut cols = Columns::new();
             cols.insert("ts".into(), self.ts.into());
-            cols.insert("id".into(), text(Some(&e.id)));
-            cols.insert("rs".into(), text(Some(self.rs)));
-            cols.insert("event_type".into(), text(Some(&e.t)));
-            cols.insert("severity".into(), text(Some(&e.s)));
-            if kind == "a" {
-                cols.insert("result".into(), text(e.r.as_deref()));
-                cols.insert("client_ip".into(), text(self.client_ip));
-            } else {
-                cols.insert("action".into(), text(e.r.as_deref()));
-                cols.insert("client_workload".into(), text(e.cw.as_deref()));
-                cols.insert("server_workload".into(), text(e.sw.as_deref()));
-                cols.insert("app_protocol".into(), text(e.p.as_deref()));
+            for name in table.restored_columns() {
+                let v = match *name {
+                    "id" => Some(&*e.id),
+                    "rs" => Some(self.rs),
+                    "event_type" => Some(&*e.t),
+                    "severity" => Some(&*e.s),
+                    "result" | "action" => e.r.as_deref(),
+                    "client_ip" => self.client_ip,
+                    "client_workload" => e.cw.as_deref(),
+                    "server_workload" => e.sw.as_deref(),
+                    "app_protocol" => e.p.as_deref(),
+                    _ => None,
+                };
+                cols.insert((*name).into(), text(v));
             }
             out.push(super::StreamRecord {
                 seq: self.seq * EVENTS_PER_REQUEST as i64 + i as i64,

@@ -218,18 +218,21 @@ impl Store {
     }
 
     /// The time (ms) of the first record of `table` after `after`, if any (a stream's lag).
+    /// On an edge event's view the read starts at the request holding the cursor (`rseq`), which
+    /// the primary key of `edge_requests` serves; `seq` alone is an expression there.
     pub async fn first_time_after(&self, table: EventTable, after: i64) -> Result<Option<i64>> {
-        let (range, order) = after_clause(table);
-        let sql = format!(
-            "SELECT {} FROM {} WHERE {range} ORDER BY {order} LIMIT 1",
-            table.time_col(),
-            table.name()
-        );
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+        let q = match table {
+            EventTable::Audit => {
+                sqlx::query("SELECT created_at FROM audit_logs WHERE seq > $1 ORDER BY seq LIMIT 1").bind(after)
+            }
+            _ => sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT ts FROM {} WHERE rseq >= $2 AND seq > $1 ORDER BY rseq, n LIMIT 1",
+                table.name()
+            )))
             .bind(after)
-            .bind(request_of(after))
-            .fetch_optional(self.pool())
-            .await?;
+            .bind(request_of(after)),
+        };
+        let row = q.fetch_optional(self.pool()).await?;
         Ok(row.map(|r| r.get(0)))
     }
 
@@ -471,17 +474,6 @@ fn start_sql(table: EventTable, restart: bool) -> String {
         "INSERT INTO log_stream_cursors (stream, data_type, delivered, updated_at) \
          VALUES ($1, $2, {newest}, $3) ON CONFLICT (stream) DO {conflict}"
     )
-}
-
-/// The records of `table` after the cursor `$1`, and their order: on an edge event's view, also
-/// from the request holding the cursor on (`$2`, [`request_of`]), which the primary key of
-/// `edge_requests` serves; `seq` alone is an expression there. (`$2` is bound for the audit log
-/// too, and compared there with itself.)
-fn after_clause(table: EventTable) -> (&'static str, &'static str) {
-    match table {
-        EventTable::Audit => ("seq > $1 AND $2 = $2", "seq"),
-        _ => ("rseq >= $2 AND seq > $1", "rseq, n"),
-    }
 }
 
 /// The request seq of an edge event's `seq` (see `RequestRow`).

@@ -895,3 +895,65 @@ async fn pages_of_edge_events_cut_through_requests_in_written_order() {
     let ids: Vec<&str> = page.columns.iter().map(|c| c["id"].as_str().unwrap()).collect();
     assert_eq!(ids, [&written[11], &written[8], &written[5], &written[2]]);
 }
+
+/// Retention deletes a stored edge request only once every one of its events is at or below the
+/// floor of its table (what the active log streams delivered, §3.14): a cursor in the middle of
+/// a request keeps the whole request, the lowest floor of either event kind holds, and a request
+/// goes once the streams of both kinds have moved past it. (A cursor on a request's last event
+/// keeps that request until the stream moves on: without reading the row, its index does not say
+/// that no later event of the kind is in it.)
+#[tokio::test]
+async fn retention_keeps_a_request_a_stream_has_delivered_only_in_part() {
+    let (s, _dir) = open().await;
+    let rs1 = uuid::Uuid::from_u128(0x51);
+    let request = |ts: i64, authorization: usize| -> Vec<EventRow> {
+        (0..authorization)
+            .map(|_| edge_event(EventTable::Authorization, svc_server::util::uuid_v7(ts), rs1, ts, None))
+            .chain([edge_event(
+                EventTable::Workload,
+                svc_server::util::uuid_v7(ts),
+                rs1,
+                ts,
+                None,
+            )])
+            .collect()
+    };
+    s.insert_events(&request(100, 3)).await.unwrap();
+    s.insert_events(&request(101, 1)).await.unwrap();
+    let seqs = |table| {
+        let s = s.clone();
+        async move {
+            s.records_after(table, 0, None, 10)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| r.seq)
+                .collect::<Vec<i64>>()
+        }
+    };
+    let (a, w) = (seqs(EventTable::Authorization).await, seqs(EventTable::Workload).await);
+    assert_eq!((a.len(), w.len()), (4, 2));
+    let purge = |floors: Vec<(EventTable, i64)>| {
+        let s = s.clone();
+        async move { s.purge_events_through(1_000, &floors).await.unwrap() }
+    };
+    // Delivered up to the first, then the second of the first request's authorization events.
+    assert_eq!(purge(vec![(EventTable::Authorization, a[0])]).await, 0);
+    assert_eq!(purge(vec![(EventTable::Authorization, a[1])]).await, 0);
+    // Past the first request for authorization events, not for its workload event.
+    assert_eq!(
+        purge(vec![
+            (EventTable::Authorization, a[3]),
+            (EventTable::Workload, w[0] - 1)
+        ])
+        .await,
+        0
+    );
+    // Both streams past the first request: it goes, the second (on their cursors) stays.
+    assert_eq!(
+        purge(vec![(EventTable::Authorization, a[3]), (EventTable::Workload, w[1])]).await,
+        1
+    );
+    assert_eq!(seqs(EventTable::Authorization).await, [a[3]]);
+    assert_eq!(seqs(EventTable::Workload).await, [w[1]]);
+}
