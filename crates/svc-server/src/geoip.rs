@@ -26,27 +26,35 @@ pub struct GeoDb {
     current: ArcSwapOption<Loaded>,
 }
 
+// The record's parts are borrowed from the mapped file: a lookup allocates only the `Geo` it
+// answers, not a copy of every string on the way.
 #[derive(Deserialize)]
-struct Names {
-    en: Option<String>,
+struct Names<'a> {
+    #[serde(borrow)]
+    en: Option<&'a str>,
 }
 
 #[derive(Deserialize)]
-struct Country {
-    iso_code: Option<String>,
-    names: Option<Names>,
+struct Country<'a> {
+    #[serde(borrow)]
+    iso_code: Option<&'a str>,
+    #[serde(borrow)]
+    names: Option<Names<'a>>,
 }
 
 #[derive(Deserialize)]
-struct Subdivision {
-    iso_code: Option<String>,
+struct Subdivision<'a> {
+    #[serde(borrow)]
+    iso_code: Option<&'a str>,
 }
 
 /// The parts of a GeoIP2 / GeoLite2 City or Country record a condition compares.
 #[derive(Deserialize)]
-struct Record {
-    country: Option<Country>,
-    subdivisions: Option<Vec<Subdivision>>,
+struct Record<'a> {
+    #[serde(borrow)]
+    country: Option<Country<'a>>,
+    #[serde(borrow)]
+    subdivisions: Option<Vec<Subdivision<'a>>>,
 }
 
 fn stamp(path: &Path) -> std::io::Result<Stamp> {
@@ -104,9 +112,9 @@ impl GeoDb {
     pub fn lookup(&self, ip: IpAddr) -> Option<Geo> {
         let db = self.current.load();
         let db = db.as_ref()?;
-        let rec: Record = db.reader.lookup(ip).ok()?.decode().ok()??;
+        let rec: Record<'_> = db.reader.lookup(ip).ok()?.decode().ok()??;
         let country = rec.country?;
-        let code = country.iso_code.map(|c| c.to_ascii_uppercase());
+        let code = country.iso_code.map(str::to_ascii_uppercase);
         let subdivisions = match &code {
             Some(cc) => rec
                 .subdivisions
@@ -119,7 +127,7 @@ impl GeoDb {
         };
         Some(Geo {
             country: code,
-            country_name: country.names.and_then(|n| n.en),
+            country_name: country.names.and_then(|n| n.en).map(str::to_owned),
             subdivisions,
         })
     }
