@@ -62,6 +62,8 @@ pub struct Inner {
     pub geoip: crate::geoip::GeoDb,
     /// Step 9's vendor token and lookup caches (§5.4).
     pub vendor_cache: crate::edge::conditions::VendorCache,
+    /// Edge access tokens verified on this node (`edge::token::Verified`).
+    pub edge_tokens: crate::edge::token::Verified,
 }
 
 impl std::ops::Deref for App {

@@ -45,9 +45,15 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             .and_then(|v| v.to_str().ok()),
     );
 
-    // Step 1: rate limit by the (unverified) token id, else the peer.
+    // Step 1: rate limit by the token id (unverified, unless it is a token verified before),
+    // else the peer.
+    let known = bearer.and_then(|b| token::known(&app, b));
     let now = crate::clock::now_millis();
-    let limited = match bearer.and_then(token::peek_jti) {
+    let jti = known
+        .as_ref()
+        .map(|t| t.jti)
+        .or_else(|| bearer.and_then(token::peek_jti));
+    let limited = match jti {
         Some(jti) => app.limits.credentials.check(&jti, now),
         None => app.limits.credentials.check(&peer_ip, now),
     };
@@ -59,7 +65,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let bytes = super::read_body(&parts, body).await;
     let room = app.events.reserve().await;
     let mut rec = Recorder::default();
-    let response = answer(&app, &parts, bytes, bearer, (peer_ip, peer_port), &mut rec).await;
+    let response = answer(&app, &parts, bytes, (bearer, known), (peer_ip, peer_port), &mut rec).await;
     super::settle(&app, room, rec, response).await
 }
 
@@ -68,7 +74,7 @@ async fn answer(
     app: &App,
     parts: &axum::http::request::Parts,
     bytes: Option<axum::body::Bytes>,
-    bearer: Option<&str>,
+    (bearer, known): (Option<&str>, Option<Arc<Token>>),
     (peer_ip, peer_port): (Option<std::net::IpAddr>, u16),
     rec: &mut Recorder,
 ) -> Response {
@@ -80,7 +86,7 @@ async fn answer(
     let selected_rs = select_rs(&st, &parts.headers, client);
 
     // Step 2: the bearer token.
-    let token: Option<Token> = bearer.and_then(|b| token::validate(app, &st, b));
+    let token: Option<Arc<Token>> = bearer.and_then(|b| token::validate(app, &st, b, known));
     let server = parsed.as_ref().and_then(|r| r.server.as_ref());
     let empty = Facts::new();
     // The subject's pod and service account, for every event of the request (`access.request`

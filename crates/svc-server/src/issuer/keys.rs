@@ -173,6 +173,24 @@ impl KeyRing {
         crate::crypto::jws::verify_hs256(token, |kid| self.hmac_by_kid(kid, now))
     }
 
+    /// [`verify_internal`](Self::verify_internal), also naming the key that verified it, which
+    /// [`hmac_still_valid`](Self::hmac_still_valid) asks about later.
+    pub fn verify_internal_by(&self, token: &str, now: i64) -> Option<(Vec<u8>, Arc<HmacKey>)> {
+        let used = std::cell::OnceCell::new();
+        let payload = crate::crypto::jws::verify_hs256(token, |kid| {
+            let k = valid(&self.hmac, now).find(|k| k.kid == kid)?;
+            Some(used.get_or_init(|| k.clone()).as_ref())
+        })?;
+        Some((payload, used.into_inner()?))
+    }
+
+    /// Whether `key` is still one of this ring's verification keys at `now`: not retired, and
+    /// not replaced by a reload (a reloaded ring holds new keys, so what was verified under the
+    /// old one is verified again).
+    pub fn hmac_still_valid(&self, key: &Arc<HmacKey>, now: i64) -> bool {
+        valid(&self.hmac, now).any(|k| Arc::ptr_eq(k, key))
+    }
+
     /// The published JWKS document: every ES256 and RS256 key not yet removed.
     pub fn jwks(&self, now: i64) -> serde_json::Value {
         let mut keys = Vec::new();

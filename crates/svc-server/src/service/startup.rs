@@ -151,6 +151,7 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         platform,
         geoip: crate::geoip::GeoDb::new(geoip_db),
         vendor_cache: Default::default(),
+        edge_tokens: Default::default(),
     }));
     crate::service::bootstrap::first_start(&app)
         .await

@@ -194,6 +194,55 @@ async fn invalid_tokens_are_401_and_management_tokens_are_refused() {
     );
 }
 
+/// A token verified once is kept (`edge::token::Verified`) but never trusted beyond what
+/// verifying it again would allow: the same signature under other claims is refused, expiry and
+/// the provider's revocation still apply, and a refused token is not kept.
+#[tokio::test]
+async fn a_verified_token_is_reused_only_while_it_stays_valid() {
+    let t = TestApp::start().await;
+    let s = setup(&t).await;
+    let (a, tok_a) = s.access(&t, "worker").await;
+    let (b, _) = s.access(&t, "other").await;
+    let client = json!({"oidc": {"identityToken": tok_a}});
+    let cw = client_workload(&t, "worker", json!([{"type": "oidcIdTokenSubject", "value": "worker"}])).await;
+    let sw = server_workload(&t, "db", "db.example", 5432).await;
+    let cp = apikey(&t, "k-db").await;
+    policy(&t, &cw, &sw, &cp, &[]).await;
+    let ask = |token: String| {
+        let (t, client) = (&t, client.clone());
+        async move { credentials(t, &token, body("db.example", 5432, client)).await }
+    };
+    for _ in 0..2 {
+        assert_eq!(key_of(&ask(a.clone()).await), "k-db");
+    }
+    assert_eq!(t.app.edge_tokens.len(), 1);
+    // B's header and claims under A's (kept) signature; and A's claims under B's signature.
+    let (pa, pb): (Vec<&str>, Vec<&str>) = (a.split('.').collect(), b.split('.').collect());
+    for forged in [
+        format!("{}.{}.{}", pb[0], pb[1], pa[2]),
+        format!("{}.{}.{}", pa[0], pa[1], pb[2]),
+    ] {
+        ask(forged).await.expect_error(401, "Unauthorized access.");
+    }
+    assert_eq!(t.app.edge_tokens.len(), 1, "a refused token is not kept");
+    // Deactivating the provider revokes the kept token (reactivating it does not).
+    for active in [false, true] {
+        t.patch(
+            &format!("/api/v1/trust-providers/{}", s.tp),
+            json!({"isActive": active}),
+        )
+        .await
+        .expect(200);
+    }
+    ask(a).await.expect_error(401, "Unauthorized access.");
+    // A token issued after that, kept, is refused past its expiry (one hour, 30 s of leeway).
+    t.advance_clock(1_000);
+    let (c, _) = s.access(&t, "worker").await;
+    assert_eq!(key_of(&ask(c.clone()).await), "k-db");
+    t.advance_clock(3_631_000);
+    ask(c).await.expect_error(401, "Unauthorized access.");
+}
+
 #[tokio::test]
 async fn no_client_workload_no_policy_no_provider_are_404() {
     let t = TestApp::start().await;
