@@ -207,7 +207,10 @@ fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<std::sync
                 buf.push('\n');
             }
             if part.is_ascii() {
-                buf.extend(part.bytes().map(|b| char::from(b.to_ascii_lowercase())));
+                // Copied whole, then lowered in place (not a `char` at a time).
+                let from = buf.len();
+                buf.push_str(part);
+                buf[from..].make_ascii_lowercase();
             } else {
                 buf.push_str(&part.to_lowercase());
             }
