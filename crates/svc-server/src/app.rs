@@ -171,6 +171,8 @@ impl App {
         let rows = self.store.load_keys().await.map_err(|e| e.to_string())?;
         let ring = KeyRing::from_rows(&rows, &self.cipher)?;
         self.keys.store(Arc::new(ring));
+        // Kept edge tokens refer to the old ring's key objects: verified again under the new.
+        self.edge_tokens.clear();
         Ok(())
     }
 }

@@ -51,7 +51,7 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let now = crate::clock::now_millis();
     let jti = known
         .as_ref()
-        .map(|t| t.jti)
+        .map(|t| t.claims.jti)
         .or_else(|| bearer.and_then(token::peek_jti));
     let limited = match jti {
         Some(jti) => app.limits.credentials.check(&jti, now),
@@ -74,7 +74,7 @@ async fn answer(
     app: &App,
     parts: &axum::http::request::Parts,
     bytes: Option<axum::body::Bytes>,
-    (bearer, known): (Option<&str>, Option<Arc<Token>>),
+    (bearer, known): (Option<&str>, Option<token::Known>),
     (peer_ip, peer_port): (Option<std::net::IpAddr>, u16),
     rec: &mut Recorder,
 ) -> Response {

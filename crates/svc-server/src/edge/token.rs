@@ -102,46 +102,85 @@ pub struct Svc {
     pub claims: Option<Box<RawValue>>,
 }
 
-/// Tokens whose signature verified, by their signature: at most this many (a token is ~1 KB,
-/// its parsed claims about as much again: ~10 MB at most). Only tokens this node's keys signed
-/// get in, so the bound is reached only by that many workloads at once; then the expired ones
-/// go, and if that is not enough, all of them (verified again on their next use).
-const VERIFIED_CAP: usize = 4096;
+/// What the kept tokens may hold, counting each token's text twice (its parsed claims are about
+/// as large): 8 MB. A typical token is ~1 KB, so ~4,000 tokens. Only tokens this node's keys
+/// signed get in, so the bound is reached only by that many workloads at once; then the expired
+/// ones go, and if that is not enough, all of them (verified again on their next use).
+const VERIFIED_BYTES: usize = 8 << 20;
+/// A token larger than this (evidence claims of a few hundred KB) is verified every time.
+const VERIFIED_TOKEN_MAX: usize = 16 << 10;
+/// The length of an HS256 signature in base64url: the only length looked up, so that no caller
+/// without a token can make every request hash a long string under the cache's lock.
+const HS256_SIG_LEN: usize = 43;
+
+type Key = Arc<crate::crypto::jws::HmacKey>;
 
 struct Entry {
     /// The whole token: a hit must be this exact text, not only its signature.
     token: Box<str>,
-    key: Arc<crate::crypto::jws::HmacKey>,
+    key: Key,
     claims: Arc<Token>,
+}
+
+#[derive(Default)]
+struct Held {
+    map: HashMap<Box<str>, Entry>,
+    bytes: usize,
 }
 
 /// The verified-token cache of one node (the idea of Envoy's `jwt_cache_config`).
 #[derive(Default)]
 pub struct Verified {
-    map: Mutex<HashMap<Box<str>, Entry>>,
+    held: Mutex<Held>,
+    hits: std::sync::atomic::AtomicU64,
+}
+
+/// A token verified before: its claims and the key that verified it (checked again at step 2).
+pub struct Known {
+    pub claims: Arc<Token>,
+    key: Key,
+}
+
+fn signature(token: &str) -> Option<&str> {
+    token
+        .rsplit_once('.')
+        .map(|(_, sig)| sig)
+        .filter(|s| s.len() == HS256_SIG_LEN)
 }
 
 impl Verified {
-    /// The claims of `token` when it is exactly a token verified before under a key `key_ok`
+    /// The entry of `token` when it is exactly a token verified before under a key `key_ok`
     /// still accepts. The text is compared in constant time.
-    fn get(&self, token: &str, key_ok: impl Fn(&Arc<crate::crypto::jws::HmacKey>) -> bool) -> Option<Arc<Token>> {
-        let (_, sig) = token.rsplit_once('.')?;
-        let m = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        let e = m.get(sig)?;
+    fn get(&self, token: &str, key_ok: impl Fn(&Key) -> bool) -> Option<Known> {
+        let sig = signature(token)?;
+        let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        let e = held.map.get(sig)?;
         let same = aws_lc_rs::constant_time::verify_slices_are_equal(e.token.as_bytes(), token.as_bytes()).is_ok();
-        (same && key_ok(&e.key)).then(|| e.claims.clone())
+        if !(same && key_ok(&e.key)) {
+            return None;
+        }
+        self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(Known {
+            claims: e.claims.clone(),
+            key: e.key.clone(),
+        })
     }
 
-    fn put(&self, token: &str, key: Arc<crate::crypto::jws::HmacKey>, claims: Arc<Token>, now: i64) {
-        let Some((_, sig)) = token.rsplit_once('.') else { return };
-        let mut m = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if m.len() >= VERIFIED_CAP {
-            m.retain(|_, e| e.claims.exp + LEEWAY >= now);
-            if m.len() >= VERIFIED_CAP {
-                m.clear();
+    fn put(&self, token: &str, key: Key, claims: Arc<Token>, now: i64) {
+        let Some(sig) = signature(token).filter(|_| token.len() <= VERIFIED_TOKEN_MAX) else {
+            return;
+        };
+        let cost = 2 * token.len();
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        if held.bytes + cost > VERIFIED_BYTES {
+            held.map.retain(|_, e| e.claims.exp + LEEWAY >= now);
+            held.bytes = held.map.values().map(|e| 2 * e.token.len()).sum();
+            if held.bytes + cost > VERIFIED_BYTES {
+                held.map.clear();
+                held.bytes = 0;
             }
         }
-        m.insert(
+        let old = held.map.insert(
             sig.into(),
             Entry {
                 token: token.into(),
@@ -149,21 +188,35 @@ impl Verified {
                 claims,
             },
         );
+        held.bytes += cost - old.map_or(0, |e| 2 * e.token.len());
+    }
+
+    /// Forgets every token: the key ring was reloaded, so none is kept under a key object the
+    /// ring no longer holds (nor keeps that key's material alive).
+    pub fn clear(&self) {
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.map.clear();
+        held.bytes = 0;
     }
 
     /// Tokens held (tests).
     pub fn len(&self) -> usize {
-        self.map.lock().map(|m| m.len()).unwrap_or(0)
+        self.held.lock().map(|h| h.map.len()).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+
+    /// Requests answered from a kept token since start (tests).
+    pub fn hits(&self) -> u64 {
+        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
-/// The claims of a token verified before, if `token` is exactly that token and its key is still
-/// valid: what step 1 keys the rate limit by and step 2 starts from.
-pub fn known(app: &App, token: &str) -> Option<Arc<Token>> {
+/// A token verified before, if `token` is exactly that token and its key is still valid: what
+/// step 1 keys the rate limit by and step 2 starts from.
+pub fn known(app: &App, token: &str) -> Option<Known> {
     let now_ms = crate::clock::now_millis();
     let keys = app.keys();
     app.edge_tokens.get(token, |k| keys.hmac_still_valid(k, now_ms))
@@ -171,11 +224,13 @@ pub fn known(app: &App, token: &str) -> Option<Arc<Token>> {
 
 /// Validates a bearer token (§4.7); `None` on any failure (→ 401). `known` is [`known`]'s answer
 /// for it, when the caller asked already.
-pub fn validate(app: &App, st: &State, token: &str, known: Option<Arc<Token>>) -> Option<Arc<Token>> {
+pub fn validate(app: &App, st: &State, token: &str, known: Option<Known>) -> Option<Arc<Token>> {
     let now_ms = crate::clock::now_millis();
     let now = now_ms.div_euclid(1000);
     let (t, verified_now) = match known {
-        Some(t) => (t, None),
+        // Its key asked again: step 1 may have been a while ago (the body is read in between).
+        Some(k) if app.keys().hmac_still_valid(&k.key, now_ms) => (k.claims, None),
+        Some(_) => return None,
         None => {
             let (payload, key) = app.keys().verify_internal_by(token, now_ms)?;
             let t: Token = serde_json::from_slice(&payload).ok()?;
@@ -236,20 +291,47 @@ mod tests {
         };
         let key = Arc::new(HmacKey::new("k1".into(), &[1u8; 32]));
         let v = Verified::default();
-        let a = "ha.pa.sig-a";
+        let sig_a = "a".repeat(43);
+        let a = format!("ha.pa.{sig_a}");
+        let a = a.as_str();
         let id = "0191d2a4-0000-7000-8000-000000000001";
         v.put(a, key.clone(), claims(id), 0);
-        assert_eq!(v.get(a, |_| true).map(|t| t.jti.to_string()).as_deref(), Some(id));
-        // The same signature under another header or claims; a key no longer valid.
-        assert!(v.get("ha.pb.sig-a", |_| true).is_none());
-        assert!(v.get("hb.pa.sig-a", |_| true).is_none());
-        assert!(v.get("ha.pa.sig-a.", |_| true).is_none());
+        assert_eq!(
+            v.get(a, |_| true).map(|t| t.claims.jti.to_string()).as_deref(),
+            Some(id)
+        );
+        assert_eq!(v.hits(), 1);
+        // The same signature under another header or claims; a key no longer valid; a token
+        // whose signature is not an HS256 one is not looked up.
+        assert!(v.get(&format!("ha.pb.{sig_a}"), |_| true).is_none());
+        assert!(v.get(&format!("hb.pa.{sig_a}"), |_| true).is_none());
+        assert!(v.get(&format!("{a}."), |_| true).is_none());
         assert!(v.get(a, |k| !Arc::ptr_eq(k, &key)).is_none());
-        // Bounded: when full, the expired go first (exp 100 + 30 s of leeway), then all.
-        for i in 0..super::VERIFIED_CAP * 2 {
-            v.put(&format!("h.p.s{i}"), key.clone(), claims(id), 200);
-            assert!(v.len() <= super::VERIFIED_CAP);
+        v.put("h.p.short", key.clone(), claims(id), 0);
+        assert_eq!(v.len(), 1);
+        // Bounded by bytes: when full, the expired go first (exp 100 + 30 s of leeway: gone at
+        // 200), then all (exp 100 still valid at 50).
+        let big = |i: usize| format!("{}.{:043}", "p".repeat(4000), i);
+        for now in [200, 50] {
+            for i in 0..super::VERIFIED_BYTES / 8000 * 2 {
+                v.put(&big(i), key.clone(), claims(id), now);
+                assert!(v.held.lock().unwrap().bytes <= super::VERIFIED_BYTES);
+            }
+            assert!(v.len() < super::VERIFIED_BYTES / 8000);
         }
+        // A token too large to keep; clearing.
+        v.put(
+            &format!("{}.{sig_a}", "p".repeat(super::VERIFIED_TOKEN_MAX)),
+            key.clone(),
+            claims(id),
+            0,
+        );
+        assert!(
+            v.get(&format!("{}.{sig_a}", "p".repeat(super::VERIFIED_TOKEN_MAX)), |_| true)
+                .is_none()
+        );
+        v.clear();
+        assert!(v.is_empty());
     }
 
     #[test]

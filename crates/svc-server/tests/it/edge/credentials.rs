@@ -216,6 +216,16 @@ async fn a_verified_token_is_reused_only_while_it_stays_valid() {
         assert_eq!(key_of(&ask(a.clone()).await), "k-db");
     }
     assert_eq!(t.app.edge_tokens.len(), 1);
+    assert_eq!(
+        t.app.edge_tokens.hits(),
+        1,
+        "the second request was answered from the kept token"
+    );
+    // A reloaded key ring forgets every kept token; the next use verifies it again.
+    t.app.reload_keys().await.unwrap();
+    assert!(t.app.edge_tokens.is_empty());
+    assert_eq!(key_of(&ask(a.clone()).await), "k-db");
+    assert_eq!((t.app.edge_tokens.len(), t.app.edge_tokens.hits()), (1, 1));
     // B's header and claims under A's (kept) signature; and A's claims under B's signature.
     let (pa, pb): (Vec<&str>, Vec<&str>) = (a.split('.').collect(), b.split('.').collect());
     for forged in [
