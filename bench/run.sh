@@ -155,10 +155,6 @@ if ((INSTRUCTIONS)); then
   CONCURRENCY=(1)
   ACCESS_TOKENS=200
   INSTR_COUNT=${BENCH_INSTR_COUNT:-500}
-  command -v valgrind >/dev/null || {
-    echo "bench/run.sh: --instructions needs valgrind (apt-get install valgrind)" >&2
-    exit 2
-  }
 fi
 OUT=${OUT:-$ROOT/target/bench/$(date -u +%Y%m%d-%H%M%S)-$MODE}
 mkdir -p "$OUT"
@@ -224,6 +220,7 @@ apt_install() {
 }
 
 command -v wrk >/dev/null || apt_install wrk
+((INSTRUCTIONS == 0)) || command -v valgrind >/dev/null || apt_install valgrind
 command -v taskset >/dev/null || apt_install util-linux
 command -v curl >/dev/null || apt_install curl
 
