@@ -50,7 +50,9 @@ def control(*args: str) -> None:
 
 def main() -> int:
     p = argparse.ArgumentParser()
-    for a in ("--pid", "--url", "--method", "--pool", "--header", "--count", "--out-dir", "--name"):
+    for a in ("--pid", "--url", "--method", "--count", "--out-dir", "--name"):
+        p.add_argument(a, required=True)
+    for a in ("--pool", "--header"):  # none for a GET without a body or header
         p.add_argument(a, default="")
     a = p.parse_args()
     pid, count = int(a.pid), int(a.count)

@@ -155,8 +155,7 @@ impl Verified {
         let sig = signature(token)?;
         let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let e = held.map.get(sig)?;
-        let same = aws_lc_rs::constant_time::verify_slices_are_equal(e.token.as_bytes(), token.as_bytes()).is_ok();
-        if !(same && key_ok(&e.key)) {
+        if !(crate::util::ct_eq(e.token.as_bytes(), token.as_bytes()) && key_ok(&e.key)) {
             return None;
         }
         self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);

@@ -150,11 +150,6 @@ impl KeyRing {
         current(&self.hmac, now).expect("non-empty ring")
     }
 
-    /// An HMAC key valid for verification, by id.
-    pub fn hmac_by_kid(&self, kid: &str, now: i64) -> Option<&HmacKey> {
-        valid(&self.hmac, now).find(|k| k.kid == kid).map(|k| k.as_ref())
-    }
-
     pub fn ec_signer(&self, now: i64) -> Arc<EcKey> {
         current(&self.ec, now).expect("non-empty ring")
     }
@@ -170,10 +165,11 @@ impl KeyRing {
 
     /// Verifies an internal HS256 token; returns the payload bytes.
     pub fn verify_internal(&self, token: &str, now: i64) -> Option<Vec<u8>> {
-        crate::crypto::jws::verify_hs256(token, |kid| self.hmac_by_kid(kid, now))
+        self.verify_internal_by(token, now).map(|(payload, _)| payload)
     }
 
-    /// [`verify_internal`](Self::verify_internal), also naming the key that verified it, which
+    /// [`verify_internal`](Self::verify_internal), also naming the key (valid for verification
+    /// at `now`, found by the token's `kid`) that verified it, which
     /// [`hmac_still_valid`](Self::hmac_still_valid) asks about later.
     pub fn verify_internal_by(&self, token: &str, now: i64) -> Option<(Vec<u8>, Arc<HmacKey>)> {
         let used = std::cell::OnceCell::new();

@@ -144,14 +144,14 @@ impl Store {
         if table != EventTable::Audit {
             return self.edge_records_after(table, after, through, limit).await;
         }
-        let bound = if through.is_some() { " AND seq <= $2" } else { "" };
-        let sql =
-            format!("SELECT body, created_at, seq FROM audit_logs WHERE seq > $1{bound} ORDER BY seq LIMIT {limit}");
-        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(after);
-        if let Some(t) = through {
-            q = q.bind(t);
-        }
-        let rows = q.fetch_all(self.pool()).await?;
+        let rows = self
+            .seq_range(
+                "SELECT body, created_at, seq FROM audit_logs WHERE seq > $1",
+                after,
+                through,
+                limit,
+            )
+            .await?;
         Ok(rows
             .iter()
             .map(|r| StreamRecord {
@@ -162,6 +162,24 @@ impl Store {
                 columns: Columns::new(),
             })
             .collect())
+    }
+
+    /// The rows of `select` (a query ending in `WHERE seq > $1` or `>= $1`, bound to `from`) up to
+    /// `through` when given, in `seq` order, at most `limit`.
+    async fn seq_range(
+        &self,
+        select: &str,
+        from: i64,
+        through: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<sqlx::any::AnyRow>> {
+        let bound = if through.is_some() { " AND seq <= $2" } else { "" };
+        let sql = format!("{select}{bound} ORDER BY seq LIMIT {limit}");
+        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(from);
+        if let Some(t) = through {
+            q = q.bind(t);
+        }
+        Ok(q.fetch_all(self.pool()).await?)
     }
 
     /// [`Store::records_after`] for an edge event kind: the rows of `edge_requests` from the
@@ -180,15 +198,14 @@ impl Store {
         let mut from = request_of(after);
         let last_request = through.map(request_of);
         while out.len() < limit {
-            let bound = if last_request.is_some() { " AND seq <= $2" } else { "" };
-            let sql = format!(
-                "SELECT seq, rs, ts, client_ip, shared, meta, bodies FROM edge_requests WHERE seq >= $1{bound} ORDER BY seq LIMIT {CHUNK}"
-            );
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(from);
-            if let Some(t) = last_request {
-                q = q.bind(t);
-            }
-            let rows = q.fetch_all(self.pool()).await?;
+            let rows = self
+                .seq_range(
+                    "SELECT seq, rs, ts, client_ip, shared, meta, bodies FROM edge_requests WHERE seq >= $1",
+                    from,
+                    last_request,
+                    CHUNK,
+                )
+                .await?;
             for r in &rows {
                 let request = super::events::StoredRequest {
                     seq: r.get(0),
