@@ -173,7 +173,8 @@ pub fn severity_for(status: u16) -> &'static str {
 
 /// The names an authorization event can be searched by: its workloads and policy, also the
 /// candidates listed when several matched (or when no server workload could be chosen), its
-/// trust providers and credential provider.
+/// trust providers, access conditions, content security policies and credential provider: every
+/// `name` of its body.
 fn names(parts: &Parts) -> impl Iterator<Item = &str> {
     // When several matched, the chosen one is among the listed candidates: each name once.
     fn one_or_all<'p>(one: &'p Option<EntityResult>, all: &'p [EntityResult]) -> &'p [EntityResult] {
@@ -189,12 +190,14 @@ fn names(parts: &Parts) -> impl Iterator<Item = &str> {
     .map(|e| e.name.as_str())
     .chain(parts.trust_providers.iter().map(|t| t.name.as_str()))
     .chain(parts.access_conditions.iter().map(|c| c.name.as_str()))
+    .chain(parts.content_security.iter().map(|c| c.name.as_str()))
     .chain(parts.credential_provider.iter().map(|c| c.name.as_str()))
 }
 
-/// An authorization event's `search` column: its entity names, lowercased, one per line (the
+/// An authorization event's search text: its entity names, lowercased, one per line (the
 /// list's search also looks at the event type and client IP columns); `None` without names.
-/// Built in a per-thread buffer and copied out once.
+/// Built in a per-thread buffer and copied out once. Stored only when a name is not ASCII
+/// ([`stored_search`]).
 fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<std::sync::Arc<str>> {
     thread_local! {
         static BUF: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
@@ -236,19 +239,9 @@ fn to_json<T: Serialize>(v: &T) -> std::sync::Arc<str> {
     })
 }
 
-/// Queues one authorization event.
-pub fn authorization(
-    rec: &mut Recorder,
-    info: &RequestInfo,
-    event_type: &'static str,
-    result: &'static str,
-    reason: Option<&str>,
-    severity: &'static str,
-    parts: &Parts,
-) {
-    crate::metrics::edge_decision(event_type, result, reason);
-    // Time-ordered (v7): see `util::uuid_v7`.
-    let event_id = crate::util::uuid_v7(info.ts);
+/// Sets the request's shared parts (once): merged into its authorization events when read, and
+/// where its workload events' `meta.connectionId` is read from.
+fn share(rec: &mut Recorder, info: &RequestInfo) {
     rec.share_once(|| {
         to_json(&Shared {
             meta: Meta {
@@ -264,6 +257,32 @@ pub fn authorization(
             environment: &info.environment,
         })
     });
+}
+
+/// What an authorization event stores as its search text: nothing when every name is ASCII,
+/// since the view then derives the same text from the body's names with SQL's `LOWER`
+/// (migration 0005), which folds ASCII only; [`search_text`] otherwise.
+fn stored_search(parts: &Parts) -> Option<std::sync::Arc<str>> {
+    if names(parts).all(str::is_ascii) {
+        None
+    } else {
+        search_text(names(parts))
+    }
+}
+
+/// Queues one authorization event.
+pub fn authorization(
+    rec: &mut Recorder,
+    info: &RequestInfo,
+    event_type: &'static str,
+    result: &'static str,
+    reason: Option<&str>,
+    severity: &'static str,
+    parts: &Parts,
+) {
+    crate::metrics::edge_decision(event_type, result, reason);
+    let event_id = rec.next_event_id(info.ts);
+    share(rec, info);
     let ev = AuthorizationEvent {
         outcome: reason.map(|reason| Outcome { reason }),
         client_workload: &parts.client_workload,
@@ -291,7 +310,7 @@ pub fn authorization(
         server_workload: None,
         app_protocol: None,
         user_id: None,
-        search: search_text(names(parts)),
+        search: stored_search(parts),
         body,
     });
 }
@@ -309,15 +328,11 @@ pub struct WorkloadEvent {
 }
 
 pub fn workload(rec: &mut Recorder, info: &RequestInfo, w: WorkloadEvent) {
-    // Time-ordered (v7): see `util::uuid_v7`.
-    let event_id = crate::util::uuid_v7(info.ts);
+    let event_id = rec.next_event_id(info.ts);
+    share(rec, info);
     let body = WorkloadEventBody {
-        meta: WorkloadMeta {
-            policy_id: w.policy,
-            connection_id: info.context_id,
-        },
+        meta: WorkloadMeta { policy_id: w.policy },
         network: WorkloadNetwork {
-            client_workload_ip: info.client_ip.as_deref(),
             client_workload_port: info.source_port,
             server_workload_port: w.server_port,
         },
@@ -345,29 +360,34 @@ pub fn workload(rec: &mut Recorder, info: &RequestInfo, w: WorkloadEvent) {
 }
 
 #[derive(Serialize)]
-struct WorkloadEventBody<'a> {
+struct WorkloadEventBody {
+    #[serde(skip_serializing_if = "WorkloadMeta::is_empty")]
     meta: WorkloadMeta,
-    network: WorkloadNetwork<'a>,
+    network: WorkloadNetwork,
     outcome: WorkloadOutcome,
 }
 
 /// `timestamp`, `eventType`, `eventId`, `resourceSetId`, `action`, `severity`,
-/// `clientWorkloadId`, `serverWorkloadId` and `applicationProtocol` are columns of the row, and
-/// `userId` is always null: the shape restores them.
+/// `clientWorkloadId`, `serverWorkloadId` and `applicationProtocol` are columns of the row,
+/// `connectionId` is the request's `contextId` (its shared parts) and `userId` is always null: the
+/// shape restores them.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WorkloadMeta {
     #[serde(skip_serializing_if = "Option::is_none")]
     policy_id: Option<Uuid>,
-    connection_id: Uuid,
 }
 
+impl WorkloadMeta {
+    fn is_empty(&self) -> bool {
+        self.policy_id.is_none()
+    }
+}
+
+/// `clientWorkloadIP` is the row's `client_ip`: the shape restores it (`Col`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct WorkloadNetwork<'a> {
-    #[serde(rename = "clientWorkloadIP")]
-    #[serde(skip_serializing_if = "Option::is_none")]
-    client_workload_ip: Option<&'a str>,
+struct WorkloadNetwork {
     client_workload_port: u16,
     // `serverWorkloadIP` and `proxyPort` (always null) are not stored: the shape restores them.
     server_workload_port: i32,
@@ -664,12 +684,8 @@ mod tests {
             assert_eq!(written(&expanded, None, AUTHORIZATION_EVENT, &cols), expected);
         }
         let workload = serde_json::to_value(WorkloadEventBody {
-            meta: WorkloadMeta {
-                policy_id: None,
-                connection_id: Uuid::nil(),
-            },
+            meta: WorkloadMeta { policy_id: None },
             network: WorkloadNetwork {
-                client_workload_ip: Some("10.0.0.1"),
                 client_workload_port: 1,
                 server_workload_port: 443,
             },
@@ -679,6 +695,8 @@ mod tests {
         let mut wcols = Columns::new();
         wcols.insert("ts".into(), 5i64.into());
         wcols.insert("action".into(), "CredentialIssued".into());
+        wcols.insert("client_ip".into(), "10.0.0.1".into());
+        wcols.insert("context_id".into(), Uuid::nil().to_string().into());
         assert_eq!(
             written(&workload, None, WORKLOAD_EVENT, &wcols),
             serde_json::to_string(&expand(workload.clone(), WORKLOAD_EVENT, &wcols)).unwrap()
@@ -766,10 +784,8 @@ mod tests {
             serde_json::to_value(WorkloadEventBody {
                 meta: WorkloadMeta {
                     policy_id: full.then_some(id),
-                    connection_id: id,
                 },
                 network: WorkloadNetwork {
-                    client_workload_ip: full.then_some("127.0.0.1"),
                     client_workload_port: 1,
                     server_workload_port: 443,
                 },
@@ -788,6 +804,8 @@ mod tests {
             ("client_workload", "c"),
             ("server_workload", "s"),
             ("app_protocol", "HTTP"),
+            ("client_ip", "127.0.0.1"),
+            ("context_id", "00000000-0000-0000-0000-000000000000"),
         ] {
             cols.insert(c.into(), v.into());
         }
@@ -797,6 +815,8 @@ mod tests {
         assert!(!sparse.to_string().contains("null"));
         let restored = expand(sparse, WORKLOAD_EVENT, &cols);
         assert_eq!(all_paths(&restored), expected);
+        // The connection and the client's address are the request's: not stored, put back.
+        assert_eq!(restored["network"]["clientWorkloadIP"], "127.0.0.1");
         assert_eq!(
             restored["meta"],
             serde_json::json!({

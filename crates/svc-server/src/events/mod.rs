@@ -66,6 +66,19 @@ impl Recorder {
         self.rows.push(e);
     }
 
+    /// The id of the next event of the request: time-ordered (v7, `util::uuid_v7`) for its
+    /// first, and the first's with the event's index in its last hex digit for the others
+    /// ([`crate::store::nth_event_id`]): a request row stores one id, the views derive the rest.
+    pub fn next_event_id(&mut self, ts: i64) -> uuid::Uuid {
+        match self.rows.first() {
+            // Past a row's worth of events the next row starts with an id of its own.
+            Some(first) if self.rows.len() < crate::store::EVENTS_PER_REQUEST => {
+                crate::store::nth_event_id(first.id, self.rows.len())
+            }
+            _ => crate::util::uuid_v7(ts),
+        }
+    }
+
     /// Sets, once per request (`make` runs for its first authorization event only), the JSON
     /// object its authorization event bodies are stored without and get back when read (their
     /// `meta.contextId`, `clientRequest`, `environment`).

@@ -216,7 +216,7 @@ pub const WORKLOAD_EVENT: Shape = Obj(&[
             ("resourceSetId", Col("rs")),
             ("policyId", Leaf),
             ("action", Col("action")),
-            ("connectionId", Leaf),
+            ("connectionId", Col("context_id")),
             ("severity", Col("severity")),
             ("clientWorkloadId", Col("client_workload")),
             ("serverWorkloadId", Col("server_workload")),
@@ -227,7 +227,7 @@ pub const WORKLOAD_EVENT: Shape = Obj(&[
     (
         "network",
         Obj(&[
-            ("clientWorkloadIP", Leaf),
+            ("clientWorkloadIP", Col("client_ip")),
             ("clientWorkloadPort", Leaf),
             ("serverWorkloadIP", Leaf),
             ("serverWorkloadPort", Leaf),

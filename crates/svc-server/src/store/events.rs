@@ -54,7 +54,9 @@ pub struct EventRow {
     pub user_id: Option<Arc<str>>,
     /// Lowercased text the list's `search` matches besides the columns it also searches
     /// (event type, client IP, action): an authorization event's entity names, a workload
-    /// event's client IP. `None` when there is none.
+    /// event's client IP. `None` when there is none, or when the view derives it: an
+    /// authorization event's names all ASCII (from its body), a workload event's the row's
+    /// client IP (migration 0005).
     pub search: Option<Arc<str>>,
     pub body: Arc<str>,
 }
@@ -95,6 +97,8 @@ impl EventTable {
                 "client_workload",
                 "server_workload",
                 "app_protocol",
+                "client_ip",
+                "context_id",
             ],
         }
     }
@@ -260,13 +264,18 @@ pub struct RequestRow {
     pub workload: i64,
 }
 
-/// One element of a request row's `meta`.
+/// One element of a request row's `meta`. What the views can derive is left out (migration
+/// 0005): `k` when `a`, `s` when `Info`, the `id` of every event but the first when it is
+/// [`nth_event_id`] of the first's, a workload event's `q` when it is the row's client IP.
 #[derive(serde::Serialize)]
 struct Element<'a> {
-    k: &'static str,
-    id: Uuid,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    k: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<Uuid>,
     t: &'static str,
-    s: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    s: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     r: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -326,13 +335,16 @@ fn elements(events: &[EventRow]) -> (Arc<str>, Arc<str>) {
             bodies.push(b',');
         }
         let workload = e.table == EventTable::Workload;
+        let derived = i > 0 && e.id == nth_event_id(events[0].id, i);
         let el = Element {
-            k: if workload { "w" } else { "a" },
-            id: e.id,
+            k: workload.then_some("w"),
+            id: (!derived).then_some(e.id),
             t: e.event_type,
-            s: e.severity,
+            s: (e.severity != "Info").then_some(e.severity),
             r: e.result,
-            q: e.search.as_deref(),
+            q: e.search
+                .as_deref()
+                .filter(|q| !(workload && Some(*q) == e.client_ip.as_deref())),
             cw: e.client_workload,
             sw: e.server_workload,
             p: e.app_protocol.as_deref(),
@@ -362,14 +374,14 @@ pub(super) struct StoredRequest<'a> {
 /// search text `q` is for the lists' filter only).
 #[derive(serde::Deserialize)]
 struct StoredElement<'a> {
-    #[serde(borrow)]
-    k: Cow<'a, str>,
-    #[serde(borrow)]
-    id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    k: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
     #[serde(borrow)]
     t: Cow<'a, str>,
-    #[serde(borrow)]
-    s: Cow<'a, str>,
+    #[serde(default, borrow)]
+    s: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     r: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
@@ -394,33 +406,40 @@ impl StoredRequest<'_> {
             tracing::error!(seq = self.seq, "a stored edge request's events are not JSON; skipped");
             return vec![];
         };
-        let mut shared: Option<Option<Arc<serde_json::Map<String, Value>>>> = None;
+        let shared: Option<Arc<serde_json::Map<String, Value>>> = match self.shared.map(serde_json::from_str::<Value>) {
+            Some(Ok(Value::Object(m))) => Some(Arc::new(m)),
+            _ => None,
+        };
+        let context_id = shared.as_ref().and_then(|m| m.get("meta")?.get("contextId")?.as_str());
+        // The first event's id, from which the others' are derived when not stored.
+        let first = elements.first().and_then(|e| Uuid::try_parse(e.id.as_deref()?).ok());
         let mut out = Vec::new();
         let text = |s: Option<&str>| s.map_or(Value::Null, |s| Value::String(s.to_string()));
         for (i, e) in elements.iter().enumerate() {
-            if e.k != kind {
+            if e.k.as_deref().unwrap_or("a") != kind {
                 continue;
             }
             let body: Option<Value> = bodies.get(i).and_then(|b| serde_json::from_str(b.get()).ok());
-            let parts = if kind == "a" {
-                shared
-                    .get_or_insert_with(|| match self.shared.map(serde_json::from_str::<Value>) {
-                        Some(Ok(Value::Object(m))) => Some(Arc::new(m)),
-                        _ => None,
-                    })
-                    .clone()
-            } else {
-                None
+            let parts = if kind == "a" { shared.clone() } else { None };
+            let derived_id;
+            let id = match (&e.id, first) {
+                (Some(id), _) => Some(&**id),
+                (None, Some(first)) if i < EVENTS_PER_REQUEST => {
+                    derived_id = uuid_text(nth_event_id(first, i));
+                    Some(&*derived_id)
+                }
+                _ => None,
             };
             // The columns the view gives this table (`row_columns`), from the element and row.
             let mut cols = Columns::new();
             cols.insert("ts".into(), self.ts.into());
             for name in table.restored_columns() {
                 let v = match *name {
-                    "id" => Some(&*e.id),
+                    "id" => id,
                     "rs" => Some(self.rs),
                     "event_type" => Some(&*e.t),
-                    "severity" => Some(&*e.s),
+                    "severity" => Some(e.s.as_deref().unwrap_or("Info")),
+                    "context_id" => context_id,
                     "result" | "action" => e.r.as_deref(),
                     "client_ip" => self.client_ip,
                     "client_workload" => e.cw.as_deref(),
@@ -867,6 +886,17 @@ pub(crate) fn v7_millis(id: &Uuid) -> Option<i64> {
     }
     let b = id.as_bytes();
     Some(i64::from_be_bytes([0, 0, b[0], b[1], b[2], b[3], b[4], b[5]]))
+}
+
+/// The id of event `n` (< [`EVENTS_PER_REQUEST`]) of a request row whose first event has id
+/// `first`: `first` with `n` xor-ed into its last hex digit (random bits of a v7 UUID, so the
+/// time it carries stays). A request row stores its first event's id only; the views derive the
+/// others the same way (migration 0005).
+pub fn nth_event_id(first: Uuid, n: usize) -> Uuid {
+    debug_assert!(n < EVENTS_PER_REQUEST);
+    let mut b = *first.as_bytes();
+    b[15] ^= (n & 0x0f) as u8;
+    Uuid::from_bytes(b)
 }
 
 /// Rows per retention `DELETE` (see [`Store::purge_events`]).

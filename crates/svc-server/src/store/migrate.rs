@@ -38,6 +38,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0004_edge_requests.sql"),
         postgres: include_str!("../../migrations/postgres/0004_edge_requests.sql"),
     },
+    Migration {
+        version: 5,
+        name: "request_rows_compact",
+        sqlite: include_str!("../../migrations/sqlite/0005_request_rows_compact.sql"),
+        postgres: include_str!("../../migrations/postgres/0005_request_rows_compact.sql"),
+    },
 ];
 
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"

@@ -13,6 +13,7 @@ mod streams;
 pub(crate) use events::v7_millis;
 pub use events::{
     AuditRow, Columns, EVENTS_PER_REQUEST, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage, RequestRow,
+    nth_event_id,
 };
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 

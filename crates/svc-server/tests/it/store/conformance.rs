@@ -957,3 +957,145 @@ async fn retention_keeps_a_request_a_stream_has_delivered_only_in_part() {
     assert_eq!(seqs(EventTable::Authorization).await, [a[3]]);
     assert_eq!(seqs(EventTable::Workload).await, [w[1]]);
 }
+
+/// A request row stores what its events cannot derive from each other and from the row
+/// (migration 0005): one event id (the others are the first's with their index in its last hex
+/// digit), no `k` for authorization events, no `Info` severity, no workload search text equal to
+/// the client IP, no authorization search text when every name is ASCII (the view reads the body's
+/// names), no workload `connectionId` or `clientWorkloadIP`. The lists, the single reads and the
+/// log streams' reads give every value back.
+#[tokio::test]
+async fn request_rows_leave_out_what_the_views_derive_and_read_it_back() {
+    use svc_server::store::{RequestRow, nth_event_id};
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
+    let db = match url.strip_prefix("sqlite://") {
+        Some(p) => DatabaseUrl::Sqlite(p.into()),
+        None => DatabaseUrl::Postgres(url.clone()),
+    };
+    let s = Store::open(&db).await.expect("open store");
+    let rs = uuid::Uuid::from_u128(0x55);
+    let now = 1_700_000_000_555;
+    let first = svc_server::util::uuid_v7(now);
+    let ids: Vec<uuid::Uuid> = (0..4).map(|n| nth_event_id(first, n)).collect();
+    assert_eq!(ids[0], first);
+    for id in &ids[1..] {
+        assert_ne!(*id, first);
+        assert_eq!(id.get_version_num(), 7);
+        assert_eq!(
+            id.to_string()[..35],
+            first.to_string()[..35],
+            "only the last hex digit differs"
+        );
+    }
+    let context = uuid::Uuid::from_u128(0xc0);
+    let mut events = vec![
+        edge_event(EventTable::Authorization, ids[0], rs, now, None),
+        edge_event(EventTable::Authorization, ids[1], rs, now, Some("ünïcode-job")),
+        edge_event(EventTable::Workload, ids[2], rs, now, Some("10.9.8.7")),
+    ];
+    events[0].body =
+        r#"{"clientWorkload":{"id":"x","name":"Build-JOB"},"trustProviders":[{"name":"Issuer-A"}]}"#.into();
+    events[1].severity = "Warning";
+    events[1].body = r#"{"clientWorkload":{"name":"Ünïcode-Job"}}"#.into();
+    events[2].body = r#"{"network":{"clientWorkloadPort":1},"outcome":{"result":"Success"}}"#.into();
+    let shared: std::sync::Arc<str> = format!(r#"{{"meta":{{"contextId":"{context}"}}}}"#).into();
+    s.insert_requests(&RequestRow::group(&events, Some(&shared)))
+        .await
+        .unwrap();
+
+    // What is stored.
+    sqlx::any::install_default_drivers();
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    let (meta, bodies): (String, String) = sqlx::query_as("SELECT meta, bodies FROM edge_requests")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    raw.close().await;
+    assert_eq!(meta.matches("\"id\"").count(), 1, "{meta}");
+    assert!(meta.contains(&first.to_string()), "{meta}");
+    for left_out in ["\"k\":\"a\"", "\"Info\"", "10.9.8.7", "build-job"] {
+        assert!(!meta.contains(left_out), "{left_out} in {meta}");
+    }
+    assert!(meta.contains("ünïcode-job") && meta.contains("\"Warning\""), "{meta}");
+    assert!(!bodies.contains("connectionId") && !bodies.contains("clientWorkloadIP"));
+
+    // The lists and the single reads.
+    let list = |table, search: Option<&str>| {
+        let q = EventQuery {
+            rs: vec![rs.to_string()],
+            order_col: "ts",
+            limit: 10,
+            search: search.map(Into::into),
+            ..Default::default()
+        };
+        let s = s.clone();
+        async move { s.query_events(table, &q).await.unwrap() }
+    };
+    let a = list(EventTable::Authorization, None).await;
+    assert_eq!(a.total, 2);
+    let col = |p: &QueryPage, i: usize, c: &str| p.columns[i][c].as_str().map(str::to_string);
+    let mut read: Vec<(String, String)> = (0..2)
+        .map(|i| (col(&a, i, "id").unwrap(), col(&a, i, "severity").unwrap()))
+        .collect();
+    read.sort();
+    let mut want = vec![
+        (ids[0].to_string(), "Info".to_string()),
+        (ids[1].to_string(), "Warning".to_string()),
+    ];
+    want.sort();
+    assert_eq!(read, want);
+    let w = list(EventTable::Workload, None).await;
+    assert_eq!(w.total, 1);
+    assert_eq!(col(&w, 0, "id"), Some(ids[2].to_string()));
+    assert_eq!(col(&w, 0, "severity").as_deref(), Some("Info"));
+    assert_eq!(col(&w, 0, "client_ip").as_deref(), Some("10.9.8.7"));
+    assert_eq!(col(&w, 0, "context_id"), Some(context.to_string()));
+    for (t, id) in [
+        (EventTable::Authorization, ids[0]),
+        (EventTable::Authorization, ids[1]),
+        (EventTable::Workload, ids[2]),
+    ] {
+        assert!(
+            s.get_event(t, &id.to_string(), &[rs.to_string()])
+                .await
+                .unwrap()
+                .is_some(),
+            "{id} found by its derived id"
+        );
+    }
+    assert_eq!(
+        s.get_event(EventTable::Authorization, &ids[3].to_string(), &[rs.to_string()])
+            .await
+            .unwrap(),
+        None,
+        "no fourth event"
+    );
+    // Searched by the body's names (ASCII: the view lowers them), the stored text, the IP.
+    for (text, n) in [("BUILD-job", 1), ("issuer-a", 1), ("ÜNÏCODE", 1), ("nobody", 0)] {
+        assert_eq!(
+            list(EventTable::Authorization, Some(text)).await.total,
+            n,
+            "authorization search {text:?}"
+        );
+    }
+    assert_eq!(list(EventTable::Workload, Some("10.9.8")).await.total, 1);
+
+    // The log streams' read of the rows gives the same ids and columns.
+    let a_stream = s.records_after(EventTable::Authorization, -1, None, 10).await.unwrap();
+    let mut stream_ids: Vec<String> = a_stream
+        .iter()
+        .map(|r| r.columns["id"].as_str().unwrap().to_string())
+        .collect();
+    stream_ids.sort();
+    let mut want_ids = vec![ids[0].to_string(), ids[1].to_string()];
+    want_ids.sort();
+    assert_eq!(stream_ids, want_ids);
+    assert!(a_stream.iter().any(|r| r.columns["severity"] == "Warning"));
+    let w_stream = s.records_after(EventTable::Workload, -1, None, 10).await.unwrap();
+    assert_eq!(w_stream.len(), 1);
+    assert_eq!(w_stream[0].columns["id"], ids[2].to_string());
+    assert_eq!(w_stream[0].columns["severity"], "Info");
+    assert_eq!(w_stream[0].columns["client_ip"], "10.9.8.7");
+    assert_eq!(w_stream[0].columns["context_id"], context.to_string());
+}
