@@ -14,11 +14,12 @@ CREATE VIEW authorization_events AS
            r.rs AS rs, r.ts AS ts,
            e.v ->> 't' AS event_type, COALESCE(e.v ->> 's', 'Info') AS severity, e.v ->> 'r' AS result,
            r.client_ip AS client_ip,
-           COALESCE(e.v ->> 'q',
-                    (SELECT string_agg(lower(x #>> '{}'), E'\n')
-                     FROM jsonb_path_query(r.bodies::jsonb -> (e.n - 1)::int,
-                                           'lax $.** ? (@.type() == "object").name ? (@.type() == "string")') AS x))
-               AS search,
+           e.v ->> 'q' AS q,
+           (SELECT string_agg(lower(x #>> '{}'), E'\n')
+            FROM jsonb_path_query(r.bodies::jsonb -> (e.n - 1)::int,
+                                  'lax $.** ? (@.type() == "object").name ? (@.type() == "string")') AS x)
+               AS names,
+           r.bodies AS raw,
            (CASE WHEN r.shared IS NULL THEN r.bodies::jsonb -> (e.n - 1)::int
                  ELSE r.shared::jsonb || (r.bodies::jsonb -> (e.n - 1)::int) END)::text AS body
     FROM edge_requests AS r

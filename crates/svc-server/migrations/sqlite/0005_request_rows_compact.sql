@@ -6,7 +6,10 @@
 -- - `id` of every event but the first: the first's id with the event's index xor-ed into its
 --   last hex digit (`store::nth_event_id`);
 -- - `q`, the search text: a workload event's is the row's client IP; an authorization event's,
---   when all its names are ASCII, the `name` values of its body, lowercased, one per line;
+--   when every name is printable ASCII without `"` or `\`, the `name` values of its body,
+--   lowercased, one per line (column `names`). Such names appear in the stored JSON as they are,
+--   so the list's search first matches the request's bodies (`raw`, no JSON read) with SQL's
+--   `LIKE` and reads the names only of the rows that pass;
 -- - a workload event's `meta.connectionId` (the request's `meta.contextId`, column `context_id`)
 --   and `network.clientWorkloadIP` (the row's `client_ip`): `events::shape` puts them back.
 DROP VIEW authorization_events;
@@ -24,10 +27,11 @@ CREATE VIEW authorization_events AS
            e.value ->> 't' AS event_type, COALESCE(e.value ->> 's', 'Info') AS severity,
            e.value ->> 'r' AS result,
            r.client_ip AS client_ip,
-           COALESCE(e.value ->> 'q',
-                    (SELECT group_concat(lower(j.value), char(10))
-                     FROM json_tree(r.bodies, '$[' || e.key || ']') AS j
-                     WHERE j.key = 'name' AND j.type = 'text')) AS search,
+           e.value ->> 'q' AS q,
+           (SELECT group_concat(lower(j.value), char(10))
+            FROM json_tree(r.bodies, '$[' || e.key || ']') AS j
+            WHERE j.key = 'name' AND j.type = 'text') AS names,
+           r.bodies AS raw,
            CASE WHEN r.shared IS NULL THEN r.bodies ->> e.key
                 ELSE json_patch(r.shared, r.bodies -> e.key) END AS body
     FROM edge_requests AS r, json_each(r.meta) AS e

@@ -259,11 +259,14 @@ fn share(rec: &mut Recorder, info: &RequestInfo) {
     });
 }
 
-/// What an authorization event stores as its search text: nothing when every name is ASCII,
-/// since the view then derives the same text from the body's names with SQL's `LOWER`
-/// (migration 0005), which folds ASCII only; [`search_text`] otherwise.
+/// What an authorization event stores as its search text: nothing when every name is printable
+/// ASCII without `"` or `\`, since the view then derives the same text from the body's names
+/// with SQL's `LOWER` (which folds ASCII only), and the list's search can match the stored JSON,
+/// where such names appear unescaped, before it reads them (migration 0005); [`search_text`]
+/// otherwise.
 fn stored_search(parts: &Parts) -> Option<std::sync::Arc<str>> {
-    if names(parts).all(str::is_ascii) {
+    let plain = |n: &str| n.bytes().all(|b| (b' '..=b'~').contains(&b) && b != b'"' && b != b'\\');
+    if names(parts).all(plain) {
         None
     } else {
         search_text(names(parts))
@@ -701,6 +704,32 @@ mod tests {
             written(&workload, None, WORKLOAD_EVENT, &wcols),
             serde_json::to_string(&expand(workload.clone(), WORKLOAD_EVENT, &wcols)).unwrap()
         );
+    }
+
+    #[test]
+    fn the_search_text_is_stored_only_when_the_view_cannot_derive_it_from_the_body() {
+        let with = |name: &str| Parts {
+            client_workload: Some(EntityResult {
+                name: "Build-Job".into(),
+                ..Default::default()
+            }),
+            content_security: vec![AttestationResult {
+                name: name.into(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        // Printable ASCII: the view lowers the body's names and the search matches them unescaped.
+        assert_eq!(stored_search(&with("Policy (v2) ~ 100%")), None);
+        assert_eq!(stored_search(&Parts::default()), None);
+        // Not ASCII (SQL's LOWER folds ASCII only), or escaped in the JSON: stored, every name.
+        for odd in ["Zürich", "say \"hi\"", "back\\slash", "tab\there"] {
+            assert_eq!(
+                stored_search(&with(odd)).as_deref(),
+                Some(format!("build-job\n{}", odd.to_lowercase()).as_str()),
+                "{odd:?}"
+            );
+        }
     }
 
     #[test]

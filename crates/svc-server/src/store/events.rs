@@ -643,11 +643,19 @@ impl Store {
             let like = |col: &str| format!("{col} LIKE {p} ESCAPE '\\'");
             conds.push(match table {
                 EventTable::Audit => like("search"),
+                // The names: the stored text (`q`), else the body's (migration 0005), read only
+                // for the rows whose bodies match at all (`raw`, compared without case: those
+                // names are stored as they are, printable ASCII).
                 EventTable::Authorization => format!(
-                    "({} OR {} OR {})",
+                    "({} OR {} OR {} OR (q IS NULL AND {} AND {}))",
                     like("LOWER(event_type)"),
                     like("LOWER(client_ip)"),
-                    like("search")
+                    like("q"),
+                    match self.dialect() {
+                        Dialect::Sqlite => like("raw"),
+                        Dialect::Postgres => format!("raw ILIKE {p} ESCAPE '\\'"),
+                    },
+                    like("names")
                 ),
                 EventTable::Workload => format!(
                     "({} OR {} OR {})",

@@ -1072,7 +1072,15 @@ async fn request_rows_leave_out_what_the_views_derive_and_read_it_back() {
         "no fourth event"
     );
     // Searched by the body's names (ASCII: the view lowers them), the stored text, the IP.
-    for (text, n) in [("BUILD-job", 1), ("issuer-a", 1), ("ÜNÏCODE", 1), ("nobody", 0)] {
+    for (text, n) in [
+        ("BUILD-job", 1),
+        ("issuer-a", 1),
+        ("ÜNÏCODE", 1),
+        ("nobody", 0),
+        // In the body, but not a name.
+        ("clientworkload", 0),
+        ("\"x\"", 0),
+    ] {
         assert_eq!(
             list(EventTable::Authorization, Some(text)).await.total,
             n,
