@@ -2,6 +2,7 @@
 """Instructions per request of one benchmark point, counted by callgrind (bench/run.sh --instructions).
 
     instructions.py --pid PID --url URL --method M --pool FILE --header NAME --count N --out-dir DIR --name NAME
+                    [--hec SINK_URL --hec-events K]
 
 svc runs under `valgrind --tool=callgrind`. This zeroes its counters (callgrind_control -z), sends
 N requests one after another on one keep-alive connection (the pool's lines in turn, as
@@ -11,6 +12,11 @@ instructions of the whole process (every thread: the request, the event writer, 
 request, and the non-2xx count. Instruction counts do not drift with the VM's speed the way CPU
 time does (±40% here), so two builds or two points compare to a fraction of a percent; what they
 leave out is the kernel (system calls, page faults) and the cost of cache misses and contention.
+
+With --hec (the --stream point), the count also covers delivering the point's events to the
+loopback HEC sink (bench/lib/hec_sink.py): before zeroing it waits until the sink has everything
+sent before (its count unchanged for 3 s) and resets it; after the requests it waits until the sink
+has K events per request, then for the server to be idle.
 """
 
 import argparse
@@ -23,6 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.parse
+import urllib.request
 
 
 def cpu_ticks(pid: int) -> int:
@@ -42,6 +49,33 @@ def idle(pid: int, limit: float = 60.0) -> None:
         a = b
 
 
+def sink_events(sink: str) -> int:
+    with urllib.request.urlopen(sink + "/stats", timeout=10) as r:
+        return int(json.load(r)["events"])
+
+
+def sink_settled(sink: str, limit: float = 300.0) -> None:
+    """Waits until the sink's count has not changed for 3 s."""
+    end, last, since = time.time() + limit, -1, time.time()
+    while time.time() < end:
+        n = sink_events(sink)
+        if n != last:
+            last, since = n, time.time()
+        elif time.time() - since >= 3:
+            return
+        time.sleep(0.5)
+    raise SystemExit("instructions.py: the HEC sink kept receiving events")
+
+
+def sink_reaches(sink: str, want: int, limit: float = 600.0) -> None:
+    end = time.time() + limit
+    while time.time() < end:
+        if sink_events(sink) >= want:
+            return
+        time.sleep(0.5)
+    raise SystemExit(f"instructions.py: the HEC sink got {sink_events(sink)} of {want} events")
+
+
 def control(*args: str) -> None:
     r = subprocess.run(["callgrind_control", *args], capture_output=True, text=True)
     if r.returncode != 0:
@@ -52,8 +86,9 @@ def main() -> int:
     p = argparse.ArgumentParser()
     for a in ("--pid", "--url", "--method", "--count", "--out-dir", "--name"):
         p.add_argument(a, required=True)
-    for a in ("--pool", "--header"):  # none for a GET without a body or header
+    for a in ("--pool", "--header", "--hec"):  # none for a GET without a body or header
         p.add_argument(a, default="")
+    p.add_argument("--hec-events", type=int, default=0)
     a = p.parse_args()
     pid, count = int(a.pid), int(a.count)
     u = urllib.parse.urlsplit(a.url)
@@ -79,8 +114,14 @@ def main() -> int:
         return r.status
 
     idle(pid)
+    if a.hec:
+        sink_settled(a.hec)
+        urllib.request.urlopen(urllib.request.Request(a.hec + "/reset", method="POST"), timeout=10).read()
+        idle(pid)
     control("-z", str(pid))
     bad = sum(1 for i in range(count) if not 200 <= send(i) < 300)
+    if a.hec:
+        sink_reaches(a.hec, a.hec_events * count)
     idle(pid)
     before = set(glob.glob(os.path.join(a.out_dir, "callgrind.out.*")))
     control("-d", a.name, str(pid))

@@ -405,7 +405,7 @@ struct WorkloadOutcome {
 mod tests {
     use super::*;
     use crate::edge::environment::*;
-    use crate::events::shape::Shape::{Col, Sibling};
+    use crate::events::shape::Shape::{Col, List, Nullable, Obj, Sibling};
     use crate::events::shape::*;
     use crate::store::Columns;
     use serde_json::Value;
@@ -566,13 +566,13 @@ mod tests {
     /// The columns of an authorization event's row.
     fn authorization_columns(client_ip: Option<&str>) -> Columns {
         let mut c = Columns::new();
-        c.insert("ts".into(), 1_795_000_000_123i64.into());
-        c.insert("id".into(), "01a201c6-9ff3-76f2-b1b1-b696c4a51d6b".into());
-        c.insert("rs".into(), crate::domain::DEFAULT_RESOURCE_SET.to_string().into());
-        c.insert("event_type".into(), "access.credential".into());
-        c.insert("severity".into(), "Info".into());
-        c.insert("result".into(), "Authorized".into());
-        c.insert("client_ip".into(), client_ip.map_or(Value::Null, |ip| ip.into()));
+        c.insert("ts", 1_795_000_000_123i64.into());
+        c.insert("id", "01a201c6-9ff3-76f2-b1b1-b696c4a51d6b".into());
+        c.insert("rs", crate::domain::DEFAULT_RESOURCE_SET.to_string().into());
+        c.insert("event_type", "access.credential".into());
+        c.insert("severity", "Info".into());
+        c.insert("result", "Authorized".into());
+        c.insert("client_ip", client_ip.map_or(Value::Null, |ip| ip.into()));
         c
     }
 
@@ -664,9 +664,20 @@ mod tests {
     #[test]
     fn writing_an_expanded_event_gives_the_bytes_of_expanding_it() {
         let cols = authorization_columns(Some("127.0.0.1"));
+        // As stored: JSON text.
         let written = |v: &Value, shared: Option<&serde_json::Map<String, Value>>, shape, cols: &Columns| {
+            let (body, shared) = (v.to_string(), shared.map(|m| Value::Object(m.clone()).to_string()));
+            let shared = shared.as_deref().map(|s| Stored::parse(s).unwrap());
             let mut out = vec![];
-            write_expanded(&mut out, v, shared, shape, cols);
+            let body = Stored::parse(&body).unwrap();
+            write_expanded(
+                &mut out,
+                &body,
+                shared.as_ref(),
+                shape,
+                cols,
+                &mut SharedParts::default(),
+            );
             String::from_utf8(out).unwrap()
         };
         for full in [true, false] {
@@ -680,9 +691,38 @@ mod tests {
                 shared.insert(k.into(), own.remove(k).unwrap());
             }
             assert_eq!(
-                written(&Value::Object(own), Some(&shared), AUTHORIZATION_EVENT, &cols),
+                written(&Value::Object(own.clone()), Some(&shared), AUTHORIZATION_EVENT, &cols),
                 expected
             );
+            // Three events of one request, then one of another: the shared parts written for the
+            // first are copied for the next two, and written again for the other request.
+            let mut memo = SharedParts::default();
+            let mut other = shared.clone();
+            other.insert("environment".into(), serde_json::json!({"host": {"hostname": "h2"}}));
+            let other_cols = authorization_columns(Some("10.1.1.1"));
+            let (text, other_text) = (
+                Value::Object(shared.clone()).to_string(),
+                Value::Object(other.clone()).to_string(),
+            );
+            let (parsed, other_parsed) = (Stored::parse(&text).unwrap(), Stored::parse(&other_text).unwrap());
+            let body_text = Value::Object(own.clone()).to_string();
+            let body = Stored::parse(&body_text).unwrap();
+            for (sh, raw, c) in [
+                (&shared, &parsed, &cols),
+                (&shared, &parsed, &cols),
+                (&shared, &parsed, &cols),
+                (&other, &other_parsed, &other_cols),
+            ] {
+                if std::ptr::eq(raw, &other_parsed) {
+                    memo.clear();
+                }
+                let mut out = vec![];
+                write_expanded(&mut out, &body, Some(raw), AUTHORIZATION_EVENT, c, &mut memo);
+                let mut whole = own.clone();
+                whole.extend(sh.clone());
+                let want = serde_json::to_string(&expand(Value::Object(whole), AUTHORIZATION_EVENT, c)).unwrap();
+                assert_eq!(String::from_utf8(out).unwrap(), want);
+            }
             // A body stored in full (before the sparse format) passes through.
             assert_eq!(written(&expanded, None, AUTHORIZATION_EVENT, &cols), expected);
         }
@@ -696,10 +736,10 @@ mod tests {
         })
         .unwrap();
         let mut wcols = Columns::new();
-        wcols.insert("ts".into(), 5i64.into());
-        wcols.insert("action".into(), "CredentialIssued".into());
-        wcols.insert("client_ip".into(), "10.0.0.1".into());
-        wcols.insert("context_id".into(), Uuid::nil().to_string().into());
+        wcols.insert("ts", 5i64.into());
+        wcols.insert("action", "CredentialIssued".into());
+        wcols.insert("client_ip", "10.0.0.1".into());
+        wcols.insert("context_id", Uuid::nil().to_string().into());
         assert_eq!(
             written(&workload, None, WORKLOAD_EVENT, &wcols),
             serde_json::to_string(&expand(workload.clone(), WORKLOAD_EVENT, &wcols)).unwrap()
@@ -730,6 +770,30 @@ mod tests {
                 "{odd:?}"
             );
         }
+    }
+
+    /// `write_expanded` writes a shape's keys as they are, and copies the parts it takes from a
+    /// request's shared parts only when they name no event's own column.
+    #[test]
+    fn shape_keys_need_no_escaping_and_shared_parts_name_only_row_columns() {
+        fn keys(shape: Shape, out: &mut Vec<&'static str>) {
+            if let Obj(f) | Nullable(f) | List(f) = shape {
+                for (k, s) in f {
+                    out.push(k);
+                    keys(*s, out);
+                }
+            }
+        }
+        let mut all = vec![];
+        keys(AUTHORIZATION_EVENT, &mut all);
+        keys(WORKLOAD_EVENT, &mut all);
+        for k in all {
+            assert_eq!(serde_json::to_string(k).unwrap(), format!("\"{k}\""));
+        }
+        let Obj(top) = AUTHORIZATION_EVENT else { unreachable!() };
+        let part = |name: &str| top.iter().find(|(k, _)| *k == name).unwrap().1;
+        assert!(row_level(part("environment")) && row_level(part("clientRequest")));
+        assert!(!row_level(part("meta")), "meta names the event's id and type");
     }
 
     #[test]
@@ -823,7 +887,7 @@ mod tests {
             .unwrap()
         };
         let mut cols = Columns::new();
-        cols.insert("ts".into(), 0i64.into());
+        cols.insert("ts", 0i64.into());
         for (c, v) in [
             ("id", "e"),
             ("rs", "r"),
@@ -836,7 +900,7 @@ mod tests {
             ("client_ip", "127.0.0.1"),
             ("context_id", "00000000-0000-0000-0000-000000000000"),
         ] {
-            cols.insert(c.into(), v.into());
+            cols.insert(c, v.into());
         }
         let expected = all_paths(&expand(body(true), WORKLOAD_EVENT, &cols));
         assert_eq!(expected.len(), 3 + 12 + 5 + 1, "{expected:?}");

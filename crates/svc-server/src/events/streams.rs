@@ -350,22 +350,28 @@ async fn deliver(app: &App, s: Arc<LogStream>) -> bool {
     outcome == Outcome::Completed && count as i64 == MAX_RECORDS
 }
 
-/// Writes a stored record as the event lists show it; `false` (nothing written): a body that is
-/// not JSON, logged.
-fn write_record(out: &mut Vec<u8>, table: EventTable, r: &StreamRecord) -> bool {
-    let Some(v) = &r.body else {
+/// Writes a stored record as the event lists show it: `body` and `shared` (its request's shared
+/// parts), parsed (see [`Records::write_each`]). `false` (nothing written): a body that is not
+/// JSON, logged.
+fn write_record(
+    out: &mut Vec<u8>,
+    table: EventTable,
+    r: &StreamRecord,
+    body: Option<&shape::Stored<'_>>,
+    shared: Option<&shape::Stored<'_>>,
+    memo: &mut shape::SharedParts,
+) -> bool {
+    let Some(body) = body else {
         tracing::error!(seq = r.seq, "log stream: a stored record is not JSON; skipped");
         return false;
     };
-    let shape = match table {
-        EventTable::Audit => {
-            serde_json::to_writer(&mut *out, v).expect("a JSON value serialises");
-            return true;
+    match table {
+        EventTable::Audit => body.write(out),
+        EventTable::Authorization => {
+            shape::write_expanded(out, body, shared, shape::AUTHORIZATION_EVENT, &r.columns, memo)
         }
-        EventTable::Authorization => shape::AUTHORIZATION_EVENT,
-        EventTable::Workload => shape::WORKLOAD_EVENT,
-    };
-    shape::write_expanded(out, v, r.shared.as_deref(), shape, &r.columns);
+        EventTable::Workload => shape::write_expanded(out, body, shared, shape::WORKLOAD_EVENT, &r.columns, memo),
+    }
     true
 }
 
@@ -433,10 +439,31 @@ impl Records<'_> {
     /// Each record written after `before` (and followed by `after`): its time, nothing when it
     /// cannot be written.
     fn write_each(&self, out: &mut Vec<u8>, before: impl Fn(&mut Vec<u8>, i64), after: &[u8]) {
+        let mut memo = shape::SharedParts::default();
+        // The stored text being written (a request's bodies, or one audit entry) and its request's
+        // shared parts, each parsed once for the records that share them.
+        let mut current: Option<(*const u8, Option<shape::Stored<'_>>, Option<shape::Stored<'_>>)> = None;
         for r in self.records {
+            if current
+                .as_ref()
+                .is_none_or(|(of, _, _)| !std::ptr::eq(*of, r.text.as_ptr()))
+            {
+                memo.clear();
+                current = Some((
+                    r.text.as_ptr(),
+                    shape::Stored::parse(&r.text),
+                    r.shared.as_deref().and_then(shape::Stored::parse),
+                ));
+            }
+            let (_, text, shared) = current.as_ref().expect("set above");
+            let body = match (r.index, text) {
+                (None, body) => body.as_ref(),
+                (Some(i), Some(shape::Stored::Array(bodies))) => bodies.get(i),
+                _ => None,
+            };
             let start = out.len();
             before(out, r.time);
-            if write_record(out, self.table, r) {
+            if write_record(out, self.table, r, body, shared.as_ref(), &mut memo) {
                 out.extend_from_slice(after);
             } else {
                 out.truncate(start);

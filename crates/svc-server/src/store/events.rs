@@ -113,21 +113,45 @@ impl EventTable {
     pub(super) fn row_columns(self, row: &sqlx::any::AnyRow) -> Columns {
         let mut cols = Columns::new();
         if self != EventTable::Audit {
-            cols.insert("ts".into(), row.get::<i64, _>(1).into());
+            cols.insert("ts", row.get::<i64, _>(1).into());
             for (i, name) in self.restored_columns().iter().enumerate() {
                 let v: Option<String> = row.get(i + 2);
-                cols.insert(
-                    (*name).into(),
-                    v.map_or(serde_json::Value::Null, serde_json::Value::String),
-                );
+                cols.insert(name, v.map_or(serde_json::Value::Null, serde_json::Value::String));
             }
         }
         cols
     }
 }
 
-/// The columns of one stored event (see [`EventTable::row_columns`]).
-pub type Columns = serde_json::Map<String, serde_json::Value>;
+/// The columns of one stored event by name (see [`EventTable::row_columns`]): a handful, looked
+/// up by a scan (no hashing, no key allocated; the log streams build one per record).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Columns(Vec<(&'static str, serde_json::Value)>);
+
+impl Columns {
+    pub fn new() -> Columns {
+        Columns(Vec::with_capacity(12))
+    }
+    /// Sets `name` (replacing an earlier value).
+    pub fn insert(&mut self, name: &'static str, value: serde_json::Value) {
+        match self.0.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => *v = value,
+            None => self.0.push((name, value)),
+        }
+    }
+    pub fn get(&self, name: &str) -> Option<&serde_json::Value> {
+        self.0.iter().find(|(n, _)| *n == name).map(|(_, v)| v)
+    }
+}
+
+impl std::ops::Index<&str> for Columns {
+    type Output = serde_json::Value;
+    /// `null` for a column that is not there, as `serde_json::Value` indexes.
+    fn index(&self, name: &str) -> &serde_json::Value {
+        static NULL: serde_json::Value = serde_json::Value::Null;
+        self.get(name).unwrap_or(&NULL)
+    }
+}
 
 pub(super) async fn insert_audit(tx: &mut Transaction<'static, Any>, a: &AuditRow) -> Result<()> {
     sqlx::query(
@@ -398,19 +422,30 @@ impl StoredRequest<'_> {
     /// merged in as the views do) and its columns. Text that is not a stored request's JSON gives none.
     pub(super) fn records(&self, table: EventTable) -> Vec<super::StreamRecord> {
         use serde_json::Value;
+        /// The part of the shared parts a column is read from.
+        #[derive(serde::Deserialize)]
+        struct Shared<'a> {
+            #[serde(default, borrow)]
+            meta: Option<SharedMeta<'a>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct SharedMeta<'a> {
+            #[serde(default, borrow, rename = "contextId")]
+            context_id: Option<Cow<'a, str>>,
+        }
         let kind = if table == EventTable::Workload { "w" } else { "a" };
-        let (Ok(elements), Ok(bodies)) = (
-            serde_json::from_str::<Vec<StoredElement>>(self.meta),
-            serde_json::from_str::<Vec<&serde_json::value::RawValue>>(self.bodies),
-        ) else {
+        // The bodies' text (a JSON array), shared by the request's records.
+        let all: Arc<str> = self.bodies.into();
+        let Ok(elements) = serde_json::from_str::<Vec<StoredElement>>(self.meta) else {
             tracing::error!(seq = self.seq, "a stored edge request's events are not JSON; skipped");
             return vec![];
         };
-        let shared: Option<Arc<serde_json::Map<String, Value>>> = match self.shared.map(serde_json::from_str::<Value>) {
-            Some(Ok(Value::Object(m))) => Some(Arc::new(m)),
-            _ => None,
-        };
-        let context_id = shared.as_ref().and_then(|m| m.get("meta")?.get("contextId")?.as_str());
+        let shared_meta = self
+            .shared
+            .and_then(|s| serde_json::from_str::<Shared>(s).ok())
+            .and_then(|s| s.meta);
+        let context_id = shared_meta.as_ref().and_then(|m| m.context_id.as_deref());
+        let shared: Option<Arc<str>> = self.shared.filter(|_| kind == "a").map(Arc::from);
         // The first event's id, from which the others' are derived when not stored.
         let first = elements.first().and_then(|e| Uuid::try_parse(e.id.as_deref()?).ok());
         let mut out = Vec::new();
@@ -419,8 +454,6 @@ impl StoredRequest<'_> {
             if e.k.as_deref().unwrap_or("a") != kind {
                 continue;
             }
-            let body: Option<Value> = bodies.get(i).and_then(|b| serde_json::from_str(b.get()).ok());
-            let parts = if kind == "a" { shared.clone() } else { None };
             let derived_id;
             let id = match (&e.id, first) {
                 (Some(id), _) => Some(&**id),
@@ -432,7 +465,7 @@ impl StoredRequest<'_> {
             };
             // The columns the view gives this table (`row_columns`), from the element and row.
             let mut cols = Columns::new();
-            cols.insert("ts".into(), self.ts.into());
+            cols.insert("ts", self.ts.into());
             for name in table.restored_columns() {
                 let v = match *name {
                     "id" => id,
@@ -447,13 +480,14 @@ impl StoredRequest<'_> {
                     "app_protocol" => e.p.as_deref(),
                     _ => None,
                 };
-                cols.insert((*name).into(), text(v));
+                cols.insert(name, text(v));
             }
             out.push(super::StreamRecord {
                 seq: self.seq * EVENTS_PER_REQUEST as i64 + i as i64,
                 time: self.ts,
-                body,
-                shared: parts,
+                text: all.clone(),
+                index: Some(i),
+                shared: shared.clone(),
                 columns: cols,
             });
         }

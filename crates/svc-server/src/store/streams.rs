@@ -51,12 +51,25 @@ pub struct StreamRecord {
     pub seq: i64,
     /// `createdAt` / `timestamp` in milliseconds.
     pub time: i64,
-    /// The stored body; `None`: stored text that is not JSON.
-    pub body: Option<serde_json::Value>,
-    /// An authorization event's request's shared parts, merged under the body's own top-level
-    /// keys when it is read (as the view does; parsed once per request).
-    pub shared: Option<std::sync::Arc<serde_json::Map<String, serde_json::Value>>>,
+    /// The stored text the body is: the whole text, or with `index` its element (an edge
+    /// request's bodies, one JSON array shared by its records, parsed once for all of them).
+    pub text: std::sync::Arc<str>,
+    pub index: Option<usize>,
+    /// An authorization event's request's shared parts (a JSON object), merged under the body's
+    /// own top-level members when it is written (as the view does).
+    pub shared: Option<std::sync::Arc<str>>,
     pub columns: Columns,
+}
+
+impl StreamRecord {
+    /// The stored body as JSON; `None`: stored text that is not JSON.
+    pub fn body_json(&self) -> Option<serde_json::Value> {
+        let v: serde_json::Value = serde_json::from_str(&self.text).ok()?;
+        match self.index {
+            None => Some(v),
+            Some(i) => v.get(i).cloned(),
+        }
+    }
 }
 
 /// How a transaction ended.
@@ -154,12 +167,16 @@ impl Store {
             .await?;
         Ok(rows
             .iter()
-            .map(|r| StreamRecord {
-                seq: r.get(2),
-                time: r.get(1),
-                body: serde_json::from_str(r.get::<&str, _>(0)).ok(),
-                shared: None,
-                columns: Columns::new(),
+            .map(|r| {
+                let text: std::sync::Arc<str> = r.get::<&str, _>(0).into();
+                StreamRecord {
+                    seq: r.get(2),
+                    time: r.get(1),
+                    text,
+                    index: None,
+                    shared: None,
+                    columns: Columns::new(),
+                }
             })
             .collect())
     }

@@ -788,14 +788,14 @@ async fn migration_4_keeps_the_events_and_the_stream_cursors() {
         .unwrap();
     assert_eq!(
         next.iter()
-            .map(|r| r.body.clone().unwrap()["n"].clone())
+            .map(|r| r.body_json().unwrap()["n"].clone())
             .collect::<Vec<_>>(),
         [3]
     );
     let next = s.records_after(EventTable::Workload, w_at, None, 10).await.unwrap();
     assert_eq!(
         next.iter()
-            .map(|r| r.body.clone().unwrap()["w"].clone())
+            .map(|r| r.body_json().unwrap()["w"].clone())
             .collect::<Vec<_>>(),
         [2]
     );
@@ -815,7 +815,7 @@ async fn migration_4_keeps_the_events_and_the_stream_cursors() {
         .await
         .unwrap();
     assert_eq!(next.len(), 2);
-    assert_eq!(next[1].body.clone().unwrap(), serde_json::json!({ "n": new }));
+    assert_eq!(next[1].body_json().unwrap(), serde_json::json!({ "n": new }));
     assert!(next[1].seq > 4 * 32, "after the deleted a-4's place: {}", next[1].seq);
     let next = s.records_after(EventTable::Workload, w_at, None, 10).await.unwrap();
     assert_eq!(next.len(), 2);
