@@ -1,5 +1,7 @@
 -- Smaller request rows; see the SQLite migration of the same number for what new rows leave out
--- and how the views derive it. Rows stored before keep every value and read as before.
+-- and how the views derive it. Rows stored before keep every value and read as before. The names
+-- are lowered, and `raw` matched without case, in the "C" collation: ASCII only, as the stored
+-- search text was, whatever the database's locale.
 DROP VIEW authorization_events;
 DROP VIEW workload_events;
 
@@ -15,10 +17,11 @@ CREATE VIEW authorization_events AS
            e.v ->> 't' AS event_type, COALESCE(e.v ->> 's', 'Info') AS severity, e.v ->> 'r' AS result,
            r.client_ip AS client_ip,
            e.v ->> 'q' AS q,
-           (SELECT string_agg(lower(x #>> '{}'), E'\n')
-            FROM jsonb_path_query(r.bodies::jsonb -> (e.n - 1)::int,
-                                  'lax $.** ? (@.type() == "object").name ? (@.type() == "string")') AS x)
-               AS names,
+           CASE WHEN e.v ->> 'k' IS NULL THEN
+               (SELECT string_agg(lower((x #>> '{}') COLLATE "C"), E'\n')
+                FROM jsonb_path_query(r.bodies::jsonb -> (e.n - 1)::int,
+                                      'lax $.** ? (@.type() == "object").name ? (@.type() == "string")') AS x)
+           END AS names,
            r.bodies AS raw,
            (CASE WHEN r.shared IS NULL THEN r.bodies::jsonb -> (e.n - 1)::int
                  ELSE r.shared::jsonb || (r.bodies::jsonb -> (e.n - 1)::int) END)::text AS body

@@ -7,7 +7,9 @@
 --   last hex digit (`store::nth_event_id`);
 -- - `q`, the search text: a workload event's is the row's client IP; an authorization event's,
 --   when every name is printable ASCII without `"` or `\`, the `name` values of its body,
---   lowercased, one per line (column `names`). Such names appear in the stored JSON as they are,
+--   lowercased, one per line (column `names`; only for new rows, whose authorization elements
+--   have no `k`: an older row without `q` had no names, and its body may hold other `name`
+--   values, such as `environment.process.name`). Such names appear in the stored JSON as they are,
 --   so the list's search first matches the request's bodies (`raw`, no JSON read) with SQL's
 --   `LIKE` and reads the names only of the rows that pass;
 -- - a workload event's `meta.connectionId` (the request's `meta.contextId`, column `context_id`)
@@ -28,9 +30,10 @@ CREATE VIEW authorization_events AS
            e.value ->> 'r' AS result,
            r.client_ip AS client_ip,
            e.value ->> 'q' AS q,
-           (SELECT group_concat(lower(j.value), char(10))
-            FROM json_tree(r.bodies, '$[' || e.key || ']') AS j
-            WHERE j.key = 'name' AND j.type = 'text') AS names,
+           CASE WHEN e.value ->> 'k' IS NULL THEN
+               (SELECT group_concat(lower(j.value), char(10))
+                FROM json_tree(r.bodies, '$[' || e.key || ']') AS j
+                WHERE j.key = 'name' AND j.type = 'text') END AS names,
            r.bodies AS raw,
            CASE WHEN r.shared IS NULL THEN r.bodies ->> e.key
                 ELSE json_patch(r.shared, r.bodies -> e.key) END AS body

@@ -115,7 +115,8 @@ impl EventTable {
         if self != EventTable::Audit {
             cols.insert("ts", row.get::<i64, _>(1).into());
             for (i, name) in self.restored_columns().iter().enumerate() {
-                let v: Option<String> = row.get(i + 2);
+                // Text or null; anything else (a number where the body held one) shows as null.
+                let v: Option<String> = row.try_get(i + 2).ok().flatten();
                 cols.insert(name, v.map_or(serde_json::Value::Null, serde_json::Value::String));
             }
         }
@@ -687,7 +688,7 @@ impl Store {
                     like("q"),
                     match self.dialect() {
                         Dialect::Sqlite => like("raw"),
-                        Dialect::Postgres => format!("raw ILIKE {p} ESCAPE '\\'"),
+                        Dialect::Postgres => format!("(raw COLLATE \"C\") ILIKE {p} ESCAPE '\\'"),
                     },
                     like("names")
                 ),

@@ -1106,4 +1106,30 @@ async fn request_rows_leave_out_what_the_views_derive_and_read_it_back() {
     assert_eq!(w_stream[0].columns["severity"], "Info");
     assert_eq!(w_stream[0].columns["client_ip"], "10.9.8.7");
     assert_eq!(w_stream[0].columns["context_id"], context.to_string());
+
+    // A row stored before (every element with its `k`) and no search text had no names: other
+    // `name` values of its body (a process name) are not searched.
+    let old_id = svc_server::util::uuid_v7(now + 7);
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::query(
+        "INSERT INTO edge_requests (rs, ts, na, nw, client_ip, meta, shared, bodies) VALUES ($1, $2, 1, 0, '10.9.8.7', $3, NULL, $4)",
+    )
+    .bind(rs.to_string())
+    .bind(now + 7)
+    .bind(format!(
+        r#"[{{"k":"a","id":"{old_id}","t":"access.request","s":"Info","r":"Received"}}]"#
+    ))
+    .bind(r#"[{"environment":{"process":{"name":"python3"}}}]"#)
+    .execute(&raw)
+    .await
+    .unwrap();
+    raw.close().await;
+    assert_eq!(list(EventTable::Authorization, Some("python")).await.total, 0);
+    assert_eq!(list(EventTable::Authorization, Some("ACCESS.REQUEST")).await.total, 1);
+    assert!(
+        s.get_event(EventTable::Authorization, &old_id.to_string(), &[rs.to_string()])
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
