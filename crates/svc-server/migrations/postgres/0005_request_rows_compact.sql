@@ -5,47 +5,45 @@
 DROP VIEW authorization_events;
 DROP VIEW workload_events;
 
-CREATE VIEW authorization_events AS
-    SELECT r.seq * 16 + (e.n - 1) AS seq, r.seq AS rseq, e.n - 1 AS n,
+-- One row per stored event, with what both event views derive alike: its kind, id and severity.
+CREATE VIEW edge_events AS
+    SELECT r.seq AS rseq, e.n - 1 AS n, r.rs AS rs, r.ts AS ts, r.client_ip AS row_ip,
+           r.shared AS shared, r.bodies::jsonb -> (e.n - 1)::int AS b, e.v AS v,
+           r.bodies AS bodies,
+           COALESCE(e.v ->> 'k', 'a') AS kind,
            COALESCE(e.v ->> 'id',
                     substr(r.meta::jsonb -> 0 ->> 'id', 1, 35)
                     || substr('0123456789abcdef',
                               1 + ((strpos('0123456789abcdef', substr(r.meta::jsonb -> 0 ->> 'id', 36, 1)) - 1)
                                    # (e.n - 1)::int),
                               1)) AS id,
-           r.rs AS rs, r.ts AS ts,
-           e.v ->> 't' AS event_type, COALESCE(e.v ->> 's', 'Info') AS severity, e.v ->> 'r' AS result,
-           r.client_ip AS client_ip,
-           e.v ->> 'q' AS q,
-           CASE WHEN e.v ->> 'k' IS NULL THEN
+           COALESCE(e.v ->> 's', 'Info') AS severity
+    FROM edge_requests AS r
+    CROSS JOIN LATERAL jsonb_array_elements(r.meta::jsonb) WITH ORDINALITY AS e(v, n);
+
+CREATE VIEW authorization_events AS
+    SELECT rseq * 16 + n AS seq, rseq, n, id, rs, ts,
+           v ->> 't' AS event_type, severity, v ->> 'r' AS result,
+           row_ip AS client_ip,
+           v ->> 'q' AS q,
+           CASE WHEN v ->> 'k' IS NULL THEN
                (SELECT string_agg(lower((x #>> '{}') COLLATE "C"), E'\n')
-                FROM jsonb_path_query(r.bodies::jsonb -> (e.n - 1)::int,
+                FROM jsonb_path_query(b,
                                       'lax $.** ? (@.type() == "object").name ? (@.type() == "string")') AS x)
            END AS names,
-           r.bodies AS raw,
-           (CASE WHEN r.shared IS NULL THEN r.bodies::jsonb -> (e.n - 1)::int
-                 ELSE r.shared::jsonb || (r.bodies::jsonb -> (e.n - 1)::int) END)::text AS body
-    FROM edge_requests AS r
-    CROSS JOIN LATERAL jsonb_array_elements(r.meta::jsonb) WITH ORDINALITY AS e(v, n)
-    WHERE COALESCE(e.v ->> 'k', 'a') = 'a';
+           bodies AS raw,
+           (CASE WHEN shared IS NULL THEN b ELSE shared::jsonb || b END)::text AS body
+    FROM edge_events
+    WHERE kind = 'a';
 
 CREATE VIEW workload_events AS
-    SELECT r.seq * 16 + (e.n - 1) AS seq, r.seq AS rseq, e.n - 1 AS n,
-           COALESCE(e.v ->> 'id',
-                    substr(r.meta::jsonb -> 0 ->> 'id', 1, 35)
-                    || substr('0123456789abcdef',
-                              1 + ((strpos('0123456789abcdef', substr(r.meta::jsonb -> 0 ->> 'id', 36, 1)) - 1)
-                                   # (e.n - 1)::int),
-                              1)) AS id,
-           r.rs AS rs, r.ts AS ts,
-           e.v ->> 't' AS event_type, e.v ->> 'r' AS action, COALESCE(e.v ->> 's', 'Info') AS severity,
-           e.v ->> 'cw' AS client_workload, e.v ->> 'sw' AS server_workload,
-           e.v ->> 'p' AS app_protocol, e.v ->> 'u' AS user_id,
-           COALESCE(e.v ->> 'q', r.client_ip) AS search,
-           COALESCE(r.bodies::jsonb -> (e.n - 1)::int #>> '{network,clientWorkloadIP}', r.client_ip) AS client_ip,
-           COALESCE(r.bodies::jsonb -> (e.n - 1)::int #>> '{meta,connectionId}',
-                    r.shared::jsonb #>> '{meta,contextId}') AS context_id,
-           (r.bodies::jsonb -> (e.n - 1)::int)::text AS body
-    FROM edge_requests AS r
-    CROSS JOIN LATERAL jsonb_array_elements(r.meta::jsonb) WITH ORDINALITY AS e(v, n)
-    WHERE e.v ->> 'k' = 'w';
+    SELECT rseq * 16 + n AS seq, rseq, n, id, rs, ts,
+           v ->> 't' AS event_type, v ->> 'r' AS action, severity,
+           v ->> 'cw' AS client_workload, v ->> 'sw' AS server_workload,
+           v ->> 'p' AS app_protocol, v ->> 'u' AS user_id,
+           COALESCE(v ->> 'q', row_ip) AS search,
+           COALESCE(b #>> '{network,clientWorkloadIP}', row_ip) AS client_ip,
+           COALESCE(b #>> '{meta,connectionId}', shared::jsonb #>> '{meta,contextId}') AS context_id,
+           b::text AS body
+    FROM edge_events
+    WHERE kind = 'w';

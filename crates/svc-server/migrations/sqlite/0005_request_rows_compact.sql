@@ -17,46 +17,44 @@
 DROP VIEW authorization_events;
 DROP VIEW workload_events;
 
-CREATE VIEW authorization_events AS
-    SELECT r.seq * 16 + e.key AS seq, r.seq AS rseq, e.key AS n,
+-- One row per stored event, with what both event views derive alike: its kind, id and severity.
+CREATE VIEW edge_events AS
+    SELECT r.seq AS rseq, e.key AS n, r.rs AS rs, r.ts AS ts, r.client_ip AS row_ip,
+           r.shared AS shared, r.bodies AS bodies, e.value AS v,
+           COALESCE(e.value ->> 'k', 'a') AS kind,
            COALESCE(e.value ->> 'id',
                     substr(r.meta ->> '$[0].id', 1, 35)
                     || substr('0123456789abcdef',
                               1 + (((instr('0123456789abcdef', substr(r.meta ->> '$[0].id', 36, 1)) - 1) | e.key)
                                    - ((instr('0123456789abcdef', substr(r.meta ->> '$[0].id', 36, 1)) - 1) & e.key)),
                               1)) AS id,
-           r.rs AS rs, r.ts AS ts,
-           e.value ->> 't' AS event_type, COALESCE(e.value ->> 's', 'Info') AS severity,
-           e.value ->> 'r' AS result,
-           r.client_ip AS client_ip,
-           e.value ->> 'q' AS q,
-           CASE WHEN e.value ->> 'k' IS NULL THEN
+           COALESCE(e.value ->> 's', 'Info') AS severity
+    FROM edge_requests AS r, json_each(r.meta) AS e;
+
+CREATE VIEW authorization_events AS
+    SELECT rseq * 16 + n AS seq, rseq, n, id, rs, ts,
+           v ->> 't' AS event_type, severity, v ->> 'r' AS result,
+           row_ip AS client_ip,
+           v ->> 'q' AS q,
+           CASE WHEN v ->> 'k' IS NULL THEN
                (SELECT group_concat(lower(j.value), char(10))
-                FROM json_tree(r.bodies, '$[' || e.key || ']') AS j
+                FROM json_tree(bodies, '$[' || n || ']') AS j
                 WHERE j.key = 'name' AND j.type = 'text') END AS names,
-           r.bodies AS raw,
-           CASE WHEN r.shared IS NULL THEN r.bodies ->> e.key
-                ELSE json_patch(r.shared, r.bodies -> e.key) END AS body
-    FROM edge_requests AS r, json_each(r.meta) AS e
-    WHERE COALESCE(e.value ->> 'k', 'a') = 'a';
+           bodies AS raw,
+           CASE WHEN shared IS NULL THEN bodies ->> n
+                ELSE json_patch(shared, bodies -> n) END AS body
+    FROM edge_events
+    WHERE kind = 'a';
 
 CREATE VIEW workload_events AS
-    SELECT r.seq * 16 + e.key AS seq, r.seq AS rseq, e.key AS n,
-           COALESCE(e.value ->> 'id',
-                    substr(r.meta ->> '$[0].id', 1, 35)
-                    || substr('0123456789abcdef',
-                              1 + (((instr('0123456789abcdef', substr(r.meta ->> '$[0].id', 36, 1)) - 1) | e.key)
-                                   - ((instr('0123456789abcdef', substr(r.meta ->> '$[0].id', 36, 1)) - 1) & e.key)),
-                              1)) AS id,
-           r.rs AS rs, r.ts AS ts,
-           e.value ->> 't' AS event_type, e.value ->> 'r' AS action,
-           COALESCE(e.value ->> 's', 'Info') AS severity,
-           e.value ->> 'cw' AS client_workload, e.value ->> 'sw' AS server_workload,
-           e.value ->> 'p' AS app_protocol, e.value ->> 'u' AS user_id,
-           COALESCE(e.value ->> 'q', r.client_ip) AS search,
-           COALESCE(r.bodies ->> ('$[' || e.key || '].network.clientWorkloadIP'), r.client_ip) AS client_ip,
-           COALESCE(r.bodies ->> ('$[' || e.key || '].meta.connectionId'),
-                    r.shared ->> '$.meta.contextId') AS context_id,
-           r.bodies ->> e.key AS body
-    FROM edge_requests AS r, json_each(r.meta) AS e
-    WHERE e.value ->> 'k' = 'w';
+    SELECT rseq * 16 + n AS seq, rseq, n, id, rs, ts,
+           v ->> 't' AS event_type, v ->> 'r' AS action, severity,
+           v ->> 'cw' AS client_workload, v ->> 'sw' AS server_workload,
+           v ->> 'p' AS app_protocol, v ->> 'u' AS user_id,
+           COALESCE(v ->> 'q', row_ip) AS search,
+           COALESCE(bodies ->> ('$[' || n || '].network.clientWorkloadIP'), row_ip) AS client_ip,
+           COALESCE(bodies ->> ('$[' || n || '].meta.connectionId'),
+                    shared ->> '$.meta.contextId') AS context_id,
+           bodies ->> n AS body
+    FROM edge_events
+    WHERE kind = 'w';

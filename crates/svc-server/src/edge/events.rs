@@ -196,7 +196,7 @@ fn names(parts: &Parts) -> impl Iterator<Item = &str> {
 
 /// An authorization event's search text: its entity names, lowercased, one per line (the
 /// list's search also looks at the event type and client IP columns); `None` without names.
-/// Built in a per-thread buffer and copied out once. Stored only when a name is not ASCII
+/// Built in a per-thread buffer and copied out once. Stored only when the view cannot derive it
 /// ([`stored_search`]).
 fn search_text<'a>(parts: impl IntoIterator<Item = &'a str>) -> Option<std::sync::Arc<str>> {
     thread_local! {

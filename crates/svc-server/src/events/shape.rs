@@ -3,6 +3,8 @@
 //! columns, fixed values), for the audit log (§3.23), the authorization events (§3.24) and the
 //! workload events (§3.25).
 
+use std::borrow::Cow;
+
 use crate::store::Columns;
 
 // ------------------------------------------------------------------------------------------------
@@ -309,8 +311,6 @@ pub enum Stored<'a> {
     Null,
 }
 
-use std::borrow::Cow;
-
 impl<'de> serde::Deserialize<'de> for Stored<'de> {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct V;
@@ -354,35 +354,17 @@ impl<'de> serde::Deserialize<'de> for Stored<'de> {
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Stored<'de>, A::Error> {
                 let mut out = Vec::with_capacity(map.size_hint().unwrap_or(8));
-                while let Some((k, v)) = map.next_entry::<Key<'de>, Stored<'de>>()? {
-                    out.push((k.0, v));
+                // A member's name as a string value: borrowed unless written with escapes.
+                while let Some((k, v)) = map.next_entry::<Stored<'de>, Stored<'de>>()? {
+                    let Stored::Str(k) = k else {
+                        return Err(serde::de::Error::custom("a member name that is not a string"));
+                    };
+                    out.push((k, v));
                 }
                 Ok(Stored::Object(out))
             }
         }
         d.deserialize_any(V)
-    }
-}
-
-/// A member's name: borrowed unless it was written with escapes.
-struct Key<'a>(Cow<'a, str>);
-
-impl<'de> serde::Deserialize<'de> for Key<'de> {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> serde::de::Visitor<'de> for V {
-            type Value = Key<'de>;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a member name")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Key<'de>, E> {
-                Ok(Key(Cow::Owned(v.to_string())))
-            }
-        }
-        d.deserialize_str(V)
     }
 }
 
@@ -484,9 +466,6 @@ pub fn write_expanded(
     fn value(out: &mut Vec<u8>, v: &Value) {
         serde_json::to_writer(&mut *out, v).expect("a JSON value serialises");
     }
-    fn raw(out: &mut Vec<u8>, v: &Stored<'_>) {
-        v.write(out);
-    }
     fn comma(out: &mut Vec<u8>, first: &mut bool) {
         if !*first {
             out.push(b',');
@@ -558,7 +537,7 @@ pub fn write_expanded(
                 }
             }
             match (shape, lookup(k)) {
-                (Fixed(_) | Col(_) | TimeCol(_) | Sibling(_) | Leaf | Opaque, Some(v)) => raw(out, v),
+                (Fixed(_) | Col(_) | TimeCol(_) | Sibling(_) | Leaf | Opaque, Some(v)) => v.write(out),
                 (Leaf | Opaque, None) => out.extend_from_slice(b"null"),
                 (Fixed(literal), None) => out.extend_from_slice(literal.as_bytes()),
                 (Col(c), None) => value(out, cols.get(c).unwrap_or(&Value::Null)),
@@ -567,7 +546,7 @@ pub fn write_expanded(
                     None => out.extend_from_slice(b"null"),
                 },
                 (Sibling(s), None) => match lookup(s) {
-                    Some(v) => raw(out, v),
+                    Some(v) => v.write(out),
                     None => out.extend_from_slice(b"null"),
                 },
                 (Obj(f), Some(v)) => {
@@ -578,7 +557,7 @@ pub fn write_expanded(
                 (Obj(f), None) => object(out, [None, None], f, cols, None),
                 (Nullable(f), Some(v)) => {
                     if !nested(out, v, f, cols) {
-                        raw(out, v);
+                        v.write(out);
                     }
                 }
                 (Nullable(_), None) => out.extend_from_slice(b"null"),
@@ -589,12 +568,12 @@ pub fn write_expanded(
                             out.push(b',');
                         }
                         if f.is_empty() || !nested(out, item, f, cols) {
-                            raw(out, item);
+                            item.write(out);
                         }
                     }
                     out.push(b']');
                 }
-                (List(_), Some(v)) => raw(out, v),
+                (List(_), Some(v)) => v.write(out),
                 (List(_), None) => out.extend_from_slice(b"[]"),
             }
         }
@@ -605,7 +584,7 @@ pub fn write_expanded(
                 let earlier = maps[..i].iter().flatten().any(|e| e.get(k).is_some());
                 if !earlier && !fields.iter().any(|(f, _)| *f == k) {
                     other_key(out, &mut first, k);
-                    raw(out, v);
+                    v.write(out);
                 }
             }
         }
@@ -613,7 +592,7 @@ pub fn write_expanded(
     }
     match (shape, body) {
         (Obj(f) | Nullable(f), Stored::Object(_)) => object(out, [Some(body), shared], f, columns, Some(memo)),
-        _ => raw(out, body),
+        _ => body.write(out),
     }
 }
 

@@ -55,8 +55,8 @@ pub struct EventRow {
     /// Lowercased text the list's `search` matches besides the columns it also searches
     /// (event type, client IP, action): an authorization event's entity names, a workload
     /// event's client IP. `None` when there is none, or when the view derives it: an
-    /// authorization event's names all ASCII (from its body), a workload event's the row's
-    /// client IP (migration 0005).
+    /// authorization event's names all printable ASCII without `"` or `\` (from its body), a
+    /// workload event's the row's client IP (migration 0005).
     pub search: Option<Arc<str>>,
     pub body: Arc<str>,
 }
@@ -289,6 +289,20 @@ pub struct RequestRow {
     pub workload: i64,
 }
 
+/// An element's kind and severity when its `meta` leaves them out (migration 0005's views say
+/// the same).
+const DEFAULT_KIND: &str = "a";
+const DEFAULT_SEVERITY: &str = "Info";
+
+/// An element's kind (`k`): `w` for a workload event, `a` for an authorization event.
+fn kind_of(table: EventTable) -> &'static str {
+    if table == EventTable::Workload {
+        "w"
+    } else {
+        DEFAULT_KIND
+    }
+}
+
 /// One element of a request row's `meta`. What the views can derive is left out (migration
 /// 0005): `k` when `a`, `s` when `Info`, the `id` of every event but the first when it is
 /// [`nth_event_id`] of the first's, a workload event's `q` when it is the row's client IP.
@@ -362,10 +376,10 @@ fn elements(events: &[EventRow]) -> (Arc<str>, Arc<str>) {
         let workload = e.table == EventTable::Workload;
         let derived = i > 0 && e.id == nth_event_id(events[0].id, i);
         let el = Element {
-            k: workload.then_some("w"),
+            k: Some(kind_of(e.table)).filter(|k| *k != DEFAULT_KIND),
             id: (!derived).then_some(e.id),
             t: e.event_type,
-            s: (e.severity != "Info").then_some(e.severity),
+            s: Some(e.severity).filter(|s| *s != DEFAULT_SEVERITY),
             r: e.result,
             q: e.search
                 .as_deref()
@@ -434,7 +448,7 @@ impl StoredRequest<'_> {
             #[serde(default, borrow, rename = "contextId")]
             context_id: Option<Cow<'a, str>>,
         }
-        let kind = if table == EventTable::Workload { "w" } else { "a" };
+        let kind = kind_of(table);
         // The bodies' text (a JSON array), shared by the request's records.
         let all: Arc<str> = self.bodies.into();
         let Ok(elements) = serde_json::from_str::<Vec<StoredElement>>(self.meta) else {
@@ -446,13 +460,16 @@ impl StoredRequest<'_> {
             .and_then(|s| serde_json::from_str::<Shared>(s).ok())
             .and_then(|s| s.meta);
         let context_id = shared_meta.as_ref().and_then(|m| m.context_id.as_deref());
-        let shared: Option<Arc<str>> = self.shared.filter(|_| kind == "a").map(Arc::from);
+        let shared: Option<Arc<str>> = self
+            .shared
+            .filter(|_| table == EventTable::Authorization)
+            .map(Arc::from);
         // The first event's id, from which the others' are derived when not stored.
         let first = elements.first().and_then(|e| Uuid::try_parse(e.id.as_deref()?).ok());
         let mut out = Vec::new();
         let text = |s: Option<&str>| s.map_or(Value::Null, |s| Value::String(s.to_string()));
         for (i, e) in elements.iter().enumerate() {
-            if e.k.as_deref().unwrap_or("a") != kind {
+            if e.k.as_deref().unwrap_or(DEFAULT_KIND) != kind {
                 continue;
             }
             let derived_id;
@@ -472,7 +489,7 @@ impl StoredRequest<'_> {
                     "id" => id,
                     "rs" => Some(self.rs),
                     "event_type" => Some(&*e.t),
-                    "severity" => Some(e.s.as_deref().unwrap_or("Info")),
+                    "severity" => Some(e.s.as_deref().unwrap_or(DEFAULT_SEVERITY)),
                     "context_id" => context_id,
                     "result" | "action" => e.r.as_deref(),
                     "client_ip" => self.client_ip,

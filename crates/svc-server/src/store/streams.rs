@@ -200,8 +200,9 @@ impl Store {
     }
 
     /// [`Store::records_after`] for an edge event kind: the rows of `edge_requests` from the
-    /// request holding `after` on, in chunks, each row's events array parsed once and its shared
-    /// parts once (the views would do both per event, in SQL).
+    /// request holding `after` on, in chunks, each row's `meta` parsed once (the views would
+    /// expand it per event, in SQL); its bodies and shared parts are handed over as stored text,
+    /// which the stream writer parses once per request.
     async fn edge_records_after(
         &self,
         table: EventTable,
