@@ -135,7 +135,14 @@ fn admit(gs: &GuardState, req: &Request) -> Result<(Ctx, Admitted)> {
         .write
         .unwrap_or(!matches!(*req.method(), Method::GET | Method::HEAD));
     let rs = match gs.guard.scope {
-        Scope::Rs => request_rs(req.headers(), &st)?,
+        Scope::Rs => match request_rs(req.headers(), &st) {
+            Ok(rs) => rs,
+            // A caller that does not authenticate learns nothing about resource sets: 401 first.
+            Err(e) => {
+                crate::service::auth::authenticate(app, &st, token)?;
+                return Err(e);
+            }
+        },
         _ => DEFAULT_RESOURCE_SET,
     };
     let admitted = Admitted {

@@ -184,6 +184,23 @@ async fn resource_set_header_is_validated() {
         )
         .await;
     r.expect(200);
+    // A caller that does not authenticate gets 401 whatever the header says: the answer does not
+    // tell whether a resource set exists (§2.1).
+    for (token, header) in [
+        ("x.y.z", "nope".to_string()),
+        ("x.y.z", uuid::Uuid::new_v4().to_string()),
+        ("x.y.z", DEFAULT_RS.to_string()),
+    ] {
+        let r = t
+            .send(
+                t.client
+                    .get(t.url("/api/v1/client-workloads"))
+                    .bearer_auth(token)
+                    .header("X-Svc-ResourceSet", header),
+            )
+            .await;
+        r.expect_error(401, "Not authenticated.");
+    }
 }
 
 #[tokio::test]
