@@ -31,15 +31,22 @@ pub fn routes(app: &App) -> Router<App> {
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Scoped)
-    .fields(&["type", "status"])
+    .fields(&[
+        "type",
+        "status",
+        "tokenExpiration",
+        "lastOperationTimestamp",
+        "errorMessage",
+    ])
     .filters(&[field_filter("type")]);
 
-/// The `CiB` URL rule, the contract's pattern (§3.7)
+/// The `CiB` URL rule, exactly the contract's pattern (§3.7)
 /// `^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$` (so no user info, which would be
-/// shown in every GET), without a query or fragment: the API calls append `/api/v4/…` to the
-/// URL, which would land in either. With `SVC_ALLOW_INSECURE_UPSTREAM` the scheme may be `http`
-/// and, besides the pattern's hosts, an IP literal or `localhost` is accepted (so loopback
-/// servers can be used); a bare name such as `https://gitlab` still is not.
+/// shown in every GET). A query or fragment matches the pattern and is accepted, though the API
+/// calls append `/api/v4/…` to the URL (docs/API-CONVENTIONS.md). With
+/// `SVC_ALLOW_INSECURE_UPSTREAM` the scheme may be `http` and, besides the pattern's hosts, an IP
+/// literal or `localhost` is accepted (so loopback servers can be used); a bare name such as
+/// `https://gitlab` still is not.
 fn cib_url(s: &str, cfg: &Config) -> bool {
     if cfg.allow_insecure_upstream {
         return url::Url::parse(s).is_ok_and(|u| {
@@ -48,12 +55,7 @@ fn cib_url(s: &str, cfg: &Config) -> bool {
                 Some(url::Host::Ipv4(_) | url::Host::Ipv6(_)) => true,
                 None => false,
             };
-            matches!(u.scheme(), "http" | "https")
-                && host_ok
-                && u.username().is_empty()
-                && u.password().is_none()
-                && u.query().is_none()
-                && u.fragment().is_none()
+            matches!(u.scheme(), "http" | "https") && host_ok && u.username().is_empty() && u.password().is_none()
         });
     }
     let Some(rest) = s.strip_prefix("https://") else {
@@ -66,7 +68,7 @@ fn cib_url(s: &str, cfg: &Config) -> bool {
     };
     tld_host(host)
         && port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-        && !path.chars().any(|c| c.is_whitespace() || c == '?' || c == '#')
+        && !path.chars().any(char::is_whitespace)
 }
 
 /// The pattern's host: `[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}`.
@@ -295,7 +297,13 @@ mod tests {
     #[test]
     fn cib_urls() {
         let cfg = Config::from_map(&Default::default()).unwrap();
-        for ok in ["https://gitlab.example.com", "https://gitlab.example.com:8443/gl/"] {
+        for ok in [
+            "https://gitlab.example.com",
+            "https://gitlab.example.com:8443/gl/",
+            // The pattern's `/\S*` takes a query and a fragment.
+            "https://gitlab.example.com/gl?x=1",
+            "https://gitlab.example.com/#f",
+        ] {
             assert!(cib_url(ok, &cfg), "{ok}");
         }
         for bad in [
@@ -309,8 +317,6 @@ mod tests {
             "https://gitlab.example.com:84a3",
             "https://.com",
             "https://gitlab.example.com/a b",
-            "https://gitlab.example.com/gl?x=1",
-            "https://gitlab.example.com/#f",
             "https://gitlab.example.com?x=1",
         ] {
             assert!(!cib_url(bad, &cfg), "{bad}");
@@ -323,6 +329,6 @@ mod tests {
         assert!(!cib_url("https://gitlab", &open));
         assert!(!cib_url("https://gitlab.c0m", &open));
         assert!(!cib_url("http://u:p@127.0.0.1:8080", &open));
-        assert!(!cib_url("http://127.0.0.1:8080/?x=1", &open));
+        assert!(cib_url("http://127.0.0.1:8080/?x=1", &open));
     }
 }
