@@ -136,6 +136,8 @@ pub async fn complete_authorization(
     let now = w.now;
     store_tokens(&mut p, &answer, &access, expires_in, now);
     p.lifetime_expiration = Some(now.plus_secs(p.lifetime_time_span_seconds as i64));
+    // A management write like any other (§1.3: `modifiedAt` updated by every write).
+    w.touch_meta(&mut p.meta, &author);
     let rs = p.meta.scope();
     let final_url = cfg_str(&p.config, "finalCallbackUrl").map(str::to_string);
     w.put(p);

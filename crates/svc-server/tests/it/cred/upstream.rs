@@ -389,6 +389,11 @@ async fn oauth_authorization_code_consent_callback_and_refresh_rotation() {
         .expect(200)
         .clone();
     assert!(shown["lifetimeExpiration"].is_string());
+    // The callback is a write (§1.3): `modifiedAt` moves with it.
+    assert!(
+        api_millis(shown["modifiedAt"].as_str().unwrap()) > api_millis(shown["createdAt"].as_str().unwrap()),
+        "{shown}"
+    );
     for k in ["accessToken", "refreshToken", "clientSecret"] {
         assert!(shown.get(k).is_none_or(Value::is_null), "{k} is write-only");
     }
