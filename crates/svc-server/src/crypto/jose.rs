@@ -246,8 +246,11 @@ pub fn parse_jwks(text: &str) -> Result<Vec<VerifyingKey>, String> {
     parse_jwks_value(&v, true)
 }
 
-/// From a parsed JWKS document. `strict`: fail on any unusable key (configuration) rather than
-/// skipping it (documents fetched from an issuer may list keys for other purposes).
+/// From a parsed JWKS document. Keys for other purposes (a `kty` other than `RSA`/`EC`, a `use`
+/// other than `sig`, an `alg` that is not a signature algorithm verified here) are skipped.
+/// `strict` (configuration, §3.1): every other key must be usable (`kty` present; RSA keys with
+/// `n`, `e`; EC keys with `crv` P-256/P-384, `x`, `y`), else the document is refused; not strict
+/// (documents fetched from an issuer), unusable keys are skipped too. At least one key is required.
 pub fn parse_jwks_value(v: &Value, strict: bool) -> Result<Vec<VerifyingKey>, String> {
     let keys = v
         .get("keys")
@@ -257,7 +260,7 @@ pub fn parse_jwks_value(v: &Value, strict: bool) -> Result<Vec<VerifyingKey>, St
     for (i, k) in keys.iter().enumerate() {
         match VerifyingKey::from_jwk(k) {
             Ok(key) => out.push(key),
-            Err(e) if strict => return Err(format!("keys[{i}]: {e}")),
+            Err(e) if strict && !other_purpose(k) => return Err(format!("keys[{i}]: {e}")),
             Err(_) => {}
         }
     }
@@ -265,6 +268,16 @@ pub fn parse_jwks_value(v: &Value, strict: bool) -> Result<Vec<VerifyingKey>, St
         return Err("no usable key".into());
     }
     Ok(out)
+}
+
+/// A JWK that is not meant for verifying signatures of the algorithms verified here (an `oct`,
+/// `OKP` or encryption key), as a JWKS may list beside its signing keys.
+fn other_purpose(jwk: &Value) -> bool {
+    let s = |k: &str| jwk.get(k).and_then(Value::as_str);
+    let kty = s("kty");
+    kty.is_some_and(|t| t != "RSA" && t != "EC")
+        || s("use").is_some_and(|u| u != "sig")
+        || s("alg").is_some_and(|a| Alg::parse(a).is_none())
 }
 
 #[derive(Debug, Deserialize)]
@@ -501,15 +514,40 @@ mod tests {
     #[test]
     fn jwks_parsing_rules() {
         assert!(parse_jwks(r#"{"keys": []}"#).is_err());
-        assert!(
-            parse_jwks(r#"{"keys": [{"kty": "oct", "k": "AAAA"}]}"#)
-                .unwrap_err()
-                .contains("unsupported kty")
+        // Only keys for other purposes: no usable key.
+        assert_eq!(
+            parse_jwks(r#"{"keys": [{"kty": "oct", "k": "AAAA"}]}"#).unwrap_err(),
+            "no usable key"
         );
         assert!(parse_jwks(r#"{"keys": [{"kty": "EC", "crv": "P-521", "x": "AA", "y": "AA"}]}"#).is_err());
+        assert!(
+            parse_jwks(r#"{"keys": [{"kty": "RSA", "e": "AQAB"}]}"#)
+                .unwrap_err()
+                .contains("missing n")
+        );
+        assert!(
+            parse_jwks(r#"{"keys": [{"n": "AQAB", "e": "AQAB"}]}"#)
+                .unwrap_err()
+                .contains("missing kty")
+        );
         let pair = ec_pair();
         let ok = serde_json::json!({"keys": [ec_jwk(&pair, "a")]}).to_string();
         assert_eq!(parse_jwks(&ok).unwrap().len(), 1);
+        // Beside a signing key, keys for other purposes are skipped, not refused (§3.1 asks only
+        // for `kty` and each key type's members).
+        let mixed = serde_json::json!({"keys": [
+            {"kty": "oct", "k": "AAAA"},
+            {"kty": "OKP", "crv": "Ed25519", "x": "AAAA"},
+            {"kty": "RSA", "use": "enc", "alg": "RSA-OAEP", "n": "AQAB", "e": "AQAB"},
+            ec_jwk(&pair, "a"),
+        ]})
+        .to_string();
+        assert_eq!(parse_jwks(&mixed).unwrap().len(), 1);
+        // A signing key of a supported type that is broken still refuses the document.
+        let broken =
+            serde_json::json!({"keys": [ec_jwk(&pair, "a"), {"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"}]})
+                .to_string();
+        assert!(parse_jwks(&broken).unwrap_err().starts_with("keys[1]: "));
         assert!(split("a.b").is_err());
         let crit = format!(
             "{}.{}.{}",
