@@ -217,19 +217,9 @@ impl Agent {
                 f.push(("expiresAt", c.response.expires_at.map(|t| t.to_rfc3339()).into()));
                 log::info("credential refreshed", &f);
             }
-            Err(
-                e @ (Error::Service {
-                    status: 401 | 403 | 404,
-                    ..
-                }
-                | Error::NoCredential { .. }),
-            ) => {
-                // The service no longer grants this entry: stop serving it.
-                self.cache.lock().unwrap().remove(&k);
-                let mut f = entry_fields(&k);
-                f.push(("error", e.describe().into()));
-                log::warn("entry dropped: the service refused its refresh", &f);
-            }
+            // Whatever the failure, a service refusal (401, 403, 404, `Unknown`) included: the
+            // entry is served until it expires and retried (edge-client contract, agent cache
+            // rules).
             Err(e) => {
                 let r = self.cache.lock().unwrap().refresh_failed(&k, self.now(), jitter());
                 let mut f = entry_fields(&k);
@@ -301,8 +291,14 @@ impl Agent {
         });
     }
 
-    pub async fn handle(self: Arc<Self>, req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-        let a = if !local_host(req.headers().get(hyper::header::HOST).and_then(|h| h.to_str().ok())) {
+    /// Answers one request; `tcp`: it came over the loopback TCP listener (a unix socket, which
+    /// no browser reaches, takes any `Host`: its clients often send a placeholder).
+    pub async fn handle(
+        self: Arc<Self>,
+        req: Request<Incoming>,
+        tcp: bool,
+    ) -> Result<Response<Full<Bytes>>, Infallible> {
+        let a = if tcp && !local_host(req.headers().get(hyper::header::HOST).and_then(|h| h.to_str().ok())) {
             // DNS rebinding: a page in a browser on this host that made evil.example resolve to
             // 127.0.0.1 sends `Host: evil.example:PORT`; only loopback names are answered.
             Answer::error(403, "Host must be 127.0.0.1, [::1] or localhost")
@@ -367,10 +363,10 @@ pub fn parse_query(q: &str) -> Result<CredentialRequest, String> {
 /// Serves until SIGTERM or SIGINT; a unix socket is created 0600 and removed at exit.
 pub async fn serve(agent: Arc<Agent>, listen: Listen) -> Result<(), Error> {
     use hyper_util::rt::TokioIo;
-    let conn = |agent: Arc<Agent>| {
+    let conn = |agent: Arc<Agent>, tcp: bool| {
         hyper::service::service_fn(move |req| {
             let agent = agent.clone();
-            async move { agent.handle(req).await }
+            async move { agent.handle(req, tcp).await }
         })
     };
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
@@ -392,7 +388,7 @@ pub async fn serve(agent: Arc<Agent>, listen: Listen) -> Result<(), Error> {
             let accept = async {
                 loop {
                     let Ok((s, _)) = l.accept().await else { continue };
-                    let svc = conn(agent.clone());
+                    let svc = conn(agent.clone(), true);
                     tokio::spawn(async move {
                         let _ = hyper::server::conn::http1::Builder::new()
                             .serve_connection(TokioIo::new(s), svc)
@@ -420,7 +416,7 @@ pub async fn serve(agent: Arc<Agent>, listen: Listen) -> Result<(), Error> {
             let accept = async {
                 loop {
                     let Ok((s, _)) = l.accept().await else { continue };
-                    let svc = conn(agent.clone());
+                    let svc = conn(agent.clone(), false);
                     tokio::spawn(async move {
                         let _ = hyper::server::conn::http1::Builder::new()
                             .serve_connection(TokioIo::new(s), svc)

@@ -89,9 +89,14 @@ async fn single_flight_hits_token_and_health() {
 
 /// `GET path` over a unix socket (HTTP/1.1, connection close).
 async fn unix_get(path: &std::path::Path, target: &str) -> (u16, String) {
+    unix_get_host(path, target, "localhost").await
+}
+
+/// [`unix_get`] with the given `Host` header.
+async fn unix_get_host(path: &std::path::Path, target: &str, host: &str) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut s = tokio::net::UnixStream::connect(path).await.unwrap();
-    s.write_all(format!("GET {target} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n").as_bytes())
+    s.write_all(format!("GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes())
         .await
         .unwrap();
     let mut buf = String::new();
@@ -122,6 +127,11 @@ async fn unix_socket_is_private_and_removed_at_exit() {
     let (s, body) = unix_get(&sock, KEY_Q).await;
     assert_eq!(s, 200);
     assert!(body.contains("unix-key"));
+    // No browser reaches a unix socket: any `Host` is answered (clients often send a placeholder).
+    for host in ["unix", "svc-edge.sock", "evil.example:80"] {
+        let (s, body) = unix_get_host(&sock, KEY_Q, host).await;
+        assert_eq!(s, 200, "Host {host}: {body}");
+    }
     // SIGTERM: a clean stop that removes the socket.
     let pid = a.child.id().unwrap();
     std::process::Command::new("kill")
@@ -161,6 +171,27 @@ async fn static_entries_are_refreshed_in_the_background() {
     let calls = credential_calls(&t).await;
     assert!(calls >= 2, "{calls}");
     assert!(a.logs().join("\n").contains("credential refreshed"));
+    // The service refuses the refresh from now on (the provider switched off): a failure like any
+    // other, the entry is served on while it has not expired (never, here) and retried.
+    t.patch(
+        &format!("/api/v2/credential-providers/{}", o.cp),
+        json!({"isActive": false}),
+    )
+    .await
+    .expect(200);
+    let before = credential_calls(&t).await;
+    for _ in 0..30 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let (s, v) = a.get(KEY_Q).await;
+        assert_eq!(
+            (s, v["data"]["apiKey"].clone()),
+            (200, json!("v2")),
+            "served while its refresh is refused"
+        );
+    }
+    assert!(credential_calls(&t).await > before, "the refresh was tried");
+    let logs = a.logs().join("\n");
+    assert!(logs.contains("credential refresh failed"), "{logs}");
 }
 
 /// A loopback OAuth2 token endpoint issuing `tok-N` for `expires_in` seconds, or failing.
