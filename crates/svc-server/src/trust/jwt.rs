@@ -158,13 +158,15 @@ pub async fn verify(
     let now = crate::clock::now_secs();
     let leeway = cx.cfg.jwt_leeway_seconds as i64;
     let exp = num(&claims, "exp")?.ok_or_else(|| TrustError::InvalidEvidence("exp is required".into()))?;
-    if exp + leeway < now {
+    // Saturating: a claim at the end of the i64 range (or a float beyond it, read as that end)
+    // must not wrap around into the past or the future.
+    if exp.saturating_add(leeway) < now {
         return Err(TrustError::StaleEvidence("token expired".into()));
     }
-    if num(&claims, "nbf")?.is_some_and(|nbf| nbf - leeway > now) {
+    if num(&claims, "nbf")?.is_some_and(|nbf| nbf.saturating_sub(leeway) > now) {
         return Err(TrustError::StaleEvidence("token not yet valid (nbf)".into()));
     }
-    if num(&claims, "iat")?.is_some_and(|iat| iat - leeway > now) {
+    if num(&claims, "iat")?.is_some_and(|iat| iat.saturating_sub(leeway) > now) {
         return Err(TrustError::StaleEvidence("token issued in the future (iat)".into()));
     }
     let iss = claims.get("iss").and_then(Value::as_str);

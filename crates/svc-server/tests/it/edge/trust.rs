@@ -52,6 +52,20 @@ async fn oidc_token_rejections_each_have_their_reason() {
     let mut c = iss.claims(&aud, "a");
     c["iat"] = json!(now + 600);
     refused(&t, &cid, oidc(&iss.sign(&c)), "StaleEvidence").await;
+    // Time claims at the ends of the range do not wrap around (an `exp` far ahead, an `nbf` or
+    // `iat` far back, a float beyond i64): accepted.
+    for (claim, v) in [
+        ("exp", json!(i64::MAX)),
+        ("exp", json!(u64::MAX)),
+        ("exp", json!(1e30)),
+        ("nbf", json!(i64::MIN)),
+        ("nbf", json!(-1e30)),
+        ("iat", json!(i64::MIN)),
+    ] {
+        let mut c = iss.claims(&aud, "a");
+        c[claim] = v.clone();
+        auth_oidc(&t, &cid, &iss.sign(&c)).await;
+    }
     // No exp at all.
     let mut c = iss.claims(&aud, "a");
     c.as_object_mut().unwrap().remove("exp");
