@@ -88,6 +88,11 @@ pub trait Resource: Send + Sync + 'static {
     /// The status of a successful DELETE (`204`; agent controllers answer `201`); `None`: the
     /// resource has no DELETE (routings).
     const DELETE: Option<StatusCode> = Some(StatusCode::NO_CONTENT);
+    /// [`RsFrom::Body`] only: an entity in a set where the caller may not read is invisible, as
+    /// an unknown id (§1.4 rules 4, 5); `false`: it is seen and the permission check answers
+    /// `403` (routings, §3.17: "403 also covers a caller whose rights do not include
+    /// `resourceSetId`").
+    const HIDDEN_ELSEWHERE: bool = true;
     /// A PATCH body is read against the stored entity (its variant, its resource set): a PATCH
     /// of an id the caller cannot see is a `404` before its body is read.
     const PATCH_NEEDS_STORED: bool = false;
@@ -196,10 +201,20 @@ fn audit_rs<R: Resource>(ctx: &Ctx, own: Option<Uuid>) -> Uuid {
     }
 }
 
-/// The entity `id` as the caller sees it: in the request's resource set, or global.
+/// The entity `id` as the caller sees it: in the request's resource set; for a resource without
+/// the header, in a set where the caller may read it (an entity elsewhere is invisible, as an
+/// unknown id: §1.4 rules 4, 5, as v2 access policies); or global.
 fn lookup<'s, R: Resource>(st: &'s Snapshot, id: &Uuid, ctx: &Ctx) -> Option<&'s std::sync::Arc<R::Record>> {
-    st.get::<R::Record>(id)
-        .filter(|v| R::RS != RsFrom::Header || v.rs() == Some(ctx.rs))
+    st.get::<R::Record>(id).filter(|v| match R::RS {
+        RsFrom::Header => v.rs() == Some(ctx.rs),
+        RsFrom::Body(_) => {
+            !R::HIDDEN_ELSEWHERE
+                || ctx
+                    .caller
+                    .can(st, ctx.perm, false, v.rs().unwrap_or(DEFAULT_RESOURCE_SET))
+        }
+        RsFrom::Global => true,
+    })
 }
 
 /// The entity for a change: 404 when the caller cannot see it, else as [`Resource::editable`].
@@ -238,7 +253,7 @@ async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> R
 }
 
 /// One entity; `204` (or `404`, [`Resource::ON_MISSING_READ`]) when the caller's resource set
-/// has none (§1.5); `403` for an entity naming a set the caller may not read.
+/// has none, or (without the header) the entity is in a set the caller may not read (§1.5).
 async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     match lookup::<R>(&st, &ids.one(), &ctx) {

@@ -87,6 +87,7 @@ impl Resource for Routings {
     const LIST: ListSpec = SPEC;
     const ON_MISSING_READ: OnMissing = OnMissing::NotFound;
     const DELETE: Option<axum::http::StatusCode> = None;
+    const HIDDEN_ELSEWHERE: bool = false;
 
     fn parse(app: &App, body: Value, mode: Mode, _: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
         parse(&app.state(), body, mode)

@@ -97,6 +97,46 @@ async fn content_security_entries_are_stored_referenced_and_reported() {
     t.get_as(&nop, "/api/v1/content-security")
         .await
         .expect_error(403, "Forbidden.");
+    // A caller holding the permission only in another set: the entity is invisible there, as
+    // an unknown id (§1.4 rules 4, 5; as v2 access policies), not forbidden.
+    let role = t
+        .post(
+            "/api/v1/roles",
+            json!({"name": "elsewhere", "isActive": true, "resourceSets": [{"externalId": other}],
+                   "permissions": [{"name": "Access Policies", "read": true, "write": true}]}),
+        )
+        .await;
+    let role = role.expect(201)["externalId"].as_str().unwrap().to_string();
+    t.create_user("elsewhere@acme.test", "a-long-enough-password", &[&role])
+        .await;
+    let elsewhere = t.login("elsewhere@acme.test", "a-long-enough-password").await;
+    let unknown = "00000000-0000-4000-8000-00000000abcd";
+    let mut answers = vec![];
+    for path in [
+        format!("/api/v1/content-security/{id}"),
+        format!("/api/v1/content-security/{unknown}"),
+    ] {
+        let read = t.get_as(&elsewhere, &path).await.status;
+        let body = Some(json!({"failOpen": false}));
+        let patched = t
+            .call(reqwest::Method::PATCH, &path, Some(&elsewhere), body)
+            .await
+            .status;
+        let deleted = t
+            .call(reqwest::Method::DELETE, &path, Some(&elsewhere), None)
+            .await
+            .status;
+        answers.push((read, patched, deleted));
+    }
+    assert_eq!(answers[0], answers[1], "as an unknown id");
+    assert_eq!((answers[0].0, answers[0].1), (204, 404));
+    assert_eq!(
+        t.get(&format!("/api/v1/content-security/{id}")).await.status,
+        200,
+        "not deleted"
+    );
+    let listed = t.get_as(&elsewhere, "/api/v1/content-security").await;
+    assert_eq!(listed.expect(200)["entities"], json!([]));
 
     // Referenced by a policy: reported as Identified, no effect on the decision.
     let rig = Rig::new(&t).await;
