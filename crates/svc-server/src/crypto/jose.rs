@@ -6,7 +6,7 @@
 //! that names an `alg` is used only for that one. Keys are parsed once and cached per algorithm;
 //! each key remembers the signatures it verified ([`Verified`]).
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
 use aws_lc_rs::encoding::{AsDer, PublicKeyX509Der};
@@ -104,48 +104,50 @@ pub struct VerifyingKey {
     verified: Mutex<Verified>,
 }
 
-/// Signatures one key verified, by the SHA-256 of what was verified (algorithm, message,
-/// signature). Verifying is a pure function of those bytes and the key, so a hit answers what
-/// verifying again would, for ~3% of the work of an RSA-2048 verification (~260,000 instructions,
-/// half of an `/edge/v1/auth`). The same evidence comes back: a CI job's steps each run
-/// `svc-edge` with the job's one ID token, an orchestrator's projected token serves for an hour of
+/// Signatures one key verified, each with the algorithm and the exact message it verified.
+/// Verifying is a pure function of those bytes and the key, so a hit (the same signature, then
+/// the same algorithm and message compared byte for byte) answers what verifying again would, for
+/// a hash of the signature and a comparison instead of an RSA-2048 verification (~260,000
+/// instructions, half of an `/edge/v1/auth`). The same evidence comes back: a CI job's steps each
+/// run `svc-edge` with the job's one ID token, an orchestrator's projected token serves an hour of
 /// edge-token renewals. Only successes are kept, and only this key object's: a JWKS refresh or a
 /// changed trust provider makes new key objects, which remember nothing. Time claims, issuer,
-/// audience and match rules are checked at every use, as before. Two generations of
-/// [`VERIFIED_PER_GENERATION`] digests each (at most ~300 KB per key): when the current one is
-/// full it becomes the previous one, and the older is forgotten.
+/// audience and match rules are checked at every use, as before. Two generations of at most
+/// [`VERIFIED_GENERATION_BYTES`] each: when the current one is full it becomes the previous one,
+/// and the older is forgotten.
 #[derive(Default)]
 struct Verified {
-    current: HashSet<[u8; 32]>,
-    previous: HashSet<[u8; 32]>,
+    current: Generation,
+    previous: Generation,
 }
 
-const VERIFIED_PER_GENERATION: usize = 4096;
+/// Signature → (algorithm, message), and the bytes they hold.
+#[derive(Default)]
+struct Generation {
+    map: HashMap<Box<[u8]>, (Alg, Box<[u8]>)>,
+    bytes: usize,
+}
+
+/// ~4 MB: a few thousand ID tokens (signature and signing input ~1.1 KB each).
+const VERIFIED_GENERATION_BYTES: usize = 4 << 20;
 
 impl Verified {
-    fn contains(&self, d: &[u8; 32]) -> bool {
-        self.current.contains(d) || self.previous.contains(d)
+    fn contains(&self, alg: Alg, msg: &[u8], sig: &[u8]) -> bool {
+        [&self.current, &self.previous]
+            .iter()
+            .any(|g| g.map.get(sig).is_some_and(|(a, m)| *a == alg && **m == *msg))
     }
 
-    fn insert(&mut self, d: [u8; 32]) {
-        if self.current.len() >= VERIFIED_PER_GENERATION {
+    fn insert(&mut self, alg: Alg, msg: &[u8], sig: &[u8]) {
+        let cost = msg.len() + sig.len();
+        if self.current.bytes + cost > VERIFIED_GENERATION_BYTES {
             self.previous = std::mem::take(&mut self.current);
         }
-        self.current.insert(d);
+        if let Some((_, old)) = self.current.map.insert(sig.into(), (alg, msg.into())) {
+            self.current.bytes -= old.len() + sig.len();
+        }
+        self.current.bytes += cost;
     }
-}
-
-/// What a [`Verified`] entry stands for: the algorithm, the message (length-prefixed) and the
-/// signature, hashed.
-fn verified_digest(alg: Alg, msg: &[u8], sig: &[u8]) -> [u8; 32] {
-    let mut c = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
-    c.update(&[alg.index() as u8]);
-    c.update(&(msg.len() as u64).to_be_bytes());
-    c.update(msg);
-    c.update(sig);
-    let mut out = [0u8; 32];
-    out.copy_from_slice(c.finish().as_ref());
-    out
 }
 
 impl std::fmt::Debug for VerifyingKey {
@@ -290,14 +292,13 @@ impl VerifyingKey {
         let Some(key) = self.parsed_for(alg) else {
             return false;
         };
-        let digest = verified_digest(alg, msg, sig);
         let lock = || self.verified.lock().unwrap_or_else(|e| e.into_inner());
-        if lock().contains(&digest) {
+        if lock().contains(alg, msg, sig) {
             return true;
         }
         let ok = key.verify_sig(msg, sig).is_ok();
         if ok {
-            lock().insert(digest);
+            lock().insert(alg, msg, sig);
         }
         ok
     }
@@ -552,7 +553,7 @@ mod tests {
         let jws = split(&t).unwrap();
         let msg = jws.signing_input.as_bytes();
         assert!(key.verify(Alg::ES256, msg, &jws.signature));
-        assert_eq!(key.verified.lock().unwrap().current.len(), 1, "remembered");
+        assert_eq!(key.verified.lock().unwrap().current.map.len(), 1, "remembered");
         assert!(key.verify(Alg::ES256, msg, &jws.signature), "a hit");
         // Another message with the remembered signature, the signature altered, another
         // algorithm: each is verified, and refused.
@@ -565,32 +566,35 @@ mod tests {
         assert!(!key.verify(Alg::ES384, msg, &jws.signature));
         // Another key object (a refreshed JWKS) remembers nothing, and another key refuses.
         let again = VerifyingKey::from_jwk(&ec_jwk(&pair, "k1")).unwrap();
-        assert!(again.verified.lock().unwrap().current.is_empty());
+        assert!(again.verified.lock().unwrap().current.map.is_empty());
         let stranger = VerifyingKey::from_jwk(&ec_jwk(&ec_pair(), "k1")).unwrap();
         assert!(!stranger.verify(Alg::ES256, msg, &jws.signature));
         // Failures are not remembered.
-        assert_eq!(key.verified.lock().unwrap().current.len(), 1);
+        assert_eq!(key.verified.lock().unwrap().current.map.len(), 1);
     }
 
     #[test]
     fn remembered_signatures_are_bounded_to_two_generations() {
         let mut v = Verified::default();
-        let d = |i: usize| verified_digest(Alg::RS256, &i.to_be_bytes(), b"s");
-        for i in 0..VERIFIED_PER_GENERATION {
-            v.insert(d(i));
+        let msg = vec![7u8; 1000];
+        let sig = |i: usize| (i as u64).to_be_bytes();
+        let per = VERIFIED_GENERATION_BYTES / (msg.len() + 8);
+        for i in 0..=per {
+            v.insert(Alg::RS256, &msg, &sig(i));
         }
-        v.insert(d(VERIFIED_PER_GENERATION));
-        assert!(v.contains(&d(0)) && v.contains(&d(VERIFIED_PER_GENERATION)));
-        for i in VERIFIED_PER_GENERATION + 1..2 * VERIFIED_PER_GENERATION + 1 {
-            v.insert(d(i));
+        assert!(v.contains(Alg::RS256, &msg, &sig(0)) && v.contains(Alg::RS256, &msg, &sig(per)));
+        for i in per + 1..=2 * per + 1 {
+            v.insert(Alg::RS256, &msg, &sig(i));
         }
-        assert!(!v.contains(&d(0)), "the oldest generation is forgotten");
-        assert!(v.current.len() + v.previous.len() <= 2 * VERIFIED_PER_GENERATION);
-        // The digest separates message and signature.
-        assert_ne!(
-            verified_digest(Alg::RS256, b"ab", b"c"),
-            verified_digest(Alg::RS256, b"a", b"bc")
+        assert!(
+            !v.contains(Alg::RS256, &msg, &sig(0)),
+            "the oldest generation is forgotten"
         );
+        assert!(v.current.bytes <= VERIFIED_GENERATION_BYTES && v.previous.bytes <= VERIFIED_GENERATION_BYTES);
+        // The same signature again replaces its entry, counted once.
+        let before = v.current.bytes;
+        v.insert(Alg::RS256, &msg, &sig(2 * per + 1));
+        assert_eq!(v.current.bytes, before);
     }
 
     #[test]
