@@ -65,6 +65,12 @@
 # BENCH_METRICS_ADDR: svc's SVC_METRICS_LISTEN_ADDR (default 127.0.0.1:0, metrics on; empty: off),
 # for the A/B of the metrics' cost.
 #
+# BENCH_ID_TOKENS: distinct ID tokens minted for the /auth points (default 5000). A timed point
+# sends each many times, so svc's verifying keys answer most from the signatures they remember;
+# with --instructions the counted requests take the pool's lines after the uncounted ones, so
+# /auth counts tokens not sent before (a verification each) unless BENCH_ID_TOKENS is at most
+# BENCH_INSTR_COUNT (then every counted one was sent before: the remembered case).
+#
 # Environment: BENCH_PERF=1 records `perf record -g` of svc during each c=10 Svc point into
 # DIR/perf-<point>.data (BENCH_PERF_FREQ, BENCH_PERF_CALLGRAPH: default 999 Hz, dwarf),
 # SVC_BENCH_CACHE (venv; default ~/.cache/svc-bench), SVC_PEERS_CACHE (an existing
@@ -149,7 +155,7 @@ fi
 if [[ $MODE == smoke ]]; then
   DURATION=1 WARMUP=0 ID_TOKENS=300 ACCESS_TOKENS=100 MID=1000 BIG=1000 WORKERS=4
 else
-  ID_TOKENS=5000 ACCESS_TOKENS=2000 MID=10000 BIG=100000 WORKERS=8
+  ID_TOKENS=${BENCH_ID_TOKENS:-5000} ACCESS_TOKENS=2000 MID=10000 BIG=100000 WORKERS=8
 fi
 CONCURRENCY=(10 50)
 if ((INSTRUCTIONS)); then
@@ -332,7 +338,8 @@ point() {
   if ((INSTRUCTIONS)); then
     local counted
     counted=$("$PY" "$BENCH/lib/instructions.py" --pid "$SVC_PID" --url "$url" --method "$method" \
-      --pool "$pool" --header "$header" --count "$INSTR_COUNT" --out-dir "$OUT" --name "$name" \
+      --pool "$pool" --header "$header" --count "$INSTR_COUNT" --skip $((record ? INSTR_COUNT : 0)) \
+      --out-dir "$OUT" --name "$name" \
       ${BENCH_HEC_SINK:+--hec "$BENCH_HEC_SINK" --hec-events "$BENCH_HEC_EVENTS"}) ||
       die "counting $name failed"
     if ((record)); then

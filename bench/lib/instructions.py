@@ -2,11 +2,11 @@
 """Instructions per request of one benchmark point, counted by callgrind (bench/run.sh --instructions).
 
     instructions.py --pid PID --url URL --method M --pool FILE --header NAME --count N --out-dir DIR --name NAME
-                    [--hec SINK_URL --hec-events K]
+                    [--skip S] [--hec SINK_URL --hec-events K]
 
 svc runs under `valgrind --tool=callgrind`. This zeroes its counters (callgrind_control -z), sends
-N requests one after another on one keep-alive connection (the pool's lines in turn, as
-bench/wrk/pool.lua does: `[header value<TAB>]body`), waits until the server is idle, dumps the
+N requests one after another on one keep-alive connection (the pool's lines in turn from line S,
+as bench/wrk/pool.lua does: `[header value<TAB>]body`), waits until the server is idle, dumps the
 counters (callgrind_control -d) and prints one JSON line: the point's name, the requests, the
 instructions of the whole process (every thread: the request, the event writer, SQLite) per
 request, and the non-2xx count. Instruction counts do not drift with the VM's speed the way CPU
@@ -89,8 +89,9 @@ def main() -> int:
     for a in ("--pool", "--header", "--hec"):  # none for a GET without a body or header
         p.add_argument(a, default="")
     p.add_argument("--hec-events", type=int, default=0)
+    p.add_argument("--skip", type=int, default=0)
     a = p.parse_args()
-    pid, count = int(a.pid), int(a.count)
+    pid, count, skip = int(a.pid), int(a.count), a.skip
     u = urllib.parse.urlsplit(a.url)
     lines = []
     if a.pool:
@@ -101,7 +102,7 @@ def main() -> int:
     def send(i: int) -> int:
         headers, body = {}, None
         if lines:
-            line = lines[i % len(lines)]
+            line = lines[(skip + i) % len(lines)]
             if a.header:
                 value, body = line.split("\t", 1)
                 headers[a.header] = value
