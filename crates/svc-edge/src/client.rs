@@ -88,7 +88,6 @@ impl CredentialRequest {
             }
             Some(_) => {}
         }
-        let mut meta = meta;
         for (k, _) in &meta {
             if !META_KEYS.contains(&k.as_str()) {
                 return Err(Error::Config(format!(
@@ -97,8 +96,12 @@ impl CredentialRequest {
                 )));
             }
         }
-        meta.sort();
-        meta.dedup_by(|a, b| a.0 == b.0);
+        // Sorted by key; a key given twice keeps its last value, as a repeated flag does.
+        let meta: Vec<(String, String)> = meta
+            .into_iter()
+            .collect::<std::collections::BTreeMap<_, _>>()
+            .into_iter()
+            .collect();
         Ok(CredentialRequest {
             host: host.trim().to_string(),
             port,
@@ -455,6 +458,15 @@ mod tests {
         )
         .unwrap();
         assert_eq!(r.meta[0].0, "headerName");
+        // A key given twice keeps its last value.
+        let twice = CredentialRequest::new(
+            "api.example",
+            443,
+            "ApiKey",
+            vec![("accountName".into(), "z".into()), ("accountName".into(), "a".into())],
+        )
+        .unwrap();
+        assert_eq!(twice.meta, vec![("accountName".to_string(), "a".to_string())]);
         let m = r.connection_metadata().unwrap();
         assert_eq!(
             (m.header_name.as_deref(), m.header_value.as_deref()),

@@ -121,10 +121,13 @@ struct Verified {
     previous: Generation,
 }
 
-/// Signature → (algorithm, message), and the bytes they hold.
+/// A verified signature's algorithm and message.
+type Signed = (Alg, Box<[u8]>);
+
+/// Signature → what it signed, and the bytes they hold.
 #[derive(Default)]
 struct Generation {
-    map: HashMap<Box<[u8]>, (Alg, Box<[u8]>)>,
+    map: HashMap<Box<[u8]>, Signed>,
     bytes: usize,
 }
 
