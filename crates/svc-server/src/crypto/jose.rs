@@ -7,6 +7,8 @@
 //! each key remembers the signatures it verified ([`Verified`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Mutex, OnceLock};
 
 use aws_lc_rs::encoding::{AsDer, PublicKeyX509Der};
@@ -112,44 +114,112 @@ pub struct VerifyingKey {
 /// run `svc-edge` with the job's one ID token, an orchestrator's projected token serves an hour of
 /// edge-token renewals. Only successes are kept, and only this key object's: a JWKS refresh or a
 /// changed trust provider makes new key objects, which remember nothing. Time claims, issuer,
-/// audience and match rules are checked at every use, as before. Two generations of at most
-/// [`VERIFIED_GENERATION_BYTES`] each: when the current one is full it becomes the previous one,
-/// and the older is forgotten.
-#[derive(Default)]
+/// audience and match rules are checked at every use, as before.
+///
+/// Bounds: two generations of at most [`VERIFIED_GENERATION_BYTES`] per key (when the current
+/// one is full it becomes the previous one, and the older is forgotten), and at most
+/// [`VERIFIED_BYTES`] for every key of the process together ([`HELD`]; a signature is then not
+/// remembered), so neither many configured keys nor a public issuer's tokens, which anyone can
+/// mint, hold more. Messages over [`VERIFIED_MESSAGE_MAX`] and signatures over
+/// [`VERIFIED_SIGNATURE_MAX`] are never looked up nor kept.
 struct Verified {
     current: Generation,
     previous: Generation,
 }
 
+impl Default for Verified {
+    fn default() -> Verified {
+        Verified::counted_in(&HELD)
+    }
+}
+
 /// A verified signature's algorithm and message.
 type Signed = (Alg, Box<[u8]>);
 
-/// Signature → what it signed, and the bytes they hold.
-#[derive(Default)]
+/// Signature → what it signed, and the bytes they hold (counted in `held`, [`HELD`], too).
 struct Generation {
     map: HashMap<Box<[u8]>, Signed>,
     bytes: usize,
+    held: &'static AtomicUsize,
+}
+
+impl Generation {
+    fn empty(held: &'static AtomicUsize) -> Generation {
+        Generation {
+            map: HashMap::new(),
+            bytes: 0,
+            held,
+        }
+    }
+}
+
+impl Drop for Generation {
+    fn drop(&mut self) {
+        self.held.fetch_sub(self.bytes, Relaxed);
+    }
 }
 
 /// ~4 MB: a few thousand ID tokens (signature and signing input ~1.1 KB each).
 const VERIFIED_GENERATION_BYTES: usize = 4 << 20;
+/// Every key's remembered signatures together: 32 MB.
+const VERIFIED_BYTES: usize = 32 << 20;
+/// A longer message (evidence claims of many KB) is verified every time.
+const VERIFIED_MESSAGE_MAX: usize = 16 << 10;
+/// The longest signature of the algorithms verified here (RSA-4096); a longer one cannot verify,
+/// and is not hashed under the lock.
+const VERIFIED_SIGNATURE_MAX: usize = 512;
+/// What one entry costs beyond its bytes (its map slot and two allocations), roughly.
+const VERIFIED_ENTRY_OVERHEAD: usize = 64;
+
+/// The bytes every key's [`Verified`] holds.
+static HELD: AtomicUsize = AtomicUsize::new(0);
 
 impl Verified {
+    /// An empty memory counted in `held` (the process's [`HELD`]; tests count in their own).
+    fn counted_in(held: &'static AtomicUsize) -> Verified {
+        Verified {
+            current: Generation::empty(held),
+            previous: Generation::empty(held),
+        }
+    }
+
+    fn rememberable(msg: &[u8], sig: &[u8]) -> bool {
+        msg.len() <= VERIFIED_MESSAGE_MAX && sig.len() <= VERIFIED_SIGNATURE_MAX
+    }
+
     fn contains(&self, alg: Alg, msg: &[u8], sig: &[u8]) -> bool {
         [&self.current, &self.previous]
             .iter()
             .any(|g| g.map.get(sig).is_some_and(|(a, m)| *a == alg && **m == *msg))
     }
 
-    fn insert(&mut self, alg: Alg, msg: &[u8], sig: &[u8]) {
-        let cost = msg.len() + sig.len();
-        if self.current.bytes + cost > VERIFIED_GENERATION_BYTES {
-            self.previous = std::mem::take(&mut self.current);
+    /// Remembers a verified signature; returns the generation it pushed out, for the caller to
+    /// drop once the lock is released.
+    #[must_use]
+    fn insert(&mut self, alg: Alg, msg: &[u8], sig: &[u8]) -> Option<Generation> {
+        let held = self.current.held;
+        let cost = msg.len() + sig.len() + VERIFIED_ENTRY_OVERHEAD;
+        let mut evicted = None;
+        if self.current.bytes + cost > VERIFIED_GENERATION_BYTES || held.load(Relaxed) + cost > VERIFIED_BYTES {
+            let fresh = Generation::empty(held);
+            evicted = Some(std::mem::replace(
+                &mut self.previous,
+                std::mem::replace(&mut self.current, fresh),
+            ));
         }
-        if let Some((_, old)) = self.current.map.insert(sig.into(), (alg, msg.into())) {
-            self.current.bytes -= old.len() + sig.len();
+        // The evicted generation is still counted until it is dropped: the bound holds at every
+        // moment, at the price of not remembering this one signature.
+        if held.load(Relaxed) + cost > VERIFIED_BYTES {
+            return evicted;
         }
+        held.fetch_add(cost, Relaxed);
         self.current.bytes += cost;
+        if let Some((_, old)) = self.current.map.insert(sig.into(), (alg, msg.into())) {
+            let old_cost = old.len() + sig.len() + VERIFIED_ENTRY_OVERHEAD;
+            self.current.bytes -= old_cost;
+            held.fetch_sub(old_cost, Relaxed);
+        }
+        evicted
     }
 }
 
@@ -231,10 +301,10 @@ impl VerifyingKey {
             None => None,
             Some(a) => Some(Alg::parse(a).ok_or_else(|| format!("unsupported alg {a:?}"))?),
         };
-        if let Some(u) = s("use")
-            && u != "sig"
-        {
-            return Err(format!("key use {u:?} is not \"sig\""));
+        match jwk.get("use") {
+            None => {}
+            Some(Value::String(u)) if u == "sig" => {}
+            Some(u) => return Err(format!("key use {u} is not \"sig\"")),
         }
         let b = |k: &str| -> Result<Vec<u8>, String> {
             let v = s(k).ok_or_else(|| format!("missing {k}"))?;
@@ -295,13 +365,17 @@ impl VerifyingKey {
         let Some(key) = self.parsed_for(alg) else {
             return false;
         };
+        if !Verified::rememberable(msg, sig) {
+            return key.verify_sig(msg, sig).is_ok();
+        }
         let lock = || self.verified.lock().unwrap_or_else(|e| e.into_inner());
         if lock().contains(alg, msg, sig) {
             return true;
         }
         let ok = key.verify_sig(msg, sig).is_ok();
         if ok {
-            lock().insert(alg, msg, sig);
+            let evicted = lock().insert(alg, msg, sig);
+            drop(evicted);
         }
         ok
     }
@@ -337,14 +411,46 @@ pub fn parse_jwks_value(v: &Value, strict: bool) -> Result<Vec<VerifyingKey>, St
     Ok(out)
 }
 
-/// A JWK that is not meant for verifying signatures of the algorithms verified here (an `oct`,
-/// `OKP` or encryption key), as a JWKS may list beside its signing keys.
+/// A JWK that is not meant for verifying signatures of the algorithms verified here, as a JWKS
+/// may list beside its signing keys: a registered key type other than `RSA`/`EC` (`oct`, `OKP`),
+/// `use: "enc"`, or a registered algorithm this service does not verify (JWE key management, HMAC,
+/// EdDSA, ES512, ES256K). Anything else that does not parse (a misspelt `kty`, `use` or `alg`) is
+/// a mistake in the configuration, refused.
 fn other_purpose(jwk: &Value) -> bool {
+    const OTHER_KTY: &[&str] = &["oct", "OKP"];
+    const OTHER_ALG: &[&str] = &[
+        "RSA1_5",
+        "RSA-OAEP",
+        "RSA-OAEP-256",
+        "RSA-OAEP-384",
+        "RSA-OAEP-512",
+        "A128KW",
+        "A192KW",
+        "A256KW",
+        "dir",
+        "ECDH-ES",
+        "ECDH-ES+A128KW",
+        "ECDH-ES+A192KW",
+        "ECDH-ES+A256KW",
+        "A128GCMKW",
+        "A192GCMKW",
+        "A256GCMKW",
+        "PBES2-HS256+A128KW",
+        "PBES2-HS384+A192KW",
+        "PBES2-HS512+A256KW",
+        "HS256",
+        "HS384",
+        "HS512",
+        "EdDSA",
+        "Ed25519",
+        "Ed448",
+        "ES512",
+        "ES256K",
+    ];
     let s = |k: &str| jwk.get(k).and_then(Value::as_str);
-    let kty = s("kty");
-    kty.is_some_and(|t| t != "RSA" && t != "EC")
-        || s("use").is_some_and(|u| u != "sig")
-        || s("alg").is_some_and(|a| Alg::parse(a).is_none())
+    s("kty").is_some_and(|t| OTHER_KTY.contains(&t))
+        || s("use") == Some("enc")
+        || s("alg").is_some_and(|a| OTHER_ALG.contains(&a))
 }
 
 #[derive(Debug, Deserialize)]
@@ -577,27 +683,45 @@ mod tests {
     }
 
     #[test]
-    fn remembered_signatures_are_bounded_to_two_generations() {
-        let mut v = Verified::default();
+    fn remembered_signatures_are_bounded_per_key_and_for_the_process() {
+        static COUNT: AtomicUsize = AtomicUsize::new(0);
+        let mut v = Verified::counted_in(&COUNT);
         let msg = vec![7u8; 1000];
         let sig = |i: usize| (i as u64).to_be_bytes();
-        let per = VERIFIED_GENERATION_BYTES / (msg.len() + 8);
+        let per = VERIFIED_GENERATION_BYTES / (msg.len() + 8 + VERIFIED_ENTRY_OVERHEAD);
         for i in 0..=per {
-            v.insert(Alg::RS256, &msg, &sig(i));
+            drop(v.insert(Alg::RS256, &msg, &sig(i)));
         }
         assert!(v.contains(Alg::RS256, &msg, &sig(0)) && v.contains(Alg::RS256, &msg, &sig(per)));
         for i in per + 1..=2 * per + 1 {
-            v.insert(Alg::RS256, &msg, &sig(i));
+            drop(v.insert(Alg::RS256, &msg, &sig(i)));
         }
         assert!(
             !v.contains(Alg::RS256, &msg, &sig(0)),
             "the oldest generation is forgotten"
         );
         assert!(v.current.bytes <= VERIFIED_GENERATION_BYTES && v.previous.bytes <= VERIFIED_GENERATION_BYTES);
+        assert_eq!(COUNT.load(Relaxed), v.current.bytes + v.previous.bytes);
         // The same signature again replaces its entry, counted once.
         let before = v.current.bytes;
-        v.insert(Alg::RS256, &msg, &sig(2 * per + 1));
+        drop(v.insert(Alg::RS256, &msg, &sig(2 * per + 1)));
         assert_eq!(v.current.bytes, before);
+        // Many keys together stay under the process's bound.
+        let mut keys: Vec<Verified> = (0..2 * VERIFIED_BYTES / VERIFIED_GENERATION_BYTES)
+            .map(|_| Verified::counted_in(&COUNT))
+            .collect();
+        for (k, key) in keys.iter_mut().enumerate() {
+            for i in 0..2 * per {
+                drop(key.insert(Alg::RS256, &msg, &sig(k << 32 | i)));
+                assert!(COUNT.load(Relaxed) <= VERIFIED_BYTES);
+            }
+        }
+        drop(keys);
+        drop(v);
+        assert_eq!(COUNT.load(Relaxed), 0, "dropped keys give their bytes back");
+        // Too long to remember: a message of evidence claims, an oversized signature.
+        assert!(!Verified::rememberable(&[0; VERIFIED_MESSAGE_MAX + 1], &[0; 256]));
+        assert!(!Verified::rememberable(&[0; 100], &[0; VERIFIED_SIGNATURE_MAX + 1]));
     }
 
     #[test]
@@ -622,6 +746,14 @@ mod tests {
         let jws = split(&t).unwrap();
         assert_eq!(verify_with(&jws, Alg::RS256, &[&key]), Ok(true));
         assert!(verify_with(&jws, Alg::ES256, &[&key]).is_err());
+        // The remembered RS256 signature does not answer for another algorithm of the same key.
+        for other in [Alg::PS256, Alg::RS384, Alg::RS512, Alg::PS512] {
+            assert!(
+                !key.verify(other, jws.signing_input.as_bytes(), &jws.signature),
+                "{other:?}"
+            );
+        }
+        assert!(key.verify(Alg::RS256, jws.signing_input.as_bytes(), &jws.signature));
         // Tampered payload.
         let parts: Vec<&str> = t.split('.').collect();
         let bad = format!("{}.{}.{}", parts[0], b64url(br#"{"x":2}"#), parts[2]);
@@ -662,6 +794,17 @@ mod tests {
         ]})
         .to_string();
         assert_eq!(parse_jwks(&mixed).unwrap().len(), 1);
+        // Misspelt members are mistakes, refused, not keys for other purposes; so is a `use`
+        // that is not a string.
+        for bad in [
+            serde_json::json!({"kty": "EC", "use": ["enc"], "crv": "P-256", "x": "AA", "y": "AA"}),
+            serde_json::json!({"kty": "rsa", "n": "AQAB", "e": "AQAB"}),
+            serde_json::json!({"kty": "EC", "use": "Sig", "crv": "P-256", "x": "AA", "y": "AA"}),
+            serde_json::json!({"kty": "EC", "alg": "RS265", "crv": "P-256", "x": "AA", "y": "AA"}),
+        ] {
+            let doc = serde_json::json!({"keys": [ec_jwk(&pair, "a"), bad]}).to_string();
+            assert!(parse_jwks(&doc).unwrap_err().starts_with("keys[1]: "), "{doc}");
+        }
         // A signing key of a supported type that is broken still refuses the document.
         let broken =
             serde_json::json!({"keys": [ec_jwk(&pair, "a"), {"kty": "EC", "crv": "P-256", "x": "AA", "y": "AA"}]})
