@@ -387,8 +387,7 @@ pub fn parse_jwks(text: &str) -> Result<Vec<VerifyingKey>, String> {
     parse_jwks_value(&v, true)
 }
 
-/// From a parsed JWKS document. Keys for other purposes (a `kty` other than `RSA`/`EC`, a `use`
-/// other than `sig`, an `alg` that is not a signature algorithm verified here) are skipped.
+/// From a parsed JWKS document. Keys for other purposes ([`other_purpose`]) are skipped.
 /// `strict` (configuration, §3.1): every other key must be usable (`kty` present; RSA keys with
 /// `n`, `e`; EC keys with `crv` P-256/P-384, `x`, `y`), else the document is refused; not strict
 /// (documents fetched from an issuer), unusable keys are skipped too. At least one key is required.

@@ -365,13 +365,15 @@ fn write_record(
         tracing::error!(seq = r.seq, "log stream: a stored record is not JSON; skipped");
         return false;
     };
-    match table {
-        EventTable::Audit => body.write(out),
-        EventTable::Authorization => {
-            shape::write_expanded(out, body, shared, shape::AUTHORIZATION_EVENT, &r.columns, memo)
+    let shape = match table {
+        EventTable::Audit => {
+            body.write(out);
+            return true;
         }
-        EventTable::Workload => shape::write_expanded(out, body, shared, shape::WORKLOAD_EVENT, &r.columns, memo),
-    }
+        EventTable::Authorization => shape::AUTHORIZATION_EVENT,
+        EventTable::Workload => shape::WORKLOAD_EVENT,
+    };
+    shape::write_expanded(out, body, shared, shape, &r.columns, memo);
     true
 }
 
@@ -442,15 +444,15 @@ impl Records<'_> {
         let mut memo = shape::SharedParts::default();
         // The stored text being written (a request's bodies, or one audit entry) and its request's
         // shared parts, each parsed once for the records that share them.
-        let mut current: Option<(*const u8, Option<shape::Stored<'_>>, Option<shape::Stored<'_>>)> = None;
+        let mut current: Option<(&StreamRecord, Option<shape::Stored<'_>>, Option<shape::Stored<'_>>)> = None;
         for r in self.records {
             if current
                 .as_ref()
-                .is_none_or(|(of, _, _)| !std::ptr::eq(*of, r.text.as_ptr()))
+                .is_none_or(|(of, _, _)| !std::sync::Arc::ptr_eq(&of.text, &r.text))
             {
                 memo.clear();
                 current = Some((
-                    r.text.as_ptr(),
+                    r,
                     shape::Stored::parse(&r.text),
                     r.shared.as_deref().and_then(shape::Stored::parse),
                 ));
