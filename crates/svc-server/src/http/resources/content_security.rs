@@ -12,7 +12,6 @@ use uuid::Uuid;
 use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
-use crate::credential::types::check_url;
 use crate::domain::Meta;
 use crate::domain::condition::ContentSecurity;
 use crate::domain::credential::SecretFields;
@@ -69,7 +68,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -
     };
     if mode != Mode::Patch {
         input.base_url = o.req_str_len("baseUrl", 1, 2048)?;
-        check_url("baseUrl", &input.base_url, &app.cfg)?;
+        crate::upstream::check_base_url_field("baseUrl", &input.base_url, &app.cfg)?;
         input.token = o.opt_str_len("encryptedToken", 0, 8192)?.filter(|t| !t.is_empty());
         input.fail_open = o.opt_bool("failOpen")?.unwrap_or(false);
         input.timeout_ms = o.opt_i32_range("timeoutMs", 5000, 600_000)?.unwrap_or(30_000);

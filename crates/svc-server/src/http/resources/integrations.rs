@@ -92,7 +92,7 @@ fn vendor_fields(o: &mut Obj, kind: &str, cfg: &Config) -> Result<(Map<String, V
 pub fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
     let sync = o.req_i32_range("syncFrequencySeconds", 300, 3600)?;
     let endpoint = o.req_str_len("endpoint", 1, 2048)?;
-    check_url("endpoint", &endpoint, cfg)?;
+    crate::upstream::check_base_url_field("endpoint", &endpoint, cfg)?;
     Ok((sync, endpoint))
 }
 

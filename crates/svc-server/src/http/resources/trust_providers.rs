@@ -289,10 +289,7 @@ fn validate(app: &App, tp: &TrustProvider) -> Result<()> {
         ));
     }
     if let Some(u) = &tp.oidc_url {
-        let ok = u.starts_with("https://") || (app.cfg.allow_insecure_upstream && u.starts_with("http://"));
-        if !ok || url::Url::parse(u).is_err() {
-            return Err(Error::field("oidcUrl", "must be an https URL"));
-        }
+        crate::upstream::check_base_url_field("oidcUrl", u, &app.cfg)?;
         check_len("oidcUrl", u, 1, 2048)?;
     }
     if let Some(j) = &tp.jwks {
