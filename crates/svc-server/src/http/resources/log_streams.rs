@@ -146,7 +146,6 @@ fn parse_hec(
     app: &App,
     o: &mut Obj,
     mode: Mode,
-    stored: Option<&LogStream>,
     secret: &'static str,
     check: (fn(&str) -> bool, &'static str),
 ) -> Result<(Hec, Option<String>)> {
@@ -166,18 +165,11 @@ fn parse_hec(
     {
         return Err(Error::field(secret, check.1));
     }
-    // The stored secret stays with the collector it was given for: moving the stream to another
-    // host or port without a new one would hand it to that host (§1.9; as SSO client secrets).
-    // A PUT of an unknown id is 404, found later; a stored stream without its secret, `check`.
-    if value.is_none() {
-        if mode == Mode::Create {
-            return Err(Error::field(secret, "is required"));
-        }
-        if let Some(h) = stored.and_then(|s| s.dest.hec())
-            && h.host_port != host_port
-        {
-            return Err(Error::field(secret, "is required when hecHostPort changes"));
-        }
+    // The stored secret stays with the collector it was given for: the write unit refuses a
+    // move to another host, port or TLS setting without a new one (issue 31). A PUT of an
+    // unknown id is 404, found later; a stored stream without its secret, `check`.
+    if value.is_none() && mode == Mode::Create {
+        return Err(Error::field(secret, "is required"));
     }
     Ok((
         Hec {
@@ -207,8 +199,6 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Resu
     }
     let data_type = o.req_enum("dataType", DATA_TYPES)?;
     let data_type = DataType::parse(&data_type).expect("one of DATA_TYPES");
-    // A PUT's secret is checked against the stream the body names (read before the unit).
-    let stored = stored.filter(|_| mode == Mode::Replace);
     let (dest, secret) = match ty.as_str() {
         "ObjectStorageABucket" => {
             let region = matching(&mut o, "objectStorageABucketRegion", 8, 30, region_ok, r"^[a-z\-\d]+$")?;
@@ -271,12 +261,12 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Resu
                 (|s: &str| svc_api::reader::parse_uuid(s).is_some()) as fn(&str) -> bool,
                 "must be a GUID (8-4-4-4-12 hexadecimal digits)",
             );
-            let (hec, secret) = parse_hec(app, &mut o, mode, stored, "authenticationToken", check)?;
+            let (hec, secret) = parse_hec(app, &mut o, mode, "authenticationToken", check)?;
             (Destination::LogAnalyticsAHttpEventCollector(hec), secret)
         }
         _ => {
             let check = (api_key_ok as fn(&str) -> bool, "must match ^[a-zA-Z0-9-]{32,40}$");
-            let (hec, secret) = parse_hec(app, &mut o, mode, stored, "apiKey", check)?;
+            let (hec, secret) = parse_hec(app, &mut o, mode, "apiKey", check)?;
             (Destination::SensorAHttpEventCollector(hec), secret)
         }
     };
