@@ -420,7 +420,18 @@ fn operations() -> Vec<Op> {
     o.push(
         op("get", "/api/v1/sso/callback", "Finish SSO sign-in (§2.3)", Public)
             .query(Query::Callback)
-            .ok(200, Json("Object")),
+            .ok(200, Json("Object"))
+            .ok(302, Redirect),
+    );
+    o.push(
+        op(
+            "post",
+            "/api/v1/sso/exchange",
+            "Exchange a completed SSO sign-in's code (and a TOTP code it owes) for a token",
+            Public,
+        )
+        .body("SsoExchange")
+        .ok(200, Json("Object")),
     );
     let u = Perm("Users", false);
     o.push(
@@ -896,7 +907,8 @@ fn operation(o: &Op) -> Value {
         Access::Perm(..) => errors.extend([401, 403]),
         Access::Edge => errors.extend([401, 403, 429, 503]),
         Access::Public if o.path == "/edge/v1/auth" => errors.extend([401, 429, 503]),
-        Access::Public if o.path == "/api/v1/login" => errors.extend([401, 403]),
+        Access::Public if o.path == "/api/v1/login" => errors.extend([401, 403, 429]),
+        Access::Public if o.path.starts_with("/api/v1/sso/") => errors.extend([401, 429]),
         Access::Public => {}
     }
     for s in errors {
@@ -994,6 +1006,8 @@ fn schemas() -> Value {
         "Login": {"type": "object", "required": ["email", "password"],
             "properties": {"email": {"type": "string"}, "password": {"type": "string"}, "totpCode": {"type": "string"}}},
         "Code": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+        "SsoExchange": {"type": "object", "required": ["ssoCode"],
+            "properties": {"ssoCode": {"type": "string"}, "totpCode": {"type": "string"}}},
         "Note": {"type": "object", "required": ["note"], "properties": {"note": {"type": "string"}}},
         "TotpEnrolment": {"type": "object", "required": ["id", "secret", "otpauthUri"],
             "properties": {"id": {"type": "string", "format": "uuid"}, "secret": {"type": "string"}, "otpauthUri": {"type": "string"}}},

@@ -39,11 +39,6 @@ const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
 const OIDC_RO: &[&str] = &["svcRedirectUrl", "svcJwksUrl"];
 const SAML_RO: &[&str] = &["serviceProviderEntityId", "serviceProviderSsoUrl"];
 
-/// `{base_url}/api/v1/sso/callback`: the redirect URI registered at an OIDC identity provider.
-pub fn redirect_url(cfg: &Config) -> String {
-    format!("{}/api/v1/sso/callback", cfg.public_url)
-}
-
 /// A POST or PUT body beyond the base block; a PATCH has none (`None`).
 pub type IdpInput = Option<IdpBody>;
 
@@ -56,11 +51,6 @@ pub struct IdpBody {
 }
 
 /// `https://…` (or `http://…` with `SVC_ALLOW_INSECURE_UPSTREAM`), a parsable URL.
-fn url_ok(cfg: &Config, u: &str) -> bool {
-    (u.starts_with("https://") || (cfg.allow_insecure_upstream && u.starts_with("http://")))
-        && url::Url::parse(u).is_ok_and(|x| x.host_str().is_some_and(|h| !h.is_empty()))
-}
-
 fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
     let st = app.state();
     let mut o = Obj::root(body)?;
@@ -106,10 +96,14 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
         IdpType::Oidc => {
             o.ignore(OIDC_RO);
             let base_url = o.req_str_len("oidcBaseURL", 1, 2048)?;
-            if !url_ok(cfg, &base_url) {
-                return Err(Error::field("oidcBaseURL", "must be an https URL"));
-            }
+            crate::upstream::check_base_url_field("oidcBaseURL", &base_url, cfg)?;
             let client_id = o.req_str_len("clientId", 1, 256)?;
+            // A KeyPair client assertion carries `iss` = `sub` = the client id under the
+            // service's published RS256 key: naming the service's own issuer would make it a
+            // token upstreams trust as the service's (issue 31).
+            if client_id.trim_end_matches('/') == cfg.issuer().trim_end_matches('/') {
+                return Err(Error::field("clientId", "must not be the service's issuer"));
+            }
             let scopes = o.req_str_len("scopes", 1, 1024)?;
             if !scopes.split_whitespace().any(|s| s == "openid") {
                 return Err(Error::field("scopes", "must contain openid"));
@@ -123,26 +117,11 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
                 check_len("clientSecret", s, 1, 4096)?;
             }
             let pkce_required = o.opt_bool("pkceRequired")?.unwrap_or(false);
-            // The stored secret is kept only for the same IdP and client: moving `oidcBaseURL`
-            // or `clientId` while keeping it would send it to the new token endpoint (§1.9).
-            let same_client = stored.is_some_and(|s| match &s.config {
-                IdpConfig::Oidc {
-                    base_url: b,
-                    client_id: c,
-                    ..
-                } => b == base_url.trim_end_matches('/') && *c == client_id,
-                IdpConfig::Saml { .. } => false,
-            });
-            let stored_secret = same_client && stored.is_some_and(|s| s.secrets.client_secret.is_some());
+            // A stored secret stays only where it was stored: moving `oidcBaseURL` or
+            // `clientId` without a new one is refused by the write unit (issue 31).
+            let stored_secret = stored.is_some_and(|s| s.secrets.client_secret.is_some());
             if auth_type == OidcAuthType::ClientSecret && secret.is_none() && !stored_secret {
-                return Err(Error::field(
-                    "clientSecret",
-                    if stored.is_some_and(|s| s.secrets.client_secret.is_some()) {
-                        "is required when oidcBaseURL or clientId changes"
-                    } else {
-                        "is required"
-                    },
-                ));
+                return Err(Error::field("clientSecret", "is required"));
             }
             (
                 IdpConfig::Oidc {
@@ -180,9 +159,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
             }
             if let Some(u) = &metadata_url {
                 check_len("metadataUrl", u, 1, 2048)?;
-                if !url_ok(cfg, u) {
-                    return Err(Error::field("metadataUrl", "must be an https URL"));
-                }
+                crate::upstream::check_url_field("metadataUrl", u, cfg)?;
             }
             if let Some(x) = &metadata_xml
                 && crate::crypto::b64std_decode(x.trim()).is_none_or(|b| String::from_utf8(b).is_err())
@@ -210,32 +187,24 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
     Ok((base, Some(input)))
 }
 
-/// Applies a POST or PUT body: a new secret replaces the stored one; a SAML provider keeps none.
+/// Applies a POST or PUT body: a new secret replaces the stored one; only a `ClientSecret`
+/// provider keeps one (a stored secret stays with its `oidcBaseURL` and `clientId`: the write
+/// unit refuses a move without a new one, issue 31).
 fn apply(idp: &mut SsoIdp, b: IdpBody) {
     idp.mappings = b.mappings;
     idp.user_access = b.user_access;
-    let saml = matches!(b.config, IdpConfig::Saml { .. });
-    let same_client = match (&idp.config, &b.config) {
-        (
-            IdpConfig::Oidc {
-                base_url: b0,
-                client_id: c0,
-                ..
-            },
-            IdpConfig::Oidc {
-                base_url: b1,
-                client_id: c1,
-                ..
-            },
-        ) => b0 == b1 && c0 == c1,
-        _ => false,
-    };
+    let uses_secret = matches!(
+        b.config,
+        IdpConfig::Oidc {
+            auth_type: OidcAuthType::ClientSecret,
+            ..
+        }
+    );
     idp.config = b.config;
-    if saml || !same_client {
-        // A secret belongs to one IdP and client: it never follows a move (§1.9).
+    if !uses_secret {
         idp.secrets.client_secret = None;
     }
-    if let (false, Some(s)) = (saml, b.secret) {
+    if let (true, Some(s)) = (uses_secret, b.secret) {
         idp.secrets.client_secret = Some(Secret::new(s));
     }
 }
@@ -265,7 +234,7 @@ pub fn idp_json(cfg: &Config, idp: &SsoIdp) -> Value {
             o.insert("authType".into(), json!(auth_type.as_str()));
             o.insert("clientSecret".into(), Value::Null);
             o.insert("pkceRequired".into(), json!(pkce_required));
-            o.insert("svcRedirectUrl".into(), json!(redirect_url(cfg)));
+            o.insert("svcRedirectUrl".into(), json!(crate::service::sso::redirect_url(cfg)));
             o.insert(
                 "svcJwksUrl".into(),
                 json!(format!("{}/.well-known/jwks.json", cfg.public_url)),
@@ -344,25 +313,34 @@ impl Resource for SsoIdps {
         }
     }
 
-    fn create(_: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {
+    fn create(w: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {
         let b = input.ok_or_else(|| Error::internal("create without a body"))?;
         let mut idp = SsoIdp {
             meta,
             mappings: vec![],
             user_access: false,
+            trusted: false,
             config: b.config.clone(),
             secrets: IdpSecrets::default(),
         };
         apply(&mut idp, b);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
         Ok(idp)
     }
 
-    fn replace(_: &mut Write<'_>, input: IdpInput, idp: &mut SsoIdp) -> Result<()> {
+    fn replace(w: &mut Write<'_>, input: IdpInput, idp: &mut SsoIdp) -> Result<()> {
         let b = input.ok_or_else(|| Error::internal("replace without a body"))?;
         if std::mem::discriminant(&b.config) != std::mem::discriminant(&idp.config) {
             return Err(Error::field("type", "cannot be changed"));
         }
         apply(idp, b);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        Ok(())
+    }
+
+    /// A PATCH changes only the base block, but whoever writes the IdP last answers for it.
+    fn patch(w: &mut Write<'_>, _: IdpInput, idp: &mut SsoIdp) -> Result<()> {
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
         Ok(())
     }
 
