@@ -77,7 +77,7 @@ pub fn user_json(st: &Snapshot, u: &User) -> Value {
         "createdAt": u.created_at,
         "isActive": u.active,
         "twoFactorEnabled": u.has_verified_totp(),
-        "isLocked": u.locked,
+        "isLocked": u.is_locked(crate::clock::now_millis()),
         "tags": u.tags,
         "userTokens": tokens,
         "password": null,
@@ -228,6 +228,9 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         active: input.is_active.unwrap_or(true),
         locked: false,
         failed_logins: 0,
+        locked_until: None,
+        lockouts: 0,
+        sso_links: vec![],
         tags: input.tags.unwrap_or_default(),
         tokens: vec![],
         created_at: now,
@@ -277,6 +280,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
     let author = ctx.author();
     let w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
     let email = input.email.clone().expect("required");
     if email_taken(&w.st, &email, Some(id)) {
         return Err(Error::field("email", "already exists"));
@@ -327,6 +331,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
     check_patch_id(input.external_id, id)?;
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
     if let Some(e) = input.email {
         if email_taken(&w.st, &e, Some(id)) {
             return Err(Error::field("email", "already exists"));
@@ -387,9 +392,10 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    if !w.st.users.contains_key(&id) {
+    let Some(target) = w.st.users.get(&id).cloned() else {
         return Ok(no_content());
-    }
+    };
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &target)?;
     if is_self(&ctx, id) {
         return Err(Error::bad("user: you cannot delete yourself"));
     }
@@ -407,7 +413,10 @@ async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
     u.locked = false;
+    u.locked_until = None;
+    u.lockouts = 0;
     u.failed_logins = 0;
     u.mfa_grace_from = w.now;
     w.put(u);
