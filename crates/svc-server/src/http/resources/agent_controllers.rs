@@ -3,11 +3,9 @@
 //! settings (§3.22), DELETE answering `201`, and single-use device codes (six digits, 15 minutes,
 //! a new one replaces the old, stored only as a hash).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -19,6 +17,7 @@ use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::Ctx;
 use crate::http::list::{Base, ListSpec, field_filter};
@@ -28,12 +27,17 @@ use crate::state::State as Snapshot;
 /// `/api/v1/agent-controllers` on the shared CRUD layer: global entities.
 pub struct AgentControllers;
 
-pub fn routes(app: &App) -> Router<App> {
-    let device_code = (
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<AgentControllers>(api, "/api/v1/agent-controllers");
+    api.guarded(
         "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
-        post(device_code),
+        Perm::AgentControllers,
+        crud::scope::<AgentControllers>(),
+    )
+    .post(
+        device_code,
+        Op::new("A new device code for the controller (§3.21)").ok::<Untyped>(201),
     );
-    crud::routes_with::<AgentControllers>(app, "/api/v1/agent-controllers", [device_code])
 }
 
 const SPEC: ListSpec = ListSpec::new("agentControllers", Base::Unattributed)
@@ -246,6 +250,9 @@ pub fn release_resource_set(w: &mut Write<'_>, author: &Author, rs: Uuid) {
 impl Resource for AgentControllers {
     type Record = AgentController;
     type Input = ControllerInput;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "agent controllers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.21 lists `201` as DELETE's only status; a missing id answers it too (§1.5).
@@ -254,11 +261,15 @@ impl Resource for AgentControllers {
 
     fn parse(
         app: &App,
-        body: Value,
+        body: Untyped,
         mode: Mode,
         stored: Option<&AgentController>,
     ) -> Result<(BaseInput, ControllerInput)> {
-        parse(app, &app.state(), body, mode, stored)
+        parse(app, &app.state(), body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&AgentController>) -> Result<(BaseInput, ControllerInput)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: ControllerInput, meta: Meta) -> Result<AgentController> {
@@ -336,8 +347,8 @@ impl Resource for AgentControllers {
         }
     }
 
-    fn render(app: &App, st: &Snapshot, c: &AgentController) -> Value {
-        controller_json(app, st, c)
+    fn render(app: &App, st: &Snapshot, c: &AgentController) -> Untyped {
+        Untyped(controller_json(app, st, c))
     }
 }
 

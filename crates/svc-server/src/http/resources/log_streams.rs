@@ -4,7 +4,6 @@
 //! (§1.9: `authenticationToken`, `apiKey`). A stream's delivery row is created and removed with
 //! it, in its write unit.
 
-use axum::Router;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -16,6 +15,7 @@ use crate::domain::Meta;
 use crate::domain::credential::SecretFields;
 use crate::domain::stream::{BucketA, BucketC, DataType, Destination, Hec, LogStream};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -24,8 +24,8 @@ use crate::store::CursorOp;
 /// `/api/v1/log-streams` on the shared CRUD layer: global entities.
 pub struct LogStreams;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<LogStreams>(app, "/api/v1/log-streams")
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<LogStreams>(api, "/api/v1/log-streams");
 }
 
 const TYPES: &[&str] = &[
@@ -338,6 +338,9 @@ pub fn stream_json(app: &App, s: &LogStream) -> Value {
 impl Resource for LogStreams {
     type Record = LogStream;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "log streams";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = ListSpec::new("logStreams", Base::Global)
         .fields(&[
@@ -364,8 +367,12 @@ impl Resource for LogStreams {
     /// §3.14 lists only `204` for DELETE: an id already gone answers it too (§1.5).
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
-        parse(app, body, mode, stored)
+    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
+        parse(app, body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<LogStream> {
@@ -408,8 +415,8 @@ impl Resource for LogStreams {
         Ok(())
     }
 
-    fn render(app: &App, _: &Snapshot, s: &LogStream) -> Value {
-        stream_json(app, s)
+    fn render(app: &App, _: &Snapshot, s: &LogStream) -> Untyped {
+        Untyped(stream_json(app, s))
     }
 }
 

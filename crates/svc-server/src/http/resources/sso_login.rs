@@ -4,23 +4,35 @@
 //! flow, or a TOTP code owed: docs/sso.md). Every answer that carries a token or a code is
 //! `Cache-Control: no-store`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::json;
 
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::service::sso::{CONSOLE_RETURN, Finished, Return};
 
-pub fn routes() -> Router<App> {
-    Router::new()
-        .route("/api/v1/sso/login/{idpId}", get(login))
-        .route("/api/v1/sso/callback", get(callback))
-        .route("/api/v1/sso/exchange", post(exchange))
+pub fn register(api: &mut Api<'_>) {
+    api.public("/api/v1/sso/login/{idpId}")
+        .get(login, Op::new("Start SSO sign-in (§2.3)").redirect().errors(&[429]));
+    api.public("/api/v1/sso/callback").get(
+        callback,
+        Op::new("Finish SSO sign-in (§2.3)")
+            .query(Query::Callback)
+            .ok::<Untyped>(200)
+            .redirect()
+            .errors(&[401, 429]),
+    );
+    api.public("/api/v1/sso/exchange").post(
+        exchange,
+        Op::new("Exchange a completed SSO sign-in's code (and a TOTP code it owes) for a token")
+            .body::<Untyped>()
+            .ok::<Untyped>(200)
+            .errors(&[401, 429]),
+    );
 }
 
 /// An answer no cache may keep (a bearer token, a one-time code, a redirect carrying one).

@@ -1,11 +1,9 @@
 //! Users (contract §3.18): management of sign-in accounts, unlock, and the rules that keep at least
 //! one active SuperAdmin and stop callers from deleting or deactivating themselves.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
@@ -17,26 +15,39 @@ use crate::domain::records::{Role, SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Author, Write, new_external_id};
 use crate::state::State as Snapshot;
+use svc_api::GenericResponse;
 
 const CATEGORY: &str = "Users";
 
-pub fn routes(app: &App) -> Router<App> {
-    guarded_routes(
-        app,
-        Perm::Users,
-        Scope::Global,
-        [
-            ("/api/v1/users", get(list).post(create)),
-            ("/api/v1/users/{id}", get(read).put(replace).patch(patch).delete(remove)),
-            ("/api/v1/users/{id}/unlock", post(unlock)),
-        ],
-    )
+pub fn register(api: &mut Api<'_>) {
+    let (p, g) = (Perm::Users, Scope::Global);
+    api.guarded("/api/v1/users", p, g)
+        .get(
+            list,
+            Op::new("List users (§3.18)")
+                .query(Query::List)
+                .list::<Untyped>("users"),
+        )
+        .post(create, Op::new("Create a user").body::<Untyped>().ok::<Untyped>(201));
+    api.guarded("/api/v1/users/{id}", p, g)
+        .get(
+            read,
+            Op::new("Read a user (201, as in the spec)")
+                .ok::<Untyped>(201)
+                .empty(204),
+        )
+        .put(replace, Op::new("Replace a user").body::<Untyped>().ok::<Untyped>(200))
+        .patch(patch, Op::new("Patch a user").body::<Untyped>().ok::<Untyped>(200))
+        .delete(remove, Op::new("Delete a user").empty(204));
+    api.guarded("/api/v1/users/{id}/unlock", p, g)
+        .post(unlock, Op::new("Unlock a user (§3.18)").ok::<GenericResponse>(200));
 }
 
 const SPEC: ListSpec = ListSpec::new("users", Base::None)
