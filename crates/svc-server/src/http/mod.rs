@@ -2,6 +2,7 @@
 //! the fallbacks, and one module per API resource. Only this module knows axum and status codes.
 
 pub mod conn;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod guard;
@@ -30,7 +31,7 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct RequestId(pub Uuid);
 
 pub fn router(app: App) -> Router {
-    common_layers(Router::new().merge(resources::routes(&app)).merge(openapi::routes())).with_state(app)
+    common_layers(Router::new().merge(resources::routes(&app)).merge(openapi::routes()).merge(console::routes())).with_state(app)
 }
 
 /// Fallbacks and the layers every route shares: the 404/405 bodies, the panic catcher (a panic

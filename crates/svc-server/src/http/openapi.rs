@@ -187,6 +187,15 @@ fn operations() -> Vec<Op> {
         .body("Code")
         .ok(200, Json("Generic")),
     );
+    o.push(
+        op(
+            "post",
+            "/api/v1/me/sign-out",
+            "Sign out: end every session of the signed-in user (ext)",
+            me,
+        )
+        .ok(204, Empty),
+    );
     let sp = Perm("Sign On Policy", false);
     o.push(op("get", "/api/v1/signin-policies", "Sign-in policies (§3.19)", sp).ok(200, Json("Object")));
     o.push(
@@ -415,6 +424,15 @@ fn operations() -> Vec<Op> {
         (201, Json("Entity")),
         204,
         Some(204),
+    );
+    o.push(
+        op(
+            "get",
+            "/api/v1/sso/providers",
+            "Identity providers offered for sign-in, by name (ext)",
+            Public,
+        )
+        .ok(200, Json("SsoProviders")),
     );
     o.push(op("get", "/api/v1/sso/login/{idpId}", "Start SSO sign-in (§2.3)", Public).ok(302, Redirect));
     o.push(
@@ -994,6 +1012,9 @@ fn schemas() -> Value {
         "Login": {"type": "object", "required": ["email", "password"],
             "properties": {"email": {"type": "string"}, "password": {"type": "string"}, "totpCode": {"type": "string"}}},
         "Code": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},
+        "SsoProviders": {"type": "object", "required": ["providers"],
+            "properties": {"providers": {"type": "array", "items": {"type": "object", "required": ["externalId", "name"],
+                "properties": {"externalId": {"type": "string", "format": "uuid"}, "name": {"type": "string"}}}}}},
         "Note": {"type": "object", "required": ["note"], "properties": {"note": {"type": "string"}}},
         "TotpEnrolment": {"type": "object", "required": ["id", "secret", "otpauthUri"],
             "properties": {"id": {"type": "string", "format": "uuid"}, "secret": {"type": "string"}, "otpauthUri": {"type": "string"}}},
