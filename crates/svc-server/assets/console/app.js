@@ -59,6 +59,8 @@ function makeCan(rights) {
 
 function Shell({ route, session }) {
   const { path } = route;
+  // Below 900 px the navigation folds behind a Menu button (console.css).
+  const [menu, setMenu] = useState(false);
   const parts = path.split('/').filter(Boolean);
   let page;
   const [head, second] = parts;
@@ -88,11 +90,14 @@ function Shell({ route, session }) {
       </div>
     </header>
     <div class="body">
-      <nav aria-label="Main" class="side">
+      <nav aria-label="Main" class=${menu ? 'side open' : 'side'}>
+        <button type="button" class="secondary small menu-toggle" aria-expanded=${menu ? 'true' : 'false'} aria-controls="nav-groups" onClick=${() => setMenu(!menu)}>Menu</button>
+        <div id="nav-groups" onClick=${e => { if (e.target.closest('a')) setMenu(false); }}>
         ${NAV.map(g => html`<div class="nav-group">
           ${g.group && html`<h2 class="nav-h">${g.group}</h2>`}
           <ul>${g.links.map(([to, label]) => html`<li><${Link} to=${to} aria-current=${current === to ? 'page' : undefined}>${label}</${Link}></li>`)}</ul>
         </div>`)}
+        </div>
       </nav>
       <main id="main" tabindex="-1">${page}</main>
     </div>

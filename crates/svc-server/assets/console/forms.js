@@ -128,7 +128,7 @@ function Control({ f, value, item, root, path, set, err, mode }) {
   const error = errorAt(err, path);
   const desc = described(id, f.hint, error);
   const req = f.required && f.kind !== 'secret';
-  const label = html`<label for=${id}>${f.label}${f.required ? html`<span class="req" aria-hidden="true"> *</span>` : ''}</label>`;
+  const label = html`<span class="label-row"><label for=${id}>${f.label}</label>${f.required ? html`<span class="req" aria-hidden="true">*</span>` : ''}</span>`;
   const common = { id, 'aria-describedby': desc, 'aria-invalid': error ? 'true' : undefined };
   switch (f.kind) {
     case 'text':
@@ -181,7 +181,7 @@ function Secret({ f, value, set, id, error, mode, desc }) {
       ${error && html`<span class="field-error">${error}</span>`}</div>`;
   }
   const Tag = f.textarea ? 'textarea' : 'input';
-  return html`<div class="field"><label for=${id}>${mode === 'create' ? f.label : `New ${f.label.toLowerCase()}`}${f.required && mode === 'create' ? html`<span class="req" aria-hidden="true"> *</span>` : ''}</label>
+  return html`<div class="field"><span class="label-row"><label for=${id}>${mode === 'create' ? f.label : `New ${f.label.toLowerCase()}`}</label>${f.required && mode === 'create' ? html`<span class="req" aria-hidden="true">*</span>` : ''}</span>
     ${f.textarea
       ? html`<textarea ref=${input} id=${id} rows="4" class="secret" aria-describedby=${desc} spellcheck="false" autocomplete="off" value=${value ?? ''} onInput=${e => set(e.currentTarget.value)}></textarea>`
       : html`<input ref=${input} id=${id} type="password" autocomplete="new-password" aria-describedby=${desc} required=${f.required && mode === 'create'} value=${value ?? ''} onInput=${e => set(e.currentTarget.value)} />`}
@@ -231,7 +231,7 @@ function RefPicker({ f, value, set, id, error, desc, root }) {
   const fam = FAMILY[f.ref.family];
   const items = opts ? opts.items : [];
   const known = !value || items.some(e => e.externalId === value);
-  return html`<div class="field"><label for=${id}>${f.label}${f.required ? html`<span class="req" aria-hidden="true"> *</span>` : ''}</label>
+  return html`<div class="field"><span class="label-row"><label for=${id}>${f.label}</label>${f.required ? html`<span class="req" aria-hidden="true">*</span>` : ''}</span>
     ${opts && opts.total > items.length && html`<input type="search" class="ref-search" aria-label=${`Search ${fam.title.toLowerCase()}`} placeholder=${`Search ${fam.title.toLowerCase()}…`} value=${search} onInput=${e => setSearch(e.currentTarget.value)} />`}
     <select id=${id} aria-describedby=${desc} aria-invalid=${error ? 'true' : undefined} required=${f.required} value=${value || ''} onChange=${e => set(e.currentTarget.value || null)}>
       <option value="">${opts ? (items.length ? `Choose a ${fam.singular}…` : `No ${fam.title.toLowerCase()} yet`) : 'Loading…'}</option>

@@ -26,12 +26,30 @@ const FILES: &[(&str, &[u8])] = &[
     ("families.js", include_bytes!("../../assets/console/families.js")),
     ("forms.js", include_bytes!("../../assets/console/forms.js")),
     ("ui.js", include_bytes!("../../assets/console/ui.js")),
-    ("pages/entities.js", include_bytes!("../../assets/console/pages/entities.js")),
-    ("pages/events.js", include_bytes!("../../assets/console/pages/events.js")),
-    ("pages/explain.js", include_bytes!("../../assets/console/pages/explain.js")),
-    ("pages/overview.js", include_bytes!("../../assets/console/pages/overview.js")),
-    ("pages/signin.js", include_bytes!("../../assets/console/pages/signin.js")),
-    ("pages/settings.js", include_bytes!("../../assets/console/pages/settings.js")),
+    (
+        "pages/entities.js",
+        include_bytes!("../../assets/console/pages/entities.js"),
+    ),
+    (
+        "pages/events.js",
+        include_bytes!("../../assets/console/pages/events.js"),
+    ),
+    (
+        "pages/explain.js",
+        include_bytes!("../../assets/console/pages/explain.js"),
+    ),
+    (
+        "pages/overview.js",
+        include_bytes!("../../assets/console/pages/overview.js"),
+    ),
+    (
+        "pages/signin.js",
+        include_bytes!("../../assets/console/pages/signin.js"),
+    ),
+    (
+        "pages/settings.js",
+        include_bytes!("../../assets/console/pages/settings.js"),
+    ),
     ("console.css", include_bytes!("../../assets/console/console.css")),
     ("favicon.svg", include_bytes!("../../assets/console/favicon.svg")),
     (
@@ -42,8 +60,14 @@ const FILES: &[(&str, &[u8])] = &[
         "vendor/preact-hooks-11.2.0.mjs",
         include_bytes!("../../assets/console/vendor/preact-hooks-11.2.0.mjs"),
     ),
-    ("vendor/htm-3.1.1.mjs", include_bytes!("../../assets/console/vendor/htm-3.1.1.mjs")),
-    ("vendor/LICENSES.txt", include_bytes!("../../assets/console/vendor/LICENSES.txt")),
+    (
+        "vendor/htm-3.1.1.mjs",
+        include_bytes!("../../assets/console/vendor/htm-3.1.1.mjs"),
+    ),
+    (
+        "vendor/LICENSES.txt",
+        include_bytes!("../../assets/console/vendor/LICENSES.txt"),
+    ),
 ];
 
 const INDEX: &str = include_str!("../../assets/console/index.html");
@@ -112,7 +136,10 @@ async fn root(req: Request) -> Response {
 
 async fn index() -> Response {
     let mut r = (
-        [(header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
         built().index.clone(),
     )
         .into_response();
@@ -140,7 +167,11 @@ async fn asset(Path((hash, file)): Path<(String, String)>, headers: HeaderMap) -
         secure(&mut r, "public, max-age=31536000, immutable");
         return r;
     }
-    let mut r = ([(header::CONTENT_TYPE, HeaderValue::from_static(content_type(&file)))], *bytes).into_response();
+    let mut r = (
+        [(header::CONTENT_TYPE, HeaderValue::from_static(content_type(&file)))],
+        *bytes,
+    )
+        .into_response();
     if let Ok(v) = HeaderValue::from_str(&etag) {
         r.headers_mut().insert(header::ETAG, v);
     }

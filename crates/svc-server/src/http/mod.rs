@@ -31,7 +31,13 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct RequestId(pub Uuid);
 
 pub fn router(app: App) -> Router {
-    common_layers(Router::new().merge(resources::routes(&app)).merge(openapi::routes()).merge(console::routes())).with_state(app)
+    common_layers(
+        Router::new()
+            .merge(resources::routes(&app))
+            .merge(openapi::routes())
+            .merge(console::routes()),
+    )
+    .with_state(app)
 }
 
 /// Fallbacks and the layers every route shares: the 404/405 bodies, the panic catcher (a panic

@@ -321,9 +321,11 @@ export function NewPage({ family: f }) {
   const { query } = useRoute();
   useTitle(`New ${f.singular}`);
   const variants = f.variants ? Object.entries(f.variants) : [];
-  const [variant, setVariant] = useState(query.get('type') || (variants.length === 1 ? variants[0][0] : ''));
+  const first = query.get('type') || (variants.length === 1 ? variants[0][0] : '');
+  const [state, setState] = useState(() => (f.discriminator ? { ...initial(fieldsOf(f, first)), [f.discriminator]: first } : initial(fieldsOf(f, first))));
+  // The discriminator lives in the state: fields shown per variant read it (`when`, options).
+  const variant = f.discriminator ? state[f.discriminator] || '' : '';
   const fields = fieldsOf(f, variant);
-  const [state, setState] = useState(() => initial(fieldsOf(f, variant)));
   const [err, setErr] = useState(null);
   const [busy, setBusy] = useState(false);
 
@@ -336,14 +338,14 @@ export function NewPage({ family: f }) {
     }, setErr);
   }, []);
 
-  const pick = v => { setVariant(v); setState(s => ({ ...initial(fieldsOf(f, v)), name: s.name, description: s.description, isActive: s.isActive ?? true })); setErr(null); };
+  const pick = v => { setState(s => ({ ...initial(fieldsOf(f, v)), name: s.name, description: s.description, isActive: s.isActive ?? true, [f.discriminator]: v })); setErr(null); };
   const may = session.can(f.perm, true, f.scope === 'global' ? undefined : session.rs);
   const onSave = async ev => {
     ev.preventDefault();
     if (f.discriminator && !variant) { setErr(new Error(`Choose a ${(f.variantLabel || 'type').toLowerCase()} first.`)); return; }
     setBusy(true); setErr(null);
     try {
-      const s = await save(f, session, { ...state, [f.discriminator]: variant }, fields, null);
+      const s = await save(f, session, state, fields, null);
       navigate(href(`${f.key}/${s.id}${s.warn ? `?warn=${encodeURIComponent(s.warn)}` : ''}`));
     } catch (x) { setErr(x); } finally { setBusy(false); }
   };
@@ -354,7 +356,7 @@ export function NewPage({ family: f }) {
     ${f.scope !== 'global' && html`<p class="muted small">In resource set <strong>${session.rsName}</strong>.</p>`}
     <${Alert} error=${err} />
     <form class="entity-form" onSubmit=${onSave} novalidate>
-      ${f.discriminator && html`<div class="field"><label for="variant">${f.variantLabel || 'Type'}<span class="req" aria-hidden="true"> *</span></label>
+      ${f.discriminator && html`<div class="field"><span class="label-row"><label for="variant">${f.variantLabel || 'Type'}</label><span class="req" aria-hidden="true">*</span></span>
         <select id="variant" required value=${variant} onChange=${e => pick(e.currentTarget.value)}>
           <option value="">Choose…</option>
           ${variants.map(([k, v]) => html`<option value=${k}>${v.label || k}</option>`)}

@@ -101,10 +101,10 @@ function Denials({ session }) {
   return html`<section aria-labelledby="den-h"><h2 id="den-h">Most frequent denial reasons, last 24 hours</h2>
     ${r.error ? html`<${Alert} error=${r.error} />` : !r.data ? html`<${Loading} what="Reading denials" />`
       : r.data.rows.length === 0 ? html`<${Empty}><p>No denials in the last 24 hours.</p></${Empty}>`
-      : html`<table><thead><tr><th scope="col">Reason</th><th scope="col" class="num">Events</th><th scope="col">Latest</th></tr></thead><tbody>
+      : html`<div class="table-wrap"><table><thead><tr><th scope="col">Reason</th><th scope="col" class="num">Events</th><th scope="col">Latest</th></tr></thead><tbody>
         ${r.data.rows.map(x => html`<tr><td><strong>${x.reason}</strong><div class="small muted">${reasonText(x.reason) || ''}</div></td><td class="num">${x.n}</td>
-          <td><${Link} to=${`events/authorization/${x.latest.meta.eventId}`} aria-label=${`Latest ${x.reason} event`}><${Time} value=${x.latest.meta.timestamp} /></${Link}></td></tr>`)}
-        </tbody></table>
+          <td><${Link} to=${`events/authorization/${x.latest.meta.eventId}`}><${Time} value=${x.latest.meta.timestamp} /><span class="sr-only"> (the latest ${x.reason} event)</span></${Link}></td></tr>`)}
+        </tbody></table></div>
         <p class="small"><${Link} to="events?severity=Warning">All denied events</${Link}>${r.data.total > r.data.sampled ? ` (counted over the newest ${r.data.sampled} of ${r.data.total})` : ''}</p>`}
   </section>`;
 }
