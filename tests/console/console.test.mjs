@@ -71,6 +71,12 @@ function totp(secret, step = Math.floor(Date.now() / 30000)) {
   return String((h.readUInt32BE(o) & 0x7fffffff) % 1e6).padStart(6, '0');
 }
 
+/** Waits while the current TOTP step ends within 3 s. */
+async function awayFromStepEnd() {
+  const left = 30000 - (Date.now() % 30000);
+  if (left < 3000) await new Promise(r => setTimeout(r, left + 200));
+}
+
 async function mockIdToken(sub) {
   const form = new URLSearchParams({ grant_type: 'password', username: 'job', client_id: 'svc', claim_sub: JSON.stringify(sub), claim_aud: JSON.stringify(base) });
   const r = await fetch(`${MOCK}/token`, { method: 'POST', body: form });
@@ -194,8 +200,12 @@ test('sign-in with password and TOTP, by keyboard alone', async () => {
   const en = await call('POST', '/api/v1/me/totp');
   assert.equal(en.status, 201);
   totpSeed = en.json.secret;
-  // Verified with the previous step's code, so the current step is still unspent for sign-in.
-  assert.equal((await call('POST', `/api/v1/me/totp/${en.json.id}/verify`, { code: totp(totpSeed, Math.floor(Date.now() / 30000) - 1) })).status, 200);
+  // Verified with the previous step's code, so the current step is still unspent for sign-in
+  // (the server accepts ±1 step); never within 3 s of a step's end, where the two clocks' steps
+  // could differ.
+  await awayFromStepEnd();
+  const v = await call('POST', `/api/v1/me/totp/${en.json.id}/verify`, { code: totp(totpSeed, Math.floor(Date.now() / 30000) - 1) });
+  assert.equal(v.status, 200, JSON.stringify(v.json));
   assert.equal((await call('PUT', '/api/v1/signin-policies/mfa', { mfaRequired: true })).status, 200);
 
   admin = await newPage();
@@ -205,7 +215,7 @@ test('sign-in with password and TOTP, by keyboard alone', async () => {
   await shot(admin, 'sign-in');
   await axe(admin, 'sign-in');
   // Focus starts in Email; Tab to Password; Enter submits.
-  assert.equal(await admin.evaluate(() => document.activeElement.id), 'email');
+  await admin.waitForFunction(() => document.activeElement.id === 'email');
   await admin.keyboard.type(ADMIN.email);
   await admin.keyboard.press('Tab');
   assert.equal(await admin.evaluate(() => document.activeElement.id), 'password');
@@ -221,8 +231,9 @@ test('sign-in with password and TOTP, by keyboard alone', async () => {
   // The account needs TOTP: Code and Verify, with the focus on Code.
   const code = admin.getByRole('textbox', { name: 'Code' });
   await code.waitFor();
-  assert.equal(await admin.evaluate(() => document.activeElement.id), 'code');
+  await admin.waitForFunction(() => document.activeElement.id === 'code');
   await shot(admin, 'sign-in-totp');
+  await awayFromStepEnd();
   await admin.keyboard.type(totp(totpSeed));
   await admin.keyboard.press('Tab');
   assert.equal(await admin.evaluate(() => document.activeElement.textContent), 'Verify');
@@ -297,7 +308,7 @@ test('a full policy chain created through the forms issues a credential at /edge
   // The secret shows as set, never its value, with a Replace action.
   assert.equal(await p.locator('body').innerText().then(t => t.includes(API_KEY)), false, 'the API key is not shown');
   await p.getByText('set', { exact: true }).waitFor();
-  await p.getByRole('button', { name: 'Replace api key' }).waitFor();
+  await p.getByRole('button', { name: 'Replace API key' }).waitFor();
   await shot(p, 'credential-provider', { full: true });
 
   // Access policy: the chain, references picked by name.

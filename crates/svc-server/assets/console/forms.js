@@ -7,7 +7,8 @@ import { html, Link, Time } from './ui.js';
 import { api, list as apiList } from './api.js';
 import { FAMILY, PERMISSIONS, READ_ONLY_PERMISSIONS } from './families.js';
 
-let uid = 0;
+/** `API key` stays, `Client secret` → `client secret` (inside a sentence). */
+const lower = s => (/^[A-Z][A-Z]/.test(s) ? s : s.charAt(0).toLowerCase() + s.slice(1));
 const idOf = path => `f-${path.replace(/[^A-Za-z0-9]+/g, '-')}`;
 
 const visible = (f, item, root) => !f.when || f.when(item || {}, root || {});
@@ -177,11 +178,11 @@ function Secret({ f, value, set, id, error, mode, desc }) {
   if (!replacing) {
     return html`<div class="field"><span class="label" id=${`${id}-l`}>${f.label}</span>
       <div class="secret-row"><span class="badge ok" id=${`${id}-status`}>${status === 'set' ? 'set' : status}</span>
-      <button type="button" class="secondary small" onClick=${() => setReplacing(true)} aria-describedby=${`${id}-l`}>Replace ${f.label.toLowerCase()}</button></div>
+      <button type="button" class="secondary small" onClick=${() => setReplacing(true)} aria-describedby=${`${id}-l`}>Replace ${lower(f.label)}</button></div>
       ${error && html`<span class="field-error">${error}</span>`}</div>`;
   }
   const Tag = f.textarea ? 'textarea' : 'input';
-  return html`<div class="field"><span class="label-row"><label for=${id}>${mode === 'create' ? f.label : `New ${f.label.toLowerCase()}`}</label>${f.required && mode === 'create' ? html`<span class="req" aria-hidden="true">*</span>` : ''}</span>
+  return html`<div class="field"><span class="label-row"><label for=${id}>${mode === 'create' ? f.label : `New ${lower(f.label)}`}</label>${f.required && mode === 'create' ? html`<span class="req" aria-hidden="true">*</span>` : ''}</span>
     ${f.textarea
       ? html`<textarea ref=${input} id=${id} rows="4" class="secret" aria-describedby=${desc} spellcheck="false" autocomplete="off" value=${value ?? ''} onInput=${e => set(e.currentTarget.value)}></textarea>`
       : html`<input ref=${input} id=${id} type="password" autocomplete="new-password" aria-describedby=${desc} required=${f.required && mode === 'create'} value=${value ?? ''} onInput=${e => set(e.currentTarget.value)} />`}
@@ -260,7 +261,7 @@ function RefsPicker({ f, value, set, id, error }) {
     ${opts && opts.total > items.length && html`<input type="search" class="ref-search" aria-label=${`Search ${fam.title.toLowerCase()}`} placeholder=${`Search ${fam.title.toLowerCase()}…`} value=${search} onInput=${e => setSearch(e.currentTarget.value)} />`}
     <label for=${id} class="sub">Add ${fam.singular}</label>
     <select id=${id} value="" onChange=${e => { const v = e.currentTarget.value; if (v) set([...value, v]); e.currentTarget.value = ''; }}>
-      <option value="">${opts ? (left.length ? `Add a ${fam.singular}…` : `No more ${fam.title.toLowerCase()}`) : 'Loading…'}</option>
+      <option value="">${opts ? (left.length ? `Add a ${fam.singular}…` : items.length ? `No more ${fam.title.toLowerCase()}` : `No ${fam.title.toLowerCase()} yet`) : 'Loading…'}</option>
       ${left.map(e => html`<option value=${e.externalId}>${fam.display(e)}${e.isActive === false ? ' (inactive)' : ''}</option>`)}
     </select>
     <${Help} id=${id} hint=${f.hint} error=${error} /></fieldset>`;

@@ -134,7 +134,7 @@ export function EventsPage() {
               <td><${Outcome} value=${ev.outcome && ev.outcome.result} /></td>
               <td>${reason ? html`<span title=${reasonText(reason) || ''}>${reason}</span>` : html`<span class="muted">—</span>`}</td>
               <td class="mono">${ev.meta.clientIP || '—'}</td>
-              <td class="small">${[ev.clientWorkload && ev.clientWorkload.name, ev.serverWorkload && ev.serverWorkload.name].filter(Boolean).join(' → ')}${ev.accessPolicy ? html`<div class="muted">${ev.accessPolicy.name}</div>` : ''}${!ev.clientWorkload && ev.trustProviders && ev.trustProviders[0] ? html`<div class="muted">${ev.trustProviders[0].name}</div>` : ''}</td>
+              <td class="small">${[ev.clientWorkload && ev.clientWorkload.name, ev.serverWorkload && ev.serverWorkload.name].filter(Boolean).join(' → ')}${ev.accessPolicy ? html`<div class="muted">${ev.accessPolicy.name}</div>` : ''}${!ev.clientWorkload && ev.trustProviders && ev.trustProviders[0] ? html`<div class="muted">${ev.trustProviders[0].name}</div>` : ''}${ev.credentialProvider ? html`<div class="muted">${ev.credentialProvider.name} (${ev.credentialProvider.result})</div>` : ''}</td>
             </tr>`;
           })}</tbody>` : html`<thead><tr><th scope="col">Time</th><th scope="col">Event type</th><th scope="col">Result</th><th scope="col">Reason</th><th scope="col">Client IP</th><th scope="col">Protocol</th></tr></thead>
           <tbody>${r.data.items.map(ev => {
@@ -222,7 +222,9 @@ export function EventPage({ kind, id }) {
   const denied = ev.outcome && (ev.outcome.result === 'Unauthorized' || ev.outcome.result === 'Error');
   const net = (ev.clientRequest && ev.clientRequest.network) || {};
   const tp = ev.trustProviders && ev.trustProviders.find(t => t.result === 'Attested') || (ev.trustProviders || [])[0];
-  const explain = `why-denied?${new URLSearchParams({ event: ev.meta.eventId, ...(net.targetHost ? { host: net.targetHost } : {}), ...(net.targetPort ? { port: net.targetPort } : {}), ...(tp ? { tp: tp.id } : {}) })}`;
+  // The edge client ID the workload used is among the facts (environment.svc.clientId).
+  const cid = ev.environment && ev.environment.svc && ev.environment.svc.clientId;
+  const explain = `why-denied?${new URLSearchParams({ event: ev.meta.eventId, ...(net.targetHost ? { host: net.targetHost } : {}), ...(net.targetPort ? { port: net.targetPort } : {}), ...(cid ? { client: cid } : tp ? { tp: tp.id } : {}) })}`;
   const env = flatten(ev.environment);
   return html`<div class="page">
     <p class="crumbs"><${Link} to="events">Authorization events</${Link}> ›</p>

@@ -7,7 +7,7 @@ import { useState, useEffect, useRef } from '../vendor/preact-hooks-11.2.0.mjs';
 import { html, Link, useRoute, useSession, Alert, Loading, Outcome, useTitle, Time } from '../ui.js';
 import { api, list } from '../api.js';
 import { RefName } from '../forms.js';
-import { REASONS, reasonText, eventReason } from './events.js';
+import { reasonText, eventReason } from './events.js';
 
 const TYPES = ['ApiKey', 'UsernamePassword', 'OAuthToken', 'CloudAStsFederation', 'CloudCWorkloadIdentityFederation', 'X509Svid'];
 const STEP_LABELS = {
@@ -54,7 +54,7 @@ export function ExplainPage() {
   const { query } = useRoute();
   const session = useSession();
   useTitle('Why denied?');
-  const [clientId, setClientId] = useState('');
+  const [clientId, setClientId] = useState(query.get('client') || '');
   const [evidence, setEvidence] = useState('');
   const [host, setHost] = useState(query.get('host') || '');
   const [port, setPort] = useState(query.get('port') || '');
@@ -142,7 +142,7 @@ function Answer({ a, answerRef, recorded }) {
   return html`<section class="answer" aria-labelledby="answer-h">
     <h2 id="answer-h" tabindex="-1" ref=${answerRef}>Answer: ${a.status} ${ok ? '— the credential would be issued' : '— denied'}</h2>
     <div class=${ok ? 'verdict ok' : 'verdict bad'}>
-      <p><span class="mono">/edge/v1/credentials</span> would answer <strong>${a.status}</strong>${a.reason ? html` with reason <strong>${a.reason}</strong>` : ''}${a.message ? html` and the message “${a.message}”` : ''}.</p>
+      <p><span class="mono">/edge/v1/credentials</span> would answer <strong>${a.status}</strong>${a.reason ? html` with reason <strong>${a.reason}</strong>` : ''}${a.message ? html` and the message “${a.message.replace(/\.$/, '')}”` : ''}.</p>
       ${a.reason && reasonText(a.reason) && html`<p>${reasonText(a.reason)}</p>`}
       ${failing && html`<p>Failing step: <strong>${failing.step}. ${STEP_LABELS[failing.name] || failing.name}</strong>${failing.reason && failing.reason !== a.reason ? ` (${failing.reason})` : ''}.${FIX[failing.reason] ? ` ${FIX[failing.reason]}` : ''}</p>`}
       ${recorded !== undefined && recorded !== null && html`<p class="small">The stored event recorded <strong>${recorded}</strong>${recorded === a.reason ? ': today\'s configuration still denies it for the same reason.' : a.reason ? `; today the reason is ${a.reason}: the configuration changed since.` : '; today it would be allowed: the configuration changed since.'}</p>`}
