@@ -25,7 +25,7 @@ pub fn routes() -> Router<App> {
 async fn providers(State(app): State<App>) -> Response {
     let st = app.state();
     let mut list: Vec<_> = st.sso_idps.values().filter(|i| i.offers_sign_in()).collect();
-    list.sort_by(|a, b| (a.meta.name.to_lowercase(), a.meta.id).cmp(&(b.meta.name.to_lowercase(), b.meta.id)));
+    list.sort_by_key(|a| (a.meta.name.to_lowercase(), a.meta.id));
     let providers: Vec<_> = list
         .iter()
         .map(|i| serde_json::json!({"externalId": i.meta.id, "name": i.meta.name}))
