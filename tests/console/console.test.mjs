@@ -578,3 +578,24 @@ test('dark and narrow: the same pages, usable at 390 px wide', async () => {
   await p.context().close();
   assert.deepEqual(admin.problems, []);
 });
+
+test('sign-in offers one button per SSO identity provider, and shows how an SSO sign-in failed', async () => {
+  const idp = await call('POST', '/api/v1/sso-idps', { type: 'OIDCv1', name: 'Acme SSO', isActive: true, userAccessEnabled: true, oidcBaseURL: 'https://idp.example.test', clientId: 'svc-console', scopes: 'openid email', authType: 'ClientSecret', clientSecret: 'console-test-secret' });
+  assert.equal(idp.status, 201, JSON.stringify(idp.json));
+  await call('POST', '/api/v1/sso-idps', { type: 'OIDCv1', name: 'Not offered', isActive: true, userAccessEnabled: false, oidcBaseURL: 'https://idp.example.test', clientId: 'x', scopes: 'openid', authType: 'ClientSecret', clientSecret: 'console-test-secret' });
+  const p = await newPage();
+  // The SSO callback's failure comes back in the fragment (issue 31), never to a server.
+  await go(p, '#sso-error=The%20identity%20provider%20refused%20the%20sign-in.');
+  await p.getByRole('alert').filter({ hasText: 'Single sign-on failed: The identity provider refused the sign-in.' }).waitFor();
+  assert.equal(new URL(p.url()).hash, '', 'the fragment is removed from the address');
+  const button = p.getByRole('button', { name: 'Sign in with Acme SSO' });
+  await button.waitFor();
+  assert.equal(await p.getByRole('button', { name: /^Sign in with / }).count(), 1);
+  await shot(p, 'sign-in-sso');
+  await axe(p, 'sign-in with SSO');
+  // The button starts the flow at the API, asking for the console as the end.
+  const [req] = await Promise.all([p.waitForRequest(r => r.url().includes('/api/v1/sso/login/')), button.click()]);
+  assert.equal(new URL(req.url()).pathname, `/api/v1/sso/login/${idp.json.externalId}`);
+  assert.equal(new URL(req.url()).searchParams.get('redirect'), 'console');
+  await p.context().close();
+});

@@ -3,12 +3,11 @@
 // its JSON path names, and renders the same fields read-only for roles that may not write.
 
 import { useState, useEffect, useRef } from './vendor/preact-hooks-11.2.0.mjs';
-import { html, Link, Time } from './ui.js';
+import { html, Link, Time, lower } from './ui.js';
 import { api, list as apiList } from './api.js';
 import { FAMILY, PERMISSIONS, READ_ONLY_PERMISSIONS } from './families.js';
 
-/** `API key` stays, `Client secret` → `client secret` (inside a sentence). */
-const lower = s => (/^[A-Z][A-Z]/.test(s) ? s : s.charAt(0).toLowerCase() + s.slice(1));
+
 const idOf = path => `f-${path.replace(/[^A-Za-z0-9]+/g, '-')}`;
 
 const visible = (f, item, root) => !f.when || f.when(item || {}, root || {});
@@ -233,9 +232,9 @@ function RefPicker({ f, value, set, id, error, desc, root }) {
   const items = opts ? opts.items : [];
   const known = !value || items.some(e => e.externalId === value);
   return html`<div class="field"><span class="label-row"><label for=${id}>${f.label}</label>${f.required ? html`<span class="req" aria-hidden="true">*</span>` : ''}</span>
-    ${opts && opts.total > items.length && html`<input type="search" class="ref-search" aria-label=${`Search ${fam.title.toLowerCase()}`} placeholder=${`Search ${fam.title.toLowerCase()}…`} value=${search} onInput=${e => setSearch(e.currentTarget.value)} />`}
+    ${opts && opts.total > items.length && html`<input type="search" class="ref-search" aria-label=${`Search ${lower(fam.title)}`} placeholder=${`Search ${lower(fam.title)}…`} value=${search} onInput=${e => setSearch(e.currentTarget.value)} />`}
     <select id=${id} aria-describedby=${desc} aria-invalid=${error ? 'true' : undefined} required=${f.required} value=${value || ''} onChange=${e => set(e.currentTarget.value || null)}>
-      <option value="">${opts ? (items.length ? `Choose a ${fam.singular}…` : `No ${fam.title.toLowerCase()} yet`) : 'Loading…'}</option>
+      <option value="">${opts ? (items.length ? `Choose a ${fam.singular}…` : `No ${lower(fam.title)} yet`) : 'Loading…'}</option>
       ${!known && html`<option value=${value}>${nameCache.get(value) || value}</option>`}
       ${items.map(e => html`<option value=${e.externalId}>${fam.display(e)}${e.isActive === false ? ' (inactive)' : ''}</option>`)}
     </select>
@@ -258,10 +257,10 @@ function RefsPicker({ f, value, set, id, error }) {
     ${value.length === 0 ? html`<p class="muted">None.</p>` : html`<ul class="chips">${value.map(v => html`<li>
       <${RefName} family=${f.ref.family} id=${v} />
       <button type="button" class="icon" aria-label=${`Remove ${nameCache.get(v) || v} from ${f.label.toLowerCase()}`} onClick=${() => set(value.filter(x => x !== v))}>×</button></li>`)}</ul>`}
-    ${opts && opts.total > items.length && html`<input type="search" class="ref-search" aria-label=${`Search ${fam.title.toLowerCase()}`} placeholder=${`Search ${fam.title.toLowerCase()}…`} value=${search} onInput=${e => setSearch(e.currentTarget.value)} />`}
+    ${opts && opts.total > items.length && html`<input type="search" class="ref-search" aria-label=${`Search ${lower(fam.title)}`} placeholder=${`Search ${lower(fam.title)}…`} value=${search} onInput=${e => setSearch(e.currentTarget.value)} />`}
     <label for=${id} class="sub">Add ${fam.singular}</label>
     <select id=${id} value="" onChange=${e => { const v = e.currentTarget.value; if (v) set([...value, v]); e.currentTarget.value = ''; }}>
-      <option value="">${opts ? (left.length ? `Add a ${fam.singular}…` : items.length ? `No more ${fam.title.toLowerCase()}` : `No ${fam.title.toLowerCase()} yet`) : 'Loading…'}</option>
+      <option value="">${opts ? (left.length ? `Add a ${fam.singular}…` : items.length ? `No more ${lower(fam.title)}` : `No ${lower(fam.title)} yet`) : 'Loading…'}</option>
       ${left.map(e => html`<option value=${e.externalId}>${fam.display(e)}${e.isActive === false ? ' (inactive)' : ''}</option>`)}
     </select>
     <${Help} id=${id} hint=${f.hint} error=${error} /></fieldset>`;

@@ -41,6 +41,9 @@ export function setQuery(q) {
   navigate(location.pathname + (s ? `?${s}` : ''), { replace: true });
 }
 
+/** Lower-case for the middle of a sentence, keeping acronyms: `API key`, `SSO identity providers`. */
+export const lower = s => (/^[A-Z][A-Z]/.test(s) ? s : s.charAt(0).toLowerCase() + s.slice(1));
+
 export function href(path) { return `${BASE}/${path}`; }
 
 export function Link({ to, children, ...rest }) {

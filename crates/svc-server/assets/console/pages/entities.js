@@ -2,7 +2,7 @@
 // the edit form, delete with a confirmation dialog, the family's actions) and the create form.
 
 import { useState, useEffect, useRef } from '../vendor/preact-hooks-11.2.0.mjs';
-import { html, Link, navigate, useRoute, setQuery, useSession, useLoad, Alert, Notice, Loading, Empty, Pager, ConfirmDialog, Time, Bool, Outcome, useTitle, CopyButton, href } from '../ui.js';
+import { html, Link, navigate, useRoute, setQuery, useSession, useLoad, Alert, Notice, Loading, Empty, Pager, ConfirmDialog, Time, Bool, Outcome, useTitle, CopyButton, href, lower } from '../ui.js';
 import { api, list } from '../api.js';
 import { fieldsOf, FAMILY } from '../families.js';
 import { Fields, FieldsView, initial, fromEntity, toDto, RefName } from '../forms.js';
@@ -87,10 +87,10 @@ export function ListPage({ family: f }) {
       <span id="filter-hint" class="hint">${f.filterHint ? `Search by ${f.filterHint}.` : 'Search by name or description, or key:value (e.g. isActive:false).'}</span>
     </form>
     ${r.error ? html`<${Alert} error=${r.error} />`
-      : !r.data ? html`<${Loading} what=${`Loading ${f.title.toLowerCase()}`} />`
+      : !r.data ? html`<${Loading} what=${`Loading ${lower(f.title)}`} />`
       : r.data.items.length === 0 ? html`<${Empty}>${filter
-          ? html`<p>No ${f.title.toLowerCase()} match “${filter}”.</p><button type="button" class="secondary" onClick=${() => { setText(''); q({ filter: '', page: 1 }); }}>Clear the filter</button>`
-          : html`<p>No ${f.title.toLowerCase()} yet${canCreate ? html` — add the first with <strong>New ${f.singular}</strong> above.` : '.'}</p>${f.readOnlyFamily ? html`<p class="muted">Drafts appear when a discovery integration finds services.</p>` : ''}`}</${Empty}>`
+          ? html`<p>No ${lower(f.title)} match “${filter}”.</p><button type="button" class="secondary" onClick=${() => { setText(''); q({ filter: '', page: 1 }); }}>Clear the filter</button>`
+          : html`<p>No ${lower(f.title)} yet${canCreate ? html` — add the first with <strong>New ${f.singular}</strong> above.` : '.'}</p>${f.readOnlyFamily ? html`<p class="muted">Drafts appear when a discovery integration finds services.</p>` : ''}`}</${Empty}>`
       : html`<div class="table-wrap" aria-busy=${r.loading ? 'true' : 'false'}><table>
           <caption class="sr-only">${f.title}, ${r.data.total} in all, sorted by ${field} ${dir || 'asc'}</caption>
           <thead><tr><${Th} label=${f.nameField === 'email' ? 'Name' : 'Name'} sort=${f.nameField === 'email' ? 'lastName' : 'name'} />${f.columns.map(c => html`<${Th} label=${c.label} sort=${c.sort} num=${c.num} />`)}${showRs && html`<th scope="col">Resource set</th>`}</tr></thead>
@@ -167,9 +167,9 @@ export function EntityPage({ family: f, id }) {
   const fields = fieldsOf(f, variant);
   useEffect(() => { if (e) setState(fromEntity(fields, e)); }, [e]);
 
-  if (r.error) return html`<div class="page"><h1>${cap(f.singular)}</h1><${Alert} error=${r.error} /><p><${Link} to=${f.key}>Back to ${f.title.toLowerCase()}</${Link}></p></div>`;
+  if (r.error) return html`<div class="page"><h1>${cap(f.singular)}</h1><${Alert} error=${r.error} /><p><${Link} to=${f.key}>Back to ${lower(f.title)}</${Link}></p></div>`;
   if (r.loading && !e) return html`<div class="page"><${Loading} what=${`Loading the ${f.singular}`} /></div>`;
-  if (!e) return html`<div class="page"><h1>${cap(f.singular)} not found</h1><p>It may have been deleted, or it belongs to another resource set than <strong>${session.rsName}</strong>. <${Link} to=${f.key}>Back to ${f.title.toLowerCase()}</${Link}></p></div>`;
+  if (!e) return html`<div class="page"><h1>${cap(f.singular)} not found</h1><p>It may have been deleted, or it belongs to another resource set than <strong>${session.rsName}</strong>. <${Link} to=${f.key}>Back to ${lower(f.title)}</${Link}></p></div>`;
 
   const write = mayWrite(f, session, e);
   const onSave = async ev => {
@@ -352,7 +352,7 @@ export function NewPage({ family: f }) {
   return html`<div class="page">
     <p class="crumbs"><${Link} to=${f.key}>${f.title}</${Link}> <span aria-hidden="true">›</span></p>
     <h1>New ${f.singular}</h1>
-    ${!may && html`<${Notice}>Your role may not create ${f.title.toLowerCase()} in this resource set; the service will refuse it.</${Notice}>`}
+    ${!may && html`<${Notice}>Your role may not create ${lower(f.title)} in this resource set; the service will refuse it.</${Notice}>`}
     ${f.scope !== 'global' && html`<p class="muted small">In resource set <strong>${session.rsName}</strong>.</p>`}
     <${Alert} error=${err} />
     <form class="entity-form" onSubmit=${onSave} novalidate>

@@ -255,12 +255,12 @@ export function EventPage({ kind, id }) {
 
 /** The family whose entities an audit category names (for links to the target). */
 const CATEGORY_FAMILY = {
-  AccessConditions: 'access-conditions', AccessPolicies: 'access-policies', AgentControllers: 'agent-controllers', ClientWorkloads: 'client-workloads',
+  Authentication: 'users', AccessConditions: 'access-conditions', AccessPolicies: 'access-policies', AgentControllers: 'agent-controllers', ClientWorkloads: 'client-workloads',
   ContentSecurity: 'content-security', CredentialProviders: 'credential-providers', CredentialProviderIntegrations: 'credential-integrations',
   DiscoveryIntegrations: 'discovery-integrations', IdentityProviders: 'sso-idps', Integrations: 'integrations', LogStreams: 'log-streams',
   ResourceSets: 'resource-sets', Roles: 'roles', Routings: 'routings', ServerWorkloads: 'server-workloads', TrustProviders: 'trust-providers', Users: 'users',
 };
-const CATEGORIES = ['', 'Authentication', ...Object.keys(CATEGORY_FAMILY), 'ComplianceSettings', 'SignOnPolicy'].sort();
+const CATEGORIES = ['', ...Object.keys(CATEGORY_FAMILY), 'ComplianceSettings', 'SignOnPolicy'].sort();
 const isUuid = s => /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s || '');
 
 function Target({ a }) {
