@@ -448,6 +448,29 @@ test('overview, audit log and the other pages render without errors', async () =
   assert.deepEqual(p.problems, []);
 });
 
+test('the resource-set switcher changes the X-Svc-ResourceSet of every call', async () => {
+  const p = admin;
+  const rs = await call('POST', '/api/v1/resource-sets', { name: 'staging', isActive: true });
+  assert.equal(rs.status, 201, JSON.stringify(rs.json));
+  const staging = rs.json.externalId;
+  await go(p, 'client-workloads');
+  await p.getByRole('table').getByRole('link', { name: 'build-job' }).waitFor();
+  const box = p.getByRole('combobox', { name: 'Resource set' });
+  const [req] = await Promise.all([
+    p.waitForRequest(r => r.url().includes('/api/v1/client-workloads?')),
+    box.selectOption({ label: 'staging' }),
+  ]);
+  assert.equal(req.headers()['x-svc-resourceset'], staging);
+  await p.getByText('No client workloads yet').waitFor();
+  await p.getByText('Resource set staging.').waitFor();
+  // The choice holds across pages and a reload (sessionStorage), until changed back.
+  await p.reload();
+  await p.getByText('No client workloads yet').waitFor();
+  assert.equal(await box.inputValue(), staging);
+  await box.selectOption({ label: 'Default' });
+  await p.getByRole('table').getByRole('link', { name: 'build-job' }).waitFor();
+});
+
 test('keyboard alone creates a client workload, and Delete asks in a dialog', async () => {
   const p = admin;
   await go(p, 'client-workloads/new');
