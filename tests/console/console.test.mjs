@@ -532,6 +532,60 @@ test('keyboard alone creates a client workload, and Delete asks in a dialog', as
   await shot(p, 'validation-error', { full: true });
 });
 
+test('entities are edited through their forms: a secret replaced, a role\'s permission grid, a user', async () => {
+  const p = admin;
+  // A description added and saved (PUT with the fetched entity sent back) stays after a reload.
+  await go(p, 'client-workloads');
+  await p.getByRole('table').getByRole('link', { name: 'build-job' }).click();
+  await heading(p, 'build-job').waitFor();
+  await p.getByRole('textbox', { name: 'Description' }).fill('The CI build job');
+  await p.getByRole('button', { name: 'Save' }).click();
+  await p.getByText('Saved.', { exact: true }).waitFor();
+  await p.reload();
+  await heading(p, 'build-job').waitFor();
+  await p.waitForFunction(() => document.querySelector('#f-description') && document.querySelector('#f-description').value === 'The CI build job');
+  // The policy saved as it is (its references read as names, written as ids) still issues.
+  await go(p, 'access-policies');
+  await p.getByRole('table').getByRole('link', { name: 'build-job to partner-api' }).click();
+  await heading(p, 'build-job to partner-api').waitFor();
+  await p.getByRole('button', { name: 'Save' }).click();
+  await p.getByText('Saved.', { exact: true }).waitFor();
+  // The API key replaced: the workload gets the new one.
+  await go(p, 'credential-providers');
+  await p.getByRole('table').getByRole('link', { name: 'partner-key' }).click();
+  await p.getByRole('button', { name: 'Replace API key' }).click();
+  await p.getByLabel('New API key').fill('pk_console_rotated');
+  await p.getByRole('button', { name: 'Save' }).click();
+  await p.getByText('Saved.', { exact: true }).waitFor();
+  const body = { client: { oidc: { identityToken: state.idToken } }, server: { transportProtocol: 'TCP', host: 'api.partner.example', port: 443 }, credentialType: 'ApiKey' };
+  const cred = await call('POST', '/edge/v1/credentials', body, state.edgeToken);
+  assert.equal(cred.status, 200, JSON.stringify(cred.json));
+  assert.equal(cred.json.data.apiKey, 'pk_console_rotated');
+  // A role: its permission grid and resource sets.
+  await go(p, 'roles/new');
+  await p.getByRole('textbox', { name: 'Name', exact: true }).fill('Workload operators');
+  await p.getByRole('checkbox', { name: 'Client Workloads: write' }).check();
+  await p.getByRole('checkbox', { name: 'Access Authorization Events: read' }).check();
+  assert.ok(await p.getByRole('checkbox', { name: 'Client Workloads: read' }).isChecked(), 'write implies read');
+  await p.getByLabel('Add resource set').selectOption({ label: 'Default' });
+  await shot(p, 'role-form', { full: true });
+  await p.getByRole('button', { name: 'Save' }).click();
+  await heading(p, 'Workload operators').waitFor();
+  const role = (await call('GET', '/api/v1/roles?filter=name:Workload operators')).json.roles[0];
+  const perms = Object.fromEntries(role.permissions.filter(x => x.read).map(x => [x.name, x.write]));
+  assert.deepEqual(perms, { 'Client Workloads': true, 'Access Authorization Events': false });
+  // A user (PUT /api/v1/users/{id}): a phone number, roles untouched.
+  await go(p, 'users');
+  await p.getByRole('table').getByRole('link', { name: 'Bootstrap Admin' }).click();
+  await p.getByRole('textbox', { name: 'Phone number' }).fill('+1 555 0100');
+  await p.getByRole('button', { name: 'Save' }).click();
+  await p.getByText('Saved.', { exact: true }).waitFor();
+  const me = (await call('GET', `/api/v1/users?filter=email:${ADMIN.email}`)).json.users[0];
+  assert.equal(me.phoneNumber, '+1 555 0100');
+  assert.equal(me.rolesDetails[0].name, 'SuperAdmin');
+  assert.deepEqual(p.problems, []);
+});
+
 test('a read-only user sees no create, edit or delete control', async () => {
   const roles = await call('GET', '/api/v1/roles?filter=name:Auditor');
   const auditor = roles.json.roles.find(r => r.name === 'Auditor' && r.isSystem);

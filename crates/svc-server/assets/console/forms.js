@@ -60,7 +60,7 @@ export function toDto(fields, state, root = state) {
       case 'select': out[f.name] = x === '' || x === undefined ? null : (f.number ? Number(x) : x); break;
       case 'secret': out[f.name] = x ? x : null; break;
       case 'ref': out[f.name] = x || null; break;
-      case 'refs': out[f.name] = (x || []).map(id => (f.ref.objects ? { externalId: id } : id)); break;
+      case 'refs': out[f.name] = (x || []).map(id => (f.objects ? { externalId: id } : id)); break;
       case 'list': out[f.name] = (x || []).map(i => toDto(f.fields, i, root)); break;
       case 'object': {
         const o = toDto(f.fields, x || {}, root);
