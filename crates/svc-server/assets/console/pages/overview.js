@@ -70,7 +70,9 @@ function Chart({ slots }) {
   const max = Math.max(1, ...slots.map(s => Math.max(s.issued, s.denied)));
   const W = 24 * 20, H = 120;
   const hh = t => String(new Date(t).getHours()).padStart(2, '0');
+  const none = !slots.some(s => s.issued || s.denied);
   return html`<figure class="chart">
+    ${none && html`<p class="muted chart-empty">No credential requests in the last 24 hours. Workloads appear here once they call /edge/v1/credentials.</p>`}
     <svg viewBox=${`0 0 ${W} ${H + 18}`} role="img" aria-labelledby="chart-cap" preserveAspectRatio="none">
       ${slots.map((s, i) => {
         const hi = (s.issued / max) * H, hd = (s.denied / max) * H;
