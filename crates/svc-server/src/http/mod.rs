@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod conn;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod guard;
@@ -35,7 +36,8 @@ pub fn router(app: App) -> Router {
     resources::register(&mut api);
     openapi::register(&mut api);
     let (routes, _) = api.finish();
-    common_layers(routes).with_state(app)
+    // The console is no part of the API (nor of its document): its own routes beside it.
+    common_layers(routes.merge(console::routes())).with_state(app)
 }
 
 /// Fallbacks and the layers every route shares: the 404/405 bodies, the panic catcher (a panic

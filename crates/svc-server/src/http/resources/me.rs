@@ -1,5 +1,6 @@
-//! TOTP enrolment for the signed-in user (contract §2.4): `POST /api/v1/me/totp` and
-//! `POST /api/v1/me/totp/{id}/verify`. Workload and CLI tokens are refused (403).
+//! The signed-in user's own routes: TOTP enrolment (contract §2.4, `POST /api/v1/me/totp` and
+//! `POST /api/v1/me/totp/{id}/verify`) and sign-out (`POST /api/v1/me/sign-out`, ext,
+//! docs/API-CONVENTIONS.md). Workload and CLI tokens are refused (403).
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -29,6 +30,25 @@ pub fn register(api: &mut Api<'_>) {
             .body::<Untyped>()
             .ok::<GenericResponse>(200),
     );
+    api.guarded("/api/v1/me/sign-out", Perm::Users, Scope::Me).post(
+        sign_out,
+        Op::new("Sign out: end every session of the caller (ext)").empty(204),
+    );
+}
+
+/// Ends every session of the caller (`User::end_sessions`, as a password change does): this
+/// token and every other management token the user holds are refused from now on. Tokens are
+/// not tracked one by one, so signing out of one browser signs out of all of them.
+async fn sign_out(State(app): State<App>, ctx: Ctx) -> Result<Response> {
+    let user = ctx.caller.user().cloned().ok_or(Error::Forbidden)?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut u = (**w.st.users.get(&user.id).ok_or(Error::Unauthenticated)?).clone();
+    u.end_sessions();
+    w.put(u.clone());
+    w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, u.id);
+    w.commit().await?;
+    Ok(crate::http::no_content())
 }
 
 async fn enrol(State(app): State<App>, ctx: Ctx) -> Result<Response> {

@@ -1,4 +1,5 @@
-//! SSO sign-in routes (contract §2.3, public): `GET /api/v1/sso/login/{idpId}` redirects to the
+//! SSO sign-in routes (contract §2.3, public): `GET /api/v1/sso/providers` lists the identity
+//! providers a sign-in page offers (names only), `GET /api/v1/sso/login/{idpId}` redirects to the
 //! identity provider, `GET /api/v1/sso/callback` completes the sign-in, and
 //! `POST /api/v1/sso/exchange` turns a completed sign-in's code into a token (the console's
 //! flow, or a TOTP code owed: docs/sso.md). Every answer that carries a token or a code is
@@ -16,6 +17,10 @@ use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::service::sso::{CONSOLE_RETURN, Finished, Return};
 
 pub fn register(api: &mut Api<'_>) {
+    api.public("/api/v1/sso/providers").get(
+        providers,
+        Op::new("The identity providers a sign-in page offers, by name (ext)").ok::<Untyped>(200),
+    );
     api.public("/api/v1/sso/login/{idpId}")
         .get(login, Op::new("Start SSO sign-in (§2.3)").redirect().errors(&[429]));
     api.public("/api/v1/sso/callback").get(
@@ -33,6 +38,25 @@ pub fn register(api: &mut Api<'_>) {
             .ok::<Untyped>(200)
             .errors(&[401, 429]),
     );
+}
+
+/// The identity providers users may sign in through (§2.3: active, `OIDCv1`, `userAccessEnabled`),
+/// by name, for a sign-in page's buttons; public, since nobody is signed in yet. Only `externalId`
+/// and `name`: nothing of the configuration (docs/API-CONVENTIONS.md).
+async fn providers(State(app): State<App>) -> Response {
+    let st = app.state();
+    let mut list: Vec<_> = st.sso_idps.values().filter(|i| i.offers_sign_in()).collect();
+    list.sort_by_key(|a| (a.meta.name.to_lowercase(), a.meta.id));
+    let providers: Vec<_> = list
+        .iter()
+        .map(|i| serde_json::json!({"externalId": i.meta.id, "name": i.meta.name}))
+        .collect();
+    let mut r = crate::http::ok(serde_json::json!({ "providers": providers }));
+    r.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    r
 }
 
 /// An answer no cache may keep (a bearer token, a one-time code, a redirect carrying one).

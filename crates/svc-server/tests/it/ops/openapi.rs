@@ -132,7 +132,10 @@ async fn the_document_is_public_openapi_3_1_with_the_error_body() {
         for (method, op) in item.as_object().unwrap() {
             for s in ["400", "500"] {
                 let content = &op["responses"][s]["content"]["application/json"]["schema"]["$ref"];
-                assert_eq!(content, "#/components/schemas/GenericResponseDTO", "{method} {path} {s}");
+                assert_eq!(
+                    content, "#/components/schemas/GenericResponseDTO",
+                    "{method} {path} {s}"
+                );
             }
         }
     }
