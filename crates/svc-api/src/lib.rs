@@ -5,6 +5,7 @@
 
 pub mod common;
 pub mod edge;
+pub mod mgmt;
 pub mod reader;
 pub mod schema;
 pub mod strict;
