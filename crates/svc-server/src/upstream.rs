@@ -169,8 +169,8 @@ impl Fetched {
 
     /// What a caller, an event or an entity's status may be told of an answer the request did
     /// not want: its status and, when the answer carries one, the protocol's error code (OAuth2
-    /// `error`, a JSON `error.status`, an XML `Code`) if that is a short token, as those
-    /// protocols define it. Never the body's text: an entity's URL may point at a service inside
+    /// `error`, a JSON `error.status`, an XML `Code`) if it is one the protocols define
+    /// (`KNOWN_CODES`). Never the body's text: an entity's URL may point at a service inside
     /// the network, and what it answers must not reach whoever configured the URL (SSRF
     /// read-back, issue 31). The body goes to the server's log at debug level.
     pub fn refusal(&self) -> String {
@@ -196,14 +196,89 @@ impl Fetched {
             Some(body[start..end].trim().to_string())
         };
         let code = json().or_else(xml)?;
-        let token = !code.is_empty()
-            && code.len() <= 64
-            && code
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b':'));
-        token.then(|| self.scrub(&code))
+        KNOWN_CODES.contains(&code.as_str()).then_some(code)
     }
 }
+
+/// The error codes the upstream protocols define, which a refusal may name (everything else an
+/// answer carries there is the answer's text: issue 31). OAuth 2.0 and its extensions (RFC 6749,
+/// 6750, 8628, 8693, 9449, OIDC Core), cloudA's S3 and STS, cloudC's canonical statuses.
+const KNOWN_CODES: &[&str] = &[
+    // OAuth 2.0 and OIDC
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "unsupported_response_type",
+    "invalid_scope",
+    "access_denied",
+    "server_error",
+    "temporarily_unavailable",
+    "invalid_token",
+    "insufficient_scope",
+    "invalid_target",
+    "expired_token",
+    "authorization_pending",
+    "slow_down",
+    "invalid_dpop_proof",
+    "use_dpop_nonce",
+    "interaction_required",
+    "login_required",
+    "consent_required",
+    "account_selection_required",
+    "invalid_request_uri",
+    "invalid_request_object",
+    // cloudA S3 and STS
+    "AccessDenied",
+    "AccountProblem",
+    "AllAccessDisabled",
+    "BadDigest",
+    "EntityTooLarge",
+    "ExpiredToken",
+    "IDPCommunicationError",
+    "IDPRejectedClaim",
+    "IncompleteSignature",
+    "InternalError",
+    "InvalidAccessKeyId",
+    "InvalidArgument",
+    "InvalidBucketName",
+    "InvalidClientTokenId",
+    "InvalidIdentityToken",
+    "InvalidParameterValue",
+    "InvalidRequest",
+    "InvalidToken",
+    "MalformedPolicyDocument",
+    "MissingAuthenticationToken",
+    "NoSuchBucket",
+    "NoSuchKey",
+    "PackedPolicyTooLarge",
+    "RegionDisabledException",
+    "RequestExpired",
+    "RequestTimeTooSkewed",
+    "ServiceUnavailable",
+    "SignatureDoesNotMatch",
+    "SlowDown",
+    "Throttling",
+    "ValidationError",
+    // cloudC canonical statuses
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
 
 /// Form and JSON fields whose values are secrets (OAuth2, RFC 8693, STS, vault, SSO).
 const SECRET_FIELDS: &[&str] = &[
@@ -656,7 +731,11 @@ mod tests {
             answer(400, r#"{"error": "the db password is hunter2"}"#).refusal(),
             "400"
         );
-        assert_eq!(answer(400, r#"{"error": "SECRET-CANARY-1"}"#).refusal(), "400: ***");
+        assert_eq!(answer(400, r#"{"error": "SECRET-CANARY-1"}"#).refusal(), "400");
+        assert_eq!(
+            answer(400, r#"{"error": "vault-root-token:s.AbC123"}"#).refusal(),
+            "400"
+        );
         assert_eq!(
             UpstreamError::Status(answer(500, "internal detail").refusal()).to_string(),
             "upstream answered 500"

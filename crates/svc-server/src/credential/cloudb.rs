@@ -55,6 +55,7 @@ pub struct DirectoryClient {
 impl DirectoryClient {
     /// The client-credentials token request with our assertion (§5.3).
     pub async fn token(&self, cx: &IssueCx<'_>, scope: &str) -> Result<crate::upstream::Fetched, IssueError> {
+        assertion::check_subject(cx, &self.subject).map_err(IssueError)?;
         let jwt = assertion::federation(cx, &self.subject, &self.audience);
         let url = format!(
             "{}/{}/oauth2/v2.0/token",
@@ -110,6 +111,14 @@ fn parse_directory(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldE
     Ok(m)
 }
 
+/// The subject is literal: it may not be one the service's own assertions carry (issue 31).
+fn check_directory(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+    match cfg_str(&p.config, "subject").and_then(|s| assertion::reserved_subject(st, s, None)) {
+        Some(why) => Err(Error::field("subject", why)),
+        None => Ok(()),
+    }
+}
+
 fn compile_directory(p: &CredentialProvider) -> Backend {
     match (DirectoryClient::from_config(&p.config), cfg_str(&p.config, "scope")) {
         (Some(client), Some(scope)) => Backend::CloudBDirectory(DirectoryFederation {
@@ -129,7 +138,7 @@ pub const DIRECTORY_SPEC: TypeSpec = TypeSpec {
     ro_fields: &[],
     lifetime: None,
     parse: parse_directory,
-    check: types::no_check,
+    check: check_directory,
     complete: types::no_complete,
     present: types::no_present,
     compile: compile_directory,

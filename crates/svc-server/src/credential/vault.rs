@@ -122,7 +122,8 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     Ok(m)
 }
 
-fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, st: &State, cfg: &Config) -> Result<(), Error> {
+    super::issued_jwt::check_literal_subjects(p, st, "customClaimNames")?;
     if let Some(i) = cfg_str(&p.config, "issuer")
         && i.trim_end_matches('/') != cfg.issuer()
     {

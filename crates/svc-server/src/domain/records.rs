@@ -163,15 +163,14 @@ pub struct User {
     /// Locked until an administrator unlocks it (MFA not enrolled after the grace period, or a
     /// lock stored before lock-outs expired: issue 31). Ends the user's sessions.
     pub locked: bool,
-    /// Consecutive failed sign-ins since the last success or lock-out.
+    /// Consecutive failed sign-ins since the last success (from any address; the lock-outs
+    /// count per address, `source_locks`).
     pub failed_logins: u32,
-    /// A lock-out after failed sign-ins ends here (issue 31: never for good, so a stranger who
-    /// knows an e-mail cannot shut its owner out; the user's sessions stay valid).
+    /// Failed sign-ins and lock-outs per source address (issue 31): five failures from an
+    /// address lock the account for sign-ins from that address, for a while; a stranger who
+    /// knows an e-mail cannot shut its owner out from the owner's own address, nor for good.
     #[serde(default)]
-    pub locked_until: Option<Timestamp>,
-    /// Lock-outs since the last successful sign-in: each lasts twice the one before.
-    #[serde(default)]
-    pub lockouts: u32,
+    pub source_locks: Vec<SourceLock>,
     /// The identity-provider accounts this user signs in as (issue 31).
     #[serde(default)]
     pub sso_links: Vec<SsoLink>,
@@ -229,17 +228,97 @@ pub struct SsoLink {
     pub created: bool,
 }
 
+/// Failed sign-ins of one account from one source address (`http::extract::sign_in_source`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SourceLock {
+    pub source: String,
+    /// Consecutive failures since this address's last success or lock-out.
+    pub failures: u32,
+    /// Lock-outs of this address since its last success: each lasts twice the one before.
+    pub lockouts: u32,
+    pub until: Option<Timestamp>,
+}
+
 /// A lock-out lasts one minute, then twice as long as the one before, at most an hour (issue
 /// 31; the per-address throttle, `service::throttle`, is the main defence).
 pub fn lockout_ms(lockouts_before: u32) -> i64 {
     (60_000i64 << lockouts_before.min(6)).min(3_600_000)
 }
 
+/// At most this many addresses are remembered per account (the oldest unlocked go first).
+const MAX_SOURCE_LOCKS: usize = 32;
+
 impl User {
-    /// Whether sign-in is refused for now: locked by an administrator's rule, or within a
-    /// lock-out after failed attempts.
+    /// Whether the account shows as locked: by an administrator's rule (the MFA grace period),
+    /// or for at least one address within a lock-out.
     pub fn is_locked(&self, now_ms: i64) -> bool {
-        self.locked || self.locked_until.is_some_and(|t| t.millis() > now_ms)
+        self.locked
+            || self
+                .source_locks
+                .iter()
+                .any(|l| l.until.is_some_and(|t| t.millis() > now_ms))
+    }
+
+    /// Whether a sign-in from `source` is refused for now.
+    pub fn is_locked_for(&self, source: Option<&str>, now_ms: i64) -> bool {
+        self.locked
+            || self
+                .source_locks
+                .iter()
+                .any(|l| Some(l.source.as_str()) == source && l.until.is_some_and(|t| t.millis() > now_ms))
+    }
+
+    /// Counts a failed sign-in from `source`; `true` when it locks the account for that address.
+    pub fn failed_from(&mut self, source: Option<&str>, now_ms: i64, max_failures: u32) -> bool {
+        self.failed_logins = self.failed_logins.saturating_add(1);
+        let key = source.unwrap_or("unknown").to_string();
+        let i = match self.source_locks.iter().position(|l| l.source == key) {
+            Some(i) => i,
+            None => {
+                if self.source_locks.len() >= MAX_SOURCE_LOCKS {
+                    let active = |l: &SourceLock| l.until.is_some_and(|t| t.millis() > now_ms);
+                    match self.source_locks.iter().position(|l| !active(l)) {
+                        Some(j) => {
+                            self.source_locks.remove(j);
+                        }
+                        None => {
+                            self.source_locks.remove(0);
+                        }
+                    }
+                }
+                self.source_locks.push(SourceLock {
+                    source: key,
+                    failures: 0,
+                    lockouts: 0,
+                    until: None,
+                });
+                self.source_locks.len() - 1
+            }
+        };
+        let l = &mut self.source_locks[i];
+        l.failures += 1;
+        if l.failures < max_failures {
+            return false;
+        }
+        l.until = Some(Timestamp::from_millis(now_ms + lockout_ms(l.lockouts)));
+        l.lockouts = l.lockouts.saturating_add(1);
+        l.failures = 0;
+        true
+    }
+
+    /// A successful sign-in from `source`: its address starts over; the count from everywhere
+    /// is reset (§2.2).
+    pub fn succeeded_from(&mut self, source: Option<&str>) {
+        self.failed_logins = 0;
+        let key = source.unwrap_or("unknown");
+        self.source_locks.retain(|l| l.source != key);
+    }
+
+    /// Clears every lock (`unlock`).
+    pub fn unlock(&mut self) {
+        self.locked = false;
+        self.failed_logins = 0;
+        self.source_locks.clear();
     }
 
     pub fn display_name(&self) -> String {

@@ -128,17 +128,57 @@ pub fn check_may_act_on(caller: &Caller, st: &State, user: &crate::domain::recor
     Ok(())
 }
 
-/// Roles an SSO identity provider maps its users to (issue 22): a role mapped anew must be the
-/// caller's own, as giving it to a user directly would need.
-pub fn check_mapped_roles(app: &App, st: &State, id: Uuid, mapped: &[Uuid]) -> Result<()> {
-    let before: Vec<Uuid> = st
-        .sso_idps
-        .get(&id)
-        .map(|i| i.mappings.iter().map(|m| m.role).collect())
-        .unwrap_or_default();
-    let added: Vec<Uuid> = mapped.iter().filter(|r| !before.contains(r)).copied().collect();
+/// The roles the `svc-access-token` providers of `policies` hand to their client workloads.
+fn token_roles<'p>(st: &State, policies: impl Iterator<Item = &'p crate::domain::policy::Policy>) -> Vec<Uuid> {
+    let mut roles: Vec<Uuid> = policies
+        .flat_map(|p| p.mappings.iter())
+        .filter_map(|m| st.credential_providers.get(&m.credential_provider))
+        .filter_map(|p| token_role(p))
+        .collect();
+    roles.sort();
+    roles.dedup();
+    roles
+}
+
+/// Issue 31: whatever decides which workload receives a policy's credentials gives the roles its
+/// `svc-access-token` providers hand out — the policy itself, a trust provider the policy accepts
+/// (its keys make the evidence), a client workload's identities (they say whose evidence it is).
+/// The caller of such a write must hold those roles, as naming the role in the provider needs.
+pub fn check_token_roles<'p>(
+    app: &App,
+    st: &State,
+    policies: impl Iterator<Item = &'p crate::domain::policy::Policy>,
+) -> Result<()> {
+    let roles = token_roles(st, policies);
     match current_caller(app, st) {
-        Some(caller) if !added.is_empty() => check_roles_given(&caller, st, &added),
+        Some(caller) if !roles.is_empty() => check_roles_given(&caller, st, &roles),
+        _ => Ok(()),
+    }
+}
+
+/// The policies a trust provider's evidence may satisfy: those of its resource set that name it,
+/// or name no trust provider (they accept any of the set).
+pub fn policies_trusting(st: &State, tp: Uuid, rs: Uuid) -> impl Iterator<Item = &crate::domain::policy::Policy> {
+    st.policies
+        .values()
+        .map(|p| p.as_ref())
+        .filter(move |p| p.meta.scope() == rs && (p.trust_providers.is_empty() || p.trust_providers.contains(&tp)))
+}
+
+/// The policies whose client is `workload`.
+pub fn policies_of_client(st: &State, workload: Uuid) -> impl Iterator<Item = &crate::domain::policy::Policy> {
+    st.policies
+        .values()
+        .map(|p| p.as_ref())
+        .filter(move |p| p.client_workload == workload)
+}
+
+/// Roles an SSO identity provider maps its users to (issues 22, 31): whoever writes the
+/// provider must hold every role it maps — a kept mapping as much as a new one, since moving the
+/// provider or changing a mapping's attribute decides who receives it.
+pub fn check_mapped_roles(app: &App, st: &State, mapped: &[Uuid]) -> Result<()> {
+    match current_caller(app, st) {
+        Some(caller) if !mapped.is_empty() => check_roles_given(&caller, st, mapped),
         _ => Ok(()),
     }
 }

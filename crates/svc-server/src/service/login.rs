@@ -72,7 +72,7 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
     let req = parse(body)?;
     // Password spraying (issue 22): an address that failed too often waits, whichever account
     // it tries; nothing is verified, recorded or counted for the account meanwhile.
-    let address = client.source;
+    let address = client.source.as_deref();
     app.login_throttle
         .check(address, crate::clock::now_millis())
         .map_err(Error::TooManyRequests)?;
@@ -106,7 +106,8 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
 
     // The TOTP time-step of the code that passed (kept in the unit, so it passes once).
     let mut totp_step: Option<i64> = None;
-    let outcome = if user.is_locked(crate::clock::now_millis()) {
+    let source = client.source.as_deref();
+    let outcome = if user.is_locked_for(source, crate::clock::now_millis()) {
         Outcome::Refused(Error::LoginRejected(LOCKED), "account locked")
     } else {
         let hash = user
@@ -157,7 +158,9 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
         x.secrets.password_hash.as_ref().map(|h| h.expose())
     }
     let outcome = match outcome {
-        Outcome::Success if hash(&current) != hash(&user) || !current.active || current.is_locked(w.now.millis()) => {
+        Outcome::Success
+            if hash(&current) != hash(&user) || !current.active || current.is_locked_for(source, w.now.millis()) =>
+        {
             Outcome::Refused(Error::LoginRejected(INVALID), "the user changed while signing in")
         }
         // RFC 6238 §5.2: a code is accepted at most once, whichever node it reached first (the
@@ -169,10 +172,11 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
     };
     let result = match outcome {
         Outcome::Success => {
-            if u.failed_logins != 0 || u.lockouts != 0 || totp_step.is_some() {
-                u.failed_logins = 0;
-                u.lockouts = 0;
-                u.locked_until = None;
+            if u.failed_logins != 0
+                || u.source_locks.iter().any(|l| Some(l.source.as_str()) == source)
+                || totp_step.is_some()
+            {
+                u.succeeded_from(source);
                 if let Some(s) = totp_step {
                     u.totp_last_step = s;
                 }
@@ -199,7 +203,6 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
             Err(err)
         }
         Outcome::Failure(msg, reason) => {
-            u.failed_logins += 1;
             w.audit_failure(
                 &author,
                 DEFAULT_RESOURCE_SET,
@@ -208,14 +211,10 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
                 &target,
                 reason,
             );
-            if u.failed_logins >= MAX_FAILURES && !u.is_locked(w.now.millis()) {
-                // For a while, and the user's sessions stay (issue 31): whoever knows an
-                // e-mail address can fail five sign-ins, and must not shut its owner out.
-                u.locked_until = Some(crate::domain::Timestamp::from_millis(
-                    w.now.millis() + crate::domain::records::lockout_ms(u.lockouts),
-                ));
-                u.lockouts = u.lockouts.saturating_add(1);
-                u.failed_logins = 0;
+            // Locked for a while and for this address only, and the user's sessions stay (issue
+            // 31): whoever knows an e-mail address can fail five sign-ins, and must not shut its
+            // owner out.
+            if u.failed_from(source, w.now.millis(), MAX_FAILURES) {
                 w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Locked, &target);
             }
             w.put(u);

@@ -239,8 +239,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         active: input.is_active.unwrap_or(true),
         locked: false,
         failed_logins: 0,
-        locked_until: None,
-        lockouts: 0,
+        source_locks: vec![],
         sso_links: vec![],
         tags: input.tags.unwrap_or_default(),
         tokens: vec![],
@@ -425,10 +424,7 @@ async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let mut w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
     crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
-    u.locked = false;
-    u.locked_until = None;
-    u.lockouts = 0;
-    u.failed_logins = 0;
+    u.unlock();
     u.mfa_grace_from = w.now;
     w.put(u);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Unlocked, id);
