@@ -266,3 +266,49 @@ async fn link_local_and_metadata_addresses_are_refused_for_entity_urls() {
         .await
         .expect(201);
 }
+
+/// A `Log Streams` administrator turns TLS (or its verification) off on a collector stream,
+/// same host and port, and leaves the token out: the stored token does not travel in clear
+/// text (or to whoever answers unverified); given again, the write is taken.
+#[tokio::test]
+async fn a_log_stream_keeps_no_token_when_tls_is_turned_off() {
+    use crate::streams::{PATH, create, cycle, id, la, manual};
+    use crate::support::hec::Collector;
+    let t = manual().await;
+    let token = uuid::Uuid::new_v4().to_string();
+    let c = Collector::start(&format!("Splunk {token}")).await;
+    let mut body = la(&c, "AuditLogs", &token);
+    body["tls"] = json!(true);
+    body["tlsVerification"] = json!("full");
+    let s = create(&t, body.clone()).await;
+    let attacker = t
+        .user_with_role(
+            "streams-admin@example.test",
+            json!([{"name": "Log Streams", "read": true, "write": true}]),
+        )
+        .await;
+    let mut base = body.clone();
+    base["externalId"] = json!(id(&s));
+    base.as_object_mut().unwrap().remove("authenticationToken");
+    let mut plain = base.clone();
+    plain["tls"] = json!(false);
+    t.put_as(&attacker, PATH, plain.clone())
+        .await
+        .expect_error(400, "authenticationToken: is required when tls changes");
+    let mut unverified = base.clone();
+    unverified["tlsVerification"] = json!("none");
+    t.put_as(&attacker, PATH, unverified)
+        .await
+        .expect_error(400, "authenticationToken: is required when tlsVerification changes");
+    cycle(&t).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let leaked = c
+        .requests()
+        .iter()
+        .any(|r| r.header("authorization").is_some_and(|a| a.contains(&token)));
+    assert!(!leaked, "the stored token went out over plain http");
+    // With a token of its own, the administrator may run the stream without TLS.
+    let own = uuid::Uuid::new_v4().to_string();
+    plain["authenticationToken"] = json!(own);
+    t.put_as(&attacker, PATH, plain).await.expect(200);
+}
