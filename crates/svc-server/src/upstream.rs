@@ -88,8 +88,9 @@ impl reqwest::dns::Resolve for GuardedResolver {
 pub enum UpstreamError {
     /// Network error, timeout, TLS failure.
     Unreachable(String),
-    /// Non-success status: [`Fetched::refusal`] (never the body: issue 31).
-    Status(String),
+    /// Non-success status: [`Fetched::refusal`] (never the body: issue 31), and the protocol
+    /// error code it names ([`Fetched::code`]).
+    Status(String, Option<String>),
     /// The answer could not be understood.
     Malformed(String),
     /// The URL is not acceptable (scheme not allowed, unparsable).
@@ -100,7 +101,7 @@ impl std::fmt::Display for UpstreamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UpstreamError::Unreachable(m) => write!(f, "upstream unreachable: {m}"),
-            UpstreamError::Status(s) => write!(f, "upstream answered {s}"),
+            UpstreamError::Status(s, _) => write!(f, "upstream answered {s}"),
             UpstreamError::Malformed(m) => write!(f, "upstream answer malformed: {m}"),
             UpstreamError::BadUrl(m) => write!(f, "upstream URL rejected: {m}"),
         }
@@ -175,13 +176,14 @@ impl Fetched {
     /// read-back, issue 31). The body goes to the server's log at debug level.
     pub fn refusal(&self) -> String {
         tracing::debug!(status = self.status, body = %self.log_excerpt(), "upstream refused");
-        match self.error_code() {
+        match self.code() {
             Some(code) => format!("{}: {code}", self.status),
             None => self.status.to_string(),
         }
     }
 
-    fn error_code(&self) -> Option<String> {
+    /// The protocol's error code this refusal carries, when it is one the protocols define.
+    pub fn code(&self) -> Option<String> {
         let json = || -> Option<String> {
             let v: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
             let e = v.get("error")?;
@@ -587,7 +589,7 @@ impl Upstream {
             .send(self.client.get(url).header("accept", "application/json"))
             .await?;
         if !(200..300).contains(&f.status) {
-            return Err(UpstreamError::Status(f.refusal()));
+            return Err(UpstreamError::Status(f.refusal(), f.code()));
         }
         serde_json::from_slice(&f.body).map_err(|e| UpstreamError::Malformed(format!("not JSON: {e}")))
     }
@@ -737,7 +739,7 @@ mod tests {
             "400"
         );
         assert_eq!(
-            UpstreamError::Status(answer(500, "internal detail").refusal()).to_string(),
+            UpstreamError::Status(answer(500, "internal detail").refusal(), None).to_string(),
             "upstream answered 500"
         );
     }

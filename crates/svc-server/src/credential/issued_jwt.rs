@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
 use svc_api::{FieldError, Obj, Timestamp};
+use uuid::Uuid;
 
 use super::assertion::{self, Alg};
 use super::dynamic;
@@ -59,6 +60,14 @@ pub fn claims_of(v: Option<&Value>) -> Vec<Claim> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// Whether `id` names an `oidc-id-token` provider: the one kind of JWT the service signs that a
+/// workload may present back as evidence (`trust::check_own_issued`).
+pub fn is_id_token_provider(st: &State, id: Uuid) -> bool {
+    st.credential_providers
+        .get(&id)
+        .is_some_and(|p| p.cp_type == "oidc-id-token")
 }
 
 /// Resolves a subject and custom claims into `prepared` (`subject`, `claim.<key>`); a dynamic

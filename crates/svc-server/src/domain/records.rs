@@ -237,16 +237,35 @@ pub struct SourceLock {
     /// Lock-outs of this address since its last success: each lasts twice the one before.
     pub lockouts: u32,
     pub until: Option<Timestamp>,
+    /// The last failure from this address (`None` in records written before it was kept).
+    #[serde(default)]
+    pub last: Option<Timestamp>,
+}
+
+impl SourceLock {
+    /// Whether the entry may make room for another address: not locked out and no failure for
+    /// an hour (the longest lock-out), so no address forgets its own recent lock-outs.
+    fn idle(&self, now_ms: i64) -> bool {
+        let since = |t: Option<Timestamp>| t.is_none_or(|t| now_ms - t.millis() >= MAX_LOCKOUT_MS);
+        self.source != OVERFLOW_SOURCE && since(self.until) && since(self.last)
+    }
 }
 
 /// A lock-out lasts one minute, then twice as long as the one before, at most an hour (issue
 /// 31; the per-address throttle, `service::throttle`, is the main defence).
 pub fn lockout_ms(lockouts_before: u32) -> i64 {
-    (60_000i64 << lockouts_before.min(6)).min(3_600_000)
+    (60_000i64 << lockouts_before.min(6)).min(MAX_LOCKOUT_MS)
 }
 
-/// At most this many addresses are remembered per account (the oldest unlocked go first).
+const MAX_LOCKOUT_MS: i64 = 3_600_000;
+
+/// At most this many addresses are remembered per account, besides [`OVERFLOW_SOURCE`]. Only an
+/// idle one ([`SourceLock::idle`]) makes room for a new address (issue 31: addresses must not
+/// evict their own lock-outs); while none is, new addresses share one entry.
 const MAX_SOURCE_LOCKS: usize = 32;
+
+/// The entry addresses share when [`MAX_SOURCE_LOCKS`] are remembered with lock-outs.
+pub const OVERFLOW_SOURCE: &str = "overflow";
 
 impl User {
     /// Whether the account shows as locked: by an administrator's rule (the MFA grace period),
@@ -261,42 +280,54 @@ impl User {
 
     /// Whether a sign-in from `source` is refused for now.
     pub fn is_locked_for(&self, source: Option<&str>, now_ms: i64) -> bool {
+        let key = self.lock_key(source, now_ms);
         self.locked
             || self
                 .source_locks
                 .iter()
-                .any(|l| Some(l.source.as_str()) == source && l.until.is_some_and(|t| t.millis() > now_ms))
+                .any(|l| l.source == key && l.until.is_some_and(|t| t.millis() > now_ms))
+    }
+
+    /// The entry `source` counts under: its own when remembered or when there is room (an idle
+    /// entry may be given up for it), else [`OVERFLOW_SOURCE`].
+    fn lock_key<'s>(&self, source: Option<&'s str>, now_ms: i64) -> &'s str {
+        let key = source.unwrap_or("unknown");
+        let remembered = self.source_locks.iter().any(|l| l.source == key);
+        let own = self.source_locks.iter().filter(|l| l.source != OVERFLOW_SOURCE).count();
+        if remembered || own < MAX_SOURCE_LOCKS || self.source_locks.iter().any(|l| l.idle(now_ms)) {
+            key
+        } else {
+            OVERFLOW_SOURCE
+        }
     }
 
     /// Counts a failed sign-in from `source`; `true` when it locks the account for that address.
     pub fn failed_from(&mut self, source: Option<&str>, now_ms: i64, max_failures: u32) -> bool {
         self.failed_logins = self.failed_logins.saturating_add(1);
-        let key = source.unwrap_or("unknown").to_string();
+        let key = self.lock_key(source, now_ms).to_string();
         let i = match self.source_locks.iter().position(|l| l.source == key) {
             Some(i) => i,
             None => {
-                if self.source_locks.len() >= MAX_SOURCE_LOCKS {
-                    let active = |l: &SourceLock| l.until.is_some_and(|t| t.millis() > now_ms);
-                    match self.source_locks.iter().position(|l| !active(l)) {
-                        Some(j) => {
-                            self.source_locks.remove(j);
-                        }
-                        None => {
-                            self.source_locks.remove(0);
-                        }
-                    }
+                let own = self.source_locks.iter().filter(|l| l.source != OVERFLOW_SOURCE).count();
+                if key != OVERFLOW_SOURCE
+                    && own >= MAX_SOURCE_LOCKS
+                    && let Some(j) = self.source_locks.iter().position(|l| l.idle(now_ms))
+                {
+                    self.source_locks.remove(j);
                 }
                 self.source_locks.push(SourceLock {
                     source: key,
                     failures: 0,
                     lockouts: 0,
                     until: None,
+                    last: None,
                 });
                 self.source_locks.len() - 1
             }
         };
         let l = &mut self.source_locks[i];
         l.failures += 1;
+        l.last = Some(Timestamp::from_millis(now_ms));
         if l.failures < max_failures {
             return false;
         }

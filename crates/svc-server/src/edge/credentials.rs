@@ -255,7 +255,7 @@ async fn answer(
         };
         ev.credential_provider = Some(cp_result);
         // Step 12: fetch.
-        issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.0));
+        issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.reason));
         chosen_cp = Some(cp);
         Decision {
             status: 200,

@@ -38,11 +38,16 @@ pub fn holds_role(caller: &Caller, st: &State, role: &Role) -> bool {
     })
 }
 
-/// The caller of the guarded request this task serves, as `st` knows it (none for the service's
-/// own writes).
-pub fn current_caller(app: &App, st: &State) -> Option<Caller> {
-    let token = ADMITTED.try_with(|a| a.token.clone()).ok()?;
-    authenticate(app, st, &token).ok()
+/// The caller of the guarded request this task serves, as `st` knows it; `None` for the
+/// service's own writes (no request was admitted). A request whose token no longer authenticates
+/// (it expired while the write ran, issue 31) is refused, never taken for the service.
+pub fn current_caller(app: &App, st: &State) -> Result<Option<Caller>> {
+    let Ok(token) = ADMITTED.try_with(|a| a.token.clone()) else {
+        return Ok(None);
+    };
+    authenticate(app, st, &token)
+        .map(Some)
+        .map_err(|_| Error::Unauthenticated)
 }
 
 /// A role about to be stored: unless it grants nothing new (same permissions and resource sets
@@ -56,7 +61,7 @@ pub fn check_role(app: &App, st: &State, role: &Role) -> Result<()> {
     {
         return Ok(());
     }
-    match current_caller(app, st) {
+    match current_caller(app, st)? {
         Some(caller) if !holds_role(&caller, st, role) => Err(Error::Forbidden),
         _ => Ok(()),
     }
@@ -104,14 +109,14 @@ pub fn check_access_token_role(caller: &Caller, st: &State, p: &CredentialProvid
 
 /// Whether the caller of this unit holds everything SuperAdmin grants (the service's own writes
 /// do): what an identity provider needs to sign in existing accounts (issue 31).
-pub fn holds_everything(app: &App, st: &State) -> bool {
-    match current_caller(app, st) {
+pub fn holds_everything(app: &App, st: &State) -> Result<bool> {
+    Ok(match current_caller(app, st)? {
         None => true,
         Some(caller) => st
             .roles
             .get(&crate::domain::records::SUPER_ADMIN_ROLE)
             .is_some_and(|r| holds_role(&caller, st, r)),
-    }
+    })
 }
 
 /// A caller may change, unlock or delete a user, or end the user's sessions, only when it holds
@@ -150,7 +155,7 @@ pub fn check_token_roles<'p>(
     policies: impl Iterator<Item = &'p crate::domain::policy::Policy>,
 ) -> Result<()> {
     let roles = token_roles(st, policies);
-    match current_caller(app, st) {
+    match current_caller(app, st)? {
         Some(caller) if !roles.is_empty() => check_roles_given(&caller, st, &roles),
         _ => Ok(()),
     }
@@ -177,7 +182,7 @@ pub fn policies_of_client(st: &State, workload: Uuid) -> impl Iterator<Item = &c
 /// provider must hold every role it maps — a kept mapping as much as a new one, since moving the
 /// provider or changing a mapping's attribute decides who receives it.
 pub fn check_mapped_roles(app: &App, st: &State, mapped: &[Uuid]) -> Result<()> {
-    match current_caller(app, st) {
+    match current_caller(app, st)? {
         Some(caller) if !mapped.is_empty() => check_roles_given(&caller, st, mapped),
         _ => Ok(()),
     }

@@ -696,6 +696,20 @@ async fn sign_in(
             }
         },
     };
+    // An IdP no SuperAdmin vouched for signs an account in only while everything it holds is
+    // what the IdP maps (issue 31): once someone gave the account more, that IdP no longer speaks
+    // for it.
+    let found = found.and_then(|(u, b)| {
+        let mappable = |r: &Uuid| idp.mappings.iter().any(|m| m.role == *r);
+        if matches!(b, Binding::Bound) && !idp.trusted && !u.roles.iter().all(mappable) {
+            return Err(refuse(
+                "the account holds roles this identity provider does not map (only a trusted \
+                 identity provider signs it in)",
+                u.id.to_string(),
+            ));
+        }
+        Ok((u, b))
+    });
     let (mut user, binding) = match found {
         Ok(f) => f,
         Err((reason, target)) => {

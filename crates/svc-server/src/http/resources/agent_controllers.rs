@@ -164,11 +164,9 @@ fn parse(
 /// `trustProvider` expanded only where it could read it anyway, and a writer may name only a
 /// provider it can read.
 fn may_read(app: &App, st: &Snapshot, tp: Uuid) -> bool {
-    let Some(rec) = st.trust_providers.get(&tp) else {
-        return false;
-    };
-    let rs = rec.meta.rs.unwrap_or(DEFAULT_RESOURCE_SET);
-    crate::service::escalation::current_caller(app, st).is_none_or(|c| c.can(st, Perm::TrustProviders, false, rs))
+    st.trust_providers
+        .get(&tp)
+        .is_some_and(|rec| super::common::reader(app, st)(Perm::TrustProviders, rec.meta.scope()))
 }
 
 /// `AgentControllerDTO`.

@@ -342,7 +342,7 @@ impl Resource for SsoIdps {
         apply(&mut idp, b);
         // Trust is given by a body that names the URL, never by a PATCH of the base block (an
         // administrator renaming an IdP someone else moved must not make it trusted).
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(idp)
     }
 
@@ -352,7 +352,7 @@ impl Resource for SsoIdps {
             return Err(Error::field("type", "cannot be changed"));
         }
         apply(idp, b);
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(())
     }
 

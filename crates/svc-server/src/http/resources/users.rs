@@ -91,6 +91,10 @@ pub fn user_json(st: &Snapshot, u: &User) -> Value {
         "isLocked": u.is_locked(crate::clock::now_millis()),
         "tags": u.tags,
         "userTokens": tokens,
+        // Read-only (ext, issue 31): the identity-provider accounts this user signs in as.
+        "ssoIdentities": u.sso_links.iter().map(|l| json!({
+            "identityProviderId": l.idp, "issuer": l.issuer, "subject": l.subject,
+        })).collect::<Vec<_>>(),
         "password": null,
     })
 }
@@ -149,7 +153,14 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
         }
         u.two_factor = o.opt_bool("twoFactorEnabled")?;
         u.tags = parse_tags(&mut o)?;
-        o.ignore(&["rolesDetails", "createdAt", "isLocked", "userTokens", "modifiedAt"]);
+        o.ignore(&[
+            "rolesDetails",
+            "createdAt",
+            "isLocked",
+            "userTokens",
+            "modifiedAt",
+            "ssoIdentities",
+        ]);
         for f in ["email", "firstName", "lastName"] {
             if !match f {
                 "email" => u.email.is_some(),

@@ -412,3 +412,59 @@ async fn a_trust_provider_writer_cannot_reach_a_super_admin_access_token() {
         .await;
     assert_eq!(r.status, 200, "{}", r.text);
 }
+
+#[tokio::test]
+async fn a_trust_provider_writer_cannot_open_a_paused_policy_by_deleting_its_trust_provider() {
+    use crate::support::cred::Rig;
+    let t = TestApp::start().await;
+    let rig = Rig::new(&t).await;
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "svc-access-token", "name": "automation", "isActive": true,
+                   "roleId": svc_server::domain::records::SUPER_ADMIN_ROLE, "lifetimeInSeconds": 600}),
+        )
+        .await;
+    let policy = rig.attach(&t, &cp).await;
+    let policy_path = format!("/api/v2/access-policies/{policy}");
+    t.patch(&policy_path, json!({"isActive": false})).await.expect(200);
+    let attacker = t
+        .user_with_role(
+            "tp-admin@example.test",
+            json!([{"name": "Trust Providers", "read": true, "write": true}]),
+        )
+        .await;
+    // Deleting the paused policy's only trust provider would leave it accepting every provider
+    // of the set: refused to a caller without the roles its tokens give; nothing changes.
+    let path = format!("/api/v1/trust-providers/{}", rig.trust_provider);
+    let r = t.call(reqwest::Method::DELETE, &path, Some(&attacker), None).await;
+    r.expect_error(403, "Forbidden.");
+    t.get(&path).await.expect(200);
+    let p = t.get(&policy_path).await;
+    assert_eq!(
+        p.expect(200)["trustProviders"][0]["externalId"],
+        json!(rig.trust_provider),
+        "{}",
+        p.text
+    );
+    // A provider that is not a paused policy's last one goes (the policy keeps the other)...
+    let (other, _) =
+        crate::support::edge::provider(&t, json!({"provider": "OidcIdToken", "oidcUrl": rig._iss.url})).await;
+    t.patch(&policy_path, json!({"trustProviders": [rig.trust_provider, other]}))
+        .await
+        .expect(200);
+    let r = t
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/trust-providers/{other}"),
+            Some(&attacker),
+            None,
+        )
+        .await;
+    assert!(r.status < 300, "{} {}", r.status, r.text);
+    // ...and a SuperAdmin may delete the last one (the contract's rule: the paused policy then
+    // names none).
+    let r = t.delete(&path).await;
+    assert!(r.status < 300, "{} {}", r.status, r.text);
+    assert_eq!(t.get(&policy_path).await.body["trustProviders"], json!([]));
+}

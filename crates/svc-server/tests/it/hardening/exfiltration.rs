@@ -312,3 +312,105 @@ async fn a_log_stream_keeps_no_token_when_tls_is_turned_off() {
     plain["authenticationToken"] = json!(own);
     t.put_as(&attacker, PATH, plain).await.expect(200);
 }
+
+#[tokio::test]
+async fn credential_provider_verification_does_not_tell_a_closed_port_from_a_refusing_one() {
+    let t = TestApp::start().await;
+    let attacker = t
+        .user_with_role(
+            "cp-admin@example.test",
+            json!([{"name": "Credential Providers", "read": true, "write": true}]),
+        )
+        .await;
+    let internal = Recorder::start(Answer::Fixed(
+        403,
+        "text/html",
+        b"<h1>internal admin</h1>".to_vec(),
+        Duration::ZERO,
+    ))
+    .await;
+    let oauth = Recorder::start(Answer::Fixed(
+        400,
+        "application/json",
+        br#"{"error":"invalid_grant","error_description":"internal detail"}"#.to_vec(),
+        Duration::ZERO,
+    ))
+    .await;
+    let port_of = |url: &str| -> i64 { url.rsplit(':').next().unwrap().parse().unwrap() };
+    let closed = i64::from(
+        std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port(),
+    );
+    let mut said = Vec::new();
+    for port in [port_of(&internal.url), closed, port_of(&oauth.url)] {
+        let cp = t
+            .post_as(
+                &attacker,
+                "/api/v2/credential-providers",
+                json!({"type": "vaultClientToken", "name": format!("scan {port}"), "isActive": true, "subject": "probe",
+                       "lifetime": 60, "vaultHost": "127.0.0.1", "port": port, "tls": false, "authenticationPath": "x"}),
+            )
+            .await
+            .expect(201)["externalId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let v = t
+            .get_as(&attacker, &format!("/api/v2/credential-providers/{cp}/verification"))
+            .await;
+        assert_eq!(v.expect(200)["success"], false, "{}", v.text);
+        said.push(v.body["message"].as_str().unwrap().to_string());
+    }
+    // A closed port and a service answering something else read alike; a protocol's own error
+    // code is named (it tells the operator what to fix), nothing else of the answer.
+    assert_eq!(said[0], said[1], "{said:?}");
+    assert_eq!(said[0], "the upstream did not issue a credential");
+    assert_eq!(said[2], "the upstream did not issue a credential: invalid_grant");
+}
+
+#[tokio::test]
+async fn a_policy_reader_sees_only_the_names_of_providers_it_may_not_read() {
+    use crate::support::cred::Rig;
+    let t = TestApp::start().await;
+    let rig = Rig::new(&t).await;
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "vaultClientToken", "name": "bao", "isActive": true, "subject": "workload:deploy-job",
+                   "lifetime": 60, "vaultHost": "vault.internal.example", "port": 8200,
+                   "authenticationPath": "auth/jwt", "role": "deployer"}),
+        )
+        .await;
+    let policy = rig.attach(&t, &cp).await;
+    let reader = t
+        .user_with_role(
+            "policy-reader@example.test",
+            json!([{"name": "Access Policies", "read": true}]),
+        )
+        .await;
+    let path = format!("/api/v1/access-policies/{policy}");
+    let v = t.get_as(&reader, &path).await;
+    let body = v.expect(200).clone();
+    for hidden in [
+        "vault.internal.example",
+        rig._iss.url.as_str(),
+        crate::support::cred::SUBJECT,
+        "upstream.example.test",
+    ] {
+        assert!(!v.text.contains(hidden), "{hidden} in {}", v.text);
+    }
+    // The names a reader of the policy sees in v2 as well.
+    assert_eq!(body["credentialProvider"], json!({"externalId": cp, "name": "bao"}));
+    assert_eq!(
+        body["trustProviders"][0],
+        json!({"externalId": rig.trust_provider, "name": "ci"})
+    );
+    assert_eq!(body["clientWorkload"]["name"], "deploy-job");
+    // A reader of everything reads them in full.
+    let full = t.get(&path).await;
+    assert!(full.text.contains("vault.internal.example"), "{}", full.text);
+    assert!(full.text.contains(&rig._iss.url), "{}", full.text);
+}

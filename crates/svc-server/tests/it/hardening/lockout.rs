@@ -207,3 +207,39 @@ async fn a_proxy_that_writes_ports_or_names_does_not_put_every_client_in_one_buc
         .await
         .expect(200);
 }
+
+#[tokio::test]
+async fn addresses_do_not_evict_their_own_lock_outs() {
+    let t = TestApp::start_with(|env| {
+        env.insert("SVC_TRUSTED_PROXIES".into(), "127.0.0.1/32".into());
+    })
+    .await;
+    let via = |xff: String, pw: &str| {
+        t.client
+            .post(t.url("/api/v1/login"))
+            .header("x-forwarded-for", xff)
+            .json(&json!({"email": ADMIN_EMAIL, "password": pw}))
+    };
+    // 33 addresses (more than an account remembers: an IPv6 /58 holds 64 /64s), five wrong
+    // passwords each, three rounds without waiting: each address is locked out once and stays
+    // so; the 33rd shares one lock-out with every address beyond those remembered.
+    let addr = |i: u32| format!("2001:db8:{i:x}::1");
+    let mut checked = 0;
+    for round in 0..3 {
+        for i in 0..33 {
+            for _ in 0..5 {
+                let r = t.send(via(addr(i), "wrong-password-here")).await;
+                assert_eq!(r.status, 401, "round {round} address {i}: {}", r.text);
+                if r.body["message"] == "Invalid email or password." {
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert_eq!(checked, 33 * 5);
+    // Another new address shares the 33rd's lock-out for now...
+    t.send(via(addr(40), ADMIN_PASSWORD)).await.expect(401);
+    // ...and once the addresses have been quiet for the longest lock-out, it has its own.
+    t.advance_clock(3_600_000);
+    t.send(via(addr(41), ADMIN_PASSWORD)).await.expect(200);
+}

@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::cred::{Answer, Recorder, Rig, verify_with_jwks};
+use crate::support::cred::{Answer, Recorder, Rig, id_of, verify_with_jwks};
 use crate::support::harness::TestApp;
 
 const CPS: &str = "/api/v2/credential-providers";
@@ -112,4 +112,120 @@ async fn a_credential_provider_writer_cannot_mint_a_workloads_federation_subject
         v.text
     );
     assert_eq!(evil.count(), 1, "no JWT was sent for the workload's id");
+}
+
+/// A victim workload whose evidence is an identity token of this service's own issuer
+/// (`isSvcTenantOidcToken`), with a SuperAdmin `svc-access-token` provider. Returns the trust
+/// provider's edge client id.
+async fn own_issuer_victim(t: &TestApp, subject: &str) -> String {
+    const HOST: &str = "payments.example.test";
+    let tp = t
+        .post(
+            "/api/v1/trust-providers",
+            json!({"name": "chained", "isActive": true, "provider": "OidcIdToken", "isSvcTenantOidcToken": true}),
+        )
+        .await
+        .expect(200)
+        .clone();
+    let cw = t
+        .post(
+            "/api/v1/client-workloads",
+            json!({"name": "payments-job", "isActive": true, "identities": [{"type": "oidcIdTokenSubject", "value": subject}]}),
+        )
+        .await;
+    assert_eq!(cw.status, 204, "{}", cw.text);
+    let sw = t
+        .post(
+            "/api/v1/server-workloads",
+            json!({"name": "svc", "isActive": true, "serviceEndpoint": {"host": HOST, "port": 443, "appProtocol": "HTTP", "transportProtocol": "TCP",
+                   "requestedPort": 443, "requestedTls": true, "tls": true, "tlsVerification": "full"}}),
+        )
+        .await;
+    assert_eq!(sw.status, 204, "{}", sw.text);
+    let cp = t
+        .post(
+            CPS,
+            json!({"type": "svc-access-token", "name": "automation", "isActive": true,
+                   "roleId": svc_server::domain::records::SUPER_ADMIN_ROLE, "lifetimeInSeconds": 600}),
+        )
+        .await
+        .expect(201)["externalId"]
+        .clone();
+    t.post(
+        "/api/v2/access-policies",
+        json!({"name": "payments", "isActive": true, "clientWorkload": id_of(&cw), "serverWorkload": id_of(&sw),
+               "trustProviders": [tp["externalId"]], "credentialProviders": [{"credentialProviderId": cp, "mappingType": "None"}]}),
+    )
+    .await
+    .expect(200);
+    tp["edgeSdkClientId"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn a_credential_provider_writer_cannot_mint_evidence_for_a_trust_provider_of_the_services_own_issuer() {
+    let t = TestApp::start().await;
+    let subject = "system:job:payments";
+    let client_id = own_issuer_victim(&t, subject).await;
+    let attacker = t
+        .user_with_role(
+            "cp-admin@example.test",
+            json!([{"name": "Credential Providers", "read": true, "write": true}]),
+        )
+        .await;
+    let evil = Recorder::start(Answer::Fixed(500, "text/plain", vec![], std::time::Duration::ZERO)).await;
+    // A custom `aud` naming the edge is refused: the login JWT is addressed to its vault.
+    t.post_as(
+        &attacker,
+        CPS,
+        vault(
+            &evil,
+            subject,
+            json!({"customClaimNames": [{"key": "aud", "value": t.base, "valueType": "literal"}]}),
+        ),
+    )
+    .await
+    .expect_error(
+        400,
+        &format!(
+            "customClaimNames[0].value: must be the vault's address {} (the login JWT's aud)",
+            evil.url
+        ),
+    );
+    // The provider's verification signs a login JWT for the victim's subject all the same...
+    let cp = t
+        .post_as(&attacker, CPS, vault(&evil, subject, json!({})))
+        .await
+        .expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.get_as(&attacker, &format!("{CPS}/{cp}/verification"))
+        .await
+        .expect(200);
+    let login: Value = serde_json::from_slice(&evil.seen()[0].body).unwrap();
+    let jwt = login["jwt"].as_str().unwrap().to_string();
+    let claims = crate::support::edge::jwt_payload(&jwt);
+    assert_ne!(claims["aud"], json!(t.base), "{claims}");
+    assert!(
+        claims["aud"].as_str().unwrap().starts_with(evil.url.as_str()),
+        "{claims}"
+    );
+    // ...which is no evidence for the service's own issuer, even with the edge's audience: only
+    // an identity token the service handed to a workload is.
+    let refused = |jwt: String| {
+        let (t, client_id) = (&t, &client_id);
+        async move {
+            crate::support::edge::auth(t, client_id, json!({"oidc": {"identityToken": jwt}}))
+                .await
+                .expect_error(401, "Unauthorized.");
+        }
+    };
+    refused(jwt).await;
+    let mut forged = claims.clone();
+    forged["aud"] = json!(t.base);
+    let key = t.app.keys().ec_signer(svc_server::clock::now_millis());
+    let resigned = svc_server::crypto::jose::sign_es256(&key.pair, &key.kid, forged.to_string().as_bytes());
+    refused(resigned).await;
+    let ev = crate::support::edge::last_authn(&t).await;
+    assert_eq!(ev["trustProviders"][0]["reason"], "InvalidEvidence", "{ev}");
 }

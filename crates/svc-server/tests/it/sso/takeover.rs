@@ -102,10 +102,18 @@ async fn an_identity_provider_admin_cannot_change_the_roles_of_accounts_it_did_n
             json!([{"name": "Identity Providers", "read": true, "write": true}, {"name": "Roles", "read": true}]),
         )
         .await;
-    let mut body = t.get(&format!("{IDPS}/{id}")).await.body.clone();
+    let stored = t.get(&format!("{IDPS}/{id}")).await.body.clone();
+    let mut body = stored.clone();
     body["ssoStatementRoleMappings"] =
         json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": viewer}]);
     let _ = t.put_as(&attacker, IDPS, body).await;
+    // The IdP its administrator wrote is no longer trusted: it signs in no account holding a
+    // role it does not map (issue 31, third read) — the SuperAdmin is refused, not demoted.
+    sign_in(&t, &idp, &id, ADMIN_EMAIL, |_| {})
+        .await
+        .expect_error(401, "SSO sign-in failed.");
+    // Once a SuperAdmin writes it back (trusting it), the SuperAdmin signs in, still itself.
+    t.put(IDPS, stored).await.expect(200);
     let admin_token = sign_in(&t, &idp, &id, ADMIN_EMAIL, |_| {}).await.expect(200)["accessToken"]
         .as_str()
         .unwrap()
@@ -604,4 +612,112 @@ async fn an_internal_error_token_is_not_read_back() {
         v.body["message"],
         "The OIDC identity provider is reachable and completely configured."
     );
+}
+
+#[tokio::test]
+async fn an_untrusted_idp_does_not_keep_an_account_given_roles_it_does_not_map() {
+    let t = TestApp::start().await;
+    let own_role = role(
+        &t,
+        "idp admins",
+        json!([{"name": "Identity Providers", "read": true, "write": true}]),
+    )
+    .await;
+    const PW: &str = "a-long-enough-password";
+    t.create_user("idp-admin@example.test", PW, &[&own_role]).await;
+    let attacker = t.login("idp-admin@example.test", PW).await;
+    // The administrator's own (untrusted) IdP creates an account for a new e-mail.
+    let evil = TestIdp::start().await;
+    let mut body = evil.body();
+    body["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "x", "roleExternalId": own_role}]);
+    let evil_id = t.post_as(&attacker, IDPS, body.clone()).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sign_in(&t, &evil, &evil_id, "new.hire@example.test", |c| {
+        c["groups"] = json!(["x"])
+    })
+    .await
+    .expect(200);
+    // A SuperAdmin gives the new hire's account SuperAdmin (the normal way to grant more).
+    let u = user_by_email(&t, "new.hire@example.test").await.unwrap();
+    let mut put = u.clone();
+    put["roles"] = json!([svc_server::domain::records::SUPER_ADMIN_ROLE.to_string()]);
+    t.put(&format!("/api/v1/users/{}", u["externalId"].as_str().unwrap()), put)
+        .await
+        .expect(200);
+    // The user shows which IdP account it signs in as.
+    let u = user_by_email(&t, "new.hire@example.test").await.unwrap();
+    assert_eq!(u["ssoIdentities"][0]["identityProviderId"], json!(evil_id), "{u}");
+    // The administrator's IdP no longer signs it in, with or without the mapped claim.
+    for groups in [json!([]), json!(["x"])] {
+        sign_in(&t, &evil, &evil_id, "new.hire@example.test", |c| c["groups"] = groups)
+            .await
+            .expect_error(401, "SSO sign-in failed.");
+    }
+    // Once a SuperAdmin writes the IdP (trusting it), the account signs in through it.
+    t.put(IDPS, t.get(&format!("{IDPS}/{evil_id}")).await.body.clone())
+        .await
+        .expect(200);
+    let tok = sign_in(&t, &evil, &evil_id, "new.hire@example.test", |_| {})
+        .await
+        .expect(200)["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post_as(&tok, "/api/v1/roles", json!({"name": "granted", "isActive": true}))
+        .await
+        .expect(201);
+}
+
+#[tokio::test]
+async fn a_token_expiring_inside_the_write_unit_is_not_the_service() {
+    use svc_server::service::admission::{ADMITTED, Admitted, Guard, Scope};
+    let t = TestApp::start().await;
+    let attacker = idp_admin(&t).await;
+    let exp = crate::support::edge::jwt_payload(&attacker)["exp"].as_i64().unwrap();
+    let now = svc_server::clock::scope(t.app.clock.clone(), async { svc_server::clock::now_millis() }).await;
+    t.advance_clock((exp + 31) * 1000 - now);
+    // The write unit's checks ask who the admitted caller is: no longer anyone, so refused —
+    // never the service's own write, for which every check passes.
+    let admitted = Admitted {
+        token: attacker,
+        guard: Guard {
+            perm: svc_server::domain::Perm::IdentityProviders,
+            scope: Scope::Rs,
+            write: None,
+        },
+        write: true,
+        rs: svc_server::domain::DEFAULT_RESOURCE_SET,
+    };
+    let st = t.app.state();
+    let caller = svc_server::clock::scope(
+        t.app.clock.clone(),
+        ADMITTED.scope(admitted, async {
+            svc_server::service::escalation::current_caller(&t.app, &st).map(|c| c.is_some())
+        }),
+    )
+    .await;
+    assert!(
+        matches!(caller, Err(svc_server::error::Error::Unauthenticated)),
+        "{caller:?}"
+    );
+    let mapped = [svc_server::domain::records::SUPER_ADMIN_ROLE];
+    let admitted_again = Admitted {
+        token: String::from("not a token"),
+        guard: Guard {
+            perm: svc_server::domain::Perm::IdentityProviders,
+            scope: Scope::Rs,
+            write: None,
+        },
+        write: true,
+        rs: svc_server::domain::DEFAULT_RESOURCE_SET,
+    };
+    let check = ADMITTED
+        .scope(admitted_again, async {
+            svc_server::service::escalation::check_mapped_roles(&t.app, &st, &mapped)
+        })
+        .await;
+    assert!(check.is_err(), "{check:?}");
 }
