@@ -4,7 +4,7 @@
 //! the HTTP server loop `http::server`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64};
+use std::sync::atomic::AtomicI64;
 
 use arc_swap::ArcSwap;
 use uuid::Uuid;
@@ -37,7 +37,6 @@ pub struct Inner {
     pub events: EventSink,
     /// Log-stream delivery: the counters every node shows, this node's right to deliver.
     pub streams: crate::events::streams::Streams,
-    pub healthy: AtomicBool,
     /// Newest row of `changes` this node has applied.
     pub last_change: AtomicI64,
     /// Random id of this process (rotation lock owner).
@@ -91,7 +90,7 @@ impl From<String> for StartError {
 
 impl From<crate::store::StoreError> for StartError {
     fn from(e: crate::store::StoreError) -> Self {
-        StartError(e.0)
+        StartError(e.message)
     }
 }
 

@@ -12,6 +12,15 @@ pub const NOT_FOUND: &str = "Not found.";
 pub const METHOD_NOT_ALLOWED: &str = "Method not allowed.";
 pub const INTERNAL: &str = "Internal server error.";
 
+/// 503 with `Retry-After: 1` and the same message as the Edge API's (issue 32): the database is
+/// unreachable or cannot be written; nothing was changed.
+pub fn unavailable() -> Response {
+    let mut r = generic(StatusCode::SERVICE_UNAVAILABLE, crate::edge::UNAVAILABLE);
+    r.headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(1u32));
+    r
+}
+
 pub fn generic(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(GenericResponse::error(message))).into_response()
 }
@@ -37,6 +46,10 @@ impl IntoResponse for Error {
             Error::Internal(detail) => {
                 tracing::error!(error = %detail, "internal error");
                 generic(StatusCode::INTERNAL_SERVER_ERROR, INTERNAL)
+            }
+            Error::Unavailable(detail) => {
+                tracing::warn!(error = %detail, "answering 503: the database cannot serve this request now");
+                unavailable()
             }
         }
     }

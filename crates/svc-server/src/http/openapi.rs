@@ -806,7 +806,9 @@ fn reason(status: u16) -> &'static str {
         404 => "Not found",
         405 => "Method not allowed",
         429 => "Rate limited (`Retry-After`)",
-        503 => "The request's events could not be stored: nothing was handed out (`Retry-After`)",
+        503 => {
+            "The database cannot serve the request now (unreachable, or its disk full), or an edge request's events could not be stored: nothing was changed or handed out (`Retry-After`)"
+        }
         _ => "Internal error",
     }
 }
@@ -893,10 +895,10 @@ fn operation(o: &Op) -> Value {
     // statuses are §4.9's.
     let mut errors: Vec<u16> = vec![400, 404, 500];
     match o.access {
-        Access::Perm(..) => errors.extend([401, 403]),
+        Access::Perm(..) => errors.extend([401, 403, 503]),
         Access::Edge => errors.extend([401, 403, 429, 503]),
         Access::Public if o.path == "/edge/v1/auth" => errors.extend([401, 429, 503]),
-        Access::Public if o.path == "/api/v1/login" => errors.extend([401, 403]),
+        Access::Public if o.path == "/api/v1/login" => errors.extend([401, 403, 503]),
         Access::Public => {}
     }
     for s in errors {
@@ -990,7 +992,8 @@ fn schemas() -> Value {
         "Object": {"type": "object"},
         "Array": {"type": "array", "items": {"type": "object"}},
         "Health": {"type": "object", "required": ["status"],
-            "properties": {"status": {"enum": ["Healthy", "Unhealthy"]}}},
+            "properties": {"status": {"enum": ["Healthy", "Unhealthy"]},
+                "degraded": {"type": ["string", "null"], "description": "What does not work while the database is unusable (ours): null when all is well"}}},
         "Login": {"type": "object", "required": ["email", "password"],
             "properties": {"email": {"type": "string"}, "password": {"type": "string"}, "totpCode": {"type": "string"}}},
         "Code": {"type": "object", "required": ["code"], "properties": {"code": {"type": "string"}}},

@@ -295,7 +295,7 @@ pub async fn ensure(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
     let mut insert = Vec::new();
     for alg in [ALG_HMAC, ALG_ES256, ALG_RS256] {
         if !rows.iter().any(|r| r.alg == alg) {
-            insert.push(new_key(alg, cipher, now, now).map_err(StoreError)?);
+            insert.push(new_key(alg, cipher, now, now).map_err(StoreError::other)?);
         }
     }
     if !insert.is_empty() {
@@ -314,7 +314,7 @@ pub async fn rotate(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
     let mut insert = Vec::new();
     let mut retire = Vec::new();
     for alg in [ALG_HMAC, ALG_ES256, ALG_RS256] {
-        insert.push(new_key(alg, cipher, now, active_at).map_err(StoreError)?);
+        insert.push(new_key(alg, cipher, now, active_at).map_err(StoreError::other)?);
         for r in rows.iter().filter(|r| r.alg == alg && r.retire_at.is_none()) {
             retire.push((r.kid.clone(), active_at + RETIRE_AFTER_MS));
         }

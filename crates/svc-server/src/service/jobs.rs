@@ -37,20 +37,9 @@ pub fn spawn(node: &App) {
             }
         });
     }
+    // Whether the database can be used (issue 32: requests answer 503 at once while it cannot).
     let app = node.clone();
-    on_node(app.clock.clone(), async move {
-        loop {
-            let ok = app.store.ping().await;
-            if ok != app.healthy.swap(ok, Ordering::Relaxed) {
-                if ok {
-                    tracing::info!("database reachable again");
-                } else {
-                    tracing::error!("database unreachable");
-                }
-            }
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        }
-    });
+    on_node(app.clock.clone(), async move { app.store.probe_forever().await });
     // Changes committed elsewhere, every second. PostgreSQL: other nodes' writes. SQLite
     // serves one node, but `svc admin keys rotate` writes to the same file from a process of
     // its own, and its new keys must be published at once (§5.1): only key changes are

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64};
+use std::sync::atomic::AtomicI64;
 
 use arc_swap::ArcSwap;
 
@@ -137,7 +137,6 @@ pub async fn open(cfg: Config) -> Result<App, StartError> {
         write_queue: tokio::sync::Mutex::new(()),
         events,
         streams,
-        healthy: AtomicBool::new(true),
         last_change: AtomicI64::new(last_change),
         node_id: crate::crypto::hex(&random_bytes::<8>()),
         upstream,

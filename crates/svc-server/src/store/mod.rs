@@ -7,6 +7,7 @@
 //! `workload_events`, `pending_states`, `log_stream_cursors` (`streams.rs`).
 
 mod events;
+pub mod health;
 mod migrate;
 mod streams;
 
@@ -17,12 +18,14 @@ pub use events::{
 };
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::AnyPoolOptions;
 use sqlx::{Any, AnyPool, Row, Transaction};
 
 use crate::config::DatabaseUrl;
+pub use health::{Condition, Health};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
@@ -32,17 +35,94 @@ pub enum Dialect {
 
 /// A storage failure, kept free of sqlx types (architecture invariant 3).
 #[derive(Debug)]
-pub struct StoreError(pub String);
+pub struct StoreError {
+    pub message: String,
+    pub fault: Fault,
+}
+
+/// What a failure says about the database (issue 32): the request that met it answers 503 with
+/// `Retry-After` rather than 500 when the database is unreachable or cannot grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The query's own problem (a constraint, a bug): 500.
+    Other,
+    /// No connection could be had or kept: the database is down or cut off.
+    Unreachable,
+    /// A write failed for want of space (SQLite's `SQLITE_FULL`, an I/O error while writing).
+    Unwritable,
+}
+
+impl StoreError {
+    /// A failure of ours (not the database's).
+    pub fn other(message: impl Into<String>) -> StoreError {
+        StoreError {
+            message: message.into(),
+            fault: Fault::Other,
+        }
+    }
+
+    /// The database cannot be used now: the request answers 503.
+    pub fn unavailable(&self) -> bool {
+        self.fault != Fault::Other
+    }
+
+    fn unreachable() -> StoreError {
+        StoreError {
+            message: "the database is unreachable".into(),
+            fault: Fault::Unreachable,
+        }
+    }
+
+    fn unwritable() -> StoreError {
+        StoreError {
+            message: "the database cannot be written (disk full?)".into(),
+            fault: Fault::Unwritable,
+        }
+    }
+}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError {
+            fault: fault_of(&e),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// How a sqlx failure reflects on the database: lost connections and PostgreSQL's connection
+/// and shutdown classes (`08…`, `57P…`, `53300` too many connections) are `Unreachable`;
+/// SQLite's `SQLITE_FULL` (13) and `SQLITE_IOERR` (10, with their extended codes) `Unwritable`.
+fn fault_of(e: &sqlx::Error) -> Fault {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => Fault::Unreachable,
+        sqlx::Error::Database(d) => {
+            if let Some(s) = d.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
+                let code = sqlx::error::DatabaseError::code(s)
+                    .and_then(|c| c.parse::<i32>().ok())
+                    .unwrap_or(0);
+                return match code & 0xff {
+                    10 | 13 => Fault::Unwritable,
+                    _ => Fault::Other,
+                };
+            }
+            match d.code().as_deref() {
+                Some(c) if c.starts_with("08") || c.starts_with("57P") || c == "53300" => Fault::Unreachable,
+                _ => Fault::Other,
+            }
+        }
+        _ => Fault::Other,
     }
 }
 
@@ -78,6 +158,32 @@ pub struct Store {
     /// SQLite only: one native connection for the event writer's inserts (see
     /// `events::insert_event_rows_sqlite`).
     events: Option<sqlx::SqlitePool>,
+    /// Whether the database can be used now (the probe's finding), shared by the clones.
+    health: Arc<Health>,
+    /// PostgreSQL: where the probe connects (its own connection, not the pool's).
+    probe_dsn: Option<String>,
+}
+
+/// Runs `f` unless `health` knows the database cannot serve it (unreachable; for a write, also
+/// unable to grow), and stops waiting for it the moment the probe finds the database gone: a
+/// request answers 503 at once instead of after the pool's acquire timeout (issue 32). A failure
+/// that looks like a dead database has the probe look now.
+async fn live<T>(health: &Health, write: bool, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    if health.unreachable() {
+        return Err(StoreError::unreachable());
+    }
+    if write && health.refuses_writes() {
+        return Err(StoreError::unwritable());
+    }
+    let r = tokio::select! {
+        biased;
+        r = f => r,
+        () = health.gone() => Err(StoreError::unreachable()),
+    };
+    if let Err(e) = &r {
+        health.saw(e.fault);
+    }
+    r
 }
 
 impl Store {
@@ -87,8 +193,9 @@ impl Store {
         let (dsn, dialect, max) = match url {
             DatabaseUrl::Sqlite(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| StoreError(format!("cannot create database folder {}: {e}", dir.display())))?;
+                    std::fs::create_dir_all(dir).map_err(|e| {
+                        StoreError::other(format!("cannot create database folder {}: {e}", dir.display()))
+                    })?;
                 }
                 (format!("sqlite://{}?mode=rwc", path.display()), Dialect::Sqlite, 8)
             }
@@ -122,6 +229,8 @@ impl Store {
             pool,
             dialect,
             events: None,
+            health: Arc::new(Health::default()),
+            probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
         };
         migrate::run(&store).await?;
         if let DatabaseUrl::Sqlite(path) = url {
@@ -167,20 +276,78 @@ impl Store {
         self.pool.close().await;
     }
 
-    /// Whether the database answers (health).
-    pub async fn ping(&self) -> bool {
-        tokio::time::timeout(Duration::from_secs(2), sqlx::query("SELECT 1").execute(&self.pool))
-            .await
-            .map(|r| r.is_ok())
-            .unwrap_or(false)
+    /// What the database can do now, as the probe last found it (no wait).
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// [`live`] over this store's health.
+    pub(crate) async fn live<T>(&self, write: bool, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        live(&self.health, write, f).await
+    }
+
+    /// The probe of [`Health`], for ever (a job of the node): every [`health::PROBE_EVERY`], at
+    /// once when a query failed as a dead database makes it fail, and every
+    /// [`health::PROBE_EVERY_DEGRADED`] while the database is unusable, so service resumes within
+    /// that of its return.
+    pub async fn probe_forever(&self) {
+        let mut conn: Option<sqlx::AnyConnection> = None;
+        loop {
+            self.health.next_probe().await;
+            let c = self.probe(&mut conn).await;
+            self.health.set(c);
+        }
+    }
+
+    /// One look: PostgreSQL through a connection of the probe's own (connected again when it
+    /// fails, once, so a restarted server is not taken for a dead one); SQLite, while writes
+    /// failed for space, by a small write.
+    async fn probe(&self, conn: &mut Option<sqlx::AnyConnection>) -> Condition {
+        use health::PROBE_TIMEOUT;
+        use sqlx::Connection;
+        let Some(dsn) = &self.probe_dsn else {
+            if self.health.condition() != Condition::Unwritable {
+                return Condition::Ok;
+            }
+            let write = async {
+                let mut tx = self.begin_write().await?;
+                sqlx::query("INSERT INTO meta (key, value) VALUES ('health_probe', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+                    .bind(crate::clock::now_millis().to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok::<_, StoreError>(())
+            };
+            return match tokio::time::timeout(Duration::from_secs(2), write).await {
+                Ok(Ok(())) => Condition::Ok,
+                _ => Condition::Unwritable,
+            };
+        };
+        for _ in 0..2 {
+            if conn.is_none() {
+                match tokio::time::timeout(PROBE_TIMEOUT, sqlx::AnyConnection::connect(dsn)).await {
+                    Ok(Ok(c)) => *conn = Some(c),
+                    _ => return Condition::Unreachable,
+                }
+            }
+            let c = conn.as_mut().expect("connected above");
+            match tokio::time::timeout(PROBE_TIMEOUT, sqlx::query("SELECT 1").execute(&mut *c)).await {
+                Ok(Ok(_)) => return Condition::Ok,
+                _ => *conn = None,
+            }
+        }
+        Condition::Unreachable
     }
 
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT value FROM meta WHERE key = $1")
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.map(|r| r.get::<String, _>(0)))
+        self.live(false, async {
+            let row = sqlx::query("SELECT value FROM meta WHERE key = $1")
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|r| r.get::<String, _>(0)))
+        })
+        .await
     }
 
     /// Stores `value` unless the key exists; returns the value now stored (first writer wins).
@@ -220,45 +387,54 @@ impl Store {
                 let Some(last) = rows.last() else { return Ok(()) };
                 after = last.get(7);
                 for r in &rows {
-                    f(entity_row(r)).map_err(StoreError)?;
+                    f(entity_row(r)).map_err(StoreError::other)?;
                 }
             }
         }
         let mut rows =
             sqlx::query("SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities").fetch(&self.pool);
         while let Some(r) = rows.try_next().await? {
-            f(entity_row(&r)).map_err(StoreError)?;
+            f(entity_row(&r)).map_err(StoreError::other)?;
         }
         Ok(())
     }
 
     pub async fn load_entity(&self, kind: &str, id: &str) -> Result<Option<EntityRow>> {
-        let row = sqlx::query(
-            "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2",
-        )
-        .bind(kind)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.as_ref().map(entity_row))
+        self.live(false, async {
+            let row = sqlx::query(
+                "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2",
+            )
+            .bind(kind)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+            Ok(row.as_ref().map(entity_row))
+        })
+        .await
     }
 
     /// The newest change sequence number (0 when none).
     pub async fn last_change(&self) -> Result<i64> {
-        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM changes")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.get::<i64, _>(0))
+        self.live(false, async {
+            let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM changes")
+                .fetch_one(&self.pool)
+                .await?;
+            Ok(row.get::<i64, _>(0))
+        })
+        .await
     }
 
     /// `(seq, kind, id)` of changes after `seq`, oldest first, at most [`CHANGES_PAGE`].
     pub async fn changes_since(&self, seq: i64) -> Result<Vec<(i64, String, String)>> {
-        let rows = sqlx::query("SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2")
-            .bind(seq)
-            .bind(CHANGES_PAGE as i64)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+        self.live(false, async {
+            let rows = sqlx::query("SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2")
+                .bind(seq)
+                .bind(CHANGES_PAGE as i64)
+                .fetch_all(&self.pool)
+                .await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+        })
+        .await
     }
 
     /// The newest change after `seq` (`seq` itself when none) and whether a change after `seq`
@@ -295,9 +471,15 @@ impl Store {
     /// A configuration write: on PostgreSQL it first takes the cluster-wide write lock
     /// ([`Store::lock_writes`]), so the nodes' writes run one at a time.
     pub async fn begin(&self) -> Result<StoreTx> {
-        let mut tx = self.begin_write().await?;
-        self.lock_writes(&mut tx).await?;
-        Ok(StoreTx { tx })
+        self.live(true, async {
+            let mut tx = self.begin_write().await?;
+            self.lock_writes(&mut tx).await?;
+            Ok(StoreTx {
+                tx,
+                health: self.health.clone(),
+            })
+        })
+        .await
     }
 
     /// Takes the lock every write to the configuration and the change log holds until its
@@ -403,14 +585,17 @@ impl Store {
 
     /// Stores a single-use value (OAuth state) until `expires_at` (ms).
     pub async fn put_pending(&self, state: &str, purpose: &str, data: &str, expires_at: i64) -> Result<()> {
-        sqlx::query("INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ($1, $2, $3, $4)")
-            .bind(state)
-            .bind(purpose)
-            .bind(data)
-            .bind(expires_at)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        self.live(true, async {
+            sqlx::query("INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ($1, $2, $3, $4)")
+                .bind(state)
+                .bind(purpose)
+                .bind(data)
+                .bind(expires_at)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Deletes the pending values that expired before `now` (a job, so that a flood of unfinished
@@ -428,6 +613,10 @@ impl Store {
 
     /// Takes (deletes and returns) a pending value if it exists, matches `purpose` and is unexpired.
     pub async fn take_pending(&self, state: &str, purpose: &str, now: i64) -> Result<Option<String>> {
+        self.live(true, self.take_pending_now(state, purpose, now)).await
+    }
+
+    async fn take_pending_now(&self, state: &str, purpose: &str, now: i64) -> Result<Option<String>> {
         let mut tx = self.begin_write().await?;
         let row = sqlx::query("SELECT data, expires_at, purpose FROM pending_states WHERE state = $1")
             .bind(state)
@@ -509,24 +698,35 @@ pub struct ClusterLock {
     _tx: Transaction<'static, Any>,
 }
 
-/// A write transaction over configuration entities and their audit entries.
+/// A write transaction over configuration entities and their audit entries. Each step stops
+/// waiting the moment the database is seen gone ([`live`]).
 pub struct StoreTx {
     tx: Transaction<'static, Any>,
+    health: Arc<Health>,
 }
 
 impl StoreTx {
     /// The next internal sequence number (`id` int32 fields) of a kind.
     pub async fn next_seq(&mut self, kind: &str) -> Result<i64> {
-        let row = sqlx::query(
-            "INSERT INTO sequences (kind, next) VALUES ($1, 1) ON CONFLICT (kind) DO UPDATE SET next = sequences.next + 1 RETURNING next",
-        )
-        .bind(kind)
-        .fetch_one(&mut *self.tx)
-        .await?;
-        Ok(row.get::<i64, _>(0))
+        let health = self.health.clone();
+        live(&health, true, async {
+            let row = sqlx::query(
+                "INSERT INTO sequences (kind, next) VALUES ($1, 1) ON CONFLICT (kind) DO UPDATE SET next = sequences.next + 1 RETURNING next",
+            )
+            .bind(kind)
+            .fetch_one(&mut *self.tx)
+            .await?;
+            Ok(row.get::<i64, _>(0))
+        })
+        .await
     }
 
     pub async fn upsert_entity(&mut self, e: &EntityRow) -> Result<()> {
+        let health = self.health.clone();
+        live(&health, true, self.upsert_entity_now(e)).await
+    }
+
+    async fn upsert_entity_now(&mut self, e: &EntityRow) -> Result<()> {
         sqlx::query(
             "INSERT INTO entities (kind, id, seq, rs, body, secrets, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, rs = excluded.rs, body = excluded.body, \
@@ -545,6 +745,11 @@ impl StoreTx {
     }
 
     pub async fn delete_entity(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
+        let health = self.health.clone();
+        live(&health, true, self.delete_entity_now(kind, id, at)).await
+    }
+
+    async fn delete_entity_now(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
         sqlx::query("DELETE FROM entities WHERE kind = $1 AND id = $2")
             .bind(kind)
             .bind(id)
@@ -564,11 +769,16 @@ impl StoreTx {
     }
 
     pub async fn insert_audit(&mut self, a: &AuditRow) -> Result<()> {
-        events::insert_audit(&mut self.tx, a).await
+        let health = self.health.clone();
+        live(&health, true, events::insert_audit(&mut self.tx, a)).await
     }
 
     pub async fn commit(self) -> Result<()> {
-        self.tx.commit().await?;
-        Ok(())
+        let health = self.health.clone();
+        live(&health, true, async {
+            self.tx.commit().await?;
+            Ok(())
+        })
+        .await
     }
 }
