@@ -26,6 +26,12 @@ pub struct Inner {
     pub clock: Arc<crate::clock::Clock>,
     pub store: Store,
     pub cipher: Cipher,
+    /// Where the encryption keys come from (the key file is read again during a rotation).
+    pub key_source: crate::service::rekey::Source,
+    /// When this node started (ms).
+    pub started_at: i64,
+    /// The node has stopped and removed its row of `nodes` (`service::nodes::leave`).
+    pub node_left: tokio::sync::Mutex<bool>,
     pub(crate) state: ArcSwap<State>,
     pub(crate) keys: ArcSwap<KeyRing>,
     /// Serialises management writes on this node.
@@ -104,7 +110,13 @@ impl App {
     /// Opens storage and loads everything; does not start background jobs or listen
     /// ([`crate::service::startup`]).
     pub async fn open(cfg: Config) -> Result<App, StartError> {
-        crate::service::startup::open(cfg).await
+        crate::service::startup::open(cfg, false).await
+    }
+
+    /// A host command's open (`svc admin …`): the database must exist and hold this binary's
+    /// schema; nothing is created or migrated.
+    pub async fn open_existing(cfg: Config) -> Result<App, StartError> {
+        crate::service::startup::open(cfg, true).await
     }
 
     /// The current configuration snapshot (lock-free).

@@ -72,7 +72,7 @@ enum AdminCommand {
     ///
     /// The role is given by id or name (a system role first; other names must be unique).
     Token(TokenArgs),
-    /// The signing and token keys
+    /// The signing and token keys, and the at-rest encryption key
     #[command(subcommand)]
     Keys(KeysCommand),
     /// List a resource's entries (GET /api/<version>/<resource>)
@@ -99,6 +99,20 @@ struct TokenArgs {
 enum KeysCommand {
     /// Rotate the signing and token keys now (§5.1)
     Rotate,
+    /// Seal every stored secret again under a new at-rest encryption key, while the service runs
+    ///
+    /// With the key file (SQLite without SVC_ENCRYPTION_KEY) the new key is generated into it.
+    /// With SVC_ENCRYPTION_KEY, first give every node the new key as SVC_ENCRYPTION_KEY and the
+    /// old as SVC_ENCRYPTION_KEY_PREVIOUS, and run this with the same configuration. The old key
+    /// is retired once every value is sealed again (docs/OPERATIONS.md).
+    RotateEncryption(RotateEncryptionArgs),
+}
+
+#[derive(Args)]
+struct RotateEncryptionArgs {
+    /// How long to wait for every running node to hold, then to seal with, the new key
+    #[arg(long, value_name = "SECS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    wait: u64,
 }
 
 /// `--ttl`: at most the longest token lifetime the key rotation keeps retired keys for (§5.1):
@@ -231,6 +245,9 @@ pub fn main() -> ExitCode {
         Command::Config(ConfigCommand::Check) => config_check::run(config.as_deref()),
         Command::Admin(AdminCommand::Token(a)) => local::token(config.as_deref(), a.role, a.ttl),
         Command::Admin(AdminCommand::Keys(KeysCommand::Rotate)) => local::rotate_keys(config.as_deref()),
+        Command::Admin(AdminCommand::Keys(KeysCommand::RotateEncryption(a))) => {
+            local::rotate_encryption(config.as_deref(), std::time::Duration::from_secs(a.wait))
+        }
         Command::Admin(AdminCommand::List(a)) => client_command(read::list(a)),
         Command::Admin(AdminCommand::Get(a)) => client_command(read::get(a)),
         Command::Admin(AdminCommand::Apply(a)) => client_command(apply::run(a)),

@@ -80,7 +80,7 @@ impl KeyRing {
 
         for r in rows {
             let material = cipher
-                .open(&r.material, &format!("key:{}", r.kid))
+                .open(&r.material, &crate::store::sealed::key_label(&r.kid))
                 .map_err(|e| format!("key {}: {e}", r.kid))?;
             match r.alg.as_str() {
                 ALG_HMAC => ring.hmac.push(Timed {
@@ -278,7 +278,7 @@ fn new_key(alg: &str, cipher: &Cipher, now: i64, active_at: i64) -> Result<KeyRo
         }
         other => return Err(format!("unknown algorithm {other}")),
     };
-    let material = cipher.seal(&material, &format!("key:{kid}"));
+    let material = cipher.seal(&material, &crate::store::sealed::key_label(&kid));
     Ok(KeyRow {
         kid,
         alg: alg.to_string(),

@@ -42,7 +42,7 @@ macro_rules! for_kind {
 }
 
 fn label(kind: Kind, id: &str) -> String {
-    format!("entity:{}:{id}", kind.as_str())
+    crate::store::sealed::entity_label(kind.as_str(), id)
 }
 
 /// A record as a row: body JSON plus the sealed secret bundle.
@@ -151,6 +151,10 @@ async fn sync_page(app: &App) -> Result<usize, StoreError> {
         return Ok(0);
     };
     let started = std::time::Instant::now();
+    // An at-rest key rotation's step first: what follows may be sealed under the new key.
+    if changes.iter().any(|(_, kind, _)| kind == "encryption") {
+        crate::service::rekey::adopt(app).await.map_err(StoreError::other)?;
+    }
     let mut st = (*app.state_full()).clone();
     let mut reload_keys = false;
     let mut seen = std::collections::HashSet::new();

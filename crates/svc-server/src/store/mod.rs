@@ -7,8 +7,10 @@
 //! `workload_events`, `pending_states`, `log_stream_cursors` (`streams.rs`).
 
 mod events;
+pub mod files;
 pub mod health;
 mod migrate;
+pub mod sealed;
 mod streams;
 
 pub(crate) use events::v7_millis;
@@ -187,17 +189,35 @@ async fn live<T>(health: &Health, write: bool, f: impl std::future::Future<Outpu
 }
 
 impl Store {
-    /// Connects (creating the SQLite file and its folder when needed) and runs migrations.
+    /// `svc serve` and `svc migrate`: connects (on first start creating the SQLite file, mode
+    /// 0600, and its data directory, mode 0700, when the directory's parent exists) and runs the
+    /// migrations.
     pub async fn open(url: &DatabaseUrl) -> Result<Store> {
+        let store = Self::connect(url, true).await?;
+        migrate::run(&store).await?;
+        store.with_native(url).await
+    }
+
+    /// The host commands (`svc admin token`, `keys`, `backup`, …): the database must exist and
+    /// hold this binary's schema; nothing is created or migrated (issue 32: run from another
+    /// directory, `admin token` made an empty `svc-data/` and printed a token for it).
+    pub async fn open_existing(url: &DatabaseUrl) -> Result<Store> {
+        let store = Self::connect(url, false).await?;
+        migrate::check_current(&store).await?;
+        store.with_native(url).await
+    }
+
+    /// The database's schema version (`None`: no svc schema) and the newest this binary knows.
+    pub async fn schema_version(&self) -> Result<(Option<i64>, i64)> {
+        Ok((migrate::version(self).await?, migrate::LATEST))
+    }
+
+    async fn connect(url: &DatabaseUrl, create: bool) -> Result<Store> {
         sqlx::any::install_default_drivers();
         let (dsn, dialect, max) = match url {
             DatabaseUrl::Sqlite(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| {
-                        StoreError::other(format!("cannot create database folder {}: {e}", dir.display()))
-                    })?;
-                }
-                (format!("sqlite://{}?mode=rwc", path.display()), Dialect::Sqlite, 8)
+                files::prepare(path, create)?;
+                (format!("sqlite://{}?mode=rw", path.display()), Dialect::Sqlite, 8)
             }
             DatabaseUrl::Postgres(u) => (u.clone(), Dialect::Postgres, 16),
         };
@@ -225,14 +245,17 @@ impl Store {
             })
             .connect(&dsn)
             .await?;
-        let mut store = Store {
+        Ok(Store {
             pool,
             dialect,
             events: None,
             health: Arc::new(Health::default()),
             probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
-        };
-        migrate::run(&store).await?;
+        })
+    }
+
+    /// SQLite: adds the event writer's native connection (after the migrations).
+    async fn with_native(mut self, url: &DatabaseUrl) -> Result<Store> {
         if let DatabaseUrl::Sqlite(path) = url {
             use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
             // From the same URL as the main pool, so that both open the same file.
@@ -249,7 +272,7 @@ impl Store {
                 .pragma("wal_autocheckpoint", "250")
                 // Start-up reads the entities through this connection ([`Store::each_entity`]).
                 .row_buffer_size(LOAD_CHUNK);
-            store.events = Some(
+            self.events = Some(
                 SqlitePoolOptions::new()
                     .max_connections(1)
                     .min_connections(1)
@@ -257,8 +280,9 @@ impl Store {
                     .connect_with(options)
                     .await?,
             );
+            files::tighten(path);
         }
-        Ok(store)
+        Ok(self)
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -437,19 +461,21 @@ impl Store {
         .await
     }
 
-    /// The newest change after `seq` (`seq` itself when none) and whether a change after `seq`
-    /// is to the signing keys: a range read of the new rows only.
-    pub async fn key_changes_since(&self, seq: i64) -> Result<(i64, bool)> {
+    /// The newest change after `seq` (`seq` itself when none), whether a change after `seq` is
+    /// to the signing keys, and whether one is to the encryption keys (`encryption`, an at-rest
+    /// key rotation): a range read of the new rows only.
+    pub async fn key_changes_since(&self, seq: i64) -> Result<(i64, bool, bool)> {
         let row = sqlx::query(
-            "SELECT MAX(seq), COALESCE(MAX(CASE WHEN kind = 'signing_keys' THEN 1 ELSE 0 END), 0) \
-             FROM changes WHERE seq > $1",
+            "SELECT MAX(seq), COALESCE(MAX(CASE WHEN kind = 'signing_keys' THEN 1 ELSE 0 END), 0), \
+             COALESCE(MAX(CASE WHEN kind = 'encryption' THEN 1 ELSE 0 END), 0) FROM changes WHERE seq > $1",
         )
         .bind(seq)
         .fetch_one(&self.pool)
         .await?;
         let last: Option<i64> = row.get(0);
         let keys: i64 = row.get(1);
-        Ok((last.unwrap_or(seq), keys == 1))
+        let encryption: i64 = row.get(2);
+        Ok((last.unwrap_or(seq), keys == 1, encryption == 1))
     }
 
     /// A lock shared by every node (PostgreSQL advisory transaction lock on a hash of `name`),
@@ -634,6 +660,88 @@ impl Store {
             let (data, exp, p): (String, i64, String) = (r.get(0), r.get(1), r.get(2));
             (exp >= now && p == purpose).then_some(data)
         }))
+    }
+}
+
+/// A running node's row (`nodes`, migration 0006): what it holds, as it said last.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRow {
+    pub node_id: String,
+    pub host: String,
+    pub pid: i64,
+    pub version: String,
+    pub public_url: String,
+    /// The ids of the encryption keys the node holds (comma-separated).
+    pub key_ids: String,
+    /// The id of the key it seals with.
+    pub active_key: String,
+    pub started_at: i64,
+    pub seen_at: i64,
+}
+
+impl Store {
+    /// Writes a node's row (its start, its heartbeat) and deletes the rows of nodes not seen
+    /// since `forget_before`.
+    pub async fn node_seen(&self, n: &NodeRow, forget_before: i64) -> Result<()> {
+        self.live(true, async {
+            sqlx::query(
+                "INSERT INTO nodes (node_id, host, pid, version, public_url, key_ids, active_key, started_at, seen_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (node_id) DO UPDATE SET \
+                 public_url = excluded.public_url, key_ids = excluded.key_ids, active_key = excluded.active_key, \
+                 seen_at = excluded.seen_at",
+            )
+            .bind(&n.node_id)
+            .bind(&n.host)
+            .bind(n.pid)
+            .bind(&n.version)
+            .bind(&n.public_url)
+            .bind(&n.key_ids)
+            .bind(&n.active_key)
+            .bind(n.started_at)
+            .bind(n.seen_at)
+            .execute(&self.pool)
+            .await?;
+            sqlx::query("DELETE FROM nodes WHERE seen_at < $1")
+                .bind(forget_before)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Nodes seen since `since` (ms), the most recently seen first.
+    pub async fn nodes_seen_since(&self, since: i64) -> Result<Vec<NodeRow>> {
+        let rows = sqlx::query(
+            "SELECT node_id, host, pid, version, public_url, key_ids, active_key, started_at, seen_at FROM nodes \
+             WHERE seen_at >= $1 ORDER BY seen_at DESC",
+        )
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| NodeRow {
+                node_id: r.get(0),
+                host: r.get(1),
+                pid: r.get(2),
+                version: r.get(3),
+                public_url: r.get(4),
+                key_ids: r.get(5),
+                active_key: r.get(6),
+                started_at: r.get(7),
+                seen_at: r.get(8),
+            })
+            .collect())
+    }
+
+    /// A stopping node's row goes at once (a rotation does not wait for it).
+    pub async fn node_gone(&self, node_id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM nodes WHERE node_id = $1")
+            .bind(node_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }
 

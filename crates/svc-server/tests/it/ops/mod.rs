@@ -5,3 +5,4 @@
 mod metrics;
 mod openapi;
 mod outage;
+mod rotation;
