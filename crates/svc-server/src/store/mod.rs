@@ -166,6 +166,20 @@ pub struct Store {
     probe_dsn: Option<String>,
 }
 
+/// Whether a connection given back to the pool may be used again. One given back inside a
+/// transaction (dropped unfinished: its rollback is queued) has the rollback run now, and is kept
+/// only if that ended the transaction: after `SQLITE_FULL` or an I/O error SQLite may roll the
+/// transaction back itself, the queued `ROLLBACK` then fails, and sqlx would count the connection
+/// as inside a transaction for ever (every later `BEGIN IMMEDIATE` on it refused: a full disk
+/// that never recovered, issue 32). A committed transaction costs nothing here.
+async fn keep_after_release<C: sqlx::Connection>(conn: &mut C) -> std::result::Result<bool, sqlx::Error> {
+    if !conn.is_in_transaction() {
+        return Ok(true);
+    }
+    conn.ping().await?;
+    Ok(!conn.is_in_transaction())
+}
+
 /// Runs `f` unless `health` knows the database cannot serve it (unreachable; for a write, also
 /// unable to grow), and stops waiting for it the moment the probe finds the database gone: a
 /// request answers 503 at once instead of after the pool's acquire timeout (issue 32). A failure
@@ -243,6 +257,7 @@ impl Store {
                     Ok(())
                 })
             })
+            .after_release(|conn, _meta| Box::pin(keep_after_release(conn)))
             .connect(&dsn)
             .await?;
         Ok(Store {
@@ -277,6 +292,7 @@ impl Store {
                     .max_connections(1)
                     .min_connections(1)
                     .acquire_timeout(Duration::from_secs(10))
+                    .after_release(|conn, _meta| Box::pin(keep_after_release(conn)))
                     .connect_with(options)
                     .await?,
             );

@@ -2,6 +2,8 @@
 //! Prometheus metrics listener, and the faults and procedures of docs/OPERATIONS.md (a database
 //! outage).
 
+mod disk;
+mod files;
 mod metrics;
 mod openapi;
 mod outage;
