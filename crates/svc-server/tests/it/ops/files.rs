@@ -191,8 +191,7 @@ async fn serve_refuses_a_missing_or_read_only_data_directory_naming_it() {
     let db = dir.join("missing/deeper/svc.db");
     let err = serve_in(&dir, &[("SVC_DATABASE_URL", &format!("sqlite://{}", db.display()))])
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(
         err.contains(&format!(
             "data directory {} does not exist, nor does {}",
@@ -220,8 +219,7 @@ async fn serve_refuses_a_missing_or_read_only_data_directory_naming_it() {
     fs.remount(true);
     let err = serve_in(&dir, &[("SVC_DATABASE_URL", &old_db)])
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(
         err.contains(&format!(
             "database file {} is not writable",
@@ -232,8 +230,7 @@ async fn serve_refuses_a_missing_or_read_only_data_directory_naming_it() {
     let new_db = format!("sqlite://{}", fs.join("new/svc.db").display());
     let err = serve_in(&dir, &[("SVC_DATABASE_URL", &new_db)])
         .await
-        .err()
-        .expect("refused");
+        .expect_err("refused");
     assert!(
         err.contains(&format!("data directory {} is not writable", fs.join("new").display()))
             && err.contains("Read-only file system"),
