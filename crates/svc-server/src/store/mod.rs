@@ -6,6 +6,7 @@
 //! `changes` (cross-node refresh), `signing_keys`, `meta`, `audit_logs`, `authorization_events`,
 //! `workload_events`, `pending_states`, `log_stream_cursors` (`streams.rs`).
 
+pub mod backup;
 mod events;
 pub mod files;
 pub mod health;
@@ -220,6 +221,9 @@ impl Store {
         migrate::check_current(&store).await?;
         store.with_native(url).await
     }
+
+    /// The schema version this binary writes.
+    pub const LATEST_SCHEMA: i64 = migrate::LATEST;
 
     /// The database's schema version (`None`: no svc schema) and the newest this binary knows.
     pub async fn schema_version(&self) -> Result<(Option<i64>, i64)> {

@@ -117,6 +117,11 @@ impl Store {
             .collect())
     }
 
+    /// Every value of `c` (a backup's check: they are few, thousands at most).
+    pub async fn all_sealed(&self, c: &'static SealedColumn) -> Result<Vec<SealedValue>> {
+        self.sealed_not_under(c, "", i32::MAX as usize).await
+    }
+
     /// Replaces sealed values in one short transaction, each only if it still holds what was
     /// read (a write of the service in between sealed it anew and wins); returns how many were
     /// replaced. No change-log row: what they hold is unchanged.

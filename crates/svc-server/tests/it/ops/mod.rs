@@ -2,6 +2,7 @@
 //! Prometheus metrics listener, and the faults and procedures of docs/OPERATIONS.md (a database
 //! outage).
 
+mod backup;
 mod disk;
 mod files;
 mod metrics;
