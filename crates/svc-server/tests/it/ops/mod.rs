@@ -9,3 +9,4 @@ mod metrics;
 mod openapi;
 mod outage;
 mod rotation;
+mod upgrade;
