@@ -5,7 +5,6 @@
 //! its token names another issuer than the server's, and the server says why it refuses one.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::json;
@@ -13,44 +12,14 @@ use serde_json::json;
 use crate::support::harness::{
     ADMIN_EMAIL, ADMIN_PASSWORD, TestApp, fresh_database, host_command, logs, temp_dir, use_postgres,
 };
+use crate::support::node::Node;
 use crate::support::tmpfs::Tmpfs;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `svc serve` in `dir` with `env`: the child and its base URL once it answers (or its output
 /// when it exits first).
 async fn serve_in(dir: &Path, env: &[(&str, &str)]) -> Result<(tokio::process::Child, String), String> {
-    let port = free_port();
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"));
-    cmd.arg("serve")
-        .current_dir(dir)
-        .env_clear()
-        .env("SVC_LISTEN_ADDR", format!("127.0.0.1:{port}"))
-        .env("SVC_METRICS_LISTEN_ADDR", "")
-        .env("SVC_LOG", "error")
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    let mut child = cmd.spawn().unwrap();
-    let base = format!("http://127.0.0.1:{port}");
-    for _ in 0..200 {
-        if let Some(status) = child.try_wait().unwrap() {
-            let out = child.wait_with_output().await.unwrap();
-            return Err(format!("{status}: {}", String::from_utf8_lossy(&out.stderr)));
-        }
-        if reqwest::get(format!("{base}/api/v1/health")).await.is_ok() {
-            return Ok((child, base));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("svc serve neither answered nor exited");
+    let env = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    Node::spawn(dir, &env).await.map(|n| (n.child, n.base))
 }
 
 fn mode(p: &Path) -> u32 {

@@ -6,6 +6,7 @@ mod backup;
 mod disk;
 mod files;
 mod metrics;
+mod nodes;
 mod openapi;
 mod outage;
 mod rotation;
