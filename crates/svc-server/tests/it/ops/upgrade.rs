@@ -14,7 +14,7 @@ use crate::support::edge::*;
 use crate::support::harness::{TestApp, fresh_database, host_command, temp_dir, use_postgres};
 
 /// The fixtures, oldest first: (commit, schema version its binary wrote).
-const FIXTURES: &[(&str, i64)] = &[("7f61204", 5)];
+const FIXTURES: &[(&str, i64)] = &[("449e7f1", 3), ("7f61204", 5)];
 
 fn fixture(commit: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
