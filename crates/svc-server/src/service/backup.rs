@@ -361,18 +361,7 @@ async fn verify_dump(cfg: &Config, file: &Path, custom: bool, keys: &[[u8; 32]])
              made there, and dropped)",
         ));
     };
-    let mut url = url::Url::parse(admin).map_err(|e| format!("SVC_DATABASE_URL: {e}"))?;
-    let name = format!("svc_verify_{}", crate::crypto::hex(&crate::crypto::random_bytes::<6>()));
-    sqlx::any::install_default_drivers();
-    let server = sqlx::AnyPool::connect(admin)
-        .await
-        .map_err(|e| format!("connecting to {}: {e}", url.host_str().unwrap_or("?")))?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
-        .execute(&server)
-        .await
-        .map_err(|e| format!("cannot create a scratch database (the role needs CREATEDB): {e}"))?;
-    url.set_path(&format!("/{name}"));
-    let scratch = url.to_string();
+    let (scratch, name) = crate::store::backup::create_scratch_database(admin).await?;
     let restored = restore_dump(file, custom, &scratch).await;
     let result = match restored {
         Err(e) => Err(e),
@@ -400,12 +389,9 @@ async fn verify_dump(cfg: &Config, file: &Path, custom: bool, keys: &[[u8; 32]])
             }
         }
     };
-    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-    )))
-    .execute(&server)
-    .await;
-    server.close().await;
+    if let Err(e) = crate::store::backup::drop_scratch_database(admin, &name).await {
+        tracing::warn!(database = %name, error = %e, "the scratch database was not dropped");
+    }
     result
 }
 

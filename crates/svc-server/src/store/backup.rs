@@ -135,3 +135,39 @@ pub async fn sqlite_in_use(path: &Path) -> Result<bool> {
     let _ = conn.close().await;
     Ok(!free)
 }
+
+/// A scratch database `svc_verify_<random>` on the PostgreSQL server of `admin` (the role needs
+/// `CREATEDB`): its URL and name, for [`drop_scratch_database`].
+pub async fn create_scratch_database(admin: &str) -> Result<(String, String)> {
+    sqlx::any::install_default_drivers();
+    let mut url = url::Url::parse(admin).map_err(|e| StoreError::other(format!("SVC_DATABASE_URL: {e}")))?;
+    let name = format!("svc_verify_{}", crate::crypto::hex(&crate::crypto::random_bytes::<6>()));
+    let server = sqlx::AnyPool::connect(admin).await?;
+    let made = sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {name}")))
+        .execute(&server)
+        .await;
+    server.close().await;
+    made.map_err(|e| {
+        StoreError::other(format!(
+            "cannot create a scratch database (the role needs CREATEDB): {e}"
+        ))
+    })?;
+    url.set_path(&format!("/{name}"));
+    Ok((url.to_string(), name))
+}
+
+/// Drops a database of [`create_scratch_database`], whoever is still connected to it.
+pub async fn drop_scratch_database(admin: &str, name: &str) -> Result<()> {
+    if !name.starts_with("svc_verify_") || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Err(StoreError::other("not a scratch database"));
+    }
+    let server = sqlx::AnyPool::connect(admin).await?;
+    let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+    )))
+    .execute(&server)
+    .await;
+    server.close().await;
+    r?;
+    Ok(())
+}
