@@ -6,6 +6,7 @@
 pub mod common;
 pub mod edge;
 pub mod reader;
+pub mod schema;
 pub mod strict;
 pub mod time;
 

@@ -361,6 +361,33 @@ pub fn parse_query(q: &str) -> Result<CredentialRequest, String> {
 }
 
 /// Serves until SIGTERM or SIGINT; a unix socket is created 0600 and removed at exit.
+/// Binds the agent's unix socket so that no other user can ever connect to it (issue 31): the
+/// socket is made inside a new private directory (0700) beside `path`, set to 0600 there, then
+/// renamed into place. Bound at `path` directly, it would exist with the umask's mode until the
+/// chmod after it.
+fn bind_private(path: &std::path::Path) -> std::io::Result<tokio::net::UnixListener> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    let parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let mut rnd = [0u8; 8];
+    let _ = aws_lc_rs::rand::fill(&mut rnd);
+    let hex: String = rnd.iter().map(|b| format!("{b:02x}")).collect();
+    let private = parent.join(format!(".svc-edge-{}-{hex}", std::process::id()));
+    std::fs::DirBuilder::new().mode(0o700).create(&private)?;
+    let staged = private.join("sock");
+    let bound = (|| {
+        let l = tokio::net::UnixListener::bind(&staged)?;
+        std::fs::set_permissions(&staged, std::fs::Permissions::from_mode(0o600))?;
+        std::fs::rename(&staged, path)?;
+        Ok(l)
+    })();
+    let _ = std::fs::remove_file(&staged);
+    let _ = std::fs::remove_dir(&private);
+    bound
+}
+
 pub async fn serve(agent: Arc<Agent>, listen: Listen) -> Result<(), Error> {
     use hyper_util::rt::TokioIo;
     let conn = |agent: Arc<Agent>, tcp: bool| {
@@ -402,16 +429,14 @@ pub async fn serve(agent: Arc<Agent>, listen: Listen) -> Result<(), Error> {
             }
         }
         Listen::Unix(path) => {
-            use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+            use std::os::unix::fs::FileTypeExt;
             if let Ok(m) = std::fs::symlink_metadata(&path)
                 && m.file_type().is_socket()
             {
                 let _ = std::fs::remove_file(&path);
             }
-            let l = tokio::net::UnixListener::bind(&path)
-                .map_err(|e| Error::Failure(format!("--listen unix:{}: {e}", path.display())))?;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| Error::Failure(format!("--listen unix:{}: {e}", path.display())))?;
+            let l =
+                bind_private(&path).map_err(|e| Error::Failure(format!("--listen unix:{}: {e}", path.display())))?;
             log::info("listening", &[("addr", format!("unix:{}", path.display()).into())]);
             let accept = async {
                 loop {

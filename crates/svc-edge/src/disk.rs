@@ -1,9 +1,11 @@
 //! `--cache-dir`: the edge access token kept between invocations (never credentials, never
 //! evidence). One file per (URL, clientId, resource set), mode 0600, written atomically (a
-//! private temporary file renamed over the old one); the directory is created 0700.
+//! private temporary file renamed over the old one); the directory is created 0700, and one
+//! that exists must be the caller's own and writable by nobody else (issue 31), or the cache is
+//! not used.
 
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -35,8 +37,35 @@ pub fn token_path(dir: &Path, cfg: &Config) -> PathBuf {
     dir.join(format!("token-{hex}.json"))
 }
 
-/// The stored token for this configuration, if any and readable.
+/// A cache directory must be the caller's own and writable by no other user: another local user
+/// who owns it, or may write it, could read the token or hand us one of theirs (issue 31). The
+/// owner is compared with `/proc/self`'s (the process's effective user) where that exists.
+pub fn check_dir(dir: &Path) -> std::io::Result<()> {
+    let m = std::fs::symlink_metadata(dir)?;
+    let refuse = |why: &str| Err(std::io::Error::other(format!("{}: {why}", dir.display())));
+    if !m.is_dir() {
+        return refuse("is not a directory");
+    }
+    if let Ok(me) = std::fs::metadata("/proc/self").map(|p| p.uid())
+        && m.uid() != me
+    {
+        return refuse("is owned by another user");
+    }
+    if m.mode() & 0o022 != 0 {
+        return refuse("is writable by other users");
+    }
+    Ok(())
+}
+
+/// The stored token for this configuration, if any and readable (and the directory the
+/// caller's own: [`check_dir`]).
 pub fn load(dir: &Path, cfg: &Config) -> Option<Session> {
+    if let Err(e) = check_dir(dir) {
+        if e.kind() != std::io::ErrorKind::NotFound {
+            crate::log::warn("the token cache is not used", &[("error", e.to_string().into())]);
+        }
+        return None;
+    }
     let bytes = std::fs::read(token_path(dir, cfg)).ok()?;
     let s: Stored = serde_json::from_slice(&bytes).ok()?;
     if s.url != cfg.url || s.client_id != cfg.client_id || s.resource_set != cfg.resource_set {
@@ -52,6 +81,7 @@ pub fn load(dir: &Path, cfg: &Config) -> Option<Session> {
 
 pub fn store(dir: &Path, cfg: &Config, session: &Session) -> std::io::Result<()> {
     std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+    check_dir(dir)?;
     let stored = Stored {
         url: cfg.url.clone(),
         client_id: cfg.client_id.clone(),

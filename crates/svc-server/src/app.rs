@@ -61,6 +61,9 @@ pub struct Inner {
     pub limits: crate::edge::ratelimit::Limiters,
     /// Failed sign-ins per source address (issue 22).
     pub login_throttle: crate::service::throttle::Throttle,
+    /// SSO sign-in starts per source address (issue 31: each stores a state and fetches the
+    /// IdP's discovery document), at the sign-in throttle's rate.
+    pub sso_throttle: crate::service::throttle::Throttle,
     /// The platforms' trust anchors (cloudA signers, cloudB roots) and the AIA cache.
     pub platform: crate::trust::anchors::PlatformTrust,
     /// The GeoIP database of `SVC_GEOIP_DB` (§3.10), reopened when the file changes.

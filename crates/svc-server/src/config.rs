@@ -64,6 +64,8 @@ pub struct Config {
     pub edge_credentials_burst: u32,
     pub trusted_proxies: Vec<IpNet>,
     pub allow_insecure_upstream: bool,
+    /// Link-local or metadata networks entity URLs may reach after all (issue 31; default none).
+    pub upstream_allowed_networks: Vec<IpNet>,
     pub upstream_ca_bundle: Option<PathBuf>,
     pub clouda_iid_certs: Option<PathBuf>,
     pub clouda_iid_max_age_seconds: u64,
@@ -141,6 +143,11 @@ impl ChainEnv {
     pub fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
     }
+
+    /// Every value (the chain's endpoints among them).
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        self.0.values().map(String::as_str)
+    }
 }
 
 impl std::fmt::Debug for ChainEnv {
@@ -186,6 +193,7 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_EDGE_CREDENTIALS_BURST", Some("400")),
     ("SVC_TRUSTED_PROXIES", Some("")),
     ("SVC_ALLOW_INSECURE_UPSTREAM", Some("false")),
+    ("SVC_UPSTREAM_ALLOWED_NETWORKS", Some("")),
     ("SVC_UPSTREAM_CA_BUNDLE", None),
     ("SVC_CLOUDA_IID_CERTS", None),
     ("SVC_CLOUDA_IID_MAX_AGE_SECONDS", Some("0")),
@@ -601,6 +609,16 @@ impl Config {
             }
         }
         let allow_insecure_upstream = r.boolean("SVC_ALLOW_INSECURE_UPSTREAM", false);
+        let mut upstream_allowed_networks = Vec::new();
+        for item in r.list("SVC_UPSTREAM_ALLOWED_NETWORKS", &[]) {
+            match IpNet::parse(&item) {
+                Some(n) => upstream_allowed_networks.push(n),
+                None => r.err(
+                    "SVC_UPSTREAM_ALLOWED_NETWORKS",
+                    format!("{item:?} is not an IP address or CIDR"),
+                ),
+            }
+        }
         let upstream_ca_bundle = r.file("SVC_UPSTREAM_CA_BUNDLE");
         let clouda_iid_certs = r.file("SVC_CLOUDA_IID_CERTS");
         let clouda_iid_max_age_seconds = r.num("SVC_CLOUDA_IID_MAX_AGE_SECONDS", 0u64, 0, u32::MAX as u64);
@@ -685,6 +703,7 @@ impl Config {
             edge_credentials_burst,
             trusted_proxies,
             allow_insecure_upstream,
+            upstream_allowed_networks,
             upstream_ca_bundle,
             clouda_iid_certs,
             clouda_iid_max_age_seconds,

@@ -4,9 +4,12 @@
 //! verified, except by [`Upstream::unverified`], used only for a log stream's collector whose
 //! operator chose `tlsVerification: none` (§3.14).
 
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::net::IpNet;
 
 pub const MAX_BODY: usize = 1024 * 1024;
 pub const TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,6 +28,59 @@ pub struct Upstream {
     /// The hosts of the configured upstream URLs: the only hosts that label upstream metrics
     /// (any other host is an entity's, `entity`).
     hosts: Vec<&'static str>,
+    /// `SVC_UPSTREAM_ALLOWED_NETWORKS`: link-local or metadata networks entity URLs may reach.
+    allowed_networks: Arc<Vec<IpNet>>,
+}
+
+/// Networks an entity's URL may not reach unless `SVC_UPSTREAM_ALLOWED_NETWORKS` names them
+/// (issue 31): link-local addresses, where the platforms serve instance metadata and its
+/// credentials (`169.254.169.254`, the container endpoint `169.254.170.2`, IPv6 `fd00:ec2::254`),
+/// and the other platforms' metadata addresses outside link-local.
+const METADATA_NETWORKS: &[&str] = &[
+    "169.254.0.0/16",
+    "fe80::/10",
+    "fd00:ec2::/32",
+    "168.63.129.16/32",
+    "100.100.100.200/32",
+];
+
+/// Whether an entity's URL may not reach `ip` ([`METADATA_NETWORKS`] less the allowed ones).
+fn forbidden(ip: IpAddr, allowed: &[IpNet]) -> bool {
+    let ip = crate::net::canonical(ip);
+    METADATA_NETWORKS
+        .iter()
+        .filter_map(|n| IpNet::parse(n))
+        .any(|n| n.contains(ip))
+        && !allowed.iter().any(|n| n.contains(ip))
+}
+
+/// The client's name resolution: a name an entity's URL gives that resolves only to forbidden
+/// addresses ([`forbidden`]) is not reached (a DNS name for `169.254.169.254` would otherwise
+/// pass the URL check); the hosts of configured URLs (`SVC_*` keys, the cloudA credential
+/// chain's endpoints) are resolved as they are.
+struct GuardedResolver {
+    configured: Vec<String>,
+    allowed: Arc<Vec<IpNet>>,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_ascii_lowercase();
+        let configured = self.configured.contains(&host);
+        let allowed = self.allowed.clone();
+        Box::pin(async move {
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let kept: Vec<SocketAddr> = found
+                .iter()
+                .copied()
+                .filter(|a| configured || !forbidden(a.ip(), &allowed))
+                .collect();
+            if kept.is_empty() && !found.is_empty() {
+                return Err("the name resolves only to link-local or metadata addresses".into());
+            }
+            Ok(Box::new(kept.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }
 
 /// An upstream failure, phrased for logs and events (never containing a secret).
@@ -32,8 +88,8 @@ pub struct Upstream {
 pub enum UpstreamError {
     /// Network error, timeout, TLS failure.
     Unreachable(String),
-    /// Non-success status with a short, sanitised body excerpt.
-    Status(u16, String),
+    /// Non-success status: [`Fetched::refusal`] (never the body: issue 31).
+    Status(String),
     /// The answer could not be understood.
     Malformed(String),
     /// The URL is not acceptable (scheme not allowed, unparsable).
@@ -44,8 +100,7 @@ impl std::fmt::Display for UpstreamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UpstreamError::Unreachable(m) => write!(f, "upstream unreachable: {m}"),
-            UpstreamError::Status(s, b) if b.is_empty() => write!(f, "upstream answered {s}"),
-            UpstreamError::Status(s, b) => write!(f, "upstream answered {s}: {b}"),
+            UpstreamError::Status(s) => write!(f, "upstream answered {s}"),
             UpstreamError::Malformed(m) => write!(f, "upstream answer malformed: {m}"),
             UpstreamError::BadUrl(m) => write!(f, "upstream URL rejected: {m}"),
         }
@@ -104,10 +159,49 @@ impl Fetched {
         scrub(text, &self.sent)
     }
 
-    /// A short printable excerpt of the answer's body, scrubbed. The whole body is scrubbed
+    /// A short printable excerpt of the answer's body, scrubbed, for the server's log only: an
+    /// entity's URL may point at a service inside the network, and what it answers must not
+    /// reach whoever configured the URL (SSRF read-back, issue 31). The whole body is scrubbed
     /// before it is cut: a secret across the cut would otherwise keep its first part.
-    pub fn excerpt(&self) -> String {
+    pub fn log_excerpt(&self) -> String {
         excerpt(self.scrub(&String::from_utf8_lossy(&self.body)).as_bytes())
+    }
+
+    /// What a caller, an event or an entity's status may be told of an answer the request did
+    /// not want: its status and, when the answer carries one, the protocol's error code (OAuth2
+    /// `error`, a JSON `error.status`, an XML `Code`) if that is a short token, as those
+    /// protocols define it. Never the body's text: an entity's URL may point at a service inside
+    /// the network, and what it answers must not reach whoever configured the URL (SSRF
+    /// read-back, issue 31). The body goes to the server's log at debug level.
+    pub fn refusal(&self) -> String {
+        tracing::debug!(status = self.status, body = %self.log_excerpt(), "upstream refused");
+        match self.error_code() {
+            Some(code) => format!("{}: {code}", self.status),
+            None => self.status.to_string(),
+        }
+    }
+
+    fn error_code(&self) -> Option<String> {
+        let json = || -> Option<String> {
+            let v: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
+            let e = v.get("error")?;
+            e.as_str()
+                .or_else(|| e.get("status").and_then(serde_json::Value::as_str))
+                .map(str::to_string)
+        };
+        let xml = || -> Option<String> {
+            let body = std::str::from_utf8(&self.body).ok()?;
+            let start = body.find("<Code>")? + "<Code>".len();
+            let end = start + body[start..].find("</Code>")?;
+            Some(body[start..end].trim().to_string())
+        };
+        let code = json().or_else(xml)?;
+        let token = !code.is_empty()
+            && code.len() <= 64
+            && code
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b':'));
+        token.then(|| self.scrub(&code))
     }
 }
 
@@ -282,23 +376,13 @@ impl Upstream {
                 b = b.add_root_certificate(c);
             }
         }
+        let allowed_networks = Arc::new(cfg.upstream_allowed_networks.clone());
+        b = b.dns_resolver(GuardedResolver {
+            configured: configured_hosts(cfg),
+            allowed: allowed_networks.clone(),
+        });
         let client = b.build().map_err(|e| format!("HTTP client: {e}"))?;
-        let configured = [
-            &cfg.clouda_sts_url_template,
-            &cfg.cloudc_jwks_url,
-            &cfg.cia_issuer,
-            &cfg.cib_issuer,
-            &cfg.cic_issuer,
-            &cfg.clouda_sts_federation_url,
-            &cfg.cloudc_sts_url,
-            &cfg.cloudc_iamcredentials_url,
-            &cfg.cloudb_login_url,
-            &cfg.cloudb_keyvault_url_template,
-            &cfg.aia_token_url,
-            &cfg.aib_token_url,
-            &cfg.objectstoragea_url_template,
-            &cfg.objectstoragec_upload_url,
-        ];
+        let configured = configured_urls(cfg);
         let hosts = configured
             .iter()
             .filter_map(|u| crate::metrics::configured_host(u))
@@ -313,6 +397,7 @@ impl Upstream {
             allow_insecure: cfg.allow_insecure_upstream,
             config_http,
             hosts,
+            allowed_networks,
         })
     }
 
@@ -329,8 +414,21 @@ impl Upstream {
         self.check(url, true)
     }
 
+    /// [`join`], checked as [`Upstream::check_url`].
+    pub fn check_joined(&self, base: &str, path: &str) -> Result<reqwest::Url, UpstreamError> {
+        self.check_url(&join(base, path)?)
+    }
+
     fn check(&self, url: &str, configured: bool) -> Result<reqwest::Url, UpstreamError> {
         let u = reqwest::Url::parse(url).map_err(|e| UpstreamError::BadUrl(format!("{url}: {e}")))?;
+        if !configured
+            && let Some(ip) = host_ip(&u)
+            && forbidden(ip, &self.allowed_networks)
+        {
+            return Err(UpstreamError::BadUrl(format!(
+                "{ip} is a link-local or metadata address (SVC_UPSTREAM_ALLOWED_NETWORKS)"
+            )));
+        }
         let configured_origin = || {
             let origin = u.origin().ascii_serialization();
             self.config_http.iter().any(|(_, o)| *o == origin)
@@ -414,10 +512,96 @@ impl Upstream {
             .send(self.client.get(url).header("accept", "application/json"))
             .await?;
         if !(200..300).contains(&f.status) {
-            return Err(UpstreamError::Status(f.status, f.excerpt()));
+            return Err(UpstreamError::Status(f.refusal()));
         }
         serde_json::from_slice(&f.body).map_err(|e| UpstreamError::Malformed(format!("not JSON: {e}")))
     }
+}
+
+/// `base` with `path` (starting with `/`) added to its path. A base with a query or a fragment
+/// is refused: the path would land in it (`https://idp.example/?x=` + `/.well-known/…` asks `/`
+/// with a query, issue 31).
+pub fn join(base: &str, path: &str) -> Result<String, UpstreamError> {
+    let mut u = reqwest::Url::parse(base).map_err(|e| UpstreamError::BadUrl(format!("{base}: {e}")))?;
+    if u.query().is_some() || u.fragment().is_some() {
+        return Err(UpstreamError::BadUrl(
+            "a base URL must not have a query or a fragment".into(),
+        ));
+    }
+    let joined = format!("{}{path}", u.path().trim_end_matches('/'));
+    u.set_path(&joined);
+    Ok(u.into())
+}
+
+/// Write-time check of an entity's upstream URL field (the rules [`Upstream::check_url`] applies
+/// when it is called): absolute `https` with a host (`http` with
+/// `SVC_ALLOW_INSECURE_UPSTREAM`), not a link-local or metadata address (issue 31).
+pub fn check_url_field(field: &str, url: &str, cfg: &Config) -> Result<(), crate::error::Error> {
+    let bad = |why: &str| Err(crate::error::Error::field(field, why));
+    let Ok(u) = reqwest::Url::parse(url) else {
+        return bad("must be an https URL");
+    };
+    let scheme_ok = u.scheme() == "https" || (u.scheme() == "http" && cfg.allow_insecure_upstream);
+    if !scheme_ok || u.host_str().is_none_or(str::is_empty) {
+        return bad("must be an https URL");
+    }
+    if let Some(ip) = host_ip(&u)
+        && forbidden(ip, &cfg.upstream_allowed_networks)
+    {
+        return bad("must not be a link-local or metadata address");
+    }
+    Ok(())
+}
+
+/// [`check_url_field`] for a base URL, which paths are added to ([`join`]): it has no query and
+/// no fragment either.
+pub fn check_base_url_field(field: &str, url: &str, cfg: &Config) -> Result<(), crate::error::Error> {
+    check_url_field(field, url, cfg)?;
+    if url.contains(['?', '#']) {
+        return Err(crate::error::Error::field(field, "must not have a query or a fragment"));
+    }
+    Ok(())
+}
+
+/// The address a URL names when its host is an IP literal.
+fn host_ip(u: &reqwest::Url) -> Option<IpAddr> {
+    match u.host()? {
+        url::Host::Ipv4(a) => Some(IpAddr::V4(a)),
+        url::Host::Ipv6(a) => Some(IpAddr::V6(a)),
+        url::Host::Domain(_) => None,
+    }
+}
+
+/// The upstream URLs the configuration names (`SVC_*` keys with the platforms' defaults).
+fn configured_urls(cfg: &Config) -> [&String; 14] {
+    [
+        &cfg.clouda_sts_url_template,
+        &cfg.cloudc_jwks_url,
+        &cfg.cia_issuer,
+        &cfg.cib_issuer,
+        &cfg.cic_issuer,
+        &cfg.clouda_sts_federation_url,
+        &cfg.cloudc_sts_url,
+        &cfg.cloudc_iamcredentials_url,
+        &cfg.cloudb_login_url,
+        &cfg.cloudb_keyvault_url_template,
+        &cfg.aia_token_url,
+        &cfg.aib_token_url,
+        &cfg.objectstoragea_url_template,
+        &cfg.objectstoragec_upload_url,
+    ]
+}
+
+/// The host names of every upstream URL the configuration names (lowercase), which
+/// [`GuardedResolver`] resolves unfiltered: the operator chose them.
+fn configured_hosts(cfg: &Config) -> Vec<String> {
+    configured_urls(cfg)
+        .into_iter()
+        .map(String::as_str)
+        .chain(cfg.clouda_chain_env.values())
+        .filter_map(|u| url::Url::parse(&u.replace(['{', '}'], "")).ok())
+        .filter_map(|u| u.host_str().map(str::to_ascii_lowercase))
+        .collect()
 }
 
 fn describe(e: &reqwest::Error) -> String {
@@ -435,9 +619,9 @@ fn describe(e: &reqwest::Error) -> String {
     }
 }
 
-/// A short printable excerpt of an error body (for events and logs), cut to 200 characters. Use
-/// [`Fetched::excerpt`], which also removes what the request sent: an upstream may echo it.
-pub fn excerpt(body: &[u8]) -> String {
+/// A short printable excerpt of an error body (for the server's log), cut to 200 characters. Use
+/// [`Fetched::log_excerpt`], which also removes what the request sent: an upstream may echo it.
+fn excerpt(body: &[u8]) -> String {
     let s = String::from_utf8_lossy(body);
     let s: String = s.chars().filter(|c| !c.is_control()).take(200).collect();
     s.trim().to_string()
@@ -446,6 +630,38 @@ pub fn excerpt(body: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn answer(status: u16, body: &str) -> Fetched {
+        Fetched {
+            status,
+            content_type: Some("application/json".into()),
+            body: body.as_bytes().to_vec(),
+            sent: vec!["SECRET-CANARY-1".into()],
+        }
+    }
+
+    /// SSRF read-back (issue 31): an entity's URL may name a service inside the network; what
+    /// it answers never reaches a caller, an event or an entity's status, only its status and a
+    /// protocol error code that is a short token.
+    #[test]
+    fn an_upstream_refusal_names_its_status_and_code_never_its_body() {
+        let s3 = "<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code><Message>bad SECRET-CANARY-1</Message></Error>";
+        assert_eq!(answer(403, s3).refusal(), "403: SignatureDoesNotMatch");
+        let oauth = r#"{"error": "invalid_client", "error_description": "client SECRET-CANARY-1 unknown"}"#;
+        assert_eq!(answer(401, oauth).refusal(), "401: invalid_client");
+        let google = r#"{"error": {"code": 403, "message": "internal text", "status": "PERMISSION_DENIED"}}"#;
+        assert_eq!(answer(403, google).refusal(), "403: PERMISSION_DENIED");
+        assert_eq!(answer(403, "<html>admin console of 10.0.0.7</html>").refusal(), "403");
+        assert_eq!(
+            answer(400, r#"{"error": "the db password is hunter2"}"#).refusal(),
+            "400"
+        );
+        assert_eq!(answer(400, r#"{"error": "SECRET-CANARY-1"}"#).refusal(), "400: ***");
+        assert_eq!(
+            UpstreamError::Status(answer(500, "internal detail").refusal()).to_string(),
+            "upstream answered 500"
+        );
+    }
 
     /// A CA bundle without a certificate stops the start, as every other PEM key does.
     #[test]
@@ -494,7 +710,7 @@ mod tests {
             body: echo.into_bytes(),
             sent,
         };
-        let text = f.excerpt();
+        let text = f.log_excerpt();
         assert!(!text.contains("CANARY"), "{text}");
         assert!(!text.contains(basic.trim_start_matches("Basic ")), "{text}");
         assert!(text.contains("grant_type=client_credentials"), "{text}");
@@ -530,7 +746,7 @@ mod tests {
                 body: format!("{}client_secret=CANARY-SECRET-123/+", "x".repeat(pad)).into_bytes(),
                 sent: f.sent.clone(),
             };
-            let text = f.excerpt();
+            let text = f.log_excerpt();
             assert!(!text.contains("CANARY") && !text.contains("CANA"), "{pad}: {text}");
         }
     }

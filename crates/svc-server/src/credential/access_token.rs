@@ -114,6 +114,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: TYPE,
     credential_type: |_| CredentialType::OAuthToken,
     secret_fields: &[],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: &["audience"],
     lifetime: None,

@@ -50,6 +50,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: "apikey",
     credential_type: |_| CredentialType::ApiKey,
     secret_fields: &["apiKey"],
+    secret_destination: &[],
     required_secrets: &["apiKey"],
     ro_fields: &[],
     lifetime: None,

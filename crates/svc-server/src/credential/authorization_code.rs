@@ -190,6 +190,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: TYPE,
     credential_type: |_| CredentialType::OAuthToken,
     secret_fields: &["clientSecret"],
+    secret_destination: &["tokenUrl"],
     required_secrets: &[],
     ro_fields: &["callBackUrl", "userAuthorizationUrl", "state"],
     lifetime: Some((86400, i32::MAX, 2_592_000)),

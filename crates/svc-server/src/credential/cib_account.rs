@@ -52,7 +52,7 @@ struct Api {
 impl Api {
     fn of(integ: &CredentialIntegration) -> Option<Api> {
         Some(Api {
-            base: cfg_str(&integ.config, "url")?.trim_end_matches('/').to_string(),
+            base: cfg_str(&integ.config, "url")?.to_string(),
             token: integ.secrets.get("personalAccessToken")?.to_string(),
         })
     }
@@ -64,7 +64,7 @@ impl Api {
         path: &str,
         body: Option<&Value>,
     ) -> Result<Fetched, IssueError> {
-        let u = svc.upstream.check_url(&format!("{}/api/v4/{path}", self.base))?;
+        let u = svc.upstream.check_joined(&self.base, &format!("/api/v4/{path}"))?;
         let mut req = svc
             .upstream
             .client
@@ -415,6 +415,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: TYPE,
     credential_type: |_| CredentialType::OAuthToken,
     secret_fields: &[],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: STATE_FIELDS,
     lifetime: None,

@@ -110,12 +110,7 @@ impl CloudASts {
         )
         .await?;
         if !(200..300).contains(&f.status) {
-            let code = xml_fields(&f.body, "ErrorResponse", &["Error/Code"])
-                .ok()
-                .and_then(|v| v[0].clone())
-                .map(|c| f.scrub(&c))
-                .unwrap_or_else(|| f.excerpt());
-            return Err(IssueError(format!("STS answered {}: {code}", f.status)));
+            return Err(IssueError(format!("STS answered {}", f.refusal())));
         }
         let fields = xml_fields(
             &f.body,
@@ -187,6 +182,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: "cloudA-sts-oidc",
     credential_type: |_| CredentialType::CloudAStsFederation,
     secret_fields: &[],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,

@@ -124,6 +124,7 @@ pub const DIRECTORY_SPEC: TypeSpec = TypeSpec {
     name: DIRECTORY,
     credential_type: |_| CredentialType::OAuthToken,
     secret_fields: &[],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
@@ -301,6 +302,7 @@ pub const KEY_VAULT_SPEC: TypeSpec = TypeSpec {
         }
     },
     secret_fields: &[],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,

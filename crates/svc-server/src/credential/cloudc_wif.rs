@@ -126,6 +126,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: "cloudC-identity-federation",
     credential_type: |_| CredentialType::CloudCWorkloadIdentityFederation,
     secret_fields: &[],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,

@@ -145,6 +145,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: "oauth-client-credential",
     credential_type: |_| CredentialType::OAuthToken,
     secret_fields: &["clientSecret"],
+    secret_destination: &["url"],
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,

@@ -171,6 +171,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: "signed-jwt",
     credential_type: |_| CredentialType::OAuthToken,
     secret_fields: &["privateKey"],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: &["keyContent"],
     lifetime: None,

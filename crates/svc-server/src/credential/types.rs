@@ -33,6 +33,9 @@ pub struct TypeSpec {
     pub credential_type: fn(&Map<String, Value>) -> CredentialType,
     /// Write-only fields (returned as `null`).
     pub secret_fields: &'static [&'static str],
+    /// The variant fields naming where its secrets are sent (issue 31: a secret stays with the
+    /// URL it was stored with); empty when they are handed to workloads or used here.
+    pub secret_destination: &'static [&'static str],
     /// Secrets required on create.
     pub required_secrets: &'static [&'static str],
     /// Server-filled fields accepted and ignored on input.
@@ -111,6 +114,24 @@ pub fn keep_fields(spec: &TypeSpec, old: &Map<String, Value>, new: &mut Map<Stri
     }
 }
 
+/// Where a provider's secrets go ([`crate::domain::SecretHome`]): its type's
+/// `secret_destination` fields. Secrets beyond its `secret_fields` (stored OAuth tokens, a
+/// minted ciB token) are the service's own.
+pub fn secret_home(p: &CredentialProvider) -> crate::domain::SecretHome {
+    let Some(spec) = spec(&p.cp_type) else {
+        return crate::domain::SecretHome::nowhere();
+    };
+    crate::domain::SecretHome {
+        fields: spec
+            .secret_destination
+            .iter()
+            .map(|f| (*f, cfg_str(&p.config, f).unwrap_or_default().to_string()))
+            .collect(),
+        given: spec.secret_fields,
+        held: p.secrets.stamps(),
+    }
+}
+
 pub fn spec(name: &str) -> Option<&'static TypeSpec> {
     TYPES.iter().find(|t| t.name == name)
 }
@@ -139,15 +160,9 @@ pub fn field_str(o: &mut Obj, mode: Mode, k: &str, min: usize, max: usize) -> Re
     }
 }
 
-/// An upstream URL field: absolute `https` (or `http` when allowed, checked by `check`).
+/// An upstream URL field: [`crate::upstream::check_url_field`].
 pub fn check_url(field: &str, url: &str, cfg: &Config) -> Result<(), Error> {
-    let ok = url::Url::parse(url)
-        .is_ok_and(|u| u.scheme() == "https" || (u.scheme() == "http" && cfg.allow_insecure_upstream));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::field(field, "must be an https URL"))
-    }
+    crate::upstream::check_url_field(field, url, cfg)
 }
 
 /// A string field that must satisfy `ok` (described by `pattern` in the error). Required fields

@@ -69,25 +69,10 @@ pub async fn post_json(
     Ok(svc.upstream.send(req).await?)
 }
 
-/// A non-success answer as an error naming the status and the upstream's error code.
+/// A non-success answer as an error naming the status and the upstream's error code (never its
+/// body's text: [`Fetched::refusal`]).
 pub fn status_error(what: &str, f: &Fetched) -> IssueError {
-    let detail = serde_json::from_slice::<Value>(&f.body)
-        .ok()
-        .and_then(|v| {
-            let code = v.get("error").and_then(|e| {
-                e.as_str()
-                    .map(str::to_string)
-                    .or_else(|| e.get("message").and_then(Value::as_str).map(str::to_string))
-            });
-            let desc = v.get("error_description").and_then(Value::as_str);
-            code.map(|c| match desc {
-                Some(d) => format!("{c} ({d})"),
-                None => c,
-            })
-        })
-        .map(|d| f.scrub(&d))
-        .unwrap_or_else(|| f.excerpt());
-    IssueError(format!("{what} answered {}: {detail}", f.status))
+    IssueError(format!("{what} answered {}", f.refusal()))
 }
 
 /// The JSON body of a 2xx answer.

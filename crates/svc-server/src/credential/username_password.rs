@@ -64,6 +64,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: "username-password",
     credential_type: |_| CredentialType::UsernamePassword,
     secret_fields: &["password"],
+    secret_destination: &[],
     required_secrets: &["password"],
     ro_fields: &[],
     lifetime: None,

@@ -389,6 +389,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     name: "x509svid",
     credential_type: |_| CredentialType::X509Svid,
     secret_fields: &[],
+    secret_destination: &[],
     required_secrets: &[],
     ro_fields: &[],
     lifetime: Some((900, 124_416_000, 3600)),

@@ -41,6 +41,19 @@ impl Integration {
     pub fn config_str(&self, key: &str) -> Option<&str> {
         self.config.get(key).and_then(|v| v.as_str())
     }
+
+    /// A vendor integration's `clientSecret` goes to `tokenUrl`, the token it buys to
+    /// `endpoint`.
+    pub fn secret_home(&self) -> super::SecretHome {
+        super::SecretHome {
+            fields: vec![
+                ("tokenUrl", self.config_str("tokenUrl").unwrap_or_default().to_string()),
+                ("endpoint", self.endpoint.clone()),
+            ],
+            given: &["clientSecret"],
+            held: self.secrets.stamps(),
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -192,4 +205,27 @@ pub struct ServerWorkloadDraft {
     pub port: i32,
     pub provider_unique_id: String,
     pub last_seen_at: Option<Timestamp>,
+}
+
+impl ContentSecurity {
+    /// `encryptedToken` is the vendor API's at `baseUrl`.
+    pub fn secret_home(&self) -> super::SecretHome {
+        super::SecretHome {
+            fields: vec![("baseUrl", self.base_url.clone())],
+            given: &["encryptedToken"],
+            held: self.secrets.stamps(),
+        }
+    }
+}
+
+impl DiscoveryIntegration {
+    /// `clientSecret` goes to `tokenUrl`, the token it buys to `endpoint`.
+    pub fn secret_home(&self) -> super::SecretHome {
+        let token_url = self.config.get("tokenUrl").and_then(|v| v.as_str()).unwrap_or_default();
+        super::SecretHome {
+            fields: vec![("tokenUrl", token_url.to_string()), ("endpoint", self.endpoint.clone())],
+            given: &["clientSecret"],
+            held: self.secrets.stamps(),
+        }
+    }
 }

@@ -38,6 +38,10 @@ impl SecretFields {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    /// Each secret's name and stamp ([`super::SecretHome::held`]).
+    pub fn stamps(&self) -> Vec<(String, u64)> {
+        self.0.iter().map(|(k, v)| (k.clone(), v.stamp())).collect()
+    }
 }
 
 mod secret_map {
@@ -53,7 +57,7 @@ mod secret_map {
     }
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, Secret<String>>, D::Error> {
         let plain = BTreeMap::<String, String>::deserialize(d)?;
-        Ok(plain.into_iter().map(|(k, v)| (k, Secret::new(v))).collect())
+        Ok(plain.into_iter().map(|(k, v)| (k, Secret::stored(v))).collect())
     }
 }
 
@@ -69,4 +73,16 @@ pub struct CredentialIntegration {
     pub error_message: Option<String>,
     #[serde(skip)]
     pub secrets: SecretFields,
+}
+
+impl CredentialIntegration {
+    /// A ciB administrator token goes to the integration's `url` (`PRIVATE-TOKEN`).
+    pub fn secret_home(&self) -> super::SecretHome {
+        let url = self.config.get("url").and_then(|v| v.as_str()).unwrap_or_default();
+        super::SecretHome {
+            fields: vec![("url", url.to_string())],
+            given: &["personalAccessToken"],
+            held: self.secrets.stamps(),
+        }
+    }
 }

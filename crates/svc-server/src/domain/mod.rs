@@ -15,7 +15,7 @@ pub mod trust;
 pub mod workload;
 
 pub use perm::Perm;
-pub use secret::Secret;
+pub use secret::{Secret, SecretHome};
 pub use svc_api::{Tag, Timestamp};
 
 use serde::{Deserialize, Serialize};

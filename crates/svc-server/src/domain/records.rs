@@ -160,8 +160,21 @@ pub struct User {
     pub phone_number: Option<String>,
     pub roles: Vec<Uuid>,
     pub active: bool,
+    /// Locked until an administrator unlocks it (MFA not enrolled after the grace period, or a
+    /// lock stored before lock-outs expired: issue 31). Ends the user's sessions.
     pub locked: bool,
+    /// Consecutive failed sign-ins since the last success or lock-out.
     pub failed_logins: u32,
+    /// A lock-out after failed sign-ins ends here (issue 31: never for good, so a stranger who
+    /// knows an e-mail cannot shut its owner out; the user's sessions stay valid).
+    #[serde(default)]
+    pub locked_until: Option<Timestamp>,
+    /// Lock-outs since the last successful sign-in: each lasts twice the one before.
+    #[serde(default)]
+    pub lockouts: u32,
+    /// The identity-provider accounts this user signs in as (issue 31).
+    #[serde(default)]
+    pub sso_links: Vec<SsoLink>,
     pub tags: Vec<Tag>,
     pub tokens: Vec<UserToken>,
     pub created_at: Timestamp,
@@ -200,7 +213,35 @@ pub struct TotpSeed {
     pub secret: Secret<String>,
 }
 
+/// An identity-provider account bound to a user (issue 31): the IdP, where it pointed when the
+/// account was bound (`oidcBaseURL`, `clientId`), and the ID token's `iss` and `sub`. A sign-in
+/// through the IdP finds the user by these, never by e-mail once bound; an IdP moved to another
+/// server or client binds nothing any more (whoever moved it may control the new one's `iss`
+/// and `sub`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SsoLink {
+    pub idp: Uuid,
+    pub base_url: String,
+    pub client_id: String,
+    pub issuer: String,
+    pub subject: String,
+    /// The IdP created the user: its role mappings apply whoever configured it.
+    pub created: bool,
+}
+
+/// A lock-out lasts one minute, then twice as long as the one before, at most an hour (issue
+/// 31; the per-address throttle, `service::throttle`, is the main defence).
+pub fn lockout_ms(lockouts_before: u32) -> i64 {
+    (60_000i64 << lockouts_before.min(6)).min(3_600_000)
+}
+
 impl User {
+    /// Whether sign-in is refused for now: locked by an administrator's rule, or within a
+    /// lock-out after failed attempts.
+    pub fn is_locked(&self, now_ms: i64) -> bool {
+        self.locked || self.locked_until.is_some_and(|t| t.millis() > now_ms)
+    }
+
     pub fn display_name(&self) -> String {
         format!("{} {}", self.first_name, self.last_name)
     }

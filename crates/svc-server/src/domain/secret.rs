@@ -2,18 +2,46 @@
 //! `***`; there is no `Display` and no `Serialize`. The store encrypts secrets through the
 //! explicit [`expose`](Secret::expose) path and the one serde adapter in [`storage`].
 
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Secret<T>(T);
+/// A secret value and its stamp: a number unique to each [`Secret::new`] in this process (0 for
+/// one read from storage), so a write unit can tell a secret it carried over from one a caller
+/// gave again, even with the same value (issue 31: [`SecretHome`]). Two secrets are equal when
+/// their values are.
+#[derive(Clone, Default)]
+pub struct Secret<T> {
+    value: T,
+    stamp: u64,
+}
+
+static STAMPS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 impl<T> Secret<T> {
     pub fn new(v: T) -> Self {
-        Secret(v)
+        Secret {
+            value: v,
+            stamp: STAMPS.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+        }
     }
     /// The raw value: only for encryption, verification and the edge response that delivers it.
     pub fn expose(&self) -> &T {
-        &self.0
+        &self.value
+    }
+    /// Which [`Secret::new`] made this value (0: read from storage).
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+    /// A value read from storage (stamp 0).
+    pub fn stored(value: T) -> Self {
+        Secret { value, stamp: 0 }
     }
 }
+
+impl<T: PartialEq> PartialEq for Secret<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.value == other.value
+    }
+}
+
+impl<T: Eq> Eq for Secret<T> {}
 
 impl<T> std::fmt::Debug for Secret<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -23,7 +51,27 @@ impl<T> std::fmt::Debug for Secret<T> {
 
 impl From<String> for Secret<String> {
     fn from(s: String) -> Self {
-        Secret(s)
+        Secret::new(s)
+    }
+}
+
+/// Where a record's write-only secrets go (issue 31, §1.9): the fields that name their
+/// destination, with their values (empty: the secrets are sent nowhere, or handed to workloads),
+/// and the names of the secrets a caller gives (the others the service obtained itself, such as
+/// stored OAuth tokens). A write that changes the destination keeps no secret that was not given
+/// again (`service::write::Write::commit`): a stored secret goes only to the URL it was stored with.
+#[derive(Debug, Default, PartialEq)]
+pub struct SecretHome {
+    pub fields: Vec<(&'static str, String)>,
+    pub given: &'static [&'static str],
+    /// Every secret the record holds: its name (as in the sealed bundle's JSON) and its stamp.
+    pub held: Vec<(String, u64)>,
+}
+
+impl SecretHome {
+    /// The home of a record whose secrets are sent nowhere (or that has none).
+    pub fn nowhere() -> SecretHome {
+        SecretHome::default()
     }
 }
 
@@ -33,10 +81,10 @@ pub mod storage {
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
     pub fn serialize<S: Serializer, T: Serialize>(v: &Secret<T>, s: S) -> Result<S::Ok, S::Error> {
-        v.0.serialize(s)
+        v.expose().serialize(s)
     }
     pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Secret<T>, D::Error> {
-        T::deserialize(d).map(Secret)
+        T::deserialize(d).map(Secret::stored)
     }
 
     pub mod option {
@@ -44,12 +92,12 @@ pub mod storage {
         use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
         pub fn serialize<S: Serializer, T: Serialize>(v: &Option<Secret<T>>, s: S) -> Result<S::Ok, S::Error> {
-            v.as_ref().map(|x| &x.0).serialize(s)
+            v.as_ref().map(|x| x.expose()).serialize(s)
         }
         pub fn deserialize<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
             d: D,
         ) -> Result<Option<Secret<T>>, D::Error> {
-            Option::<T>::deserialize(d).map(|o| o.map(Secret))
+            Option::<T>::deserialize(d).map(|o| o.map(Secret::stored))
         }
     }
 }

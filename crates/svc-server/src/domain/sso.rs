@@ -118,6 +118,12 @@ pub struct SsoIdp {
     pub meta: Meta,
     pub mappings: Vec<RoleMapping>,
     pub user_access: bool,
+    /// Last written by a caller holding everything SuperAdmin holds, or by the service (issue
+    /// 31): only then may it bind an existing account by its verified e-mail, and apply its role
+    /// mappings to users it did not create. Whoever may only configure IdPs must not thereby
+    /// sign in as anyone.
+    #[serde(default)]
+    pub trusted: bool,
     pub config: IdpConfig,
     #[serde(skip)]
     pub secrets: IdpSecrets,
@@ -131,6 +137,26 @@ impl SsoIdp {
         }
     }
 
+    /// An OIDC client secret goes to the token endpoint of `oidcBaseURL`'s discovery, for
+    /// `clientId`.
+    pub fn secret_home(&self) -> super::SecretHome {
+        match &self.config {
+            IdpConfig::Oidc {
+                base_url, client_id, ..
+            } => super::SecretHome {
+                fields: vec![("oidcBaseURL", base_url.clone()), ("clientId", client_id.clone())],
+                given: &["clientSecret"],
+                held: self
+                    .secrets
+                    .client_secret
+                    .iter()
+                    .map(|s| ("clientSecret".to_string(), s.stamp()))
+                    .collect(),
+            },
+            IdpConfig::Saml { .. } => super::SecretHome::nowhere(),
+        }
+    }
+
     /// An identity provider users may sign in through (§2.3).
     pub fn offers_sign_in(&self) -> bool {
         self.meta.active && self.user_access && self.idp_type() == IdpType::Oidc
@@ -140,7 +166,13 @@ impl SsoIdp {
 /// The sealed part of an identity provider: the OIDC client secret.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
 pub struct IdpSecrets {
-    #[serde(with = "secret::storage::option", default)]
+    /// Stored as `clientSecret` (its wire name) since issue 31; `client_secret` before.
+    #[serde(
+        with = "secret::storage::option",
+        default,
+        rename = "clientSecret",
+        alias = "client_secret"
+    )]
     pub client_secret: Option<Secret<String>>,
 }
 

@@ -117,6 +117,25 @@ pub struct LogStream {
 }
 
 impl LogStream {
+    /// An HTTP event collector's token goes to its host and port (plain `http` needs
+    /// `SVC_ALLOW_INSECURE_UPSTREAM`); the object-storage destinations keep no secret of their
+    /// own.
+    pub fn secret_home(&self) -> super::SecretHome {
+        let given: &'static [&'static str] = match &self.dest {
+            Destination::LogAnalyticsAHttpEventCollector(_) => &["authenticationToken"],
+            Destination::SensorAHttpEventCollector(_) => &["apiKey"],
+            _ => &[],
+        };
+        match self.dest.hec() {
+            Some(h) => super::SecretHome {
+                fields: vec![("hecHostPort", h.host_port.clone())],
+                given,
+                held: self.secrets.stamps(),
+            },
+            None => super::SecretHome::nowhere(),
+        }
+    }
+
     /// The collector's token or key (HEC variants).
     pub fn secret(&self) -> Option<&str> {
         self.dest.secret_field().and_then(|f| self.secrets.get(f))

@@ -69,3 +69,10 @@ pub struct SealedCert {
     #[serde(with = "secret::storage")]
     pub pem: Secret<String>,
 }
+
+impl TrustProvider {
+    /// Certificates are kept to verify evidence with, never sent anywhere.
+    pub fn secret_home(&self) -> super::SecretHome {
+        super::SecretHome::nowhere()
+    }
+}

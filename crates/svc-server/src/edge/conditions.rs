@@ -217,10 +217,9 @@ async fn device(app: &App, i: &Integration, agent: &str) -> Lookup<Device> {
     }
     let result = async {
         let token = token(app, i).await?;
-        let base = i.endpoint.trim_end_matches('/');
         let mut u = app
             .upstream
-            .check_url(&format!("{base}/devices/entities/devices/v2"))
+            .check_joined(&i.endpoint, "/devices/entities/devices/v2")
             .map_err(|e| e.to_string())?;
         u.query_pairs_mut().append_pair("ids", agent);
         let req = app

@@ -12,6 +12,9 @@ use crate::store::AuditRow;
 pub struct ClientInfo {
     pub ip: Option<String>,
     pub user_agent: Option<String>,
+    /// The address sign-in throttling keys on ([`crate::http::extract::sign_in_source`]); not
+    /// recorded.
+    pub source: Option<std::net::IpAddr>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

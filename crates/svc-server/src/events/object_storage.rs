@@ -22,7 +22,7 @@ use uuid::Uuid;
 
 use crate::credential::upstream_call::status_error;
 use crate::credential::{IssueError, Issued, Services, assertion, cloudc_wif};
-use crate::upstream::{Configured, Fetched, UpstreamUrl};
+use crate::upstream::{Configured, UpstreamUrl};
 
 /// The media type of the uploaded objects.
 const NDJSON: &str = "application/x-ndjson";
@@ -95,7 +95,7 @@ pub async fn put_a(svc: &Services<'_>, dest: &ObjectA<'_>, upload: &Upload<'_>) 
     }
     // Never sent, but no text is trusted to be free of it.
     f.sent.push(creds.secret_access_key.expose().clone());
-    Err(format!("objectStorageA answered {}: {}", f.status, s3_error(&f)))
+    Err(format!("objectStorageA answered {}", f.refusal()))
 }
 
 /// Uploads one transaction to an `ObjectStorageCBucket`.
@@ -261,23 +261,6 @@ fn sign_put(
     Ok(out)
 }
 
-/// An S3 error answer as `Code (Message)`, scrubbed and short; another body as its excerpt.
-fn s3_error(f: &Fetched) -> String {
-    let body = String::from_utf8_lossy(&f.body);
-    let element = |tag: &str| {
-        let open = format!("<{tag}>");
-        let start = body.find(&open)? + open.len();
-        let end = start + body[start..].find(&format!("</{tag}>"))?;
-        Some(body[start..end].trim().to_string())
-    };
-    let text = match (element("Code"), element("Message")) {
-        (Some(code), Some(message)) => format!("{code} ({message})"),
-        (Some(code), None) => code,
-        _ => return f.excerpt(),
-    };
-    f.scrub(&text).chars().filter(|c| !c.is_control()).take(200).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -329,16 +312,5 @@ mod tests {
             object_a_url("http://127.0.0.1:9000/{bucket}/", "us-east-1", "my.logs", "a/b"),
             "http://127.0.0.1:9000/my.logs/a/b"
         );
-    }
-
-    #[test]
-    fn s3_errors_are_code_and_message_without_secrets() {
-        let f = Fetched {
-            status: 403,
-            content_type: None,
-            body: b"<?xml version=\"1.0\"?><Error><Code>SignatureDoesNotMatch</Code><Message>bad SECRET-CANARY-1</Message><StringToSign>x</StringToSign></Error>".to_vec(),
-            sent: vec!["SECRET-CANARY-1".into()],
-        };
-        assert_eq!(s3_error(&f), "SignatureDoesNotMatch (bad ***)");
     }
 }

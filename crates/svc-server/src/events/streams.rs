@@ -516,7 +516,7 @@ async fn send_hec(app: &App, h: &Hec, auth: &str, values: Records<'_>) -> Result
     if (200..300).contains(&f.status) {
         Ok(())
     } else {
-        Err(format!("the collector answered {}: {}", f.status, f.excerpt()))
+        Err(format!("the collector answered {}", f.refusal()))
     }
 }
 

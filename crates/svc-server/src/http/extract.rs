@@ -229,8 +229,38 @@ pub fn effective_ip(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap
     Some(peer)
 }
 
+/// The address a sign-in is throttled by (issue 31): the TCP peer or, when the peer is a trusted
+/// proxy, the right-most `X-Forwarded-For` entry that is not a trusted proxy — the last address
+/// a proxy of ours saw. The left-most entry (§4.3's effective source IP, which audit entries
+/// show) is whatever the client wrote: keyed on it, an attacker rotating it would fail without
+/// limit, and naming a victim's address would throttle the victim.
+pub fn sign_in_source(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap) -> Option<IpAddr> {
+    let mut hop = peer_ip(ext)?;
+    if !app.cfg.is_trusted_proxy(hop) {
+        return Some(hop);
+    }
+    let entries: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .collect();
+    for entry in entries.iter().rev() {
+        // An entry that is not an address breaks the chain: the last trusted hop is the source.
+        let Ok(ip) = entry.trim().parse::<IpAddr>() else {
+            return Some(hop);
+        };
+        hop = crate::net::canonical(ip);
+        if !app.cfg.is_trusted_proxy(hop) {
+            return Some(hop);
+        }
+    }
+    Some(hop)
+}
+
 pub fn client_info(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap) -> ClientInfo {
     ClientInfo {
+        source: sign_in_source(app, ext, headers),
         ip: effective_ip(app, ext, headers).map(|i| i.to_string()),
         user_agent: headers
             .get(header::USER_AGENT)

@@ -102,6 +102,32 @@ pub fn check_access_token_role(caller: &Caller, st: &State, p: &CredentialProvid
     check_roles_given(caller, st, &[role])
 }
 
+/// Whether the caller of this unit holds everything SuperAdmin grants (the service's own writes
+/// do): what an identity provider needs to sign in existing accounts (issue 31).
+pub fn holds_everything(app: &App, st: &State) -> bool {
+    match current_caller(app, st) {
+        None => true,
+        Some(caller) => st
+            .roles
+            .get(&crate::domain::records::SUPER_ADMIN_ROLE)
+            .is_some_and(|r| holds_role(&caller, st, r)),
+    }
+}
+
+/// A caller may change, unlock or delete a user, or end the user's sessions, only when it holds
+/// every role the user holds (issue 31): a `Users` administrator who could set SuperAdmin's
+/// password, e-mail or second factor would become SuperAdmin.
+pub fn check_may_act_on(caller: &Caller, st: &State, user: &crate::domain::records::User) -> Result<()> {
+    for id in &user.roles {
+        if let Some(role) = st.roles.get(id)
+            && !holds_role(caller, st, role)
+        {
+            return Err(Error::Forbidden);
+        }
+    }
+    Ok(())
+}
+
 /// Roles an SSO identity provider maps its users to (issue 22): a role mapped anew must be the
 /// caller's own, as giving it to a user directly would need.
 pub fn check_mapped_roles(app: &App, st: &State, id: Uuid, mapped: &[Uuid]) -> Result<()> {

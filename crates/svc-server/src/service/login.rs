@@ -1,11 +1,12 @@
-//! Password sign-in (contract §2.2): argon2id verification, lock-out after five consecutive
-//! failures, SSO-required and MFA rules, one audit entry per attempt.
+//! Password sign-in (contract §2.2): argon2id verification, a lock-out after five consecutive
+//! failures that ends by itself (a minute, doubling up to an hour: issue 31), SSO-required and
+//! MFA rules, one audit entry per attempt.
 
 use serde_json::Value;
 use svc_api::Obj;
 
 use crate::app::App;
-use crate::domain::records::{SUPER_ADMIN_ROLE, User};
+use crate::domain::records::{SUPER_ADMIN_ROLE, Settings, User};
 use crate::domain::{Actor, DEFAULT_RESOURCE_SET};
 use crate::error::{Error, Result};
 use crate::events::audit::{Activity, AuditEntry, ClientInfo};
@@ -71,7 +72,7 @@ pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginR
     let req = parse(body)?;
     // Password spraying (issue 22): an address that failed too often waits, whichever account
     // it tries; nothing is verified, recorded or counted for the account meanwhile.
-    let address = client.ip.as_deref();
+    let address = client.source;
     app.login_throttle
         .check(address, crate::clock::now_millis())
         .map_err(Error::TooManyRequests)?;
@@ -105,7 +106,7 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
 
     // The TOTP time-step of the code that passed (kept in the unit, so it passes once).
     let mut totp_step: Option<i64> = None;
-    let outcome = if user.locked {
+    let outcome = if user.is_locked(crate::clock::now_millis()) {
         Outcome::Refused(Error::LoginRejected(LOCKED), "account locked")
     } else {
         let hash = user
@@ -124,36 +125,19 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
             Outcome::Failure(INVALID, "wrong password")
         } else if settings.sso_required && !user.roles.contains(&SUPER_ADMIN_ROLE) {
             Outcome::Refused(Error::ForbiddenMsg(SSO_REQUIRED.into()), "SSO required")
-        } else if settings.mfa_required && user.has_verified_totp() {
-            totp_step = req.totp.as_deref().and_then(|code| {
-                user.tokens.iter().filter(|t| t.verified).find_map(|t| {
-                    user.secrets.totp.iter().find(|s| s.id == t.id).and_then(|s| {
-                        crate::crypto::totp::base32_decode(s.secret.expose())
-                            .and_then(|seed| crate::crypto::totp::matched_step(&seed, code, now.div_euclid(1000)))
-                    })
-                })
-            });
-            if totp_step.is_some() {
-                Outcome::Success
-            } else {
-                Outcome::Failure(TOTP_REQUIRED, "TOTP code missing or wrong")
-            }
-        } else if settings.mfa_required {
-            let from = [
-                settings.mfa_enabled_at.map(|t| t.millis()).unwrap_or(0),
-                user.created_at.millis(),
-                user.mfa_grace_from.millis(),
-            ]
-            .into_iter()
-            .max()
-            .unwrap_or(0);
-            if now > from + MFA_GRACE_MS {
-                Outcome::Lock("MFA not enrolled after the grace period")
-            } else {
-                Outcome::Success
-            }
         } else {
-            Outcome::Success
+            match mfa_needed(&settings, &user, now) {
+                Mfa::NotNeeded => Outcome::Success,
+                Mfa::Totp => {
+                    totp_step = req.totp.as_deref().and_then(|code| matched_totp(&user, code, now));
+                    if totp_step.is_some() {
+                        Outcome::Success
+                    } else {
+                        Outcome::Failure(TOTP_REQUIRED, "TOTP code missing or wrong")
+                    }
+                }
+                Mfa::GraceOver => Outcome::Lock("MFA not enrolled after the grace period"),
+            }
         }
     };
     drop(st);
@@ -173,7 +157,7 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
         x.secrets.password_hash.as_ref().map(|h| h.expose())
     }
     let outcome = match outcome {
-        Outcome::Success if hash(&current) != hash(&user) || !current.active || current.locked => {
+        Outcome::Success if hash(&current) != hash(&user) || !current.active || current.is_locked(w.now.millis()) => {
             Outcome::Refused(Error::LoginRejected(INVALID), "the user changed while signing in")
         }
         // RFC 6238 §5.2: a code is accepted at most once, whichever node it reached first (the
@@ -185,8 +169,10 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
     };
     let result = match outcome {
         Outcome::Success => {
-            if u.failed_logins != 0 || totp_step.is_some() {
+            if u.failed_logins != 0 || u.lockouts != 0 || totp_step.is_some() {
                 u.failed_logins = 0;
+                u.lockouts = 0;
+                u.locked_until = None;
                 if let Some(s) = totp_step {
                     u.totp_last_step = s;
                 }
@@ -222,10 +208,14 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
                 &target,
                 reason,
             );
-            if u.failed_logins >= MAX_FAILURES && !u.locked {
-                u.locked = true;
-                // A lock ends the user's sessions (issue 22), for good.
-                u.end_sessions();
+            if u.failed_logins >= MAX_FAILURES && !u.is_locked(w.now.millis()) {
+                // For a while, and the user's sessions stay (issue 31): whoever knows an
+                // e-mail address can fail five sign-ins, and must not shut its owner out.
+                u.locked_until = Some(crate::domain::Timestamp::from_millis(
+                    w.now.millis() + crate::domain::records::lockout_ms(u.lockouts),
+                ));
+                u.lockouts = u.lockouts.saturating_add(1);
+                u.failed_logins = 0;
                 w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Locked, &target);
             }
             w.put(u);
@@ -249,6 +239,51 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
     };
     w.commit().await?;
     result
+}
+
+/// What the sign-in policy asks of a user who proved the first factor (§2.2; SSO sign-ins
+/// whose ID token names no second factor alike, issue 31).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Mfa {
+    NotNeeded,
+    /// A code of one of the user's verified authenticators.
+    Totp,
+    /// `mfaRequired`, no verified authenticator, and the grace period is over: locked.
+    GraceOver,
+}
+
+pub fn mfa_needed(settings: &Settings, user: &User, now_ms: i64) -> Mfa {
+    if !settings.mfa_required {
+        return Mfa::NotNeeded;
+    }
+    if user.has_verified_totp() {
+        return Mfa::Totp;
+    }
+    let from = [
+        settings.mfa_enabled_at.map(|t| t.millis()).unwrap_or(0),
+        user.created_at.millis(),
+        user.mfa_grace_from.millis(),
+    ]
+    .into_iter()
+    .max()
+    .unwrap_or(0);
+    if now_ms > from + MFA_GRACE_MS {
+        Mfa::GraceOver
+    } else {
+        Mfa::NotNeeded
+    }
+}
+
+/// The time-step of `code` when it is the current code (±1 step) of one of the user's verified
+/// authenticators. Whether the step was spent already is the write unit's to check
+/// (`User::totp_last_step`).
+pub fn matched_totp(user: &User, code: &str, now_ms: i64) -> Option<i64> {
+    user.tokens.iter().filter(|t| t.verified).find_map(|t| {
+        user.secrets.totp.iter().find(|s| s.id == t.id).and_then(|s| {
+            crate::crypto::totp::base32_decode(s.secret.expose())
+                .and_then(|seed| crate::crypto::totp::matched_step(&seed, code, now_ms.div_euclid(1000)))
+        })
+    })
 }
 
 /// A `LoginFailed` audit entry (category `Authentication`) stored at once, outside any write

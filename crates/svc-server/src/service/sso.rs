@@ -9,12 +9,13 @@ use serde_json::{Map, Value, json};
 use uuid::Uuid;
 
 use crate::app::App;
-use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
+use crate::domain::records::{SUPER_ADMIN_ROLE, SsoLink, User, UserSecrets};
 use crate::domain::sso::{IdpConfig, OidcAuthType, RoleMapping, SsoIdp};
 use crate::domain::{Actor, DEFAULT_RESOURCE_SET, Kind};
 use crate::error::{Error, Result};
 use crate::events::audit::{Activity, ClientInfo};
 use crate::service::auth::{LoginResponse, mint_user_token};
+use crate::service::login::Mfa;
 use crate::service::write::{Author, Write};
 use crate::trust::jwt::{self, ASYMMETRIC, Audience, Issuer, Keys, Profile};
 use crate::trust::keycache;
@@ -69,7 +70,11 @@ pub fn parse_saml_metadata(xml: &str) -> std::result::Result<SamlMetadata, Strin
     let mut reading_cert = false;
     let mut cert_text = String::new();
     loop {
-        let ev = r.read_event().map_err(|e| format!("not well-formed XML ({e})"))?;
+        // The position only: the parser's message quotes the document, which may be what a
+        // service inside the network answered a metadataUrl (issue 31).
+        let ev = r
+            .read_event()
+            .map_err(|_| format!("not well-formed XML (at byte {})", r.error_position()))?;
         match ev {
             Event::Eof => break,
             Event::DocType(_) => return Err("a DOCTYPE is not allowed".into()),
@@ -134,9 +139,11 @@ pub fn parse_saml_metadata(xml: &str) -> std::result::Result<SamlMetadata, Strin
 
 /// The OIDC discovery document of `base` (its `{base}/.well-known/openid-configuration`).
 async fn discovery(app: &App, base: &str) -> std::result::Result<Map<String, Value>, String> {
-    let url = format!("{}/.well-known/openid-configuration", base.trim_end_matches('/'));
-    app.upstream.check_url(&url).map_err(|e| format!("oidcBaseURL: {e}"))?;
-    match app.upstream.get_json(&url).await {
+    let url = app
+        .upstream
+        .check_joined(base, "/.well-known/openid-configuration")
+        .map_err(|e| format!("oidcBaseURL: {e}"))?;
+    match app.upstream.get_json(url.as_str()).await {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("discovery document is not a JSON object".into()),
         Err(e) => Err(format!("discovery document could not be read ({e})")),
@@ -213,14 +220,65 @@ pub async fn verify_idp(app: &App, idp: &SsoIdp) -> std::result::Result<String, 
 
 // ---- sign-in (§2.3) ----------------------------------------------------------------------------
 
+/// `pending_states.purpose` of a sign-in the identity provider completed, waiting for
+/// `POST /api/v1/sso/exchange` (the console's flow, or a TOTP code).
+const PURPOSE_DONE: &str = "sso-done";
+/// A completed sign-in's code is exchanged within 5 minutes, with at most 5 TOTP attempts.
+const DONE_TTL_MS: i64 = 5 * 60 * 1000;
+const DONE_ATTEMPTS: i64 = 5;
+/// Where the console receives a sign-in's outcome (`#sso-code=` or `#sso-error=`).
+pub const CONSOLE_RETURN: &str = "/console/";
+
+/// The error codes an identity provider's `error` parameter may carry (RFC 6749 §4.1.2.1, OIDC
+/// Core §3.1.2.6); any other text the caller put there is not recorded (issue 31).
+const IDP_ERRORS: &[&str] = &[
+    "invalid_request",
+    "unauthorized_client",
+    "access_denied",
+    "unsupported_response_type",
+    "invalid_scope",
+    "server_error",
+    "temporarily_unavailable",
+    "interaction_required",
+    "login_required",
+    "account_selection_required",
+    "consent_required",
+    "invalid_request_uri",
+    "invalid_request_object",
+    "request_not_supported",
+    "request_uri_not_supported",
+    "registration_not_supported",
+];
+
+/// `amr` values (RFC 8176) that name a factor beyond a password: an ID token carrying one
+/// satisfies `mfaRequired` by itself (issue 31).
+const SECOND_FACTORS: &[&str] = &[
+    "mfa", "otp", "hwk", "swk", "sc", "sms", "tel", "fpt", "face", "iris", "retina", "vbm",
+];
+
 /// The IdP a sign-in may use: active, `OIDCv1`, `userAccessEnabled`.
 fn usable(app: &App, id: Uuid) -> Option<std::sync::Arc<SsoIdp>> {
     app.state().sso_idps.get(&id).filter(|i| i.offers_sign_in()).cloned()
 }
 
+/// Where a sign-in returns: the caller of the API (the callback answers the token), or the
+/// console (the callback redirects to it with a code for `POST /api/v1/sso/exchange`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Return {
+    Api,
+    Console,
+}
+
 /// `GET /api/v1/sso/login/{idpId}`: the authorization URL to redirect to (after storing the
-/// single-use state with its nonce and PKCE verifier). `404` for an IdP that offers no sign-in.
-pub async fn start(app: &App, idp_id: Uuid) -> Result<String> {
+/// single-use state with its nonce and PKCE verifier). `404` for an IdP that offers no sign-in;
+/// `429` for an address that started too many (each start stores a state and fetches the
+/// discovery document: issue 31), sharing the sign-in throttle's rate.
+pub async fn start(app: &App, idp_id: Uuid, ret: Return, client: &ClientInfo) -> Result<String> {
+    let now = crate::clock::now_millis();
+    app.sso_throttle
+        .check(client.source, now)
+        .map_err(Error::TooManyRequests)?;
+    app.sso_throttle.failed(client.source, now);
     crate::service::load::catch_up(app).await;
     let idp = usable(app, idp_id).ok_or(Error::NotFound)?;
     let IdpConfig::Oidc {
@@ -246,25 +304,25 @@ pub async fn start(app: &App, idp_id: Uuid) -> Result<String> {
     url.query_pairs_mut()
         .append_pair("response_type", "code")
         .append_pair("client_id", client_id)
-        .append_pair(
-            "redirect_uri",
-            &crate::http::resources::sso_idps::redirect_url(&app.cfg),
-        )
+        .append_pair("redirect_uri", &redirect_url(&app.cfg))
         .append_pair("scope", scopes)
         .append_pair("state", &state)
         .append_pair("nonce", &nonce)
         .append_pair("code_challenge", &challenge)
         .append_pair("code_challenge_method", "S256");
-    let data = json!({"idp": idp_id, "nonce": nonce, "verifier": verifier});
+    let data = json!({
+        "idp": idp_id, "nonce": nonce, "verifier": verifier,
+        "console": ret == Return::Console,
+    });
     app.store
-        .put_pending(
-            &state,
-            PURPOSE,
-            &data.to_string(),
-            crate::clock::now_millis() + STATE_TTL_MS,
-        )
+        .put_pending(&state, PURPOSE, &data.to_string(), now + STATE_TTL_MS)
         .await?;
     Ok(url.to_string())
+}
+
+/// `{base_url}/api/v1/sso/callback` (§2.3).
+pub fn redirect_url(cfg: &crate::config::Config) -> String {
+    format!("{}/api/v1/sso/callback", cfg.public_url)
 }
 
 /// A failed attempt: its audit entry (target the user's e-mail or id when known, else the IdP).
@@ -285,8 +343,12 @@ async fn fail(
 }
 
 /// The private_key_jwt client assertion (RFC 7523): RS256 under the service's current published
-/// key, `iss` = `sub` = the client id, `aud` = the token endpoint.
-fn client_assertion(app: &App, client_id: &str, token_endpoint: &str) -> String {
+/// key, `iss` = `sub` = the client id, `aud` = the token endpoint. A client id that is the
+/// service's own issuer is refused when the IdP is written; refused here too (issue 31).
+fn client_assertion(app: &App, client_id: &str, token_endpoint: &str) -> std::result::Result<String, String> {
+    if client_id.trim_end_matches('/') == app.cfg.issuer().trim_end_matches('/') {
+        return Err("clientId is the service's issuer".into());
+    }
     let now_ms = crate::clock::now_millis();
     let key = app.keys().rsa_signer(now_ms);
     let now = now_ms / 1000;
@@ -294,7 +356,11 @@ fn client_assertion(app: &App, client_id: &str, token_endpoint: &str) -> String 
         "iss": client_id, "sub": client_id, "aud": token_endpoint,
         "jti": Uuid::new_v4(), "iat": now, "exp": now + 300,
     });
-    crate::crypto::jose::sign_rs256(&key.pair, Some(&key.kid), claims.to_string().as_bytes())
+    Ok(crate::crypto::jose::sign_rs256(
+        &key.pair,
+        Some(&key.kid),
+        claims.to_string().as_bytes(),
+    ))
 }
 
 /// `application/x-www-form-urlencoded` of one value (RFC 6749 §2.3.1 encodes the client id and
@@ -325,11 +391,10 @@ async fn exchange(
     app.upstream
         .check_url(token_endpoint)
         .map_err(|e| format!("token_endpoint: {e}"))?;
-    let redirect = crate::http::resources::sso_idps::redirect_url(&app.cfg);
     let mut form: Vec<(&str, String)> = vec![
         ("grant_type", "authorization_code".into()),
         ("code", code.into()),
-        ("redirect_uri", redirect),
+        ("redirect_uri", redirect_url(&app.cfg)),
         ("code_verifier", verifier.into()),
     ];
     let mut req = app
@@ -351,7 +416,7 @@ async fn exchange(
                 "client_assertion_type",
                 "urn:ietf:params:oauth:client-assertion-type:jwt-bearer".into(),
             ));
-            form.push(("client_assertion", client_assertion(app, client_id, token_endpoint)));
+            form.push(("client_assertion", client_assertion(app, client_id, token_endpoint)?));
         }
     }
     let f = app
@@ -359,11 +424,10 @@ async fn exchange(
         .send(req.form(&form))
         .await
         .map_err(|e| format!("token endpoint: {e}"))?;
-    let answer: Value = serde_json::from_slice(&f.body).unwrap_or(Value::Null);
     if !(200..300).contains(&f.status) {
-        let err = answer.get("error").and_then(Value::as_str).unwrap_or("");
-        return Err(f.scrub(&format!("token endpoint answered {} {err}", f.status)));
+        return Err(format!("token endpoint answered {}", f.refusal()));
     }
+    let answer: Value = serde_json::from_slice(&f.body).unwrap_or(Value::Null);
     let id_token = answer
         .get("id_token")
         .and_then(Value::as_str)
@@ -403,14 +467,48 @@ pub fn mapping_matches(m: &RoleMapping, claims: &Map<String, Value>) -> bool {
     }
 }
 
-/// `GET /api/v1/sso/callback?code=&state=`: completes the sign-in.
+/// Whether the IdP vouches for the e-mail address (`email_verified` true, as a boolean or the
+/// string some IdPs send): an address it has not verified names nobody, whoever typed it in at
+/// the IdP ("nOAuth", issue 31). Absent is not verified.
+fn email_verified(claims: &Map<String, Value>) -> bool {
+    match claims.get("email_verified") {
+        Some(Value::Bool(b)) => *b,
+        Some(Value::String(s)) => s.eq_ignore_ascii_case("true"),
+        _ => false,
+    }
+}
+
+/// Whether the ID token says the user gave a second factor at the IdP (`amr`, RFC 8176).
+fn second_factor(claims: &Map<String, Value>) -> bool {
+    claims
+        .get("amr")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().filter_map(Value::as_str).any(|m| SECOND_FACTORS.contains(&m)))
+}
+
+/// How a sign-in the IdP completed ends.
+pub enum Finished {
+    /// The token (the API's flow, no second factor owed).
+    Token(LoginResponse),
+    /// A code for `POST /api/v1/sso/exchange`; `totp`: the exchange needs a TOTP code.
+    Code { code: String, totp: bool },
+}
+
+/// What the callback did, and where its answer goes.
+pub struct Callback {
+    pub ret: Return,
+    pub result: Result<Finished>,
+}
+
+/// `GET /api/v1/sso/callback?code=&state=`: completes the sign-in. Errors before the `state`
+/// is known answer the API's way (`400`).
 pub async fn callback(
     app: &App,
     code: Option<String>,
     state: Option<String>,
     idp_error: Option<String>,
     client: &ClientInfo,
-) -> Result<LoginResponse> {
+) -> Result<Callback> {
     let state = state
         .filter(|s| !s.is_empty())
         .ok_or_else(|| Error::field("state", "is required"))?;
@@ -425,10 +523,31 @@ pub async fn callback(
         .and_then(Value::as_str)
         .and_then(|s| Uuid::parse_str(s).ok())
         .ok_or_else(|| Error::internal("stored SSO state without an IdP"))?;
+    let ret = match data.get("console").and_then(Value::as_bool) {
+        Some(true) => Return::Console,
+        _ => Return::Api,
+    };
+    let result = complete(app, &data, idp_id, ret, code, idp_error, client).await;
+    Ok(Callback { ret, result })
+}
+
+async fn complete(
+    app: &App,
+    data: &Value,
+    idp_id: Uuid,
+    ret: Return,
+    code: Option<String>,
+    idp_error: Option<String>,
+    client: &ClientInfo,
+) -> Result<Finished> {
     let target = idp_id.to_string();
     let rejected = Error::LoginRejected(FAILED);
     if let Some(e) = idp_error {
-        let reason = format!("the identity provider answered error={e}");
+        // The caller chose this text: only a code of the protocol is recorded (issue 31).
+        let reason = match IDP_ERRORS.contains(&e.as_str()) {
+            true => format!("the identity provider answered error={e}"),
+            false => "the identity provider answered an error".to_string(),
+        };
         return Err(fail(app, client, target, None, reason, rejected).await);
     }
     let Some(code) = code.filter(|c| !c.is_empty()) else {
@@ -445,34 +564,90 @@ pub async fn callback(
         Ok(c) => c,
         Err(reason) => return Err(fail(app, client, target, None, reason, rejected).await),
     };
-    let Some(email) = claims
-        .get("email")
-        .and_then(Value::as_str)
-        .filter(|e| !e.is_empty())
-        .map(str::to_string)
-    else {
-        let reason = "the ID token has no email claim".to_string();
+    let text = |k: &str| {
+        claims
+            .get(k)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let (Some(email), Some(subject), Some(issuer)) = (text("email"), text("sub"), text("iss")) else {
+        let reason = "the ID token has no email, sub or iss claim".to_string();
         return Err(fail(app, client, target, None, reason, rejected).await);
     };
-    // An address the IdP says it has not verified names nobody: whoever typed it in at the IdP
-    // would sign in as its owner here (the user is found by e-mail).
-    if matches!(claims.get("email_verified"), Some(Value::Bool(false)))
-        || claims.get("email_verified").and_then(Value::as_str) == Some("false")
-    {
-        let reason = "the ID token's email is not verified (email_verified: false)".to_string();
-        return Err(fail(app, client, target, Some(email), reason, rejected).await);
+    let account = Account {
+        email,
+        issuer,
+        subject,
+        verified: email_verified(&claims),
+        second_factor: second_factor(&claims),
+    };
+    let user = sign_in(app, &idp, &claims, &account, client).await?;
+    let now = crate::clock::now_millis();
+    let totp = match crate::service::login::mfa_needed(&app.state().settings(), &user, now) {
+        Mfa::NotNeeded => false,
+        _ if account.second_factor => false,
+        Mfa::Totp => true,
+        Mfa::GraceOver => {
+            lock_for_mfa(app, &user, client).await?;
+            return Err(Error::LoginRejected(crate::service::login::LOCKED));
+        }
+    };
+    if ret == Return::Api && !totp {
+        audit_success(app, &user, client).await?;
+        return Ok(Finished::Token(mint_user_token(app, &user, "sso")));
     }
-    sign_in(app, &idp, &claims, email, client).await
+    let code = crate::crypto::random_token();
+    let done = json!({"user": user.id, "sv": user.session_epoch, "totp": totp, "attempts": DONE_ATTEMPTS});
+    app.store
+        .put_pending(&code, PURPOSE_DONE, &done.to_string(), now + DONE_TTL_MS)
+        .await?;
+    Ok(Finished::Code { code, totp })
 }
 
-/// Finds or creates the user, applies the role mapping, records the attempt, mints the token.
+/// Who the ID token names.
+struct Account {
+    email: String,
+    issuer: String,
+    subject: String,
+    /// `email_verified` is true.
+    verified: bool,
+    /// `amr` names a second factor.
+    second_factor: bool,
+}
+
+/// How the IdP's account is the user's (issue 31).
+enum Binding {
+    /// Bound before, through this IdP at the same server and client.
+    Bound,
+    /// An existing account, bound now by its verified e-mail (trusted IdPs only).
+    Linked,
+    /// Created now.
+    Created,
+}
+
+/// Finds (or binds, or creates) the user, applies the role mapping, records the binding; the
+/// audit entry of success is written once the sign-in is complete.
 async fn sign_in(
     app: &App,
     idp: &SsoIdp,
     claims: &Map<String, Value>,
-    email: String,
+    account: &Account,
     client: &ClientInfo,
-) -> Result<LoginResponse> {
+) -> Result<std::sync::Arc<User>> {
+    let IdpConfig::Oidc {
+        base_url, client_id, ..
+    } = &idp.config
+    else {
+        return Err(Error::LoginRejected(FAILED));
+    };
+    let is_link = |l: &SsoLink| {
+        l.idp == idp.meta.id
+            && l.base_url == *base_url
+            && l.client_id == *client_id
+            && l.issuer == account.issuer
+            && l.subject == account.subject
+    };
     let mut w = Write::begin_system(app).await?;
     let mut mapped: Vec<Uuid> = Vec::new();
     for m in idp.mappings.iter().filter(|m| mapping_matches(m, claims)) {
@@ -480,84 +655,58 @@ async fn sign_in(
             mapped.push(m.role);
         }
     }
-    let existing = w.st.user_by_email(&email).cloned();
+    let bound = w.st.users.values().find(|u| u.sso_links.iter().any(is_link)).cloned();
+    let refuse = |reason: &str, target: String| (reason.to_string(), target);
+    let found = match bound {
+        Some(u) => Ok(((*u).clone(), Binding::Bound)),
+        None if !account.verified => Err(refuse(
+            "the ID token's email is not verified (email_verified is not true)",
+            account.email.clone(),
+        )),
+        None => match w.st.user_by_email(&account.email).cloned() {
+            Some(u) if u.sso_links.iter().any(|l| l.idp == idp.meta.id) => Err(refuse(
+                "the account is bound to another account of this identity provider",
+                u.id.to_string(),
+            )),
+            Some(u) if !idp.trusted => Err(refuse(
+                "the identity provider may not sign in an account it is not bound to (it was last \
+                 written by a caller without all of SuperAdmin's rights)",
+                u.id.to_string(),
+            )),
+            Some(u) => Ok(((*u).clone(), Binding::Linked)),
+            None if mapped.is_empty() => Err(refuse(
+                "no user with this e-mail and no role mapping matched",
+                account.email.clone(),
+            )),
+            None => {
+                let seq = w.next_seq(Kind::User).await?;
+                Ok((new_user(claims, &account.email, seq, w.now, &mapped), Binding::Created))
+            }
+        },
+    };
+    let (mut user, binding) = match found {
+        Ok(f) => f,
+        Err((reason, target)) => {
+            drop(w);
+            let email = Some(account.email.clone());
+            return Err(fail(app, client, target, email, reason, Error::LoginRejected(FAILED)).await);
+        }
+    };
     let system = Author {
         actor: Actor::System,
-        client: client.clone(),
-    };
-    let (mut user, created) = match existing {
-        Some(u) => ((*u).clone(), false),
-        None if mapped.is_empty() => {
-            drop(w);
-            let reason = "no user with this e-mail and no role mapping matched".to_string();
-            return Err(fail(
-                app,
-                client,
-                email.clone(),
-                Some(email),
-                reason,
-                Error::LoginRejected(FAILED),
-            )
-            .await);
-        }
-        None => {
-            let seq = w.next_seq(Kind::User).await?;
-            let now = w.now;
-            let name = |k: &str, d: &str| {
-                claims
-                    .get(k)
-                    .and_then(Value::as_str)
-                    .filter(|s| !s.trim().is_empty())
-                    .unwrap_or(d)
-                    .to_string()
-            };
-            let label = system.actor.label();
-            (
-                User {
-                    id: Uuid::new_v4(),
-                    seq,
-                    email: email.clone(),
-                    first_name: name("given_name", "SSO"),
-                    last_name: name("family_name", "User"),
-                    phone_number: None,
-                    roles: mapped.clone(),
-                    active: true,
-                    locked: false,
-                    failed_logins: 0,
-                    tags: vec![],
-                    tokens: vec![],
-                    created_at: now,
-                    modified_at: now,
-                    created_by: label.clone(),
-                    modified_by: label,
-                    mfa_grace_from: now,
-                    session_epoch: 0,
-                    totp_last_step: 0,
-                    secrets: UserSecrets::default(),
-                },
-                true,
-            )
-        }
-    };
-    let author = Author {
-        actor: Actor::User {
-            id: user.id,
-            email: user.email.clone(),
-            display_name: user.display_name(),
-        },
         client: client.clone(),
     };
     let target = user.id.to_string();
     let refused = if !user.active {
         Some((INACTIVE, "inactive user"))
-    } else if user.locked {
+    } else if user.is_locked(w.now.millis()) {
         Some((crate::service::login::LOCKED, "account locked"))
     } else {
         None
     };
     if let Some((msg, reason)) = refused {
         w.audit_failure(
-            &author,
+            &user_author(&user, client),
             DEFAULT_RESOURCE_SET,
             CATEGORY,
             Activity::LoginFailed,
@@ -567,41 +716,237 @@ async fn sign_in(
         w.commit().await?;
         return Err(Error::LoginRejected(msg));
     }
-    if created {
-        w.put(user.clone());
-        w.audit(&system, DEFAULT_RESOURCE_SET, "Users", Activity::Created, &target);
-    } else if !mapped.is_empty() {
-        // The last active SuperAdmin keeps SuperAdmin (§3.18): a mapping must not leave the
-        // installation without one.
-        let last_super_admin = user.roles.contains(&SUPER_ADMIN_ROLE)
-            && !w
-                .st
-                .users
-                .values()
-                .any(|u| u.id != user.id && u.active && u.roles.contains(&SUPER_ADMIN_ROLE));
-        if last_super_admin && !mapped.contains(&SUPER_ADMIN_ROLE) {
-            mapped.push(SUPER_ADMIN_ROLE);
-        }
-        let same = user.roles.len() == mapped.len() && mapped.iter().all(|r| user.roles.contains(r));
-        if !same {
-            user.roles = mapped;
-            // A role change ends the user's other sessions (issue 22); this one is minted after.
-            user.end_sessions();
-            user.modified_at = w.now;
-            user.modified_by = system.actor.label();
+    let link = SsoLink {
+        idp: idp.meta.id,
+        base_url: base_url.clone(),
+        client_id: client_id.clone(),
+        issuer: account.issuer.clone(),
+        subject: account.subject.clone(),
+        created: matches!(binding, Binding::Created),
+    };
+    match binding {
+        Binding::Created => {
+            user.sso_links.push(link);
             w.put(user.clone());
-            w.audit(&system, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, &target);
+            w.audit(&system, DEFAULT_RESOURCE_SET, "Users", Activity::Created, &target);
+        }
+        Binding::Linked | Binding::Bound => {
+            let mut changed = false;
+            if matches!(binding, Binding::Linked) {
+                user.sso_links.push(link);
+                changed = true;
+            }
+            // Mapped roles apply to a user the IdP created, or when a trusted caller wrote
+            // the IdP: otherwise whoever configured it could give or take any account's roles.
+            let created_here = user.sso_links.iter().any(|l| is_link(l) && l.created);
+            if !mapped.is_empty() && (idp.trusted || created_here) {
+                // The last active SuperAdmin keeps SuperAdmin (§3.18): a mapping must not leave
+                // the installation without one.
+                let last_super_admin = user.roles.contains(&SUPER_ADMIN_ROLE)
+                    && !w
+                        .st
+                        .users
+                        .values()
+                        .any(|u| u.id != user.id && u.active && u.roles.contains(&SUPER_ADMIN_ROLE));
+                if last_super_admin && !mapped.contains(&SUPER_ADMIN_ROLE) {
+                    mapped.push(SUPER_ADMIN_ROLE);
+                }
+                let same = user.roles.len() == mapped.len() && mapped.iter().all(|r| user.roles.contains(r));
+                if !same {
+                    user.roles = mapped;
+                    // A role change ends the user's other sessions (issue 22); this one is
+                    // minted after.
+                    user.end_sessions();
+                    changed = true;
+                }
+            }
+            if changed {
+                user.modified_at = w.now;
+                user.modified_by = system.actor.label();
+                w.put(user.clone());
+                w.audit(&system, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, &target);
+            }
         }
     }
+    let st = w.commit().await?;
+    st.users
+        .get(&user.id)
+        .cloned()
+        .ok_or_else(|| Error::internal("a signed-in user is missing from the state"))
+}
+
+/// A user the IdP creates (§2.3): names from the ID token, the mapped roles.
+fn new_user(claims: &Map<String, Value>, email: &str, seq: i32, now: crate::domain::Timestamp, roles: &[Uuid]) -> User {
+    let name = |k: &str, d: &str| {
+        claims
+            .get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.trim().is_empty())
+            .unwrap_or(d)
+            .to_string()
+    };
+    let label = Actor::System.label();
+    User {
+        id: Uuid::new_v4(),
+        seq,
+        email: email.to_string(),
+        first_name: name("given_name", "SSO"),
+        last_name: name("family_name", "User"),
+        phone_number: None,
+        roles: roles.to_vec(),
+        active: true,
+        locked: false,
+        failed_logins: 0,
+        locked_until: None,
+        lockouts: 0,
+        sso_links: vec![],
+        tags: vec![],
+        tokens: vec![],
+        created_at: now,
+        modified_at: now,
+        created_by: label.clone(),
+        modified_by: label,
+        mfa_grace_from: now,
+        session_epoch: 0,
+        totp_last_step: 0,
+        secrets: UserSecrets::default(),
+    }
+}
+
+fn user_author(user: &User, client: &ClientInfo) -> Author {
+    Author {
+        actor: Actor::User {
+            id: user.id,
+            email: user.email.clone(),
+            display_name: user.display_name(),
+        },
+        client: client.clone(),
+    }
+}
+
+/// The `LoginSucceeded` entry of a completed sign-in, with the TOTP step it spent (if any).
+async fn audit_success(app: &App, user: &User, client: &ClientInfo) -> Result<()> {
+    let mut w = Write::begin_system(app).await?;
     w.audit(
-        &author,
+        &user_author(user, client),
         DEFAULT_RESOURCE_SET,
         CATEGORY,
         Activity::LoginSucceeded,
-        &target,
+        user.id,
     );
     w.commit().await?;
-    Ok(mint_user_token(app, &user, "sso"))
+    Ok(())
+}
+
+/// `mfaRequired` without an enrolled authenticator past the grace period: locked until an
+/// administrator unlocks it (§2.2, as a password sign-in).
+async fn lock_for_mfa(app: &App, user: &User, client: &ClientInfo) -> Result<()> {
+    let mut w = Write::begin_system(app).await?;
+    let author = user_author(user, client);
+    if let Some(current) = w.st.users.get(&user.id).cloned() {
+        let mut u = (*current).clone();
+        u.locked = true;
+        u.end_sessions();
+        w.put(u);
+    }
+    w.audit_failure(
+        &author,
+        DEFAULT_RESOURCE_SET,
+        CATEGORY,
+        Activity::LoginFailed,
+        user.id,
+        "MFA not enrolled after the grace period",
+    );
+    w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Locked, user.id);
+    w.commit().await?;
+    Ok(())
+}
+
+/// `POST /api/v1/sso/exchange` `{ssoCode, totpCode?}`: the token of a sign-in the IdP completed
+/// (the console's flow), once the TOTP code it owes is given. A wrong code leaves the sign-in
+/// waiting (5 attempts in all, as many as a password sign-in allows before its lock-out).
+pub async fn exchange_code(app: &App, body: Value, client: &ClientInfo) -> Result<LoginResponse> {
+    let mut o = svc_api::Obj::root(body)?;
+    let code = o.req_str("ssoCode")?;
+    let totp_code = o.opt_str("totpCode")?;
+    o.finish()?;
+    if totp_code
+        .as_deref()
+        .is_some_and(|c| c.len() != 6 || !c.bytes().all(|b| b.is_ascii_digit()))
+    {
+        return Err(Error::field("totpCode", "must be 6 digits"));
+    }
+    let now = crate::clock::now_millis();
+    app.login_throttle
+        .check(client.source, now)
+        .map_err(Error::TooManyRequests)?;
+    let data = app
+        .store
+        .take_pending(&code, PURPOSE_DONE, now)
+        .await?
+        .ok_or_else(|| Error::field("ssoCode", "unknown or expired"))?;
+    let mut data: Value = serde_json::from_str(&data).map_err(Error::internal)?;
+    let user_id = data
+        .get("user")
+        .and_then(Value::as_str)
+        .and_then(|s| Uuid::parse_str(s).ok())
+        .ok_or_else(|| Error::internal("stored SSO sign-in without a user"))?;
+    crate::service::load::catch_up(app).await;
+    let st = app.state_full();
+    let user = st.users.get(&user_id).cloned();
+    let sv = data.get("sv").and_then(Value::as_u64);
+    let Some(user) = user.filter(|u| u.active && !u.is_locked(now) && sv == Some(u64::from(u.session_epoch))) else {
+        return Err(Error::LoginRejected(FAILED));
+    };
+    let mut step = None;
+    if data.get("totp").and_then(Value::as_bool) == Some(true) {
+        step = totp_code
+            .as_deref()
+            .and_then(|c| crate::service::login::matched_totp(&user, c, now))
+            .filter(|s| *s > user.totp_last_step);
+        if step.is_none() {
+            app.login_throttle.failed(client.source, now);
+            let left = data.get("attempts").and_then(Value::as_i64).unwrap_or(0) - 1;
+            if left > 0 {
+                data["attempts"] = json!(left);
+                app.store
+                    .put_pending(&code, PURPOSE_DONE, &data.to_string(), now + DONE_TTL_MS)
+                    .await?;
+            }
+            let author = user_author(&user, client);
+            crate::service::login::audit_failed_sign_in(
+                app,
+                user.id.to_string(),
+                &author.actor,
+                client,
+                "TOTP code missing or wrong".into(),
+            )
+            .await?;
+            return Err(Error::LoginRejected(crate::service::login::TOTP_REQUIRED));
+        }
+    }
+    let mut w = Write::begin_system(app).await?;
+    let Some(current) = w.st.users.get(&user_id).cloned() else {
+        return Err(Error::LoginRejected(FAILED));
+    };
+    let mut u = (*current).clone();
+    if let Some(s) = step {
+        // RFC 6238 §5.2: a code is accepted once, whichever node saw it first.
+        if s <= u.totp_last_step {
+            return Err(Error::LoginRejected(crate::service::login::TOTP_REQUIRED));
+        }
+        u.totp_last_step = s;
+        w.put(u.clone());
+    }
+    w.audit(
+        &user_author(&u, client),
+        DEFAULT_RESOURCE_SET,
+        CATEGORY,
+        Activity::LoginSucceeded,
+        u.id,
+    );
+    w.commit().await?;
+    Ok(mint_user_token(app, &u, "sso"))
 }
 
 #[cfg(test)]

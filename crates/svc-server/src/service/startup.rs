@@ -61,6 +61,7 @@ pub async fn open(cfg: Config, existing: bool) -> Result<App, StartError> {
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
     let limits = crate::edge::ratelimit::Limiters::new(&cfg);
     let login_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
+    let sso_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
     let geoip_db = cfg.geoip_db.clone();
     let app = App(Arc::new(Inner {
         cfg,
@@ -86,6 +87,7 @@ pub async fn open(cfg: Config, existing: bool) -> Result<App, StartError> {
         ca,
         limits,
         login_throttle,
+        sso_throttle,
         platform,
         geoip: crate::geoip::GeoDb::new(geoip_db),
         vendor_cache: Default::default(),

@@ -63,6 +63,57 @@ fn rs_of<T: Record>(st: &State, id: &Uuid) -> Option<Uuid> {
     st.get::<T>(id).and_then(|v| v.rs())
 }
 
+/// A write that changes where a record's secrets go ([`crate::domain::SecretHome`]) keeps none
+/// of them that it was not given again (issue 31, §1.9: a stored secret goes only to the URL it
+/// was stored with; a PUT that moves `tokenUrl` and leaves `clientSecret` out would otherwise
+/// send the stored one to the new host). A secret a caller gives is refused (`400 <secret>: is
+/// required when <field> changes`); one the service obtained itself (stored OAuth tokens) is
+/// forgotten (the consent must be given again).
+fn keep_secrets_home<T: Record>(before: &State, st: &mut State, id: &Uuid) -> Result<()> {
+    let (Some(old), Some(new)) = (before.get::<T>(id), st.get::<T>(id)) else {
+        return Ok(());
+    };
+    let (was, is) = (old.secret_home(), new.secret_home());
+    if was.fields.is_empty() || was.fields == is.fields {
+        return Ok(());
+    }
+    let moved = was
+        .fields
+        .iter()
+        .find(|(name, value)| !is.fields.iter().any(|(n, v)| n == name && v == value))
+        .map_or("the destination", |(name, _)| *name);
+    let (Some(serde_json::Value::Object(old_s)), Some(serde_json::Value::Object(mut new_s))) =
+        (old.secrets_json(), new.secrets_json())
+    else {
+        return Ok(());
+    };
+    // Kept: the same secret carried over (its stamp), not one given again with the same value.
+    let kept: Vec<String> = is
+        .held
+        .iter()
+        .filter(|held| was.held.contains(held))
+        .map(|(k, _)| k.clone())
+        .filter(|k| new_s.get(k).is_some_and(|v| !v.is_null() && old_s.get(k) == Some(v)))
+        .collect();
+    if kept.is_empty() {
+        return Ok(());
+    }
+    if let Some(given) = kept.iter().find(|k| is.given.contains(&k.as_str())) {
+        return Err(Error::field(
+            given.as_str(),
+            format!("is required when {moved} changes"),
+        ));
+    }
+    for k in &kept {
+        new_s.remove(k);
+    }
+    let mut rec = (**new).clone();
+    rec.restore_secrets(serde_json::Value::Object(new_s))
+        .map_err(Error::internal)?;
+    st.put(rec);
+    Ok(())
+}
+
 fn persist<T: Record>(st: &State, id: &Uuid, app: &App, now: i64) -> Option<crate::store::EntityRow> {
     st.get::<T>(id).map(|v| to_row(v.as_ref(), &app.cipher, now))
 }
@@ -207,6 +258,12 @@ impl<'a> Write<'a> {
     /// Persists everything, then makes the new state live. Returns it.
     pub async fn commit(mut self) -> Result<Arc<State>> {
         let now = self.now.millis();
+        // A secret stays with the destination it was stored for, whichever resource, view or
+        // job wrote the record (issue 31).
+        let before = self.app.state_full();
+        for (kind, id) in &self.touched {
+            for_kind!(*kind, keep_secrets_home(&before, &mut self.st, id))?;
+        }
         // An entity is never stored in a resource set that no longer exists (deleted, on any
         // node, after the request was admitted against it).
         for (kind, id) in &self.touched {
@@ -234,5 +291,86 @@ impl<'a> Write<'a> {
         // version during a rolling upgrade).
         self.tx.commit().await?;
         Ok(self.app.swap_state(self.st))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::credential::{CredentialProvider, SecretFields};
+    use crate::domain::{Secret, Timestamp};
+
+    fn provider(token_url: &str, secrets: &[(&str, Secret<String>)]) -> CredentialProvider {
+        let mut config = serde_json::Map::new();
+        config.insert("tokenUrl".into(), token_url.into());
+        let mut s = SecretFields::default();
+        for (k, v) in secrets {
+            s.0.insert(k.to_string(), v.clone());
+        }
+        CredentialProvider {
+            meta: Meta {
+                id: Uuid::nil(),
+                seq: 1,
+                rs: None,
+                name: "ac".into(),
+                description: None,
+                active: true,
+                tags: vec![],
+                created_at: Timestamp(0),
+                modified_at: Timestamp(0),
+                created_by: None,
+                modified_by: None,
+            },
+            cp_type: "oauth-authorization-code".into(),
+            lifetime_time_span_seconds: 0,
+            lifetime_expiration: None,
+            config,
+            secrets: s,
+        }
+    }
+
+    /// Issue 31: a moved destination keeps no secret it was not given again. A caller's secret
+    /// carried over is refused; one given again (even with the same value) is taken; one the
+    /// service obtained (a stored refresh token) is forgotten.
+    #[test]
+    fn a_moved_destination_keeps_no_secret_it_was_not_given_again() {
+        let (secret, refresh) = (Secret::stored("s".to_string()), Secret::stored("rt".to_string()));
+        let mut before = State::default();
+        before.put(provider(
+            "https://idp.example/token",
+            &[("clientSecret", secret.clone()), ("refreshToken", refresh.clone())],
+        ));
+        let id = Uuid::nil();
+        // Same URL: everything stays.
+        let mut st = before.clone();
+        keep_secrets_home::<CredentialProvider>(&before, &mut st, &id).unwrap();
+        assert_eq!(st.get::<CredentialProvider>(&id).unwrap().secrets.0.len(), 2);
+        // Moved, the caller's secret carried over: refused.
+        let mut st = before.clone();
+        st.put(provider(
+            "https://evil.example/token",
+            &[("clientSecret", secret.clone()), ("refreshToken", refresh.clone())],
+        ));
+        let e = keep_secrets_home::<CredentialProvider>(&before, &mut st, &id).unwrap_err();
+        assert!(matches!(e, Error::BadRequest(m) if m == "clientSecret: is required when tokenUrl changes"));
+        // Moved with the secret given again (the same value): taken; the refresh token is gone.
+        let mut st = before.clone();
+        st.put(provider(
+            "https://evil.example/token",
+            &[
+                ("clientSecret", Secret::new("s".to_string())),
+                ("refreshToken", refresh),
+            ],
+        ));
+        keep_secrets_home::<CredentialProvider>(&before, &mut st, &id).unwrap();
+        let kept: Vec<String> = st
+            .get::<CredentialProvider>(&id)
+            .unwrap()
+            .secrets
+            .0
+            .keys()
+            .cloned()
+            .collect();
+        assert_eq!(kept, vec!["clientSecret".to_string()]);
     }
 }

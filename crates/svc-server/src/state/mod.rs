@@ -18,7 +18,7 @@ use crate::domain::records::{ResourceSet, Role, Settings, User};
 use crate::domain::sso::{AgentController, Routing, SsoIdp};
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
-use crate::domain::{Kind, Meta};
+use crate::domain::{Kind, Meta, SecretHome};
 pub use index::Indexes;
 
 /// One entity type by id. A B-tree (`OrdMap`) rather than a hash trie: its leaves are dense, so
@@ -41,6 +41,9 @@ pub trait Record: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {
     fn restore_secrets(&mut self, _v: serde_json::Value) -> Result<(), String> {
         Ok(())
     }
+    /// Where the record's write-only secrets are sent ([`SecretHome`]). Every record states it:
+    /// a resource with secrets cannot forget that they stay with their destination.
+    fn secret_home(&self) -> SecretHome;
     /// Keeps secondary indexes in step with a change (`old` → `new`).
     fn reindex(_idx: &mut Indexes, _old: Option<&Self>, _new: Option<&Self>) {}
     /// Drops spare list capacity before the record is shared (a stored record is never grown in
@@ -111,6 +114,9 @@ macro_rules! meta_record {
             fn table_mut(st: &mut $crate::state::State) -> &mut $crate::state::Table<Self> {
                 &mut st.$field
             }
+            fn secret_home(&self) -> $crate::domain::SecretHome {
+                $crate::domain::SecretHome::nowhere()
+            }
         }
     };
 }
@@ -150,10 +156,10 @@ meta_record!(
     agent_controllers
 );
 
-/// Implements [`Record`] for a [`Meta`] type with a sealed `secrets` bundle and, when named, an
-/// index hook.
+/// Implements [`Record`] for a [`Meta`] type with a sealed `secrets` bundle, the function that
+/// says where its secrets go ([`SecretHome`]) and, when named, an index hook.
 macro_rules! sealed_record {
-    ($t:ty, $kind:expr, $field:ident $(, $reindex:ident)?) => {
+    ($t:ty, $kind:expr, $field:ident, $home:path $(, $reindex:ident)?) => {
         impl Record for $t {
             const KIND: Kind = $kind;
             fn id(&self) -> Uuid {
@@ -178,6 +184,9 @@ macro_rules! sealed_record {
                 self.secrets = serde_json::from_value(v).map_err(|e| e.to_string())?;
                 Ok(())
             }
+            fn secret_home(&self) -> SecretHome {
+                $home(self)
+            }
             $(fn reindex(idx: &mut Indexes, old: Option<&Self>, new: Option<&Self>) {
                 idx.$reindex(old, new);
             })?
@@ -190,6 +199,9 @@ macro_rules! sealed_record {
 macro_rules! indexed_record {
     ($t:ty, $kind:expr, $field:ident $(, $reindex:ident)?) => {
         impl Record for $t {
+            fn secret_home(&self) -> SecretHome {
+                SecretHome::nowhere()
+            }
             const KIND: Kind = $kind;
             fn id(&self) -> Uuid {
                 self.meta.id
@@ -220,18 +232,21 @@ sealed_record!(
     TrustProvider,
     Kind::TrustProvider,
     trust_providers,
+    TrustProvider::secret_home,
     trust_provider_changed
 );
 sealed_record!(
     CredentialProvider,
     Kind::CredentialProvider,
     credential_providers,
+    crate::credential::types::secret_home,
     credential_provider_changed
 );
 sealed_record!(
     CredentialIntegration,
     Kind::CredentialIntegration,
     credential_integrations,
+    CredentialIntegration::secret_home,
     credential_integration_changed
 );
 indexed_record!(
@@ -247,18 +262,30 @@ indexed_record!(
     server_workload_changed
 );
 indexed_record!(Policy, Kind::AccessPolicy, policies, policy_changed);
-sealed_record!(crate::domain::condition::Integration, Kind::Integration, integrations);
+sealed_record!(
+    crate::domain::condition::Integration,
+    Kind::Integration,
+    integrations,
+    crate::domain::condition::Integration::secret_home
+);
 sealed_record!(
     crate::domain::condition::ContentSecurity,
     Kind::ContentSecurity,
-    content_security
+    content_security,
+    crate::domain::condition::ContentSecurity::secret_home
 );
 sealed_record!(
     crate::domain::condition::DiscoveryIntegration,
     Kind::DiscoveryIntegration,
-    discovery_integrations
+    discovery_integrations,
+    crate::domain::condition::DiscoveryIntegration::secret_home
 );
-sealed_record!(crate::domain::stream::LogStream, Kind::LogStream, log_streams);
+sealed_record!(
+    crate::domain::stream::LogStream,
+    Kind::LogStream,
+    log_streams,
+    crate::domain::stream::LogStream::secret_home
+);
 indexed_record!(
     crate::domain::condition::AccessCondition,
     Kind::AccessCondition,
@@ -287,6 +314,9 @@ impl Record for crate::domain::sso::SsoIdp {
     fn table_mut(st: &mut State) -> &mut Table<Self> {
         &mut st.sso_idps
     }
+    fn secret_home(&self) -> SecretHome {
+        self.secret_home()
+    }
     fn secrets_json(&self) -> Option<serde_json::Value> {
         serde_json::to_value(&self.secrets).ok()
     }
@@ -313,6 +343,9 @@ impl Record for Settings {
     fn table_mut(st: &mut State) -> &mut Table<Self> {
         &mut st.settings
     }
+    fn secret_home(&self) -> SecretHome {
+        SecretHome::nowhere()
+    }
 }
 
 impl Record for User {
@@ -331,6 +364,10 @@ impl Record for User {
     }
     fn table_mut(st: &mut State) -> &mut Table<Self> {
         &mut st.users
+    }
+    /// A password hash and TOTP seeds are checked here, never sent anywhere.
+    fn secret_home(&self) -> SecretHome {
+        SecretHome::nowhere()
     }
     fn secrets_json(&self) -> Option<serde_json::Value> {
         serde_json::to_value(&self.secrets).ok()

@@ -146,7 +146,7 @@ async fn fetch_keys(up: &Upstream, url: &str, kind: Kind) -> Result<Loaded, Upst
     let (issuer, jwks_url) = match kind {
         Kind::Jwks => (None, url.to_string()),
         Kind::Discovery => {
-            let disc_url = format!("{}/.well-known/openid-configuration", trim_slash(url));
+            let disc_url = crate::upstream::join(url, "/.well-known/openid-configuration")?;
             check(&disc_url)?;
             let doc = up.get_json(&disc_url).await?;
             let issuer = doc

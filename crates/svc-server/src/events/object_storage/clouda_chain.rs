@@ -269,11 +269,7 @@ fn ok_or_status(what: &str, f: &crate::upstream::Fetched) -> Result<(), String> 
     if (200..300).contains(&f.status) {
         Ok(())
     } else {
-        let detail = f.excerpt();
-        Err(match detail.is_empty() {
-            true => format!("{what} answered {}", f.status),
-            false => format!("{what} answered {}: {detail}", f.status),
-        })
+        Err(format!("{what} answered {}", f.refusal()))
     }
 }
 

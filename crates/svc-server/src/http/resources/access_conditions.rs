@@ -4,7 +4,6 @@
 //! referenced integration's type). A condition an active policy references cannot be deleted;
 //! inactive policies lose the reference (§1.10 rules 2 and 3).
 
-use axum::Router;
 use serde_json::{Map, Value, json};
 use svc_api::{FieldError, Obj};
 use uuid::Uuid;
@@ -19,14 +18,15 @@ use crate::domain::condition::{
     Subdivision, Timezone, WEEKDAYS, Window, builtin_type,
 };
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Conditions<false>>(app, "/api/v2/access-conditions")
-        .merge(crud::routes::<Conditions<true>>(app, "/api/v1/access-conditions"))
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<Conditions<false>>(api, "/api/v2/access-conditions");
+    crud::register::<Conditions<true>>(api, "/api/v1/access-conditions");
 }
 
 const RO: &[&str] = &["integration", "accessPolicyCount"];
@@ -443,17 +443,24 @@ pub struct Conditions<const V1: bool>;
 impl<const V1: bool> Resource for Conditions<V1> {
     type Record = AccessCondition;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "access conditions";
     const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
         .fields(FIELDS)
         .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
     const PATCH_NEEDS_STORED: bool = true;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
+    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
         if V1 {
-            parse_v1(app, body, mode, stored)
+            parse_v1(app, body.0, mode, stored)
         } else {
-            parse_v2(app, body, mode, stored)
+            parse_v2(app, body.0, mode, stored)
         }
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
@@ -492,8 +499,8 @@ impl<const V1: bool> Resource for Conditions<V1> {
         release(w, author, id, RefField::AccessCondition)
     }
 
-    fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> Value {
-        if V1 { v1_condition_json(st, c) } else { v2_json(st, c) }
+    fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> Untyped {
+        Untyped(if V1 { v1_condition_json(st, c) } else { v2_json(st, c) })
     }
 }
 

@@ -1,11 +1,9 @@
 //! Access policies v1 (deprecated, contract §3.9): a view of the v2 policy with at most one
 //! credential provider, scoped by `X-Svc-ResourceSet`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -25,8 +23,9 @@ use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::policies::for_pair;
@@ -34,21 +33,43 @@ use crate::state::State as Snapshot;
 
 const SEVERAL: &str = "policy has several credential providers; use /api/v2";
 
-pub fn routes(app: &App) -> Router<App> {
-    guarded_routes(
-        app,
-        Perm::AccessPolicies,
-        Scope::Rs,
-        [
-            ("/api/v1/access-policies", get(list).post(create).put(replace)),
-            (
-                "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-                get(by_workloads),
-            ),
-            ("/api/v1/access-policies/{id}", get(read).patch(patch).delete(remove)),
-            ("/api/v1/access-policies/{id}/notes", post(note)),
-        ],
+pub fn register(api: &mut Api<'_>) {
+    let (p, s) = (Perm::AccessPolicies, Scope::Rs);
+    api.guarded("/api/v1/access-policies", p, s)
+        .get(
+            list,
+            Op::new("List access policies (§3.9, deprecated)")
+                .query(Query::List)
+                .list::<Untyped>("accessPolicies"),
+        )
+        .post(
+            create,
+            Op::new("Create an access policy").body::<Untyped>().ok::<Untyped>(200),
+        )
+        .put(
+            replace,
+            Op::new("Replace an access policy").body::<Untyped>().ok::<Untyped>(200),
+        );
+    api.guarded(
+        "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+        p,
+        s,
     )
+    .get(
+        by_workloads,
+        Op::new("The policy between two workloads").ok::<Untyped>(200),
+    );
+    api.guarded("/api/v1/access-policies/{id}", p, s)
+        .get(read, Op::new("Read an access policy").ok::<Untyped>(200).empty(204))
+        .patch(
+            patch,
+            Op::new("Patch an access policy").body::<Untyped>().ok::<Untyped>(200),
+        )
+        .delete(remove, Op::new("Delete an access policy").empty(204));
+    api.guarded("/api/v1/access-policies/{id}/notes", p, s).post(
+        note,
+        Op::new("Add a note to a policy").body::<Untyped>().ok::<Untyped>(201),
+    );
 }
 
 fn single_cp(p: &Policy) -> Option<Uuid> {

@@ -3,11 +3,9 @@
 //! settings (§3.22), DELETE answering `201`, and single-use device codes (six digits, 15 minutes,
 //! a new one replaces the old, stored only as a hash).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -16,9 +14,10 @@ use super::common::{BaseInput, Mode, parse_tags};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
-use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Timestamp};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::Ctx;
 use crate::http::list::{Base, ListSpec, field_filter};
@@ -28,12 +27,17 @@ use crate::state::State as Snapshot;
 /// `/api/v1/agent-controllers` on the shared CRUD layer: global entities.
 pub struct AgentControllers;
 
-pub fn routes(app: &App) -> Router<App> {
-    let device_code = (
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<AgentControllers>(api, "/api/v1/agent-controllers");
+    api.guarded(
         "/api/v1/agent-controllers/{agentControllerExternalId}/device-code",
-        post(device_code),
+        Perm::AgentControllers,
+        crud::scope::<AgentControllers>(),
+    )
+    .post(
+        device_code,
+        Op::new("A new device code for the controller (§3.21)").ok::<Untyped>(201),
     );
-    crud::routes_with::<AgentControllers>(app, "/api/v1/agent-controllers", [device_code])
 }
 
 const SPEC: ListSpec = ListSpec::new("agentControllers", Base::Unattributed)
@@ -82,7 +86,13 @@ pub fn hostname_ok(s: &str) -> bool {
         && labels.last().is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, ControllerInput)> {
+fn parse(
+    app: &App,
+    st: &Snapshot,
+    body: Value,
+    mode: Mode,
+    stored: Option<&AgentController>,
+) -> Result<(BaseInput, ControllerInput)> {
     let mut o = Obj::root(body)?;
     let external_id = o.opt_uuid("externalId")?;
     if mode == Mode::Replace && external_id.is_none() {
@@ -92,8 +102,10 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, Controlle
     let version = o.opt_str("version")?;
     let is_active = o.opt_bool("isActive")?;
     let trust_provider = o.opt_uuid("trustProviderId")?;
+    let kept = trust_provider.is_some() && stored.and_then(|s| s.trust_provider) == trust_provider;
     if let Some(tp) = trust_provider
-        && !st.trust_providers.contains_key(&tp)
+        && !kept
+        && !may_read(app, st, tp)
     {
         return Err(Error::field("trustProviderId", "unknown trust provider"));
     }
@@ -146,10 +158,24 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, Controlle
     Ok((base, input))
 }
 
+/// Whether the caller of this request may read the trust provider `tp` (`Trust Providers` read
+/// in its resource set; the service's own reads may). A controller may name a provider of any
+/// resource set, but naming one does not show it (issue 31): an `Agent Controllers` reader sees
+/// `trustProvider` expanded only where it could read it anyway, and a writer may name only a
+/// provider it can read.
+fn may_read(app: &App, st: &Snapshot, tp: Uuid) -> bool {
+    let Some(rec) = st.trust_providers.get(&tp) else {
+        return false;
+    };
+    let rs = rec.meta.rs.unwrap_or(DEFAULT_RESOURCE_SET);
+    crate::service::escalation::current_caller(app, st).is_none_or(|c| c.can(st, Perm::TrustProviders, false, rs))
+}
+
 /// `AgentControllerDTO`.
 pub fn controller_json(app: &App, st: &Snapshot, c: &AgentController) -> Value {
     let tp = c
         .trust_provider
+        .filter(|id| may_read(app, st, *id))
         .and_then(|id| st.trust_providers.get(&id))
         .map(|tp| super::trust_providers::trust_json(app, st, tp, None))
         .unwrap_or(Value::Null);
@@ -224,14 +250,26 @@ pub fn release_resource_set(w: &mut Write<'_>, author: &Author, rs: Uuid) {
 impl Resource for AgentControllers {
     type Record = AgentController;
     type Input = ControllerInput;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "agent controllers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.21 lists `201` as DELETE's only status; a missing id answers it too (§1.5).
     const DELETE: Option<StatusCode> = Some(StatusCode::CREATED);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&AgentController>) -> Result<(BaseInput, ControllerInput)> {
-        parse(&app.state(), body, mode)
+    fn parse(
+        app: &App,
+        body: Untyped,
+        mode: Mode,
+        stored: Option<&AgentController>,
+    ) -> Result<(BaseInput, ControllerInput)> {
+        parse(app, &app.state(), body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&AgentController>) -> Result<(BaseInput, ControllerInput)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: ControllerInput, meta: Meta) -> Result<AgentController> {
@@ -309,8 +347,8 @@ impl Resource for AgentControllers {
         }
     }
 
-    fn render(app: &App, st: &Snapshot, c: &AgentController) -> Value {
-        controller_json(app, st, c)
+    fn render(app: &App, st: &Snapshot, c: &AgentController) -> Untyped {
+        Untyped(controller_json(app, st, c))
     }
 }
 

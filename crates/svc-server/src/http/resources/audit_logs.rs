@@ -1,24 +1,28 @@
 //! Audit logs (contract §3.23, §3.26): read-only, queried in SQL.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
 
 use super::event_query::{EventParams, Span, equal_to, page_response};
 use crate::app::App;
 use crate::domain::Perm;
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::{no_content, ok};
 use crate::store::{EventQuery, EventTable};
 
-pub fn routes(app: &App) -> Router<App> {
+pub fn register(api: &mut Api<'_>) {
     let p = Perm::AuditLogs;
-    Router::new()
-        .route("/api/v1/audit-logs", guarded(app, p, Scope::Rs, get(list)))
-        .route("/api/v1/audit-logs/{id}", guarded(app, p, Scope::Rs, get(read)))
+    api.guarded("/api/v1/audit-logs", p, Scope::Rs).get(
+        list,
+        Op::new("List audit log entries (§3.23)")
+            .query(Query::Events)
+            .list::<Untyped>("auditLogs"),
+    );
+    api.guarded("/api/v1/audit-logs/{id}", p, Scope::Rs)
+        .get(read, Op::new("Read an audit log entry").ok::<Untyped>(200).empty(204));
 }
 
 /// Sortable fields → columns.

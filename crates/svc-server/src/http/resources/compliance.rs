@@ -1,9 +1,7 @@
 //! Compliance settings (contract §3.22): four named levels that govern later writes.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 
@@ -12,16 +10,25 @@ use crate::domain::records::{COMPLIANCE_SETTINGS, ComplianceLevel};
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::JsonBody;
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::ok;
 use crate::service::write::Write;
 
-pub fn routes(app: &App) -> Router<App> {
-    Router::new().route(
+pub fn register(api: &mut Api<'_>) {
+    api.guarded(
         "/api/v1/compliance-settings",
-        guarded(app, Perm::GlobalPolicyCompliance, Scope::Global, get(read).put(update)),
+        Perm::GlobalPolicyCompliance,
+        Scope::Global,
     )
+    .get(read, Op::new("Compliance settings (§3.22)").ok::<Untyped>(200))
+    .put(
+        update,
+        Op::new("Change a compliance setting (§3.22)")
+            .body::<Untyped>()
+            .ok::<Untyped>(200),
+    );
 }
 
 async fn read(State(app): State<App>) -> Result<Response> {

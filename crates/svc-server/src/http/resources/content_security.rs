@@ -4,7 +4,6 @@
 //! write-only and sealed. Stored, referenced by policies and reported in authorization events,
 //! with no effect on a decision.
 
-use axum::Router;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -12,11 +11,11 @@ use uuid::Uuid;
 use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
-use crate::credential::types::check_url;
 use crate::domain::Meta;
 use crate::domain::condition::ContentSecurity;
 use crate::domain::credential::SecretFields;
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, ListSpec, RESOURCE_SET_FILTER, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
@@ -25,8 +24,8 @@ use crate::state::State as Snapshot;
 /// `/api/v1/content-security`.
 pub struct ContentSecurities;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ContentSecurities>(app, "/api/v1/content-security")
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<ContentSecurities>(api, "/api/v1/content-security");
 }
 
 const TYPE: &str = "SensorAAIDR";
@@ -69,7 +68,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -
     };
     if mode != Mode::Patch {
         input.base_url = o.req_str_len("baseUrl", 1, 2048)?;
-        check_url("baseUrl", &input.base_url, &app.cfg)?;
+        crate::upstream::check_base_url_field("baseUrl", &input.base_url, &app.cfg)?;
         input.token = o.opt_str_len("encryptedToken", 0, 8192)?.filter(|t| !t.is_empty());
         input.fail_open = o.opt_bool("failOpen")?.unwrap_or(false);
         input.timeout_ms = o.opt_i32_range("timeoutMs", 5000, 600_000)?.unwrap_or(30_000);
@@ -109,6 +108,9 @@ pub fn cs_json(st: &Snapshot, c: &ContentSecurity) -> Value {
 impl Resource for ContentSecurities {
     type Record = ContentSecurity;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "content security entries";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
     const LIST: ListSpec = ListSpec::new("entities", Base::Scoped)
@@ -124,8 +126,12 @@ impl Resource for ContentSecurities {
     // §3.13 lists only 204: deleting a missing entry answers it too.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
-        parse(app, body, mode, stored)
+    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
+        parse(app, body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ContentSecurity> {
@@ -151,7 +157,7 @@ impl Resource for ContentSecurities {
         release(w, author, id, RefField::ContentSecurity)
     }
 
-    fn render(_: &App, st: &Snapshot, c: &ContentSecurity) -> Value {
-        cs_json(st, c)
+    fn render(_: &App, st: &Snapshot, c: &ContentSecurity) -> Untyped {
+        Untyped(cs_json(st, c))
     }
 }

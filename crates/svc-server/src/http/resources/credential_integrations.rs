@@ -3,7 +3,6 @@
 //! `cloudB-key-vault-value` providers. `personalAccessToken` is write-only. An integration that a
 //! credential provider references cannot be deleted (§1.10 rule 4).
 
-use axum::Router;
 use serde_json::{Map, Value, json};
 use svc_api::{FieldError, Obj};
 use uuid::Uuid;
@@ -17,6 +16,7 @@ use crate::credential::types::uuid_text;
 use crate::domain::Meta;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -26,8 +26,8 @@ const RO: &[&str] = &["tokenExpiration", "lastOperationTimestamp", "status", "er
 /// `/api/v1/credential-integrations` on the shared CRUD layer.
 pub struct CredentialIntegrations;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<CredentialIntegrations>(app, "/api/v1/credential-integrations")
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<CredentialIntegrations>(api, "/api/v1/credential-integrations");
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Scoped)
@@ -227,12 +227,24 @@ fn to_json(i: &CredentialIntegration) -> Value {
 impl Resource for CredentialIntegrations {
     type Record = CredentialIntegration;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "credential-provider integrations";
     const LIST: ListSpec = SPEC;
     // The variant's fields depend on the stored `type`.
     const PATCH_NEEDS_STORED: bool = true;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&CredentialIntegration>) -> Result<(BaseInput, Input)> {
-        parse(body, mode, stored.map(|i| i.int_type.as_str()), &app.cfg)
+    fn parse(
+        app: &App,
+        body: Untyped,
+        mode: Mode,
+        stored: Option<&CredentialIntegration>,
+    ) -> Result<(BaseInput, Input)> {
+        parse(body.0, mode, stored.map(|i| i.int_type.as_str()), &app.cfg)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&CredentialIntegration>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<CredentialIntegration> {
@@ -285,8 +297,8 @@ impl Resource for CredentialIntegrations {
         }
     }
 
-    fn render(_: &App, _: &Snapshot, i: &CredentialIntegration) -> Value {
-        to_json(i)
+    fn render(_: &App, _: &Snapshot, i: &CredentialIntegration) -> Untyped {
+        Untyped(to_json(i))
     }
 }
 

@@ -4,11 +4,9 @@
 //! `POST …/{id}/sync` runs the sync now (`service::discovery`). Drafts are read-only, shown in
 //! the ServerWorkloadExternalDTO shape, guarded by `Server Workloads` read in their set.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -22,28 +20,42 @@ use crate::domain::credential::SecretFields;
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, RESOURCE_SET_FILTER, field_filter, respond};
 use crate::http::{no_content, ok};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
+use svc_api::GenericResponse;
 
 /// `/api/v1/discovery-integrations`.
 pub struct DiscoveryIntegrations;
 
-pub fn routes(app: &App) -> Router<App> {
-    let sync = [("/api/v1/discovery-integrations/{id}/sync", post(sync_now))];
-    let drafts = [
-        ("/api/alpha/server-workload-drafts", get(list_drafts)),
-        ("/api/alpha/server-workload-drafts/{id}", get(read_draft)),
-    ];
-    crud::routes_with::<DiscoveryIntegrations>(app, "/api/v1/discovery-integrations", sync).merge(guarded_routes(
-        app,
-        Perm::ServerWorkloads,
-        Scope::AnySet,
-        drafts,
-    ))
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<DiscoveryIntegrations>(api, "/api/v1/discovery-integrations");
+    api.guarded(
+        "/api/v1/discovery-integrations/{id}/sync",
+        Perm::DiscoveryIntegrations,
+        crud::scope::<DiscoveryIntegrations>(),
+    )
+    .post(
+        sync_now,
+        Op::new("Start a discovery sync now (§3.12)").ok::<GenericResponse>(202),
+    );
+    let (p, s) = (Perm::ServerWorkloads, Scope::AnySet);
+    api.guarded("/api/alpha/server-workload-drafts", p, s).get(
+        list_drafts,
+        Op::new("List server-workload drafts (§3.12)")
+            .query(Query::List)
+            .list::<Untyped>("serverWorkloadDrafts"),
+    );
+    api.guarded("/api/alpha/server-workload-drafts/{id}", p, s).get(
+        read_draft,
+        Op::new("Read a server-workload draft (§3.12)")
+            .ok::<Untyped>(200)
+            .empty(204),
+    );
 }
 
 pub struct Input {
@@ -125,6 +137,9 @@ pub fn discovery_json(d: &DiscoveryIntegration) -> Value {
 impl Resource for DiscoveryIntegrations {
     type Record = DiscoveryIntegration;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "discovery integrations";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
@@ -134,8 +149,17 @@ impl Resource for DiscoveryIntegrations {
     const DELETE: Option<StatusCode> = Some(StatusCode::OK);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
-        parse(app, body, mode, stored)
+    fn parse(
+        app: &App,
+        body: Untyped,
+        mode: Mode,
+        stored: Option<&DiscoveryIntegration>,
+    ) -> Result<(BaseInput, Input)> {
+        parse(app, body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<DiscoveryIntegration> {
@@ -176,8 +200,8 @@ impl Resource for DiscoveryIntegrations {
         Ok(())
     }
 
-    fn render(_: &App, _: &Snapshot, d: &DiscoveryIntegration) -> Value {
-        discovery_json(d)
+    fn render(_: &App, _: &Snapshot, d: &DiscoveryIntegration) -> Untyped {
+        Untyped(discovery_json(d))
     }
 }
 

@@ -1,36 +1,42 @@
 //! Access authorization events (contract §3.24) and workload events (§3.25): read-only lists and
 //! single records, queried in SQL with the semantics of §3.26.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
 
 use super::event_query::{EventParams, Span, body_value, equal_to, page_response};
 use crate::app::App;
 use crate::domain::Perm;
 use crate::error::{Error, Result};
 use crate::events::shape::{AUTHORIZATION_EVENT, Shape, WORKLOAD_EVENT};
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::{no_content, ok};
 use crate::store::{EventQuery, EventTable};
 
-pub fn routes(app: &App) -> Router<App> {
-    let authorization = [
-        ("/api/v1/authorization-events", get(list_authorization)),
-        ("/api/v1/authorization-events/{id}", get(read_authorization)),
-    ];
-    let workload = [
-        ("/api/v1/workload-events", get(list_workload)),
-        ("/api/v1/workload-events/{id}", get(read_workload)),
-    ];
-    guarded_routes(app, Perm::AccessAuthorizationEvents, Scope::Rs, authorization).merge(guarded_routes(
-        app,
-        Perm::WorkloadEvents,
-        Scope::Rs,
-        workload,
-    ))
+pub fn register(api: &mut Api<'_>) {
+    let (a, w) = (Perm::AccessAuthorizationEvents, Perm::WorkloadEvents);
+    api.guarded("/api/v1/authorization-events", a, Scope::Rs).get(
+        list_authorization,
+        Op::new("List authorization events (§3.24)")
+            .query(Query::Events)
+            .list::<Untyped>("authorizationEvents"),
+    );
+    api.guarded("/api/v1/authorization-events/{id}", a, Scope::Rs).get(
+        read_authorization,
+        Op::new("Read an authorization event").ok::<Untyped>(200).empty(204),
+    );
+    api.guarded("/api/v1/workload-events", w, Scope::Rs).get(
+        list_workload,
+        Op::new("List workload events (§3.25)")
+            .query(Query::Events)
+            .list::<Untyped>("workloadEvents"),
+    );
+    api.guarded("/api/v1/workload-events/{id}", w, Scope::Rs).get(
+        read_workload,
+        Op::new("Read a workload event").ok::<Untyped>(200).empty(204),
+    );
 }
 
 const AUTHZ_ORDER: &[(&str, &str)] = &[

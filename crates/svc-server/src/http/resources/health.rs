@@ -1,18 +1,20 @@
 //! `GET /api/v1/health` (contract §3.27): public; reports the user of a valid bearer token, and
 //! (ours, issue 32) in `degraded` what does not work while the database is unusable.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::get;
 use serde_json::json;
 
 use crate::app::App;
+use crate::http::api::{Api, Op, Untyped};
 use crate::service::auth::{Principal, authenticate, bearer};
 
-pub fn routes() -> Router<App> {
-    Router::new().route("/api/v1/health", get(health))
+pub fn register(api: &mut Api<'_>) {
+    api.public("/api/v1/health").get(
+        health,
+        Op::new("Health, and the caller of a valid token (§3.27)").ok::<Untyped>(200),
+    );
 }
 
 async fn health(State(app): State<App>, headers: HeaderMap) -> Response {

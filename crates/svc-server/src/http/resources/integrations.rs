@@ -4,7 +4,6 @@
 //! `Time` integrations of each resource set cannot be created, changed or deleted (400); an
 //! integration an access condition uses cannot be deleted (§1.10 rule 4).
 
-use axum::Router;
 use axum::http::StatusCode;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
@@ -19,13 +18,14 @@ use crate::domain::Meta;
 use crate::domain::condition::{CLOUD_SECURITY_A, INTEGRATION_TYPES, Integration, SENSOR_A, builtin_type};
 use crate::domain::credential::SecretFields;
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Integrations<false>>(app, "/api/v2/integrations")
-        .merge(crud::routes::<Integrations<true>>(app, "/api/v1/integrations"))
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<Integrations<false>>(api, "/api/v2/integrations");
+    crud::register::<Integrations<true>>(api, "/api/v1/integrations");
 }
 
 const RO: &[&str] = &["lastSync", "lastSyncStatus", "accessConditionsCount"];
@@ -92,7 +92,7 @@ fn vendor_fields(o: &mut Obj, kind: &str, cfg: &Config) -> Result<(Map<String, V
 pub fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
     let sync = o.req_i32_range("syncFrequencySeconds", 300, 3600)?;
     let endpoint = o.req_str_len("endpoint", 1, 2048)?;
-    check_url("endpoint", &endpoint, cfg)?;
+    crate::upstream::check_base_url_field("endpoint", &endpoint, cfg)?;
     Ok((sync, endpoint))
 }
 
@@ -208,6 +208,9 @@ pub struct Integrations<const V1: bool>;
 impl<const V1: bool> Resource for Integrations<V1> {
     type Record = Integration;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "integrations";
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(FIELDS)
         .filters(if V1 { V1_FILTERS } else { V2_FILTERS });
@@ -216,8 +219,12 @@ impl<const V1: bool> Resource for Integrations<V1> {
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
     const PATCH_NEEDS_STORED: bool = true;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
-        parse(app, body, mode, stored, V1)
+    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        parse(app, body.0, mode, stored, V1)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
@@ -267,8 +274,8 @@ impl<const V1: bool> Resource for Integrations<V1> {
         }
     }
 
-    fn render(_: &App, st: &Snapshot, i: &Integration) -> Value {
-        if V1 { v1_json(st, i) } else { v2_json(st, i) }
+    fn render(_: &App, st: &Snapshot, i: &Integration) -> Untyped {
+        Untyped(if V1 { v1_json(st, i) } else { v2_json(st, i) })
     }
 }
 

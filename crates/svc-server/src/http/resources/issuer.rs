@@ -1,20 +1,24 @@
 //! The service's OIDC issuer documents (contract §5.1): discovery and JWKS, public, cacheable,
 //! CORS-open.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
-use axum::routing::get;
 use serde_json::json;
 
 use crate::app::App;
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::ok;
 
-pub fn routes() -> Router<App> {
-    Router::new()
-        .route("/.well-known/openid-configuration", get(discovery))
-        .route("/.well-known/jwks.json", get(jwks))
+pub fn register(api: &mut Api<'_>) {
+    api.public("/.well-known/openid-configuration").get(
+        discovery,
+        Op::new("The OIDC discovery document of the service's issuer (§5.1)").ok::<Untyped>(200),
+    );
+    api.public("/.well-known/jwks.json").get(
+        jwks,
+        Op::new("The service's published signing keys (§5.1)").ok::<Untyped>(200),
+    );
 }
 
 fn public(mut r: Response) -> Response {

@@ -4,7 +4,6 @@
 //! (§1.9: `authenticationToken`, `apiKey`). A stream's delivery row is created and removed with
 //! it, in its write unit.
 
-use axum::Router;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -16,6 +15,7 @@ use crate::domain::Meta;
 use crate::domain::credential::SecretFields;
 use crate::domain::stream::{BucketA, BucketC, DataType, Destination, Hec, LogStream};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -24,8 +24,8 @@ use crate::store::CursorOp;
 /// `/api/v1/log-streams` on the shared CRUD layer: global entities.
 pub struct LogStreams;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<LogStreams>(app, "/api/v1/log-streams")
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<LogStreams>(api, "/api/v1/log-streams");
 }
 
 const TYPES: &[&str] = &[
@@ -146,7 +146,6 @@ fn parse_hec(
     app: &App,
     o: &mut Obj,
     mode: Mode,
-    stored: Option<&LogStream>,
     secret: &'static str,
     check: (fn(&str) -> bool, &'static str),
 ) -> Result<(Hec, Option<String>)> {
@@ -166,18 +165,11 @@ fn parse_hec(
     {
         return Err(Error::field(secret, check.1));
     }
-    // The stored secret stays with the collector it was given for: moving the stream to another
-    // host or port without a new one would hand it to that host (§1.9; as SSO client secrets).
-    // A PUT of an unknown id is 404, found later; a stored stream without its secret, `check`.
-    if value.is_none() {
-        if mode == Mode::Create {
-            return Err(Error::field(secret, "is required"));
-        }
-        if let Some(h) = stored.and_then(|s| s.dest.hec())
-            && h.host_port != host_port
-        {
-            return Err(Error::field(secret, "is required when hecHostPort changes"));
-        }
+    // The stored secret stays with the collector it was given for: the write unit refuses a
+    // move to another host, port or TLS setting without a new one (issue 31). A PUT of an
+    // unknown id is 404, found later; a stored stream without its secret, `check`.
+    if value.is_none() && mode == Mode::Create {
+        return Err(Error::field(secret, "is required"));
     }
     Ok((
         Hec {
@@ -207,8 +199,6 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Resu
     }
     let data_type = o.req_enum("dataType", DATA_TYPES)?;
     let data_type = DataType::parse(&data_type).expect("one of DATA_TYPES");
-    // A PUT's secret is checked against the stream the body names (read before the unit).
-    let stored = stored.filter(|_| mode == Mode::Replace);
     let (dest, secret) = match ty.as_str() {
         "ObjectStorageABucket" => {
             let region = matching(&mut o, "objectStorageABucketRegion", 8, 30, region_ok, r"^[a-z\-\d]+$")?;
@@ -271,12 +261,12 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Resu
                 (|s: &str| svc_api::reader::parse_uuid(s).is_some()) as fn(&str) -> bool,
                 "must be a GUID (8-4-4-4-12 hexadecimal digits)",
             );
-            let (hec, secret) = parse_hec(app, &mut o, mode, stored, "authenticationToken", check)?;
+            let (hec, secret) = parse_hec(app, &mut o, mode, "authenticationToken", check)?;
             (Destination::LogAnalyticsAHttpEventCollector(hec), secret)
         }
         _ => {
             let check = (api_key_ok as fn(&str) -> bool, "must match ^[a-zA-Z0-9-]{32,40}$");
-            let (hec, secret) = parse_hec(app, &mut o, mode, stored, "apiKey", check)?;
+            let (hec, secret) = parse_hec(app, &mut o, mode, "apiKey", check)?;
             (Destination::SensorAHttpEventCollector(hec), secret)
         }
     };
@@ -348,6 +338,9 @@ pub fn stream_json(app: &App, s: &LogStream) -> Value {
 impl Resource for LogStreams {
     type Record = LogStream;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "log streams";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = ListSpec::new("logStreams", Base::Global)
         .fields(&[
@@ -374,8 +367,12 @@ impl Resource for LogStreams {
     /// §3.14 lists only `204` for DELETE: an id already gone answers it too (§1.5).
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
-        parse(app, body, mode, stored)
+    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
+        parse(app, body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<LogStream> {
@@ -418,8 +415,8 @@ impl Resource for LogStreams {
         Ok(())
     }
 
-    fn render(app: &App, _: &Snapshot, s: &LogStream) -> Value {
-        stream_json(app, s)
+    fn render(app: &App, _: &Snapshot, s: &LogStream) -> Untyped {
+        Untyped(stream_json(app, s))
     }
 }
 

@@ -1,11 +1,10 @@
-//! TOTP enrolment for the signed-in user (contract §2.4): `POST /api/v1/me/totp` and
-//! `POST /api/v1/me/totp/{id}/verify`. Workload and CLI tokens are refused (403).
+//! The signed-in user's own routes: TOTP enrolment (contract §2.4, `POST /api/v1/me/totp` and
+//! `POST /api/v1/me/totp/{id}/verify`) and sign-out (`POST /api/v1/me/sign-out`, ext,
+//! docs/API-CONVENTIONS.md). Workload and CLI tokens are refused (403).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::post;
 use serde_json::json;
 use svc_api::Obj;
 
@@ -15,18 +14,41 @@ use crate::domain::records::{TotpSeed, UserToken};
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::{Ids, JsonBody};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope};
 use crate::service::write::Write;
+use svc_api::GenericResponse;
 
-pub fn routes(app: &App) -> Router<App> {
+pub fn register(api: &mut Api<'_>) {
     // The permission is not consulted for Scope::Me; any signed-in user may enrol.
-    Router::new()
-        .route("/api/v1/me/totp", guarded(app, Perm::Users, Scope::Me, post(enrol)))
-        .route(
-            "/api/v1/me/totp/{id}/verify",
-            guarded(app, Perm::Users, Scope::Me, post(verify)),
-        )
+    api.guarded("/api/v1/me/totp", Perm::Users, Scope::Me)
+        .post(enrol, Op::new("Enrol a TOTP authenticator (§2.4)").ok::<Untyped>(201));
+    api.guarded("/api/v1/me/totp/{id}/verify", Perm::Users, Scope::Me).post(
+        verify,
+        Op::new("Verify a TOTP authenticator (§2.4)")
+            .body::<Untyped>()
+            .ok::<GenericResponse>(200),
+    );
+    api.guarded("/api/v1/me/sign-out", Perm::Users, Scope::Me).post(
+        sign_out,
+        Op::new("Sign out: end every session of the caller (ext)").empty(204),
+    );
+}
+
+/// Ends every session of the caller (`User::end_sessions`, as a password change does): this
+/// token and every other management token the user holds are refused from now on. Tokens are
+/// not tracked one by one, so signing out of one browser signs out of all of them.
+async fn sign_out(State(app): State<App>, ctx: Ctx) -> Result<Response> {
+    let user = ctx.caller.user().cloned().ok_or(Error::Forbidden)?;
+    let author = ctx.author();
+    let mut w = Write::begin(&app).await?;
+    let mut u = (**w.st.users.get(&user.id).ok_or(Error::Unauthenticated)?).clone();
+    u.end_sessions();
+    w.put(u.clone());
+    w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, u.id);
+    w.commit().await?;
+    Ok(crate::http::no_content())
 }
 
 async fn enrol(State(app): State<App>, ctx: Ctx) -> Result<Response> {

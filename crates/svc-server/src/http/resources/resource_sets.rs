@@ -1,11 +1,9 @@
 //! Resource sets (contract §3.15, §1.4, §1.10 rule 6): the default one is fixed; deleting one
 //! deletes everything in it, all-or-nothing, with one audit entry per deleted entity.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{delete, get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -20,8 +18,9 @@ use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Author, Write, new_external_id};
@@ -29,22 +28,31 @@ use crate::state::{Record, State as Snapshot};
 
 const CATEGORY: &str = "ResourceSets";
 
-pub fn routes(app: &App) -> Router<App> {
+pub fn register(api: &mut Api<'_>) {
     let p = Perm::ResourceSets;
-    Router::new()
-        .route(
-            "/api/v1/resource-sets",
-            guarded(app, p, Scope::Entity, get(list)).merge(guarded(app, p, Scope::Global, post(create).put(replace))),
+    api.guarded("/api/v1/resource-sets", p, Scope::Entity).get(
+        list,
+        Op::new("List resource sets (§3.15)")
+            .query(Query::List)
+            .list::<Untyped>("entities"),
+    );
+    api.guarded("/api/v1/resource-sets", p, Scope::Global)
+        .post(
+            create,
+            Op::new("Create a resource set").body::<Untyped>().ok::<Untyped>(201),
         )
-        .route(
-            "/api/v1/resource-sets/{id}",
-            guarded(app, p, Scope::Entity, get(read)).merge(guarded(
-                app,
-                p,
-                Scope::Global,
-                delete(remove).patch(patch),
-            )),
+        .put(
+            replace,
+            Op::new("Replace a resource set").body::<Untyped>().ok::<Untyped>(200),
+        );
+    api.guarded("/api/v1/resource-sets/{id}", p, Scope::Entity)
+        .get(read, Op::new("Read a resource set").ok::<Untyped>(200).empty(204));
+    api.guarded("/api/v1/resource-sets/{id}", p, Scope::Global)
+        .patch(
+            patch,
+            Op::new("Patch a resource set").body::<Untyped>().ok::<Untyped>(200),
         )
+        .delete(remove, Op::new("Delete a resource set and what it holds").empty(204));
 }
 
 /// The counts a `ResourceSetDTO` carries: orderable, read-only.

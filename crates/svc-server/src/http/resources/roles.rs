@@ -1,6 +1,5 @@
 //! Roles (contract §3.16, §2.6): permissions × resource sets. System roles are read-only.
 
-use axum::Router;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -12,6 +11,7 @@ use crate::domain::records::{Grant, Role};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -19,8 +19,8 @@ use crate::state::State as Snapshot;
 /// `/api/v1/roles` on the shared CRUD layer: global entities; system roles are read-only.
 pub struct Roles;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Roles>(app, "/api/v1/roles")
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<Roles>(api, "/api/v1/roles");
 }
 
 const SPEC: ListSpec = ListSpec::new("roles", Base::Global)
@@ -168,12 +168,19 @@ fn normalise_sets(sets: Option<Vec<Uuid>>) -> Vec<Uuid> {
 impl Resource for Roles {
     type Record = Role;
     type Input = RoleInput;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "roles";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
-        parse(&app.state(), body, mode)
+    fn parse(app: &App, body: Untyped, mode: Mode, _stored: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
+        parse(&app.state(), body.0, mode)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: RoleInput, meta: Meta) -> Result<Role> {
@@ -231,7 +238,7 @@ impl Resource for Roles {
         Ok(())
     }
 
-    fn render(_: &App, st: &Snapshot, r: &Role) -> Value {
-        role_json(st, r)
+    fn render(_: &App, st: &Snapshot, r: &Role) -> Untyped {
+        Untyped(role_json(st, r))
     }
 }

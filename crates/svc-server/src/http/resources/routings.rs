@@ -1,7 +1,6 @@
 //! Routings (contract §3.17): an HTTP(S) proxy per resource set. No DELETE; a missing routing is
 //! `404`; the permission is checked in the routing's own `resourceSetId`.
 
-use axum::Router;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -12,6 +11,7 @@ use crate::app::App;
 use crate::domain::Meta;
 use crate::domain::sso::Routing;
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
@@ -19,8 +19,8 @@ use crate::state::State as Snapshot;
 /// `/api/v1/routings` on the shared CRUD layer.
 pub struct Routings;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<Routings>(app, "/api/v1/routings")
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<Routings>(api, "/api/v1/routings");
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
@@ -83,14 +83,21 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoutingIn
 impl Resource for Routings {
     type Record = Routing;
     type Input = RoutingInput;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "routings";
     const RS: RsFrom = RsFrom::Body("resourceSetId");
     const LIST: ListSpec = SPEC;
     const ON_MISSING_READ: OnMissing = OnMissing::NotFound;
     const DELETE: Option<axum::http::StatusCode> = None;
     const HIDDEN_ELSEWHERE: bool = false;
 
-    fn parse(app: &App, body: Value, mode: Mode, _: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
-        parse(&app.state(), body, mode)
+    fn parse(app: &App, body: Untyped, mode: Mode, _stored: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
+        parse(&app.state(), body.0, mode)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn own_rs(_: &BaseInput, input: &RoutingInput) -> Option<Uuid> {
@@ -131,11 +138,13 @@ impl Resource for Routings {
         Ok(())
     }
 
-    fn render(_: &App, _: &Snapshot, r: &Routing) -> Value {
-        let mut o = base_json(&r.meta, false);
-        o.insert("resourceSetId".into(), json!(r.meta.rs));
-        o.insert("proxyUrl".into(), json!(r.proxy_url));
-        Value::Object(o)
+    fn render(_: &App, _: &Snapshot, r: &Routing) -> Untyped {
+        Untyped({
+            let mut o = base_json(&r.meta, false);
+            o.insert("resourceSetId".into(), json!(r.meta.rs));
+            o.insert("proxyUrl".into(), json!(r.proxy_url));
+            Value::Object(o)
+        })
     }
 }
 

@@ -1,9 +1,7 @@
 //! Sign-in policies (contract §3.19): `GET /api/v1/signin-policies`, `PUT …/mfa`, `PUT …/sso`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::{get, put};
 use serde_json::json;
 use svc_api::Obj;
 
@@ -12,24 +10,30 @@ use crate::domain::records::Settings;
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::JsonBody;
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::ok;
 use crate::service::write::{Author, Write};
 
 const CATEGORY: &str = "SignOnPolicy";
 
-pub fn routes(app: &App) -> Router<App> {
-    guarded_routes(
-        app,
-        Perm::SignOnPolicy,
-        Scope::Global,
-        [
-            ("/api/v1/signin-policies", get(read)),
-            ("/api/v1/signin-policies/mfa", put(put_mfa)),
-            ("/api/v1/signin-policies/sso", put(put_sso)),
-        ],
-    )
+pub fn register(api: &mut Api<'_>) {
+    let (p, g) = (Perm::SignOnPolicy, Scope::Global);
+    api.guarded("/api/v1/signin-policies", p, g)
+        .get(read, Op::new("Sign-in policies (§3.19)").ok::<Untyped>(200));
+    api.guarded("/api/v1/signin-policies/mfa", p, g).put(
+        put_mfa,
+        Op::new("Set the MFA sign-in policy (§3.19)")
+            .body::<Untyped>()
+            .ok::<Untyped>(200),
+    );
+    api.guarded("/api/v1/signin-policies/sso", p, g).put(
+        put_sso,
+        Op::new("Set the SSO sign-in policy (§3.19)")
+            .body::<Untyped>()
+            .ok::<Untyped>(200),
+    );
 }
 
 async fn read(State(app): State<App>) -> Result<Response> {

@@ -2,10 +2,8 @@
 //! secrets (§1.9), role mappings to existing roles, the read-only service-provider values, and
 //! `GET …/{id}/verification` (service/sso.rs does the checks).
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
@@ -15,21 +13,32 @@ use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::config::Config;
+use crate::domain::Perm;
 use crate::domain::sso::{IdpConfig, IdpSecrets, IdpType, OidcAuthType, RoleMapping, SsoIdp};
 use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::Ids;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
+use svc_api::GenericResponse;
 
 /// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
 pub struct SsoIdps;
 
-pub fn routes(app: &App) -> Router<App> {
-    let verification = ("/api/v1/sso-idps/{id}/verification", get(verification));
-    crud::routes_with::<SsoIdps>(app, "/api/v1/sso-idps", [verification])
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<SsoIdps>(api, "/api/v1/sso-idps");
+    api.guarded(
+        "/api/v1/sso-idps/{id}/verification",
+        Perm::IdentityProviders,
+        crud::scope::<SsoIdps>(),
+    )
+    .get(
+        verification,
+        Op::new("Verify an identity provider's configuration (§3.20)").ok::<GenericResponse>(200),
+    );
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
@@ -38,11 +47,6 @@ const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
 
 const OIDC_RO: &[&str] = &["svcRedirectUrl", "svcJwksUrl"];
 const SAML_RO: &[&str] = &["serviceProviderEntityId", "serviceProviderSsoUrl"];
-
-/// `{base_url}/api/v1/sso/callback`: the redirect URI registered at an OIDC identity provider.
-pub fn redirect_url(cfg: &Config) -> String {
-    format!("{}/api/v1/sso/callback", cfg.public_url)
-}
 
 /// A POST or PUT body beyond the base block; a PATCH has none (`None`).
 pub type IdpInput = Option<IdpBody>;
@@ -56,11 +60,6 @@ pub struct IdpBody {
 }
 
 /// `https://…` (or `http://…` with `SVC_ALLOW_INSECURE_UPSTREAM`), a parsable URL.
-fn url_ok(cfg: &Config, u: &str) -> bool {
-    (u.starts_with("https://") || (cfg.allow_insecure_upstream && u.starts_with("http://")))
-        && url::Url::parse(u).is_ok_and(|x| x.host_str().is_some_and(|h| !h.is_empty()))
-}
-
 fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
     let st = app.state();
     let mut o = Obj::root(body)?;
@@ -106,10 +105,14 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
         IdpType::Oidc => {
             o.ignore(OIDC_RO);
             let base_url = o.req_str_len("oidcBaseURL", 1, 2048)?;
-            if !url_ok(cfg, &base_url) {
-                return Err(Error::field("oidcBaseURL", "must be an https URL"));
-            }
+            crate::upstream::check_base_url_field("oidcBaseURL", &base_url, cfg)?;
             let client_id = o.req_str_len("clientId", 1, 256)?;
+            // A KeyPair client assertion carries `iss` = `sub` = the client id under the
+            // service's published RS256 key: naming the service's own issuer would make it a
+            // token upstreams trust as the service's (issue 31).
+            if client_id.trim_end_matches('/') == cfg.issuer().trim_end_matches('/') {
+                return Err(Error::field("clientId", "must not be the service's issuer"));
+            }
             let scopes = o.req_str_len("scopes", 1, 1024)?;
             if !scopes.split_whitespace().any(|s| s == "openid") {
                 return Err(Error::field("scopes", "must contain openid"));
@@ -123,26 +126,11 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
                 check_len("clientSecret", s, 1, 4096)?;
             }
             let pkce_required = o.opt_bool("pkceRequired")?.unwrap_or(false);
-            // The stored secret is kept only for the same IdP and client: moving `oidcBaseURL`
-            // or `clientId` while keeping it would send it to the new token endpoint (§1.9).
-            let same_client = stored.is_some_and(|s| match &s.config {
-                IdpConfig::Oidc {
-                    base_url: b,
-                    client_id: c,
-                    ..
-                } => b == base_url.trim_end_matches('/') && *c == client_id,
-                IdpConfig::Saml { .. } => false,
-            });
-            let stored_secret = same_client && stored.is_some_and(|s| s.secrets.client_secret.is_some());
+            // A stored secret stays only where it was stored: moving `oidcBaseURL` or
+            // `clientId` without a new one is refused by the write unit (issue 31).
+            let stored_secret = stored.is_some_and(|s| s.secrets.client_secret.is_some());
             if auth_type == OidcAuthType::ClientSecret && secret.is_none() && !stored_secret {
-                return Err(Error::field(
-                    "clientSecret",
-                    if stored.is_some_and(|s| s.secrets.client_secret.is_some()) {
-                        "is required when oidcBaseURL or clientId changes"
-                    } else {
-                        "is required"
-                    },
-                ));
+                return Err(Error::field("clientSecret", "is required"));
             }
             (
                 IdpConfig::Oidc {
@@ -180,9 +168,7 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
             }
             if let Some(u) = &metadata_url {
                 check_len("metadataUrl", u, 1, 2048)?;
-                if !url_ok(cfg, u) {
-                    return Err(Error::field("metadataUrl", "must be an https URL"));
-                }
+                crate::upstream::check_url_field("metadataUrl", u, cfg)?;
             }
             if let Some(x) = &metadata_xml
                 && crate::crypto::b64std_decode(x.trim()).is_none_or(|b| String::from_utf8(b).is_err())
@@ -210,32 +196,24 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
     Ok((base, Some(input)))
 }
 
-/// Applies a POST or PUT body: a new secret replaces the stored one; a SAML provider keeps none.
+/// Applies a POST or PUT body: a new secret replaces the stored one; only a `ClientSecret`
+/// provider keeps one (a stored secret stays with its `oidcBaseURL` and `clientId`: the write
+/// unit refuses a move without a new one, issue 31).
 fn apply(idp: &mut SsoIdp, b: IdpBody) {
     idp.mappings = b.mappings;
     idp.user_access = b.user_access;
-    let saml = matches!(b.config, IdpConfig::Saml { .. });
-    let same_client = match (&idp.config, &b.config) {
-        (
-            IdpConfig::Oidc {
-                base_url: b0,
-                client_id: c0,
-                ..
-            },
-            IdpConfig::Oidc {
-                base_url: b1,
-                client_id: c1,
-                ..
-            },
-        ) => b0 == b1 && c0 == c1,
-        _ => false,
-    };
+    let uses_secret = matches!(
+        b.config,
+        IdpConfig::Oidc {
+            auth_type: OidcAuthType::ClientSecret,
+            ..
+        }
+    );
     idp.config = b.config;
-    if saml || !same_client {
-        // A secret belongs to one IdP and client: it never follows a move (§1.9).
+    if !uses_secret {
         idp.secrets.client_secret = None;
     }
-    if let (false, Some(s)) = (saml, b.secret) {
+    if let (true, Some(s)) = (uses_secret, b.secret) {
         idp.secrets.client_secret = Some(Secret::new(s));
     }
 }
@@ -265,7 +243,7 @@ pub fn idp_json(cfg: &Config, idp: &SsoIdp) -> Value {
             o.insert("authType".into(), json!(auth_type.as_str()));
             o.insert("clientSecret".into(), Value::Null);
             o.insert("pkceRequired".into(), json!(pkce_required));
-            o.insert("svcRedirectUrl".into(), json!(redirect_url(cfg)));
+            o.insert("svcRedirectUrl".into(), json!(crate::service::sso::redirect_url(cfg)));
             o.insert(
                 "svcJwksUrl".into(),
                 json!(format!("{}/.well-known/jwks.json", cfg.public_url)),
@@ -319,13 +297,20 @@ pub fn release_role(w: &mut Write<'_>, author: &crate::service::write::Author, r
 impl Resource for SsoIdps {
     type Record = SsoIdp;
     type Input = IdpInput;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "SSO identity providers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.20 lists only `204` for DELETE.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
-        parse(app, body, mode, stored)
+    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
+        parse(app, body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     /// An identity provider a client workload names cannot be deleted (§1.10 rule 4).
@@ -344,25 +329,34 @@ impl Resource for SsoIdps {
         }
     }
 
-    fn create(_: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {
+    fn create(w: &mut Write<'_>, input: IdpInput, meta: Meta) -> Result<SsoIdp> {
         let b = input.ok_or_else(|| Error::internal("create without a body"))?;
         let mut idp = SsoIdp {
             meta,
             mappings: vec![],
             user_access: false,
+            trusted: false,
             config: b.config.clone(),
             secrets: IdpSecrets::default(),
         };
         apply(&mut idp, b);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
         Ok(idp)
     }
 
-    fn replace(_: &mut Write<'_>, input: IdpInput, idp: &mut SsoIdp) -> Result<()> {
+    fn replace(w: &mut Write<'_>, input: IdpInput, idp: &mut SsoIdp) -> Result<()> {
         let b = input.ok_or_else(|| Error::internal("replace without a body"))?;
         if std::mem::discriminant(&b.config) != std::mem::discriminant(&idp.config) {
             return Err(Error::field("type", "cannot be changed"));
         }
         apply(idp, b);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        Ok(())
+    }
+
+    /// A PATCH changes only the base block, but whoever writes the IdP last answers for it.
+    fn patch(w: &mut Write<'_>, _: IdpInput, idp: &mut SsoIdp) -> Result<()> {
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
         Ok(())
     }
 
@@ -391,8 +385,8 @@ impl Resource for SsoIdps {
         Ok(())
     }
 
-    fn render(app: &App, _: &Snapshot, idp: &SsoIdp) -> Value {
-        idp_json(&app.cfg, idp)
+    fn render(app: &App, _: &Snapshot, idp: &SsoIdp) -> Untyped {
+        Untyped(idp_json(&app.cfg, idp))
     }
 }
 

@@ -1,36 +1,126 @@
-//! SSO sign-in routes (contract §2.3, public): `GET /api/v1/sso/login/{idpId}` redirects to the
-//! identity provider, `GET /api/v1/sso/callback` completes the sign-in (service/sso.rs).
+//! SSO sign-in routes (contract §2.3, public): `GET /api/v1/sso/providers` lists the identity
+//! providers a sign-in page offers (names only), `GET /api/v1/sso/login/{idpId}` redirects to the
+//! identity provider, `GET /api/v1/sso/callback` completes the sign-in, and
+//! `POST /api/v1/sso/exchange` turns a completed sign-in's code into a token (the console's
+//! flow, or a TOTP code owed: docs/sso.md). Every answer that carries a token or a code is
+//! `Cache-Control: no-store`.
 
-use axum::Router;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use serde_json::json;
 
 use crate::app::App;
 use crate::error::{Error, Result};
-use crate::http::extract::{Client, Ids, QueryPairs};
+use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
+use crate::service::sso::{CONSOLE_RETURN, Finished, Return};
 
-pub fn routes() -> Router<App> {
-    Router::new()
-        .route("/api/v1/sso/login/{idpId}", get(login))
-        .route("/api/v1/sso/callback", get(callback))
+pub fn register(api: &mut Api<'_>) {
+    api.public("/api/v1/sso/providers").get(
+        providers,
+        Op::new("The identity providers a sign-in page offers, by name (ext)").ok::<Untyped>(200),
+    );
+    api.public("/api/v1/sso/login/{idpId}")
+        .get(login, Op::new("Start SSO sign-in (§2.3)").redirect().errors(&[429]));
+    api.public("/api/v1/sso/callback").get(
+        callback,
+        Op::new("Finish SSO sign-in (§2.3)")
+            .query(Query::Callback)
+            .ok::<Untyped>(200)
+            .redirect()
+            .errors(&[401, 429]),
+    );
+    api.public("/api/v1/sso/exchange").post(
+        exchange,
+        Op::new("Exchange a completed SSO sign-in's code (and a TOTP code it owes) for a token")
+            .body::<Untyped>()
+            .ok::<Untyped>(200)
+            .errors(&[401, 429]),
+    );
 }
 
-async fn login(State(app): State<App>, ids: Ids) -> Result<Response> {
-    let url = crate::service::sso::start(&app, ids.one()).await?;
-    let mut r = StatusCode::FOUND.into_response();
-    let v = axum::http::HeaderValue::from_str(&url).map_err(Error::internal)?;
-    r.headers_mut().insert(axum::http::header::LOCATION, v);
+/// The identity providers users may sign in through (§2.3: active, `OIDCv1`, `userAccessEnabled`),
+/// by name, for a sign-in page's buttons; public, since nobody is signed in yet. Only `externalId`
+/// and `name`: nothing of the configuration (docs/API-CONVENTIONS.md).
+async fn providers(State(app): State<App>) -> Response {
+    let st = app.state();
+    let mut list: Vec<_> = st.sso_idps.values().filter(|i| i.offers_sign_in()).collect();
+    list.sort_by_key(|a| (a.meta.name.to_lowercase(), a.meta.id));
+    let providers: Vec<_> = list
+        .iter()
+        .map(|i| serde_json::json!({"externalId": i.meta.id, "name": i.meta.name}))
+        .collect();
+    let mut r = crate::http::ok(serde_json::json!({ "providers": providers }));
     r.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,
         axum::http::HeaderValue::from_static("no-store"),
     );
-    Ok(r)
+    r
+}
+
+/// An answer no cache may keep (a bearer token, a one-time code, a redirect carrying one).
+fn no_store(mut r: Response) -> Response {
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+fn found(location: &str) -> Result<Response> {
+    let mut r = StatusCode::FOUND.into_response();
+    let v = HeaderValue::from_str(location).map_err(Error::internal)?;
+    r.headers_mut().insert(header::LOCATION, v);
+    Ok(no_store(r))
+}
+
+/// `?redirect=console`: the sign-in ends in the console (any other value is refused: the return
+/// is never a URL the caller names).
+async fn login(State(app): State<App>, Client(client): Client, ids: Ids, q: QueryPairs) -> Result<Response> {
+    let ret = match q.get("redirect") {
+        None => Return::Api,
+        Some("console") => Return::Console,
+        Some(_) => return Err(Error::field("redirect", "must be console")),
+    };
+    let url = crate::service::sso::start(&app, ids.one(), ret, &client).await?;
+    found(&url)
+}
+
+fn fragment(s: &str) -> String {
+    url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
 async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs) -> Result<Response> {
     let get = |k: &str| q.get(k).map(str::to_string);
-    let resp = crate::service::sso::callback(&app, get("code"), get("state"), get("error"), &client).await?;
-    Ok(crate::http::ok(serde_json::to_value(resp).map_err(Error::internal)?))
+    let done = crate::service::sso::callback(&app, get("code"), get("state"), get("error"), &client).await?;
+    match (done.ret, done.result) {
+        (Return::Api, Ok(Finished::Token(t))) => Ok(no_store(crate::http::ok(
+            serde_json::to_value(t).map_err(Error::internal)?,
+        ))),
+        // The API's caller owes a TOTP code: the code to exchange with it.
+        (Return::Api, Ok(Finished::Code { code, .. })) => {
+            let body = json!({
+                "success": false,
+                "message": crate::service::login::TOTP_REQUIRED,
+                "id": 0,
+                "ssoCode": code,
+            });
+            Ok(no_store((StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()))
+        }
+        (Return::Api, Err(e)) => Err(e),
+        (Return::Console, Ok(Finished::Code { code, .. })) => {
+            found(&format!("{CONSOLE_RETURN}#sso-code={}", fragment(&code)))
+        }
+        (Return::Console, Ok(Finished::Token(_))) => Err(Error::internal("a console sign-in minted a token")),
+        (Return::Console, Err(e)) => {
+            let message = crate::http::error::public_message(&e);
+            found(&format!("{CONSOLE_RETURN}#sso-error={}", fragment(&message)))
+        }
+    }
+}
+
+async fn exchange(State(app): State<App>, Client(client): Client, JsonBody(body): JsonBody) -> Result<Response> {
+    let t = crate::service::sso::exchange_code(&app, body, &client).await?;
+    Ok(no_store(crate::http::ok(
+        serde_json::to_value(t).map_err(Error::internal)?,
+    )))
 }

@@ -1,11 +1,9 @@
 //! Users (contract §3.18): management of sign-in accounts, unlock, and the rules that keep at least
 //! one active SuperAdmin and stop callers from deleting or deactivating themselves.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
@@ -17,26 +15,39 @@ use crate::domain::records::{Role, SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Author, Write, new_external_id};
 use crate::state::State as Snapshot;
+use svc_api::GenericResponse;
 
 const CATEGORY: &str = "Users";
 
-pub fn routes(app: &App) -> Router<App> {
-    guarded_routes(
-        app,
-        Perm::Users,
-        Scope::Global,
-        [
-            ("/api/v1/users", get(list).post(create)),
-            ("/api/v1/users/{id}", get(read).put(replace).patch(patch).delete(remove)),
-            ("/api/v1/users/{id}/unlock", post(unlock)),
-        ],
-    )
+pub fn register(api: &mut Api<'_>) {
+    let (p, g) = (Perm::Users, Scope::Global);
+    api.guarded("/api/v1/users", p, g)
+        .get(
+            list,
+            Op::new("List users (§3.18)")
+                .query(Query::List)
+                .list::<Untyped>("users"),
+        )
+        .post(create, Op::new("Create a user").body::<Untyped>().ok::<Untyped>(201));
+    api.guarded("/api/v1/users/{id}", p, g)
+        .get(
+            read,
+            Op::new("Read a user (201, as in the spec)")
+                .ok::<Untyped>(201)
+                .empty(204),
+        )
+        .put(replace, Op::new("Replace a user").body::<Untyped>().ok::<Untyped>(200))
+        .patch(patch, Op::new("Patch a user").body::<Untyped>().ok::<Untyped>(200))
+        .delete(remove, Op::new("Delete a user").empty(204));
+    api.guarded("/api/v1/users/{id}/unlock", p, g)
+        .post(unlock, Op::new("Unlock a user (§3.18)").ok::<GenericResponse>(200));
 }
 
 const SPEC: ListSpec = ListSpec::new("users", Base::None)
@@ -77,7 +88,7 @@ pub fn user_json(st: &Snapshot, u: &User) -> Value {
         "createdAt": u.created_at,
         "isActive": u.active,
         "twoFactorEnabled": u.has_verified_totp(),
-        "isLocked": u.locked,
+        "isLocked": u.is_locked(crate::clock::now_millis()),
         "tags": u.tags,
         "userTokens": tokens,
         "password": null,
@@ -228,6 +239,9 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         active: input.is_active.unwrap_or(true),
         locked: false,
         failed_logins: 0,
+        locked_until: None,
+        lockouts: 0,
+        sso_links: vec![],
         tags: input.tags.unwrap_or_default(),
         tokens: vec![],
         created_at: now,
@@ -277,6 +291,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
     let author = ctx.author();
     let w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
     let email = input.email.clone().expect("required");
     if email_taken(&w.st, &email, Some(id)) {
         return Err(Error::field("email", "already exists"));
@@ -327,6 +342,7 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     let w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
     check_patch_id(input.external_id, id)?;
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
     if let Some(e) = input.email {
         if email_taken(&w.st, &e, Some(id)) {
             return Err(Error::field("email", "already exists"));
@@ -387,9 +403,10 @@ async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
-    if !w.st.users.contains_key(&id) {
+    let Some(target) = w.st.users.get(&id).cloned() else {
         return Ok(no_content());
-    }
+    };
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &target)?;
     if is_self(&ctx, id) {
         return Err(Error::bad("user: you cannot delete yourself"));
     }
@@ -407,7 +424,10 @@ async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
+    crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
     u.locked = false;
+    u.locked_until = None;
+    u.lockouts = 0;
     u.failed_logins = 0;
     u.mfa_grace_from = w.now;
     w.put(u);

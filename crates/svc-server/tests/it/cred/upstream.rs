@@ -136,9 +136,10 @@ async fn every_kind_of_upstream_failure_is_a_500_with_the_reason_recorded() {
     rig.attach(&t, &cp).await;
     let cases: Vec<(Answer, &str)> = vec![
         (json_answer(503, json!({"error": "temporarily_unavailable"})), "503"),
+        // The protocol's error code, never the body's text (issue 31).
         (
             json_answer(400, json!({"error": "invalid_scope", "error_description": "nope"})),
-            "invalid_scope (nope)",
+            "400: invalid_scope",
         ),
         (
             Answer::Fixed(200, "text/html", b"<html>login</html>".to_vec(), Duration::ZERO),
@@ -177,7 +178,8 @@ async fn every_kind_of_upstream_failure_is_a_500_with_the_reason_recorded() {
     };
     t.patch(
         &format!("/api/v2/credential-providers/{cp}"),
-        json!({"providerDetailJSON": json!({"url": format!("http://127.0.0.1:{closed}/token")}).to_string()}),
+        // A moved URL needs its secret again (issue 31).
+        json!({"providerDetailJSON": json!({"url": format!("http://127.0.0.1:{closed}/token"), "clientSecret": "s"}).to_string()}),
     )
     .await
     .expect(200);
@@ -187,7 +189,7 @@ async fn every_kind_of_upstream_failure_is_a_500_with_the_reason_recorded() {
     // A server slower than the 10 s upstream timeout → 500 (not a hung request).
     t.patch(
         &format!("/api/v2/credential-providers/{cp}"),
-        json!({"providerDetailJSON": json!({"url": format!("{}/token", fake.url)}).to_string()}),
+        json!({"providerDetailJSON": json!({"url": format!("{}/token", fake.url), "clientSecret": "s"}).to_string()}),
     )
     .await
     .expect(200);

@@ -106,7 +106,7 @@ async fn unix_get_host(path: &std::path::Path, target: &str, host: &str) -> (u16
 }
 
 #[tokio::test]
-async fn unix_socket_is_private_and_removed_at_exit() {
+async fn unix_socket_is_private_from_its_first_moment_and_removed_at_exit() {
     use std::os::unix::fs::PermissionsExt;
     let t = TestApp::start().await;
     let o = oidc_setup(&t, "unix-key").await;
@@ -115,6 +115,13 @@ async fn unix_socket_is_private_and_removed_at_exit() {
     let mut a = AgentProc::start_on(agent_edge(&t, &o), &format!("unix:{}", sock.display())).await;
     assert_eq!(a.base, format!("unix:{}", sock.display()));
     assert_eq!(std::fs::metadata(&sock).unwrap().permissions().mode() & 0o777, 0o600);
+    // Made in a private directory and renamed into place (issue 31: never reachable before
+    // its chmod), which is gone again: the socket is all the directory holds.
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![std::ffi::OsString::from("edge.sock")]);
     let mut healthy = false;
     for _ in 0..100 {
         if unix_get(&sock, "/healthz").await.0 == 200 {

@@ -408,6 +408,42 @@ async fn exit_statuses() {
     );
 }
 
+/// Issue 31: a `--cache-dir` another local user owns, or may write, could read the token or hand
+/// over one of theirs: it is not used (a warning says so) and nothing is written there.
+#[tokio::test]
+async fn a_cache_dir_another_user_controls_is_not_used() {
+    use std::os::unix::fs::PermissionsExt;
+    let t = TestApp::start().await;
+    let o = oidc_setup(&t, "shared-dir-key").await;
+    let base = crate::support::harness::temp_dir().keep();
+    let open = base.join("world-writable");
+    std::fs::create_dir(&open).unwrap();
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let mut dirs = vec![open];
+    // Owned by another user (needs root to arrange, as CI runs).
+    let foreign = base.join("foreign");
+    std::fs::create_dir(&foreign).unwrap();
+    std::fs::set_permissions(&foreign, std::fs::Permissions::from_mode(0o755)).unwrap();
+    if std::process::Command::new("chown")
+        .args(["65534:65534", foreign.to_str().unwrap()])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        dirs.push(foreign);
+    }
+    for dir in dirs {
+        let out = Edge::new(&t, &o.cid)
+            .env("SVC_EDGE_TOKEN", &o.token)
+            .env("SVC_EDGE_CACHE_DIR", dir.to_str().unwrap())
+            .args(&creds("api.partner.example", "443", "ApiKey"))
+            .run()
+            .await;
+        assert_eq!(out.ok().json()["data"]["apiKey"], "shared-dir-key");
+        assert!(out.stderr.contains("cannot write the token cache"), "{}", out.stderr);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "{}", dir.display());
+    }
+}
+
 #[tokio::test]
 async fn cache_dir_keeps_only_the_edge_token_and_secrets_stay_off_stderr() {
     use std::os::unix::fs::PermissionsExt;

@@ -129,7 +129,8 @@ async fn a_caller_can_grant_only_what_it_holds() {
     )
     .await
     .expect(200);
-    // Keeping roles the caller does not hold while changing other fields is allowed.
+    // Nor may it change a user holding roles it does not hold, whatever it changes (issue 31:
+    // the body sets that user's password).
     t.call(
         reqwest::Method::PUT,
         &format!("/api/v1/users/{uid}"),
@@ -137,7 +138,7 @@ async fn a_caller_can_grant_only_what_it_holds() {
         Some(user("d@example.com", vec![&super_admin, &strong])),
     )
     .await
-    .expect(200);
+    .expect_error(403, "Forbidden.");
     t.post(
         "/api/v1/roles",
         role("tp", json!([{"name": "Trust Providers", "write": true}]), &[&other_rs]),
@@ -217,4 +218,59 @@ async fn a_caller_can_map_sso_users_only_to_roles_it_holds() {
     t.post_as(&idp_admin, "/api/v1/sso-idps", idp(&reader))
         .await
         .expect(201);
+}
+
+/// Issue 31: a `Users` administrator could set the SuperAdmin's password, e-mail or second
+/// factor and sign in as it. A caller acts on a user only when it holds every role the user
+/// holds.
+#[tokio::test]
+async fn a_users_admin_cannot_take_over_a_super_admin() {
+    let t = TestApp::start().await;
+    let admin = t
+        .user_with_role(
+            "users-admin@example.com",
+            json!([{"name": "Users", "read": true, "write": true}]),
+        )
+        .await;
+    let sa = t
+        .get(&format!(
+            "/api/v1/users?filter=email:{}",
+            crate::support::harness::ADMIN_EMAIL
+        ))
+        .await;
+    let sa = sa.expect(200)["users"][0].clone();
+    let sa_id = sa["externalId"].as_str().unwrap().to_string();
+    let path = format!("/api/v1/users/{sa_id}");
+    let mut put = sa.clone();
+    put["password"] = json!("attacker-chosen-password");
+    put["email"] = json!("attacker@example.com");
+    t.put_as(&admin, &path, put).await.expect_error(403, "Forbidden.");
+    for body in [
+        json!({"password": "attacker-chosen-password"}),
+        json!({"email": "attacker@example.com"}),
+        json!({"isActive": false}),
+    ] {
+        t.patch_as(&admin, &path, body).await.expect_error(403, "Forbidden.");
+    }
+    t.post_as(&admin, &format!("{path}/unlock"), json!({}))
+        .await
+        .expect_error(403, "Forbidden.");
+    t.call(reqwest::Method::DELETE, &path, Some(&admin), None)
+        .await
+        .expect_error(403, "Forbidden.");
+    // Nothing changed: the administrator still signs in with its own password.
+    t.login(
+        crate::support::harness::ADMIN_EMAIL,
+        crate::support::harness::ADMIN_PASSWORD,
+    )
+    .await;
+    // Users whose roles it holds (none here), it administers.
+    let plain = t.create_user("plain@example.com", "a-long-enough-password", &[]).await;
+    t.patch_as(
+        &admin,
+        &format!("/api/v1/users/{plain}"),
+        json!({"firstName": "Renamed"}),
+    )
+    .await
+    .expect(200);
 }

@@ -1,10 +1,15 @@
-//! The hardening of issue 22 part 4, one regression test per rule: a caller grants only what it
-//! holds, a TOTP code is accepted once, sessions end with a password change, deactivation, lock
-//! or role change and stay dead after re-activation, sign-in throttling per source address,
-//! strict request bodies, `Connection: close` on answers that close, and a bounded graceful stop.
+//! The hardening of issue 22 part 4 and issue 31, one regression test per rule: a caller grants
+//! only what it holds and acts only on users whose roles it holds, a TOTP code is accepted once,
+//! sessions end with a password change, deactivation or role change and stay dead after
+//! re-activation, a lock-out after failed sign-ins ends by itself and ends no session, sign-in
+//! throttling per source address (the right-most untrusted `X-Forwarded-For` entry), stored
+//! secrets that never follow a moved URL, upstream answers never echoed, strict request bodies,
+//! `Connection: close` on answers that close, and a bounded graceful stop.
 
 mod bodies;
 mod escalation;
+mod exfiltration;
+mod lockout;
 mod server;
 mod sessions;
 mod throttle;

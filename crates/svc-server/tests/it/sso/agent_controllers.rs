@@ -125,14 +125,17 @@ async fn agent_controller_shape_and_statuses() {
     assert_eq!(t.delete(&format!("{PATH}/{id}")).await.status, 201);
     assert_eq!(t.get(&format!("{PATH}/{id}")).await.status, 204);
 
-    let audit: Vec<String> = t
+    let mut audit: Vec<String> = t
         .audit("")
         .await
         .iter()
         .filter(|a| a["category"] == "AgentControllers")
         .map(|a| a["activity"].as_str().unwrap().to_string())
         .collect();
-    assert_eq!(audit, ["Deleted", "Updated", "Patched", "Created"]);
+    // One entry per write; two writes in the same millisecond tie, and ties break on the
+    // entries' random `externalId` (§1.6), so the order is not compared.
+    audit.sort();
+    assert_eq!(audit, ["Created", "Deleted", "Patched", "Updated"]);
 }
 
 #[tokio::test]
@@ -321,4 +324,42 @@ async fn device_codes() {
     t.get_as(&none, &format!("{PATH}/{c}"))
         .await
         .expect_error(403, "Forbidden.");
+}
+
+/// Issue 31: an agent controller may name a trust provider of any resource set, but naming one
+/// shows it only to a caller who can read it anyway, and a caller may name only one it can see.
+#[tokio::test]
+async fn an_agent_controller_does_not_reveal_a_trust_provider_its_reader_cannot_read() {
+    let t = TestApp::start().await;
+    let other = t
+        .post("/api/v1/resource-sets", json!({"name": "payments", "isActive": true}))
+        .await;
+    let other = other.expect(201)["externalId"].as_str().unwrap().to_string();
+    let hidden = trust_provider(&t, Some(&other)).await;
+    // A controller administrator of the default set, with no trust-provider rights.
+    let ac_admin = t
+        .user_with_role(
+            "ac-admin@example.test",
+            json!([{"name": "Agent Controllers", "read": true, "write": true}]),
+        )
+        .await;
+    t.post_as(&ac_admin, PATH, json!({"name": "probe", "trustProviderId": hidden}))
+        .await
+        .expect_error(400, "trustProviderId: unknown trust provider");
+    // The SuperAdmin names it; the controller administrator sees the id, not the provider.
+    let c = t.post(PATH, json!({"name": "edge", "trustProviderId": hidden})).await;
+    let c = c.expect(201)["externalId"].as_str().unwrap().to_string();
+    assert_eq!(
+        t.get(&format!("{PATH}/{c}")).await.body["trustProvider"]["externalId"],
+        hidden.as_str()
+    );
+    let seen = t.get_as(&ac_admin, &format!("{PATH}/{c}")).await;
+    assert_eq!(seen.expect(200)["trustProviderId"], hidden.as_str());
+    assert_eq!(seen.body["trustProvider"], Value::Null);
+    let list = t.get_as(&ac_admin, PATH).await;
+    assert!(!list.text.contains("CiAIdentityToken"), "{}", list.text);
+    // Writing the controller back unchanged keeps the provider it names.
+    let mut back = seen.body.clone();
+    back["description"] = json!("renamed");
+    t.put_as(&ac_admin, PATH, back).await.expect(200);
 }

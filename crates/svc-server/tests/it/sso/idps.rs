@@ -488,7 +488,7 @@ async fn a_stored_client_secret_never_follows_a_moved_identity_provider() {
         moved[field] = json!(value);
         t.put(PATH, moved)
             .await
-            .expect_error(400, "clientSecret: is required when oidcBaseURL or clientId changes");
+            .expect_error(400, &format!("clientSecret: is required when {field} changes"));
     }
     // Moved through KeyPair (no secret needed) and back: the old secret is gone for good.
     let mut key_pair = body.clone();

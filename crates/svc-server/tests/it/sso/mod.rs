@@ -6,3 +6,4 @@ mod agent_controllers;
 mod idps;
 mod routings;
 mod signin;
+mod takeover;

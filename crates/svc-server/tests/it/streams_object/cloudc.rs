@@ -135,15 +135,13 @@ async fn upstream_refusals_are_errors_without_secrets() {
     let e = put(&t, &dest(stream, cloudc::FORBIDDEN_BUCKET, AUDIENCE))
         .await
         .unwrap_err();
-    assert!(
-        e.starts_with("objectStorageC upload answered 403: the caller does not have"),
-        "{e}"
-    );
+    // What failed, never the store's text (which echoed the request; issue 31).
+    assert_eq!(e, "objectStorageC upload answered 403");
     assert!(!e.contains(ACCESS_TOKEN), "{e}");
     let e = put(&t, &dest(stream, cloudc::BROKEN_BUCKET, AUDIENCE))
         .await
         .unwrap_err();
-    assert_eq!(e, "objectStorageC upload answered 500: Backend Error");
+    assert_eq!(e, "objectStorageC upload answered 500");
     // The STS refuses, echoing our assertion.
     let e = put(&t, &dest(stream, "svc-logs", cloudc::ECHOING_AUDIENCE))
         .await
@@ -160,16 +158,13 @@ async fn upstream_refusals_are_errors_without_secrets() {
                 .to_string()
         })
         .unwrap();
-    assert!(
-        e.starts_with("objectStorageC token: STS answered 403: access_denied (token *** is"),
-        "{e}"
-    );
+    assert_eq!(e, "objectStorageC token: STS answered 403: access_denied");
     assert!(!e.contains(&assertion), "{e}");
     // generateAccessToken fails: nothing is cached, nothing uploaded.
     fake.set(json_answer(500, json!({"error": {"code": 500, "message": "internal"}})));
     let other = uuid::Uuid::new_v4();
     let e = put(&t, &dest(other, "svc-logs", AUDIENCE)).await.unwrap_err();
-    assert_eq!(e, "objectStorageC token: STS answered 500: internal");
+    assert_eq!(e, "objectStorageC token: STS answered 500");
     for secret in [ACCESS_TOKEN, FEDERATED_TOKEN, assertion.as_str()] {
         assert!(!logs().contains(secret), "a log line carries {secret}");
     }
@@ -197,7 +192,7 @@ async fn a_token_the_store_refuses_is_exchanged_again() {
         json!({"error": {"code": 401, "message": "Invalid Credentials"}}),
     ));
     let e = put(&t, &d).await.unwrap_err();
-    assert_eq!(e, "objectStorageC upload answered 401: Invalid Credentials");
+    assert_eq!(e, "objectStorageC upload answered 401");
     fake.set(Answer::Func(cloudc::answer));
     put(&t, &d).await.unwrap();
     assert_eq!(fake.seen().iter().filter(|s| s.uri == "/sts/v1/token").count(), 2);

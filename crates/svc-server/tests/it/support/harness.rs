@@ -363,6 +363,14 @@ impl TestApp {
     pub async fn post_as(&self, token: &str, path: &str, body: Value) -> Resp {
         self.call(reqwest::Method::POST, path, Some(token), Some(body)).await
     }
+    #[allow(dead_code)]
+    pub async fn put_as(&self, token: &str, path: &str, body: Value) -> Resp {
+        self.call(reqwest::Method::PUT, path, Some(token), Some(body)).await
+    }
+    #[allow(dead_code)]
+    pub async fn patch_as(&self, token: &str, path: &str, body: Value) -> Resp {
+        self.call(reqwest::Method::PATCH, path, Some(token), Some(body)).await
+    }
 
     /// Logs in and returns the access token.
     pub async fn login(&self, email: &str, password: &str) -> String {
