@@ -316,19 +316,21 @@ pub async fn rotate(app: &App, wait: Duration, say: &dyn Fn(String)) -> Result<R
             newest
         }
         (Source::File(path), _) => {
-            // A new key, first in the file, the old ones kept until the rotation is done.
+            // A new key, first in the file, the old ones kept until the rotation is done; a key
+            // an earlier run put there and never switched to is used again.
             let mut keys = read_key_file(path).map_err(|e| e.0)?;
-            let new = random_bytes::<32>();
-            keys.insert(0, new);
-            write_key_file(path, &keys, true).map_err(|e| e.0)?;
-            app.cipher.replace(&keys, &current);
-            say(format!(
-                "generated key id {} into {} (key id {current} kept until the rotation is done)",
-                key_id(&new),
-                path.display()
-            ));
-            store.note_encryption(None).await.map_err(|e| e.to_string())?;
-            key_id(&new)
+            if key_id(&keys[0]) != current {
+                let pending = key_id(&keys[0]);
+                app.cipher.replace(&keys, &current);
+                store.note_encryption(None).await.map_err(|e| e.to_string())?;
+                say(format!(
+                    "using key id {pending}, which an earlier run put into {}",
+                    path.display()
+                ));
+                pending
+            } else {
+                rotate_in_new_key(app, path, &mut keys, &current, say).await?
+            }
         }
     };
     if !app.cipher.holds(&target) {
@@ -440,6 +442,27 @@ pub async fn rotate(app: &App, wait: Duration, say: &dyn Fn(String)) -> Result<R
         took: started.elapsed(),
         already: false,
     })
+}
+
+/// Puts a new key first into the key file (the old ones kept) and has the nodes read it; its id.
+async fn rotate_in_new_key(
+    app: &App,
+    path: &Path,
+    keys: &mut Vec<[u8; 32]>,
+    current: &str,
+    say: &dyn Fn(String),
+) -> Result<String, String> {
+    let new = random_bytes::<32>();
+    keys.insert(0, new);
+    write_key_file(path, keys, true).map_err(|e| e.0)?;
+    app.cipher.replace(keys, current);
+    say(format!(
+        "generated key id {} into {} (key id {current} kept until the rotation is done)",
+        key_id(&new),
+        path.display()
+    ));
+    app.store.note_encryption(None).await.map_err(|e| e.to_string())?;
+    Ok(key_id(&new))
 }
 
 /// Sealed values under another key than `kid`.

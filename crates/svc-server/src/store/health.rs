@@ -1,7 +1,8 @@
 //! Whether the database can be used, known without waiting for it (issue 32, fail fast): a probe
 //! of its own (a dedicated PostgreSQL connection, not one of the pool's) looks every 500 ms, and
 //! at once when a query fails the way a dead database makes it fail; every 100 ms while the
-//! database is down or its disk full. Requests ask [`Health`] first and answer 503 at once
+//! database is down or its disk full. A refused or failed connection counts at once; looks that
+//! take too long count only twice in a row (a busy server or machine is not a dead one). Requests ask [`Health`] first and answer 503 at once
 //! instead of waiting for the pool's acquire timeout; work already waiting on the database is cut
 //! short the moment the probe sees it gone (`Store::live`).
 
@@ -60,9 +61,10 @@ impl Default for Health {
 /// How often the probe looks while all is well, and while it is not.
 pub const PROBE_EVERY: Duration = Duration::from_millis(500);
 pub const PROBE_EVERY_DEGRADED: Duration = Duration::from_millis(100);
-/// The longest a probe's connection attempt or query may take before the database counts as
-/// unreachable.
+/// The longest a probe's query and its connection attempt may take; two looks in a row that
+/// take longer count the database as unreachable (a refused or failed connection counts at once).
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
+pub const PROBE_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
 impl Health {
     pub fn condition(&self) -> Condition {

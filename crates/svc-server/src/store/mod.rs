@@ -101,7 +101,8 @@ impl From<sqlx::Error> for StoreError {
 
 /// How a sqlx failure reflects on the database: lost connections and PostgreSQL's connection
 /// and shutdown classes (`08…`, `57P…`, `53300` too many connections) are `Unreachable`;
-/// SQLite's `SQLITE_FULL` (13) and `SQLITE_IOERR` (10, with their extended codes) `Unwritable`.
+/// SQLite's `SQLITE_FULL` (13) and `SQLITE_IOERR` (10, with their extended codes) and
+/// PostgreSQL's `53100` disk full `Unwritable`.
 fn fault_of(e: &sqlx::Error) -> Fault {
     match e {
         sqlx::Error::Io(_)
@@ -122,6 +123,9 @@ fn fault_of(e: &sqlx::Error) -> Fault {
             }
             match d.code().as_deref() {
                 Some(c) if c.starts_with("08") || c.starts_with("57P") || c == "53300" => Fault::Unreachable,
+                // PostgreSQL's disk_full: this request answers 503 (the probe, which only reads,
+                // finds the server well at its next look).
+                Some("53100") => Fault::Unwritable,
                 _ => Fault::Other,
             }
         }
@@ -179,6 +183,12 @@ async fn keep_after_release<C: sqlx::Connection>(conn: &mut C) -> std::result::R
     }
     conn.ping().await?;
     Ok(!conn.is_in_transaction())
+}
+
+/// What one look of the probe found: the database's condition, or no answer in time.
+enum Look {
+    Is(Condition),
+    Slow,
 }
 
 /// Runs `f` unless `health` knows the database cannot serve it (unreachable; for a write, also
@@ -336,9 +346,25 @@ impl Store {
     /// that of its return.
     pub async fn probe_forever(&self) {
         let mut conn: Option<sqlx::AnyConnection> = None;
+        // Looks in a row that took too long: a busy server or machine is not a dead one, so one
+        // slow look does not stop service; two do (a silent network cut, about a second).
+        let mut slow = 0;
         loop {
             self.health.next_probe().await;
-            let c = self.probe(&mut conn).await;
+            let c = match self.probe(&mut conn).await {
+                Look::Is(c) => {
+                    slow = 0;
+                    c
+                }
+                Look::Slow => {
+                    slow += 1;
+                    if slow >= 2 {
+                        Condition::Unreachable
+                    } else {
+                        self.health.condition()
+                    }
+                }
+            };
             self.health.set(c);
         }
     }
@@ -346,12 +372,12 @@ impl Store {
     /// One look: PostgreSQL through a connection of the probe's own (connected again when it
     /// fails, once, so a restarted server is not taken for a dead one); SQLite, while writes
     /// failed for space, by a small write.
-    async fn probe(&self, conn: &mut Option<sqlx::AnyConnection>) -> Condition {
-        use health::PROBE_TIMEOUT;
+    async fn probe(&self, conn: &mut Option<sqlx::AnyConnection>) -> Look {
+        use health::{PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT};
         use sqlx::Connection;
         let Some(dsn) = &self.probe_dsn else {
             if self.health.condition() != Condition::Unwritable {
-                return Condition::Ok;
+                return Look::Is(Condition::Ok);
             }
             let write = async {
                 let mut tx = self.begin_write().await?;
@@ -362,25 +388,32 @@ impl Store {
                 tx.commit().await?;
                 Ok::<_, StoreError>(())
             };
-            return match tokio::time::timeout(Duration::from_secs(2), write).await {
+            return Look::Is(match tokio::time::timeout(Duration::from_secs(2), write).await {
                 Ok(Ok(())) => Condition::Ok,
                 _ => Condition::Unwritable,
-            };
+            });
         };
         for _ in 0..2 {
             if conn.is_none() {
-                match tokio::time::timeout(PROBE_TIMEOUT, sqlx::AnyConnection::connect(dsn)).await {
+                match tokio::time::timeout(PROBE_CONNECT_TIMEOUT, sqlx::AnyConnection::connect(dsn)).await {
                     Ok(Ok(c)) => *conn = Some(c),
-                    _ => return Condition::Unreachable,
+                    // Refused, reset, a server shutting down: gone.
+                    Ok(Err(_)) => return Look::Is(Condition::Unreachable),
+                    Err(_) => return Look::Slow,
                 }
             }
             let c = conn.as_mut().expect("connected above");
             match tokio::time::timeout(PROBE_TIMEOUT, sqlx::query("SELECT 1").execute(&mut *c)).await {
-                Ok(Ok(_)) => return Condition::Ok,
-                _ => *conn = None,
+                Ok(Ok(_)) => return Look::Is(Condition::Ok),
+                // The connection failed: once more on a new one.
+                Ok(Err(_)) => *conn = None,
+                Err(_) => {
+                    *conn = None;
+                    return Look::Slow;
+                }
             }
         }
-        Condition::Unreachable
+        Look::Is(Condition::Unreachable)
     }
 
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>> {
