@@ -860,6 +860,37 @@ mod tests {
     }
 
     #[test]
+    fn the_previous_encryption_key_needs_the_new_one_and_differs_from_it() {
+        let (a, b) = (crate::crypto::b64std(&[1u8; 32]), crate::crypto::b64std(&[2u8; 32]));
+        let c = Config::from_map(&map(&[("SVC_ENCRYPTION_KEY", &a), ("SVC_ENCRYPTION_KEY_PREVIOUS", &b)])).unwrap();
+        assert_eq!(c.encryption_key_previous, Some([2u8; 32]));
+        let errs = Config::from_map(&map(&[("SVC_ENCRYPTION_KEY_PREVIOUS", &b)])).unwrap_err();
+        assert!(
+            errs[0].starts_with("SVC_ENCRYPTION_KEY_PREVIOUS: needs SVC_ENCRYPTION_KEY"),
+            "{errs:?}"
+        );
+        let errs =
+            Config::from_map(&map(&[("SVC_ENCRYPTION_KEY", &a), ("SVC_ENCRYPTION_KEY_PREVIOUS", &a)])).unwrap_err();
+        assert_eq!(
+            errs,
+            ["SVC_ENCRYPTION_KEY_PREVIOUS: is the same key as SVC_ENCRYPTION_KEY"]
+        );
+        let errs = Config::from_map(&map(&[
+            ("SVC_ENCRYPTION_KEY", &a),
+            ("SVC_ENCRYPTION_KEY_PREVIOUS", "short"),
+        ]))
+        .unwrap_err();
+        assert!(
+            errs[0].starts_with("SVC_ENCRYPTION_KEY_PREVIOUS: must be standard base64"),
+            "{errs:?}"
+        );
+        assert!(
+            SECRET_KEYS.contains(&"SVC_ENCRYPTION_KEY_PREVIOUS"),
+            "config check hides it"
+        );
+    }
+
+    #[test]
     fn an_empty_value_takes_the_default_and_an_empty_list_is_empty() {
         let c = Config::from_map(&map(&[
             ("SVC_CLOUDB_AIA_HOSTS", ""),
