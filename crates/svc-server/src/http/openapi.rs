@@ -66,7 +66,9 @@ fn reason(status: u16) -> &'static str {
         404 => "Not found",
         405 => "Method not allowed",
         429 => "Rate limited (`Retry-After`)",
-        503 => "The request's events could not be stored: nothing was handed out (`Retry-After`)",
+        503 => {
+            "The database cannot serve the request now (unreachable, or its disk full), or an edge request's events could not be stored: nothing was changed or handed out (`Retry-After`)"
+        }
         _ => "Internal error",
     }
 }
@@ -169,6 +171,10 @@ fn operation(o: &OpDoc, g: &mut schemars::SchemaGenerator) -> Value {
     let mut errors: Vec<u16> = vec![400, 404, 500];
     if matches!(o.access, Access::Perm(..) | Access::User | Access::Edge) {
         errors.extend([401, 403]);
+    }
+    // Issue 32: a management operation answers 503 while the database cannot be used.
+    if matches!(o.access, Access::Perm(..) | Access::User) {
+        errors.push(503);
     }
     errors.extend(o.op.errors.iter().copied());
     for s in errors {

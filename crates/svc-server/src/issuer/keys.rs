@@ -80,7 +80,7 @@ impl KeyRing {
 
         for r in rows {
             let material = cipher
-                .open(&r.material, &format!("key:{}", r.kid))
+                .open(&r.material, &crate::store::sealed::key_label(&r.kid))
                 .map_err(|e| format!("key {}: {e}", r.kid))?;
             match r.alg.as_str() {
                 ALG_HMAC => ring.hmac.push(Timed {
@@ -278,7 +278,7 @@ fn new_key(alg: &str, cipher: &Cipher, now: i64, active_at: i64) -> Result<KeyRo
         }
         other => return Err(format!("unknown algorithm {other}")),
     };
-    let material = cipher.seal(&material, &format!("key:{kid}"));
+    let material = cipher.seal(&material, &crate::store::sealed::key_label(&kid));
     Ok(KeyRow {
         kid,
         alg: alg.to_string(),
@@ -295,7 +295,7 @@ pub async fn ensure(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
     let mut insert = Vec::new();
     for alg in [ALG_HMAC, ALG_ES256, ALG_RS256] {
         if !rows.iter().any(|r| r.alg == alg) {
-            insert.push(new_key(alg, cipher, now, now).map_err(StoreError)?);
+            insert.push(new_key(alg, cipher, now, now).map_err(StoreError::other)?);
         }
     }
     if !insert.is_empty() {
@@ -314,7 +314,7 @@ pub async fn rotate(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
     let mut insert = Vec::new();
     let mut retire = Vec::new();
     for alg in [ALG_HMAC, ALG_ES256, ALG_RS256] {
-        insert.push(new_key(alg, cipher, now, active_at).map_err(StoreError)?);
+        insert.push(new_key(alg, cipher, now, active_at).map_err(StoreError::other)?);
         for r in rows.iter().filter(|r| r.alg == alg && r.retire_at.is_none()) {
             retire.push((r.kid.clone(), active_at + RETIRE_AFTER_MS));
         }

@@ -213,7 +213,17 @@ pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
         .ok_or(Error::Unauthenticated)?;
     let c: MgmtClaims = serde_json::from_slice(&payload).map_err(|_| Error::Unauthenticated)?;
     let now = now_ms.div_euclid(1000);
-    if c.iss != app.cfg.issuer() || c.aud != MGMT_AUDIENCE || c.exp + LEEWAY_SECS < now || c.nbf - LEEWAY_SECS > now {
+    if c.iss != app.cfg.issuer() {
+        // Signed by this service's key, for another issuer: `svc admin token` run with another
+        // SVC_PUBLIC_URL than the server's (issue 32); said once per refusal, never the token.
+        tracing::warn!(
+            token_issuer = %c.iss,
+            issuer = %app.cfg.issuer(),
+            "management token refused: it names another issuer than this server's SVC_PUBLIC_URL"
+        );
+        return Err(Error::Unauthenticated);
+    }
+    if c.aud != MGMT_AUDIENCE || c.exp + LEEWAY_SECS < now || c.nbf - LEEWAY_SECS > now {
         return Err(Error::Unauthenticated);
     }
     match c.svc_auth.as_str() {

@@ -22,7 +22,7 @@ pub fn register(api: &mut Api<'_>) {
         Perm::GlobalPolicyCompliance,
         Scope::Global,
     )
-    .get(read, Op::new("Compliance settings (§3.22)").ok::<Untyped>(200))
+    .get(read, Op::new("Compliance settings (§3.22)").ok::<Vec<Untyped>>(200))
     .put(
         update,
         Op::new("Change a compliance setting (§3.22)")

@@ -1,6 +1,5 @@
-//! `GET /api/v1/health` (contract §3.27): public; reports the user of a valid bearer token.
-
-use std::sync::atomic::Ordering;
+//! `GET /api/v1/health` (contract §3.27): public; reports the user of a valid bearer token, and
+//! (ours, issue 32) in `degraded` what does not work while the database is unusable.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
@@ -19,11 +18,8 @@ pub fn register(api: &mut Api<'_>) {
 }
 
 async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
-    let status = if app.healthy.load(Ordering::Relaxed) {
-        "Healthy"
-    } else {
-        "Unhealthy"
-    };
+    let degraded = app.store.health().condition().degraded();
+    let status = if degraded.is_none() { "Healthy" } else { "Unhealthy" };
     let host = headers.get(axum::http::header::HOST).and_then(|v| v.to_str().ok());
     let caller = bearer(
         headers
@@ -47,5 +43,6 @@ async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
         "userFullName": full_name,
         "tenant": app.cfg.tenant,
         "sessionExpiresAt": exp.map(svc_api::Timestamp::from_secs),
+        "degraded": degraded,
     }))
 }

@@ -14,7 +14,7 @@ pub fn register(api: &mut Api<'_>) {
         Op::new("Sign in with e-mail and password (§2.2)")
             .body::<Untyped>()
             .ok::<Untyped>(200)
-            .errors(&[401, 403, 429]),
+            .errors(&[401, 403, 429, 503]),
     );
 }
 
