@@ -10,5 +10,7 @@
 //! fields stay with the resource that reads the DTO.
 
 pub mod base;
+pub mod routings;
 
 pub use base::{Base, EntityPatch};
+pub use routings::RoutingDto;
