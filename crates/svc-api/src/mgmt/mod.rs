@@ -10,7 +10,11 @@
 //! fields stay with the resource that reads the DTO.
 
 pub mod base;
+pub mod resource_sets;
+pub mod roles;
 pub mod routings;
 
 pub use base::{Base, EntityPatch};
+pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
+pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
 pub use routings::RoutingDto;
