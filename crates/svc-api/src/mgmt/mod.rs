@@ -9,11 +9,15 @@
 //! always `None` in answers; lengths, ranges and formats as `schemars` attributes; rules across
 //! fields stay with the resource that reads the DTO.
 
+pub mod agent_controllers;
 pub mod base;
 pub mod resource_sets;
 pub mod roles;
 pub mod routings;
 
+pub use agent_controllers::{
+    AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
+};
 pub use base::{Base, EntityPatch};
 pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
 pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
