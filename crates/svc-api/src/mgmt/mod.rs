@@ -11,6 +11,7 @@
 
 pub mod agent_controllers;
 pub mod base;
+pub mod content_security;
 pub mod resource_sets;
 pub mod roles;
 pub mod routings;
@@ -19,6 +20,7 @@ pub use agent_controllers::{
     AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
 };
 pub use base::{Base, EntityPatch};
+pub use content_security::{ContentSecurityDto, SensorAAidrContentSecurityDto};
 pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
 pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
 pub use routings::RoutingDto;
