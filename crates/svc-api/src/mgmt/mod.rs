@@ -12,6 +12,7 @@
 pub mod agent_controllers;
 pub mod base;
 pub mod content_security;
+pub mod discovery;
 pub mod resource_sets;
 pub mod roles;
 pub mod routings;
@@ -21,6 +22,10 @@ pub use agent_controllers::{
 };
 pub use base::{Base, EntityPatch};
 pub use content_security::{ContentSecurityDto, SensorAAidrContentSecurityDto};
+pub use discovery::{
+    DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryType, ServerWorkloadDraftDto,
+    ServerWorkloadDraftEndpointDto,
+};
 pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
 pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
 pub use routings::RoutingDto;
