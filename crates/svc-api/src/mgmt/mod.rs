@@ -11,8 +11,10 @@
 
 pub mod agent_controllers;
 pub mod base;
+pub mod conditions;
 pub mod content_security;
 pub mod discovery;
+pub mod integrations;
 pub mod resource_sets;
 pub mod roles;
 pub mod routings;
@@ -21,10 +23,20 @@ pub use agent_controllers::{
     AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
 };
 pub use base::{Base, EntityPatch};
+pub use conditions::{
+    AccessConditionCommon, AccessConditionDto, AccessConditionV2Dto, CloudSecurityAAccessConditionDto,
+    CloudSecurityAConditionFields, GeoIpAccessConditionDto, GeoIpConditionFields, GeoIpLocationDto,
+    GeoIpSubdivisionDto, ScheduleDto, SensorAAccessConditionDto, SensorAConditionFields, TimeAccessConditionDto,
+    TimeConditionFields, TimezoneDto, WeekDay, WeekDayDto,
+};
 pub use content_security::{ContentSecurityDto, SensorAAidrContentSecurityDto};
 pub use discovery::{
     DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryType, ServerWorkloadDraftDto,
     ServerWorkloadDraftEndpointDto,
+};
+pub use integrations::{
+    CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
+    IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
 };
 pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
 pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
