@@ -82,7 +82,8 @@ pub struct AgentControllerTlsCertificateDto {
     pub is_managed_by_svc: bool,
 }
 
-/// `AgentControllerPatchDTO`: only the fields present change.
+/// `AgentControllerPatchDTO`: only the fields present change; the read-only fields of an
+/// `AgentControllerDTO` are accepted and ignored (a GET body sent back).
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "AgentControllerPatchDTO")]
@@ -92,6 +93,30 @@ pub struct AgentControllerPatchDto {
     pub version: Option<String>,
     pub is_active: Option<bool>,
     pub trust_provider_id: Option<Uuid>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub id: Option<i32>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub created_at: Option<Timestamp>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub modified_at: Option<Timestamp>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub tls_certificates: Option<Vec<AgentControllerTlsCertificateDto>>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub trust_provider: Option<serde_json::Value>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub is_healthy: Option<bool>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub last_reported_uptime: Option<i64>,
+    #[serde(default)]
+    #[schemars(extend("readOnly" = true))]
+    pub last_reported_health_time: Option<Timestamp>,
 }
 
 /// `AgentControllerDeviceCodeDTO`: six digits, single use, valid 15 minutes; a new code replaces

@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{Base, IntegrationDto, IntegrationV2Dto};
+use super::{Base, EntityPatch, IntegrationDto, IntegrationV2Dto};
 
 /// `AccessConditionV2DTO`: its variant, by `integrationType`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -276,5 +276,17 @@ pub struct AccessConditionDto {
     pub access_policy_count: i32,
     /// The integration's type. Read-only, except that without `integrationID` a built-in type
     /// names the resource set's built-in integration.
+    pub integration_type: Option<String>,
+}
+
+/// `AccessConditionPatchDTO`: the `EntityPatchDTO` fields; `resourceSet` and `integrationType` may
+/// repeat the stored values (a GET body sent back), never change them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "AccessConditionPatchDTO")]
+pub struct AccessConditionPatchDto {
+    #[serde(flatten)]
+    pub patch: EntityPatch,
+    pub resource_set: Option<Uuid>,
     pub integration_type: Option<String>,
 }

@@ -5,7 +5,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::Base;
+use super::{Base, EntityPatch};
 
 /// `ContentSecurityDTO`: its variant, by `type`.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
@@ -52,4 +52,24 @@ pub struct SensorAAidrContentSecurityDto {
     #[serde(default)]
     #[schemars(extend("readOnly" = true))]
     pub access_policy_count: i32,
+}
+
+/// `ContentSecurityPatchDTO`: the `EntityPatchDTO` fields; `resourceSet` and `type` may repeat
+/// the stored values (a GET body sent back), never change them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "ContentSecurityPatchDTO")]
+pub struct ContentSecurityPatchDto {
+    #[serde(flatten)]
+    pub patch: EntityPatch,
+    pub resource_set: Option<Uuid>,
+    #[serde(rename = "type")]
+    pub kind: Option<ContentSecurityType>,
+}
+
+/// The content-security variants.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ContentSecurityType {
+    #[serde(rename = "SensorAAIDR")]
+    SensorAAidr,
 }

@@ -4,7 +4,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::Base;
+use super::{Base, EntityPatch};
 use crate::Timestamp;
 use crate::common::KeyValue;
 
@@ -101,4 +101,17 @@ pub struct ServerWorkloadDraftEndpointDto {
     pub workload_service_authentication: Option<()>,
     pub url_path: Option<String>,
     pub http_headers: Vec<KeyValue>,
+}
+
+/// `DiscoveryIntegrationPatchDTO`: the `EntityPatchDTO` fields; `resourceSet` and `type` may
+/// repeat the stored values (a GET body sent back), never change them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "DiscoveryIntegrationPatchDTO")]
+pub struct DiscoveryIntegrationPatchDto {
+    #[serde(flatten)]
+    pub patch: EntityPatch,
+    pub resource_set: Option<Uuid>,
+    #[serde(rename = "type")]
+    pub kind: Option<DiscoveryType>,
 }

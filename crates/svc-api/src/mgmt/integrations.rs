@@ -6,7 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::Base;
+use super::{Base, EntityPatch};
 use crate::Timestamp;
 
 /// The integration types, in their documented order. `SvcGeoIPCondition` and `SvcTimeCondition`
@@ -210,4 +210,19 @@ pub struct IntegrationJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(with = "Option<String>", length(max = 2048))]
     pub audience: Option<Option<String>>,
+}
+
+/// `IntegrationPatchDTO`: the `EntityPatchDTO` fields; `resourceSet` and the discriminator
+/// (`integrationType`, or `type`) may repeat the stored values (a GET body sent back), never change
+/// them.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(rename = "IntegrationPatchDTO")]
+pub struct IntegrationPatchDto {
+    #[serde(flatten)]
+    pub patch: EntityPatch,
+    pub resource_set: Option<Uuid>,
+    pub integration_type: Option<String>,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
 }

@@ -24,19 +24,21 @@ pub use agent_controllers::{
 };
 pub use base::{Base, EntityPatch};
 pub use conditions::{
-    AccessConditionCommon, AccessConditionDto, AccessConditionV2Dto, CloudSecurityAAccessConditionDto,
-    CloudSecurityAConditionFields, GeoIpAccessConditionDto, GeoIpConditionFields, GeoIpLocationDto,
-    GeoIpSubdivisionDto, ScheduleDto, SensorAAccessConditionDto, SensorAConditionFields, TimeAccessConditionDto,
-    TimeConditionFields, TimezoneDto, WeekDay, WeekDayDto,
+    AccessConditionCommon, AccessConditionDto, AccessConditionPatchDto, AccessConditionV2Dto,
+    CloudSecurityAAccessConditionDto, CloudSecurityAConditionFields, GeoIpAccessConditionDto, GeoIpConditionFields,
+    GeoIpLocationDto, GeoIpSubdivisionDto, ScheduleDto, SensorAAccessConditionDto, SensorAConditionFields,
+    TimeAccessConditionDto, TimeConditionFields, TimezoneDto, WeekDay, WeekDayDto,
 };
-pub use content_security::{ContentSecurityDto, SensorAAidrContentSecurityDto};
+pub use content_security::{
+    ContentSecurityDto, ContentSecurityPatchDto, ContentSecurityType, SensorAAidrContentSecurityDto,
+};
 pub use discovery::{
-    DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryType, ServerWorkloadDraftDto,
-    ServerWorkloadDraftEndpointDto,
+    DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryIntegrationPatchDto, DiscoveryType,
+    ServerWorkloadDraftDto, ServerWorkloadDraftEndpointDto,
 };
 pub use integrations::{
     CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
-    IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
+    IntegrationPatchDto, IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
 };
 pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
 pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};

@@ -6,10 +6,10 @@
 
 use serde_json::Value;
 use svc_api::mgmt::{
-    AccessConditionCommon, AccessConditionDto, AccessConditionV2Dto, CloudSecurityAAccessConditionDto,
-    CloudSecurityAConditionFields, EntityPatch, GeoIpAccessConditionDto, GeoIpConditionFields, GeoIpLocationDto,
-    GeoIpSubdivisionDto, ScheduleDto, SensorAAccessConditionDto, SensorAConditionFields, TimeAccessConditionDto,
-    TimeConditionFields, TimezoneDto, WeekDay, WeekDayDto,
+    AccessConditionCommon, AccessConditionDto, AccessConditionPatchDto, AccessConditionV2Dto,
+    CloudSecurityAAccessConditionDto, CloudSecurityAConditionFields, GeoIpAccessConditionDto, GeoIpConditionFields,
+    GeoIpLocationDto, GeoIpSubdivisionDto, ScheduleDto, SensorAAccessConditionDto, SensorAConditionFields,
+    TimeAccessConditionDto, TimeConditionFields, TimezoneDto, WeekDay, WeekDayDto,
 };
 use uuid::Uuid;
 
@@ -494,15 +494,27 @@ const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
     .fields(FIELDS)
     .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
 
-/// AccessConditionPatchDTO is the EntityPatchDTO.
-fn parse_patch(patch: EntityPatch, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
+/// AccessConditionPatchDTO: the base fields; `resourceSet` and (v2: `v2`) `integrationType` may
+/// repeat the stored values. v1 shows `integrationType` read-only: a PATCH ignores it.
+fn parse_patch(p: AccessConditionPatchDto, stored: Option<&AccessCondition>, v2: bool) -> Result<(BaseInput, Input)> {
+    if v2 {
+        crud::discriminator_repeated(
+            "integrationType",
+            p.integration_type.as_deref(),
+            stored.map(|s| s.int_type()),
+        )?;
+    }
+    let base = BaseInput {
+        resource_set: p.resource_set,
+        ..patch_input(p.patch)?
+    };
     let input = Input {
         kind: stored.map_or(GEOIP, |s| s.int_type()),
         integration: None,
         max_last_seen: None,
         spec: None,
     };
-    Ok((patch_input(patch)?, input))
+    Ok((base, input))
 }
 
 fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
@@ -541,7 +553,7 @@ impl Resource for ConditionsV2 {
     type Record = AccessCondition;
     type Input = Input;
     type Dto = AccessConditionV2Dto;
-    type Patch = EntityPatch;
+    type Patch = AccessConditionPatchDto;
     const NAME: &'static str = "access conditions";
     const LIST: ListSpec = LIST;
     const PATCH_NEEDS_STORED: bool = true;
@@ -564,8 +576,12 @@ impl Resource for ConditionsV2 {
         parse_v2(dto, stored)
     }
 
-    fn parse_patch(_: &App, patch: EntityPatch, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-        parse_patch(patch, stored)
+    fn parse_patch(
+        _: &App,
+        p: AccessConditionPatchDto,
+        stored: Option<&AccessCondition>,
+    ) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, true)
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
@@ -593,7 +609,7 @@ impl Resource for ConditionsV1 {
     type Record = AccessCondition;
     type Input = Input;
     type Dto = AccessConditionDto;
-    type Patch = EntityPatch;
+    type Patch = AccessConditionPatchDto;
     const NAME: &'static str = "access conditions";
     const LIST: ListSpec = LIST;
     const PATCH_NEEDS_STORED: bool = true;
@@ -607,8 +623,12 @@ impl Resource for ConditionsV1 {
         parse_v1(app, dto, stored)
     }
 
-    fn parse_patch(_: &App, patch: EntityPatch, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-        parse_patch(patch, stored)
+    fn parse_patch(
+        _: &App,
+        p: AccessConditionPatchDto,
+        stored: Option<&AccessCondition>,
+    ) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, false)
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {

@@ -5,7 +5,7 @@
 //! with no effect on a decision.
 
 use serde_json::Value;
-use svc_api::mgmt::{ContentSecurityDto, EntityPatch, SensorAAidrContentSecurityDto};
+use svc_api::mgmt::{ContentSecurityDto, ContentSecurityPatchDto, SensorAAidrContentSecurityDto};
 use uuid::Uuid;
 
 use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
@@ -90,7 +90,7 @@ impl Resource for ContentSecurities {
     type Record = ContentSecurity;
     type Input = Input;
     type Dto = ContentSecurityDto;
-    type Patch = EntityPatch;
+    type Patch = ContentSecurityPatchDto;
     const NAME: &'static str = "content security entries";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
@@ -111,8 +111,18 @@ impl Resource for ContentSecurities {
         parse(app, dto)
     }
 
-    /// ContentSecurityPatchDTO is the EntityPatchDTO.
-    fn parse_patch(_: &App, patch: EntityPatch, _: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
+    /// ContentSecurityPatchDTO: the base fields; `resourceSet` and `type` may repeat the stored
+    /// values.
+    fn parse_patch(
+        _: &App,
+        p: ContentSecurityPatchDto,
+        stored: Option<&ContentSecurity>,
+    ) -> Result<(BaseInput, Input)> {
+        if let (Some(b), Some(s)) = (p.resource_set, stored)
+            && Some(b) != s.meta.rs
+        {
+            return Err(Error::field("resourceSet", "cannot be changed"));
+        }
         let input = Input {
             base_url: String::new(),
             fail_open: false,
@@ -120,7 +130,7 @@ impl Resource for ContentSecurities {
             max_retries: 3,
             token: None,
         };
-        Ok((patch_input(patch)?, input))
+        Ok((patch_input(p.patch)?, input))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ContentSecurity> {

@@ -459,6 +459,14 @@ pub fn discriminator_kept(body: &Value, field: &str, stored: Option<&str>, known
     }
 }
 
+/// A PATCH may repeat the entity's discriminator `field` (a GET body sent back), not change it.
+pub fn discriminator_repeated(field: &str, given: Option<&str>, stored: Option<&str>) -> Result<()> {
+    match (given, stored) {
+        (Some(g), Some(s)) if g != s => Err(Error::field(field, "cannot be changed")),
+        _ => Ok(()),
+    }
+}
+
 /// A DTO as JSON (lists filter and order the JSON of their items).
 pub fn to_json<T: Serialize>(dto: &T) -> Value {
     serde_json::to_value(dto).expect("a DTO serialises")

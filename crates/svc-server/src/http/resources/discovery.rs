@@ -9,8 +9,8 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value};
 use svc_api::mgmt::{
-    DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryType, EntityPatch, ServerWorkloadDraftDto,
-    ServerWorkloadDraftEndpointDto,
+    DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryIntegrationPatchDto, DiscoveryType,
+    ServerWorkloadDraftDto, ServerWorkloadDraftEndpointDto,
 };
 use uuid::Uuid;
 
@@ -79,18 +79,24 @@ fn integration_json(text: &str) -> Result<DiscoveryIntegrationJson> {
     Ok(svc_api::schema::read_at(v, AT)?)
 }
 
-fn parse(app: &App, dto: DiscoveryIntegrationDto, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
-    let base = base_input(dto.base, dto.resource_set)?;
-    if let (Some(b), Some(s)) = (base.resource_set, stored)
+/// A body's `resourceSet`: an existing set, the stored entity's when there is one.
+fn check_resource_set(app: &App, rs: Option<Uuid>, stored: Option<&DiscoveryIntegration>) -> Result<()> {
+    if let (Some(b), Some(s)) = (rs, stored)
         && Some(b) != s.meta.rs
     {
         return Err(Error::field("resourceSet", "cannot be changed"));
     }
-    if let Some(rs) = base.resource_set
+    if let Some(rs) = rs
         && !app.state().resource_set_exists(&rs)
     {
         return Err(Error::field("resourceSet", "unknown resource set"));
     }
+    Ok(())
+}
+
+fn parse(app: &App, dto: DiscoveryIntegrationDto, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
+    let base = base_input(dto.base, dto.resource_set)?;
+    check_resource_set(app, base.resource_set, stored)?;
     crate::upstream::check_base_url_field("endpoint", &dto.endpoint, &app.cfg)?;
     let j = integration_json(&dto.discovery_integration_json)?;
     check_url("discoveryIntegrationJSON.tokenUrl", &j.token_url, &app.cfg)?;
@@ -141,7 +147,7 @@ impl Resource for DiscoveryIntegrations {
     type Record = DiscoveryIntegration;
     type Input = Input;
     type Dto = DiscoveryIntegrationDto;
-    type Patch = EntityPatch;
+    type Patch = DiscoveryIntegrationPatchDto;
     const NAME: &'static str = "discovery integrations";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
@@ -161,15 +167,21 @@ impl Resource for DiscoveryIntegrations {
         parse(app, dto, stored)
     }
 
-    /// DiscoveryIntegrationPatchDTO is the EntityPatchDTO.
-    fn parse_patch(_: &App, patch: EntityPatch, _: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
+    /// DiscoveryIntegrationPatchDTO: the base fields; `resourceSet` and `type` may repeat the
+    /// stored values.
+    fn parse_patch(
+        app: &App,
+        p: DiscoveryIntegrationPatchDto,
+        stored: Option<&DiscoveryIntegration>,
+    ) -> Result<(BaseInput, Input)> {
+        check_resource_set(app, p.resource_set, stored)?;
         let input = Input {
             sync: 0,
             endpoint: String::new(),
             config: Map::new(),
             secret: None,
         };
-        Ok((patch_input(patch)?, input))
+        Ok((patch_input(p.patch)?, input))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<DiscoveryIntegration> {

@@ -7,8 +7,8 @@
 use axum::http::StatusCode;
 use serde_json::{Map, Value};
 use svc_api::mgmt::{
-    CloudSecurityAIntegrationDto, EntityPatch, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
-    IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
+    CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
+    IntegrationPatchDto, IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
 };
 use uuid::Uuid;
 
@@ -290,9 +290,19 @@ fn editable(stored: Option<&Integration>) -> Result<()> {
     }
 }
 
-/// IntegrationPatchDTO is the EntityPatchDTO.
-fn parse_patch(patch: EntityPatch, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+/// IntegrationPatchDTO: the base fields; `resourceSet` and the discriminator (`integrationType`
+/// or `type`, `field` in messages) may repeat the stored values.
+fn parse_patch(p: IntegrationPatchDto, stored: Option<&Integration>, field: &str) -> Result<(BaseInput, Input)> {
     editable(stored)?;
+    let given = match (p.integration_type.as_deref(), p.kind.as_deref()) {
+        (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
+        (a, b) => a.or(b),
+    };
+    crud::discriminator_repeated(field, given, stored.map(|s| s.int_type.as_str()))?;
+    let base = BaseInput {
+        resource_set: p.resource_set,
+        ..patch_input(p.patch)?
+    };
     let input = Input {
         kind: stored.map(|s| s.int_type.clone()).unwrap_or_default(),
         sync: 0,
@@ -301,7 +311,7 @@ fn parse_patch(patch: EntityPatch, stored: Option<&Integration>) -> Result<(Base
         secret: None,
         secret_path: "clientSecret",
     };
-    Ok((patch_input(patch)?, input))
+    Ok((base, input))
 }
 
 /// §1.10 rule 4: an integration an access condition uses stays.
@@ -319,7 +329,7 @@ impl Resource for IntegrationsV2 {
     type Record = Integration;
     type Input = Input;
     type Dto = IntegrationV2Dto;
-    type Patch = EntityPatch;
+    type Patch = IntegrationPatchDto;
     const NAME: &'static str = "integrations";
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(FIELDS)
@@ -344,8 +354,8 @@ impl Resource for IntegrationsV2 {
         parse_v2(app, dto, mode, stored)
     }
 
-    fn parse_patch(_: &App, patch: EntityPatch, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
-        parse_patch(patch, stored)
+    fn parse_patch(_: &App, p: IntegrationPatchDto, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, "integrationType")
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
@@ -374,7 +384,7 @@ impl Resource for IntegrationsV1 {
     type Record = Integration;
     type Input = Input;
     type Dto = IntegrationDto;
-    type Patch = EntityPatch;
+    type Patch = IntegrationPatchDto;
     const NAME: &'static str = "integrations";
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(FIELDS)
@@ -392,8 +402,8 @@ impl Resource for IntegrationsV1 {
         parse_v1(app, dto, mode, stored)
     }
 
-    fn parse_patch(_: &App, patch: EntityPatch, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
-        parse_patch(patch, stored)
+    fn parse_patch(_: &App, p: IntegrationPatchDto, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, "type")
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
