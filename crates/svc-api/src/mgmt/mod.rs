@@ -15,6 +15,7 @@ pub mod conditions;
 pub mod content_security;
 pub mod discovery;
 pub mod integrations;
+pub mod log_streams;
 pub mod resource_sets;
 pub mod roles;
 pub mod routings;
@@ -39,6 +40,11 @@ pub use discovery::{
 pub use integrations::{
     CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
     IntegrationPatchDto, IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
+};
+pub use log_streams::{
+    LogStreamCommon, LogStreamDataType, LogStreamDto, LogStreamLogAnalyticsADestinationDto,
+    LogStreamObjectStorageADestinationDto, LogStreamObjectStorageCDestinationDto, LogStreamSensorADestinationDto,
+    TlsVerification,
 };
 pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
 pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
