@@ -13,6 +13,7 @@ pub mod agent_controllers;
 pub mod base;
 pub mod conditions;
 pub mod content_security;
+pub mod credential_integrations;
 pub mod discovery;
 pub mod integrations;
 pub mod log_streams;
@@ -32,6 +33,10 @@ pub use conditions::{
 };
 pub use content_security::{
     ContentSecurityDto, ContentSecurityPatchDto, ContentSecurityType, SensorAAidrContentSecurityDto,
+};
+pub use credential_integrations::{
+    CiBCredentialProviderIntegrationDto, CloudBDirectoryFederationCredentialProviderIntegrationDto,
+    CredentialProviderIntegrationCommon, CredentialProviderIntegrationDto, CredentialProviderIntegrationPatchDto,
 };
 pub use discovery::{
     DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryIntegrationPatchDto, DiscoveryType,
