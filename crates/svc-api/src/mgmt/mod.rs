@@ -20,6 +20,7 @@ pub mod log_streams;
 pub mod resource_sets;
 pub mod roles;
 pub mod routings;
+pub mod settings;
 
 pub use agent_controllers::{
     AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
@@ -54,3 +55,6 @@ pub use log_streams::{
 pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
 pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
 pub use routings::RoutingDto;
+pub use settings::{
+    ComplianceLevel, ComplianceSetting, GetSignInPolicyDto, MfaSignInPolicyDto, SettingDto, SsoSignInPolicyDto,
+};
