@@ -10,6 +10,7 @@
 //! fields stay with the resource that reads the DTO.
 
 pub mod agent_controllers;
+pub mod auth;
 pub mod base;
 pub mod conditions;
 pub mod content_security;
@@ -24,6 +25,10 @@ pub mod settings;
 
 pub use agent_controllers::{
     AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
+};
+pub use auth::{
+    HealthDto, HealthStatus, LoginRequestDto, LoginResponseDto, SsoExchangeDto, SsoProviderDto, SsoProviderListDto,
+    SsoTotpRequiredDto, TokenType, TotpEnrolmentDto, TotpVerificationDto,
 };
 pub use base::{Base, EntityPatch};
 pub use conditions::{
