@@ -17,6 +17,7 @@ pub mod content_security;
 pub mod credential_integrations;
 pub mod discovery;
 pub mod integrations;
+pub mod issuer;
 pub mod log_streams;
 pub mod resource_sets;
 pub mod roles;
@@ -52,6 +53,7 @@ pub use integrations::{
     CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
     IntegrationPatchDto, IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
 };
+pub use issuer::{EcJwkDto, JwkDto, JwksDto, OpenIdConfigurationDto, RsaJwkDto};
 pub use log_streams::{
     LogStreamCommon, LogStreamDataType, LogStreamDto, LogStreamLogAnalyticsADestinationDto,
     LogStreamObjectStorageADestinationDto, LogStreamObjectStorageCDestinationDto, LogStreamSensorADestinationDto,
