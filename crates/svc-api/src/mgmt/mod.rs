@@ -16,6 +16,7 @@ pub mod conditions;
 pub mod content_security;
 pub mod credential_integrations;
 pub mod discovery;
+pub mod events;
 pub mod integrations;
 pub mod issuer;
 pub mod log_streams;
@@ -48,6 +49,12 @@ pub use credential_integrations::{
 pub use discovery::{
     DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryIntegrationPatchDto, DiscoveryType,
     ServerWorkloadDraftDto, ServerWorkloadDraftEndpointDto,
+};
+pub use events::{
+    AttestationResultDto, AuditActorDto, AuditClientDto, AuditLogDto, AuditOutcomeDto, AuditUserAgentDto,
+    AuthorizationEventDto, AuthorizationEventMetaDto, AuthorizationEventOutcomeDto, ClientRequestDto,
+    ClientRequestNetworkDto, CredentialProviderResultDto, EntityResultDto, EnvironmentDto, EventDto, EventMetaDto,
+    EventNetworkDto, EventOutcomeDto, EventResultDto,
 };
 pub use integrations::{
     CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
