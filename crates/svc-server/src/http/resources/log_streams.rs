@@ -119,15 +119,22 @@ fn matching(field: &str, v: &str, ok: fn(&str) -> bool, pattern: &str) -> Result
     Ok(())
 }
 
-/// The fields of an HTTP event collector (`secret`: its write-only field's name, the value
-/// given, and the value's rule).
+/// A collector's write-only secret: its field, the value given, and the value's rule.
+struct HecSecret {
+    field: &'static str,
+    value: Option<String>,
+    ok: fn(&str) -> bool,
+    rule: &'static str,
+}
+
+/// The fields of an HTTP event collector and its secret.
 fn parse_hec(
     app: &App,
     host_port: String,
     source_name: String,
     tls: bool,
     verification: TlsVerification,
-    secret: (&'static str, Option<String>, fn(&str) -> bool, &'static str),
+    secret: HecSecret,
     mode: Mode,
 ) -> Result<(Hec, Option<String>)> {
     matching(
@@ -139,7 +146,7 @@ fn parse_hec(
     if !tls && !app.cfg.allow_insecure_upstream {
         return Err(Error::field("tls", "plain http needs SVC_ALLOW_INSECURE_UPSTREAM=true"));
     }
-    let (field, value, ok, rule) = secret;
+    let HecSecret { field, value, ok, rule } = secret;
     let value = value.filter(|s| !s.is_empty());
     if let Some(v) = &value
         && !ok(v)
@@ -232,12 +239,12 @@ fn parse(app: &App, dto: LogStreamDto, mode: Mode) -> Result<(BaseInput, Input)>
         }
         LogStreamDto::LogAnalyticsAHttpEventCollector(d) => {
             let guid = |s: &str| svc_api::reader::parse_uuid(s).is_some();
-            let secret = (
-                "authenticationToken",
-                d.authentication_token,
-                guid as fn(&str) -> bool,
-                "must be a GUID (8-4-4-4-12 hexadecimal digits)",
-            );
+            let secret = HecSecret {
+                field: "authenticationToken",
+                value: d.authentication_token,
+                ok: guid,
+                rule: "must be a GUID (8-4-4-4-12 hexadecimal digits)",
+            };
             let (hec, secret) = parse_hec(
                 app,
                 d.hec_host_port,
@@ -250,12 +257,12 @@ fn parse(app: &App, dto: LogStreamDto, mode: Mode) -> Result<(BaseInput, Input)>
             (Destination::LogAnalyticsAHttpEventCollector(hec), secret)
         }
         LogStreamDto::SensorAHttpEventCollector(d) => {
-            let secret = (
-                "apiKey",
-                d.api_key,
-                api_key_ok as fn(&str) -> bool,
-                "must match ^[a-zA-Z0-9-]{32,40}$",
-            );
+            let secret = HecSecret {
+                field: "apiKey",
+                value: d.api_key,
+                ok: api_key_ok,
+                rule: "must match ^[a-zA-Z0-9-]{32,40}$",
+            };
             let (hec, secret) = parse_hec(
                 app,
                 d.hec_host_port,
