@@ -439,7 +439,7 @@ pub fn v2_dto(st: &Snapshot, c: &AccessCondition) -> AccessConditionV2Dto {
         id: c.meta.seq,
         integration_id: Some(c.integration),
         integration: st.integrations.get(&c.integration).map(|i| ints::v2_dto(st, i)),
-        access_policy_count: super::roles::count(policy_count(st, c.meta.id)),
+        access_policy_count: crud::count(policy_count(st, c.meta.id)),
     };
     match fields_dto(c) {
         Fields::SensorA(fields) => AccessConditionV2Dto::SensorA(SensorAAccessConditionDto { common, fields }),
@@ -474,7 +474,7 @@ pub fn v1_dto(st: &Snapshot, c: &AccessCondition) -> AccessConditionDto {
         integration_id: Some(c.integration),
         integration: st.integrations.get(&c.integration).map(|i| ints::v1_dto(st, i)),
         conditions,
-        access_policy_count: super::roles::count(policy_count(st, c.meta.id)),
+        access_policy_count: crud::count(policy_count(st, c.meta.id)),
         integration_type: Some(c.int_type().to_string()),
     }
 }

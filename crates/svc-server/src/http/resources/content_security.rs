@@ -77,7 +77,7 @@ pub fn cs_dto(st: &Snapshot, c: &ContentSecurity) -> ContentSecurityDto {
         fail_open: c.fail_open,
         timeout_ms: c.timeout_ms,
         max_retries: c.max_retries,
-        access_policy_count: super::roles::count(st.idx.policy_count(RefField::ContentSecurity, c.meta.id)),
+        access_policy_count: crud::count(st.idx.policy_count(RefField::ContentSecurity, c.meta.id)),
     })
 }
 

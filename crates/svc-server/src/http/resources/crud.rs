@@ -467,6 +467,11 @@ pub fn discriminator_repeated(field: &str, given: Option<&str>, stored: Option<&
     }
 }
 
+/// A count as the DTOs' int32.
+pub fn count(n: usize) -> i32 {
+    n.min(i32::MAX as usize) as i32
+}
+
 /// A DTO as JSON (lists filter and order the JSON of their items).
 pub fn to_json<T: Serialize>(dto: &T) -> Value {
     serde_json::to_value(dto).expect("a DTO serialises")

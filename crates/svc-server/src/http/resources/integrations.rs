@@ -174,7 +174,7 @@ fn common_dto(st: &Snapshot, i: &Integration) -> IntegrationCommon {
         last_sync: i.last_sync,
         last_sync_status: i.last_sync_status.clone(),
         endpoint: i.endpoint.clone(),
-        access_conditions_count: super::roles::count(conditions_count(st, i.meta.id)),
+        access_conditions_count: crud::count(conditions_count(st, i.meta.id)),
     }
 }
 

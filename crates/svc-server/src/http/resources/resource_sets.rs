@@ -9,7 +9,7 @@ use svc_api::mgmt::{EntityPatch, ResourceSetCounts, ResourceSetDto, RoleResource
 use uuid::Uuid;
 
 use super::common::{BaseInput, base_dto, base_input, patch_input};
-use super::crud::to_json;
+use super::crud::{self, to_json};
 use crate::app::App;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::domain::policy::Policy;
@@ -77,7 +77,7 @@ const COUNTS: &[&str] = &[
 const SPEC: ListSpec = ListSpec::new("entities", Base::Global).fields(COUNTS);
 
 fn count<T: Record>(st: &Snapshot, rs: Uuid) -> i32 {
-    super::roles::count(T::table(st).values().filter(|v| v.rs() == Some(rs)).count())
+    crud::count(T::table(st).values().filter(|v| v.rs() == Some(rs)).count())
 }
 
 fn counts(st: &Snapshot, id: Uuid) -> ResourceSetCounts {

@@ -88,8 +88,8 @@ pub fn role_dto(st: &Snapshot, r: &Role) -> RoleDto {
         .collect();
     RoleDto {
         base: base_dto(&r.meta),
-        users_count: count(users),
-        credential_providers_count: count(cps),
+        users_count: crud::count(users),
+        credential_providers_count: crud::count(cps),
         is_system: r.system,
         permissions: Some(permissions_dto(&r.grants)),
         resource_sets: Some(sets),
@@ -99,11 +99,6 @@ pub fn role_dto(st: &Snapshot, r: &Role) -> RoleDto {
 /// [`role_dto`] as JSON, for the DTOs not typed yet (`UserDTO.rolesDetails`).
 pub fn role_json(st: &Snapshot, r: &Role) -> Value {
     crud::to_json(&role_dto(st, r))
-}
-
-/// A count as the DTOs' int32.
-pub fn count(n: usize) -> i32 {
-    n.min(i32::MAX as usize) as i32
 }
 
 pub struct RoleInput {
