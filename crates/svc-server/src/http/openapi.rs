@@ -17,10 +17,32 @@ pub const PATH: &str = "/api/openapi.json";
 
 /// The document's own route.
 pub fn register(api: &mut Api<'_>) {
-    api.public(PATH).get(
-        serve,
-        Op::new("This OpenAPI document").ok::<crate::http::api::Untyped>(200),
-    );
+    api.public(PATH)
+        .get(serve, Op::new("This OpenAPI document").ok::<OpenApiDocument>(200));
+}
+
+/// The schema of this document's own answer: an OpenAPI 3.1 document (its members are
+/// described by the OpenAPI specification, not here).
+pub struct OpenApiDocument;
+
+impl schemars::JsonSchema for OpenApiDocument {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OpenAPIDocument".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0).",
+            "required": ["openapi", "info", "paths"],
+            "properties": {
+                "openapi": {"type": "string"},
+                "info": {"type": "object"},
+                "servers": {"type": "array", "items": {"type": "object"}},
+                "paths": {"type": "object"},
+                "components": {"type": "object"}
+            }
+        })
+    }
 }
 
 async fn serve() -> Response {

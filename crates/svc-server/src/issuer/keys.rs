@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::rsa::KeySize;
 use aws_lc_rs::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
-use serde_json::json;
+use svc_api::mgmt::{EcJwkDto, JwkDto, JwksDto, RsaJwkDto};
 
 use crate::crypto::aead::Cipher;
 use crate::crypto::jose::{Alg, KeyType, VerifyingKey};
@@ -188,17 +188,28 @@ impl KeyRing {
     }
 
     /// The published JWKS document: every ES256 and RS256 key not yet removed.
-    pub fn jwks(&self, now: i64) -> serde_json::Value {
+    pub fn jwks(&self, now: i64) -> JwksDto {
         let mut keys = Vec::new();
         for k in valid(&self.ec, now) {
-            keys.push(
-                json!({"kty": "EC", "kid": k.kid, "use": "sig", "alg": ALG_ES256, "crv": "P-256", "x": k.x, "y": k.y}),
-            );
+            keys.push(JwkDto::Ec(EcJwkDto {
+                kid: k.kid.clone(),
+                key_use: "sig".into(),
+                alg: ALG_ES256.into(),
+                crv: "P-256".into(),
+                x: k.x.clone(),
+                y: k.y.clone(),
+            }));
         }
         for k in valid(&self.rsa, now) {
-            keys.push(json!({"kty": "RSA", "kid": k.kid, "use": "sig", "alg": ALG_RS256, "n": k.n, "e": k.e}));
+            keys.push(JwkDto::Rsa(RsaJwkDto {
+                kid: k.kid.clone(),
+                key_use: "sig".into(),
+                alg: ALG_RS256.into(),
+                n: k.n.clone(),
+                e: k.e.clone(),
+            }));
         }
-        json!({ "keys": keys })
+        JwksDto { keys }
     }
 
     /// Public JWKs for verification of our own tokens (ES256/RS256), by kid.

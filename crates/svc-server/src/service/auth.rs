@@ -129,13 +129,7 @@ impl Caller {
 }
 
 /// The login response body (`LoginResponseDTO`).
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LoginResponse {
-    pub access_token: String,
-    pub token_type: &'static str,
-    pub expires_in: i32,
-}
+pub use svc_api::mgmt::LoginResponseDto as LoginResponse;
 
 fn sign(keys: &KeyRing, claims: &MgmtClaims) -> String {
     let bytes = serde_json::to_vec(claims).expect("claims serialise");
@@ -172,7 +166,7 @@ pub fn mint_user_token(app: &App, user: &User, svc_auth: &str) -> LoginResponse 
     c.sv = user.session_epoch;
     LoginResponse {
         access_token: sign(&app.keys(), &c),
-        token_type: "Bearer",
+        token_type: svc_api::mgmt::TokenType::Bearer,
         expires_in: ttl as i32,
     }
 }
@@ -183,7 +177,7 @@ pub fn mint_cli_token(app: &App, role: Uuid, ttl: i64) -> LoginResponse {
     c.roles = vec![role.to_string()];
     LoginResponse {
         access_token: sign(&app.keys(), &c),
-        token_type: "Bearer",
+        token_type: svc_api::mgmt::TokenType::Bearer,
         expires_in: ttl.min(i32::MAX as i64) as i32,
     }
 }

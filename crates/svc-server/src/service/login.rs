@@ -2,8 +2,7 @@
 //! failures that ends by itself (a minute, doubling up to an hour: issue 31), SSO-required and
 //! MFA rules, one audit entry per attempt.
 
-use serde_json::Value;
-use svc_api::Obj;
+use svc_api::mgmt::LoginRequestDto;
 
 use crate::app::App;
 use crate::domain::records::{SUPER_ADMIN_ROLE, Settings, User};
@@ -27,12 +26,12 @@ struct LoginRequest {
     totp: Option<String>,
 }
 
-fn parse(body: Value) -> Result<LoginRequest> {
-    let mut o = Obj::root(body)?;
-    let email = o.req_str("email")?;
-    let password = o.req_str("password")?;
-    let totp = o.opt_str("totpCode")?;
-    o.finish()?;
+fn parse(body: LoginRequestDto) -> Result<LoginRequest> {
+    let LoginRequestDto {
+        email,
+        password,
+        totp_code: totp,
+    } = body;
     // §2.2: the field is 6 digits; anything else is an invalid body (400, first in the order),
     // never a failed attempt that counts towards locking the account.
     if totp
@@ -65,7 +64,7 @@ enum Outcome {
     Refused(Error, &'static str),
 }
 
-pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginResponse> {
+pub async fn login(app: &App, body: LoginRequestDto, client: &ClientInfo) -> Result<LoginResponse> {
     // Sign-in decides on the user as every node now knows it (a lock-out, a deactivation, a new
     // password or a new user through another node).
     crate::service::load::catch_up(app).await;

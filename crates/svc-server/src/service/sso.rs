@@ -6,6 +6,7 @@
 //! role mapping, and one audit entry per attempt.
 
 use serde_json::{Map, Value, json};
+use svc_api::mgmt::SsoExchangeDto;
 use uuid::Uuid;
 
 use crate::app::App;
@@ -902,11 +903,11 @@ async fn lock_for_mfa(app: &App, user: &User, client: &ClientInfo) -> Result<()>
 /// `POST /api/v1/sso/exchange` `{ssoCode, totpCode?}`: the token of a sign-in the IdP completed
 /// (the console's flow), once the TOTP code it owes is given. A wrong code leaves the sign-in
 /// waiting (5 attempts in all, as many as a password sign-in allows before its lock-out).
-pub async fn exchange_code(app: &App, body: Value, client: &ClientInfo) -> Result<LoginResponse> {
-    let mut o = svc_api::Obj::root(body)?;
-    let code = o.req_str("ssoCode")?;
-    let totp_code = o.opt_str("totpCode")?;
-    o.finish()?;
+pub async fn exchange_code(app: &App, body: SsoExchangeDto, client: &ClientInfo) -> Result<LoginResponse> {
+    let SsoExchangeDto {
+        sso_code: code,
+        totp_code,
+    } = body;
     if totp_code
         .as_deref()
         .is_some_and(|c| c.len() != 6 || !c.bytes().all(|b| b.is_ascii_digit()))

@@ -1,6 +1,6 @@
-//! Operating the service (issues 22 and 32): the OpenAPI document against the router's routes, the
-//! Prometheus metrics listener, and the faults and procedures of docs/OPERATIONS.md (a database
-//! outage).
+//! Operating the service (issues 22, 32 and 33): the OpenAPI document against the router's
+//! routes, with a schema that says what every body holds; the Prometheus metrics listener; and the
+//! faults and procedures of docs/OPERATIONS.md.
 
 mod backup;
 mod disk;
@@ -10,4 +10,5 @@ mod nodes;
 mod openapi;
 mod outage;
 mod rotation;
+mod schemas;
 mod upgrade;
