@@ -114,10 +114,11 @@ pub fn read<T: JsonSchema + DeserializeOwned + 'static>(body: Value) -> Result<T
     read_at(body, "")
 }
 
-/// [`read`] of a value found at `path` (a JSON text field read as an object, an array item).
+/// [`read`] of a value found at `path` (a JSON text field read as an object, an array item): its
+/// messages name `path` (`conditions: must be an object, not an array`), the body's `body`.
 pub fn read_at<T: JsonSchema + DeserializeOwned + 'static>(body: Value, path: &str) -> Result<T, FieldError> {
     let c = compiled::<T>();
-    let checked = Checker { defs: &c.defs }.value(body, &c.schema, path, true)?;
+    let checked = Checker { defs: &c.defs }.value(body, &c.schema, path, path.is_empty())?;
     // The checks above leave nothing serde can refuse but a rule of a hand-written type.
     serde_json::from_value(checked.unwrap_or(Value::Null)).map_err(|e| {
         let at = if path.is_empty() { "body" } else { path };

@@ -15,6 +15,7 @@ pub mod base;
 pub mod conditions;
 pub mod content_security;
 pub mod credential_integrations;
+pub mod credential_providers;
 pub mod discovery;
 pub mod events;
 pub mod integrations;
@@ -45,6 +46,20 @@ pub use content_security::{
 pub use credential_integrations::{
     CiBCredentialProviderIntegrationDto, CloudBDirectoryFederationCredentialProviderIntegrationDto,
     CredentialProviderIntegrationCommon, CredentialProviderIntegrationDto, CredentialProviderIntegrationPatchDto,
+};
+pub use credential_providers::{
+    AiAWifFields, AiBWifFields, ApiKeyFields, CiBAccountStatus, CiBManagedAccountFields, CloudAStsFields,
+    CloudBDirectoryFederationFields, CloudBKeyVaultValueFields, CloudCIdentityFederationFields, CpCiBManagedAccountDto,
+    CpCloudAStsV2Dto, CpTypeAiAWifV2Dto, CpTypeAiBWifV2Dto, CpTypeApiKeyUiV2Dto, CpTypeCloudBDirectoryFederationV2Dto,
+    CpTypeCloudBKeyVaultValueDto, CpTypeCloudCIdentityFederationV2Dto, CpTypeJwtSvidTokenV2Dto, CpTypeJwtTokenV2Dto,
+    CpTypeOAuth2AuthorizationCodeUiV2Dto, CpTypeOAuth2ClientCredentialsUiV2Dto, CpTypeOidcIdTokenV2Dto,
+    CpTypeSvcAccessTokenV2Dto, CpTypeUsernamePasswordUiV2Dto, CpTypeVaultClientTokenV2Dto, CpTypeX509SvidV2Dto,
+    CredentialProviderCommon, CredentialProviderDto, CredentialProviderFields, CredentialProviderPatchDto,
+    CredentialProviderType, CredentialProviderUiDto, CredentialProviderV1PatchDto, CredentialProviderV2Dto,
+    CredentialStyle, CustomParameterDto, ForwardingConfig, IssuedJwtFields, JwtAlgorithm, JwtClaimDto,
+    LiteralValueType, OAuthAuthorizationCodeFields, OAuthClientCredentialFields, SignedJwtAlgorithm, SignedJwtFields,
+    SvcAccessTokenFields, TokenConfiguration, UsernamePasswordFields, ValueType, VaultClientTokenFields,
+    X509SvidFields,
 };
 pub use discovery::{
     DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryIntegrationPatchDto, DiscoveryType,

@@ -1,12 +1,12 @@
 //! `svc-access-token`: a management token carrying a role (contract §2.5, §3.5.2), so a workload
 //! can call the management API through the edge flow. Its audit actor is the role (§1.11).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use svc_api::Timestamp;
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
 use uuid::Uuid;
 
-use super::types::{Mode, TypeSpec, put};
+use super::types::TypeSpec;
 use super::{Backend, IssueCx, Issued};
 use crate::config::Config;
 use crate::domain::credential::CredentialProvider;
@@ -50,24 +50,6 @@ impl AccessToken {
             expires_at: Some(Timestamp::from_secs(exp)),
         }
     }
-}
-
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let role = if mode == Mode::Full {
-        Some(o.req_uuid("roleId")?)
-    } else {
-        o.opt_uuid("roleId")?
-    };
-    put(&mut m, "roleId", role.map(|r| r.to_string()));
-    let life = if mode == Mode::Full {
-        Some(o.req_i32_range("lifetimeInSeconds", 300, 43200)?)
-    } else {
-        o.opt_i32_range("lifetimeInSeconds", 300, 43200)?
-    };
-    put(&mut m, "lifetimeInSeconds", life);
-    put(&mut m, "absoluteTokenLifetime", o.opt_i32("absoluteTokenLifetime")?);
-    Ok(m)
 }
 
 fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
@@ -118,14 +100,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &["audience"],
     lifetime: None,
-    parse,
     check,
     complete,
-    present,
     compile,
 };
-
-/// An absent optional scalar is written as `null` (§1.1).
-fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    out.entry("absoluteTokenLifetime").or_insert(Value::Null);
-}

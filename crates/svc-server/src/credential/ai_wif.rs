@@ -2,11 +2,12 @@
 //! federation assertion signed by this service (subject: the client workload) is exchanged at the
 //! vendor's token endpoint, RFC 8693 token exchange, for an access token.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
+use svc_api::FieldError;
 use svc_api::edge::CredentialType;
-use svc_api::{FieldError, Obj};
+use svc_api::mgmt::{AiAWifFields, AiBWifFields};
 
-use super::types::{self, Mode, TypeSpec, cfg_str, field_match, prefixed, put, uuid_text};
+use super::types::{self, TypeSpec, cfg_str, matching, non_empty, prefixed, uuid_text};
 use super::upstream_call::{oauth_credential, post_form};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
 use crate::config::Config;
@@ -53,73 +54,45 @@ impl AiWif {
     }
 }
 
-fn parse_a(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let fdrl = |s: &str| prefixed(s, "fdrl_");
-    let svac = |s: &str| prefixed(s, "svac_");
-    let wrk = |s: &str| prefixed(s, "wrkspc_");
-    put(
-        &mut m,
+pub fn check_fields_a(f: &mut AiAWifFields) -> Result<(), FieldError> {
+    matching(
         "federationRuleId",
-        field_match(o, mode, true, "federationRuleId", 256, fdrl, "^fdrl_.+$")?,
-    );
-    put(
-        &mut m,
-        "organizationId",
-        field_match(o, mode, true, "organizationId", 36, uuid_text, "a UUID")?,
-    );
-    put(
-        &mut m,
+        &f.federation_rule_id,
+        |s| prefixed(s, "fdrl_"),
+        "^fdrl_.+$",
+    )?;
+    matching("organizationId", &f.organization_id, uuid_text, "a UUID")?;
+    matching(
         "serviceAccountId",
-        field_match(o, mode, true, "serviceAccountId", 256, svac, "^svac_.+$")?,
-    );
-    put(
-        &mut m,
-        "workspaceId",
-        field_match(o, mode, false, "workspaceId", 256, wrk, "^wrkspc_.+$")?,
-    );
-    put(
-        &mut m,
-        "audience",
-        o.opt_str_len("audience", 0, 2048)?.filter(|s| !s.is_empty()),
-    );
-    put(&mut m, "scope", types::field_str(o, mode, "scope", 1, 4096)?);
-    put(&mut m, "lifetime", o.opt_i32_range("lifetime", 300, 43200)?);
-    Ok(m)
-}
-
-fn parse_b(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let idp = |s: &str| prefixed(s, "idp_");
-    let user = |s: &str| prefixed(s, "user-");
-    put(
-        &mut m,
-        "identityProviderId",
-        field_match(o, mode, true, "identityProviderId", 256, idp, "^idp_.+$")?,
-    );
-    put(
-        &mut m,
-        "serviceAccountId",
-        field_match(o, mode, true, "serviceAccountId", 256, user, "^user-.+$")?,
-    );
-    put(
-        &mut m,
-        "audience",
-        o.opt_str_len("audience", 0, 2048)?.filter(|s| !s.is_empty()),
-    );
-    Ok(m)
-}
-
-/// An `audience` not set stays `null`: it follows the configured token URL (§3.5.2), which a
-/// value shown here would pin once a GET is sent back in a PUT.
-fn present_a(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    for k in ["workspaceId", "audience", "lifetime"] {
-        out.entry(k).or_insert(Value::Null);
+        &f.service_account_id,
+        |s| prefixed(s, "svac_"),
+        "^svac_.+$",
+    )?;
+    non_empty(&mut f.workspace_id, false);
+    if let Some(w) = &f.workspace_id {
+        matching("workspaceId", w, |s| prefixed(s, "wrkspc_"), "^wrkspc_.+$")?;
     }
+    // Not set, `audience` stays `null`: it follows the configured token URL (§3.5.2), which a value
+    // shown here would pin once a GET is sent back in a PUT.
+    non_empty(&mut f.audience, false);
+    Ok(())
 }
 
-fn present_b(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    out.entry("audience").or_insert(Value::Null);
+pub fn check_fields_b(f: &mut AiBWifFields) -> Result<(), FieldError> {
+    matching(
+        "identityProviderId",
+        &f.identity_provider_id,
+        |s| prefixed(s, "idp_"),
+        "^idp_.+$",
+    )?;
+    matching(
+        "serviceAccountId",
+        &f.service_account_id,
+        |s| prefixed(s, "user-"),
+        "^user-.+$",
+    )?;
+    non_empty(&mut f.audience, false);
+    Ok(())
 }
 
 fn compile(p: &CredentialProvider, vendor: Vendor) -> Backend {
@@ -157,10 +130,8 @@ pub const AIA_SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse: parse_a,
     check: types::no_check,
     complete: types::no_complete,
-    present: present_a,
     compile: |p| compile(p, Vendor::A),
 };
 
@@ -172,9 +143,7 @@ pub const AIB_SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse: parse_b,
     check: types::no_check,
     complete: types::no_complete,
-    present: present_b,
     compile: |p| compile(p, Vendor::B),
 };

@@ -1,10 +1,10 @@
 //! `apikey`: a stored API key (contract §3.5.2), issued as `ApiKey` with no expiry.
 
-use serde_json::{Map, Value};
+use svc_api::FieldError;
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj};
+use svc_api::mgmt::ApiKeyFields;
 
-use super::types::{self, Mode, TypeSpec};
+use super::types::{self, TypeSpec};
 use super::{Backend, Issued};
 use crate::domain::Secret;
 use crate::domain::credential::CredentialProvider;
@@ -29,12 +29,12 @@ impl ApiKey {
     }
 }
 
-fn parse(o: &mut Obj, _mode: Mode) -> Result<Map<String, Value>, FieldError> {
+pub fn check_fields(f: &mut ApiKeyFields) -> Result<(), FieldError> {
     // An empty value keeps the stored key (a write-only field, §1.9).
-    if let Some(k) = o.peek_str("apiKey").filter(|k| !k.is_empty()) {
-        svc_api::reader::check_len(&o.path("apiKey"), k, 1, 8192)?;
+    if let Some(k) = f.api_key.as_deref().filter(|k| !k.is_empty()) {
+        svc_api::reader::check_len("apiKey", k, 1, 8192)?;
     }
-    Ok(Map::new())
+    Ok(())
 }
 
 fn compile(p: &CredentialProvider) -> Backend {
@@ -54,9 +54,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &["apiKey"],
     ro_fields: &[],
     lifetime: None,
-    parse,
     check: types::no_check,
     complete: types::no_complete,
-    present: types::no_present,
     compile,
 };

@@ -5,13 +5,14 @@
 //! refresh token is persisted at once. Before consent, or after `lifetimeExpiration`, there is no
 //! credential to give (200 `Unknown`).
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::mgmt::OAuthAuthorizationCodeFields;
+use svc_api::{FieldError, Timestamp};
 use uuid::Uuid;
 
-use super::oauth::parse_custom_parameters;
-use super::types::{Mode, TypeSpec, cfg_str, check_url, field_str, put};
+use super::oauth::check_custom_parameters;
+use super::types::{TypeSpec, cfg_str, check_url};
 use super::upstream_call::{access_token, basic, post_form};
 use super::{Backend, IssueCx, IssueError, Issued};
 use crate::config::Config;
@@ -132,20 +133,8 @@ pub fn callback_url(cfg: &Config, id: Uuid) -> String {
     format!("{}/api/v1/credential-providers/{id}/callback", cfg.public_url)
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    put(&mut m, "clientID", field_str(o, mode, "clientID", 1, 1024)?);
-    put(&mut m, "scope", o.opt_str_len("scope", 0, 4096)?);
-    if let Some(p) = parse_custom_parameters(o)? {
-        m.insert("customParameters".into(), p);
-    }
-    for k in ["oAuthUrl", "authorizationUrl", "tokenUrl"] {
-        put(&mut m, k, field_str(o, mode, k, 1, 2048)?);
-    }
-    put(&mut m, "introspectionUrl", o.opt_str_len("introspectionUrl", 0, 2048)?);
-    put(&mut m, "isPkceRequired", o.opt_bool("isPkceRequired")?);
-    put(&mut m, "finalCallbackUrl", o.opt_str_len("finalCallbackUrl", 0, 2048)?);
-    Ok(m)
+pub fn check_fields(f: &mut OAuthAuthorizationCodeFields) -> Result<(), FieldError> {
+    check_custom_parameters(&mut f.custom_parameters)
 }
 
 fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
@@ -160,24 +149,16 @@ fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
     Ok(())
 }
 
-fn present(p: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
-    out.remove("accessTokenExpiresAt");
-    out.remove("accessTokenExpiryStated");
-    out.insert("callBackUrl".into(), json!(callback_url(cfg, p.meta.id)));
-    out.insert(
-        "userAuthorizationUrl".into(),
-        json!(format!(
-            "{}/api/v2/credential-providers/{}/authorize",
-            cfg.public_url, p.meta.id
-        )),
-    );
-    out.insert("state".into(), Value::Null);
-    out.entry("isPkceRequired").or_insert(Value::Bool(false));
-    for k in ["scope", "introspectionUrl", "finalCallbackUrl"] {
-        out.entry(k).or_insert(Value::Null);
-    }
-    // An empty list is `[]` (§1.1).
-    out.entry("customParameters").or_insert(Value::Array(vec![]));
+/// The URLs of the consent, and the defaults (§3.5.2; an empty list is `[]`, §1.1).
+pub fn present(f: &mut OAuthAuthorizationCodeFields, p: &CredentialProvider, cfg: &Config) {
+    f.call_back_url = Some(callback_url(cfg, p.meta.id));
+    f.user_authorization_url = Some(format!(
+        "{}/api/v2/credential-providers/{}/authorize",
+        cfg.public_url, p.meta.id
+    ));
+    f.state = None;
+    f.is_pkce_required.get_or_insert(false);
+    f.custom_parameters.get_or_insert_with(Vec::new);
 }
 
 fn compile(p: &CredentialProvider) -> Backend {
@@ -192,9 +173,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &["callBackUrl", "userAuthorizationUrl", "state"],
     lifetime: Some((86400, i32::MAX, 2_592_000)),
-    parse,
     check,
     complete: super::types::no_complete,
-    present,
     compile,
 };

@@ -8,12 +8,13 @@
 //! Like the authorization-code refresh, minting persists state from the edge path (the new token),
 //! one mint at a time under the application's refresh lock.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::mgmt::CiBManagedAccountFields;
+use svc_api::{FieldError, Timestamp};
 use uuid::Uuid;
 
-use super::types::{self, Mode, TypeSpec, cfg_str, put};
+use super::types::{self, TypeSpec, cfg_str};
 use super::upstream_call::{json_body, status_error};
 use super::{Backend, IssueCx, IssueError, Issued, Services};
 use crate::config::Config;
@@ -24,7 +25,6 @@ use crate::upstream::Fetched;
 
 pub const TYPE: &str = "ciB-managed-account";
 pub const INTEGRATION_KIND: &str = "CiB";
-const ACCESS_LEVELS: &[i32] = &[0, 5, 10, 15, 20, 30, 40, 50];
 const REUSE_MARGIN_SECS: i64 = 60;
 /// Server-maintained fields (read-only on the wire, kept across PUT/PATCH).
 pub const STATE_FIELDS: &[&str] = &[
@@ -307,58 +307,11 @@ pub async fn revoke_after_delete(svc: Services<'_>, p: &CredentialProvider) {
     }
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    put(
-        &mut m,
-        "groupIds",
-        o.opt_str_len("groupIds", 0, 4096)?.filter(|s| !s.trim().is_empty()),
-    );
-    put(
-        &mut m,
-        "projectIds",
-        o.opt_str_len("projectIds", 0, 4096)?.filter(|s| !s.trim().is_empty()),
-    );
-    // Any int32 is read; the set check below names the allowed values (a range would suggest
-    // that 45 is one).
-    let level = if mode == Mode::Full {
-        Some(o.req_i32_range("accessLevel", i32::MIN, i32::MAX)?)
-    } else {
-        o.opt_i32_range("accessLevel", i32::MIN, i32::MAX)?
-    };
-    if let Some(l) = level
-        && !ACCESS_LEVELS.contains(&l)
-    {
-        return Err(FieldError::new(
-            o.path("accessLevel"),
-            "must be one of 0, 5, 10, 15, 20, 30, 40, 50",
-        ));
-    }
-    put(&mut m, "accessLevel", level);
-    let life = if mode == Mode::Full {
-        Some(o.req_i32_range("lifetimeInSeconds", 3600, 31_536_000)?)
-    } else {
-        o.opt_i32_range("lifetimeInSeconds", 3600, 31_536_000)?
-    };
-    put(&mut m, "lifetimeInSeconds", life);
-    put(&mut m, "scope", types::field_str(o, mode, "scope", 1, 1024)?);
-    let integ = if mode == Mode::Full {
-        Some(o.req_uuid("credentialProviderIntegrationExternalId")?)
-    } else {
-        o.opt_uuid("credentialProviderIntegrationExternalId")?
-    };
-    put(
-        &mut m,
-        "credentialProviderIntegrationExternalId",
-        integ.map(|u| u.to_string()),
-    );
-    put(
-        &mut m,
-        "username",
-        o.opt_str_len("username", 0, 255)?.filter(|s| !s.is_empty()),
-    );
-    o.ignore(STATE_FIELDS);
-    Ok(m)
+pub fn check_fields(f: &mut CiBManagedAccountFields) -> Result<(), FieldError> {
+    types::non_empty(&mut f.group_ids, true);
+    types::non_empty(&mut f.project_ids, true);
+    types::non_empty(&mut f.username, false);
+    Ok(())
 }
 
 fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
@@ -400,16 +353,6 @@ fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
     Ok(())
 }
 
-fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    out.remove("tokenFor");
-    for k in ["groupIds", "projectIds"]
-        .iter()
-        .chain(STATE_FIELDS.iter().filter(|k| **k != "tokenFor"))
-    {
-        out.entry(*k).or_insert(Value::Null);
-    }
-}
-
 fn compile(p: &CredentialProvider) -> Backend {
     Backend::CiBAccount(ManagedAccount { id: p.meta.id })
 }
@@ -422,10 +365,8 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: STATE_FIELDS,
     lifetime: None,
-    parse,
     check,
     complete,
-    present,
     compile,
 };
 

@@ -4,11 +4,11 @@
 
 use quick_xml::Reader;
 use quick_xml::events::Event;
-use serde_json::{Map, Value};
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::mgmt::CloudAStsFields;
+use svc_api::{FieldError, Timestamp};
 
-use super::types::{self, Mode, TypeSpec, cfg_str, put};
+use super::types::{self, TypeSpec, cfg_str};
 use super::upstream_call::post_form_accepting;
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, assertion};
 use crate::domain::credential::CredentialProvider;
@@ -148,24 +148,13 @@ fn valid_role_arn(s: &str) -> bool {
         if !partition.is_empty() && account.len() == 12 && account.chars().all(|c| c.is_ascii_digit()) && res.strip_prefix("role/").is_some_and(|r| !r.is_empty()))
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let arn = if mode == Mode::Full {
-        Some(o.req_str_len("cloudAIAMRoleArn", 1, 2048)?)
-    } else {
-        o.opt_str_len("cloudAIAMRoleArn", 1, 2048)?
-    };
-    if let Some(a) = &arn
-        && !valid_role_arn(a)
-    {
-        return Err(FieldError::new(
-            o.path("cloudAIAMRoleArn"),
-            "must match ^arn:[^:]+:iam::\\d{12}:role/.+$",
-        ));
-    }
-    put(&mut m, "cloudAIAMRoleArn", arn);
-    put(&mut m, "lifetime", o.opt_i32_range("lifetime", 900, 43200)?);
-    Ok(m)
+pub fn check_fields(f: &mut CloudAStsFields) -> Result<(), FieldError> {
+    types::matching(
+        "cloudAIAMRoleArn",
+        &f.cloud_a_iam_role_arn,
+        valid_role_arn,
+        "^arn:[^:]+:iam::\\d{12}:role/.+$",
+    )
 }
 
 fn compile(p: &CredentialProvider) -> Backend {
@@ -186,10 +175,8 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse,
     check: types::no_check,
     complete: types::no_complete,
-    present: types::present_lifetime,
     compile,
 };
 

@@ -5,11 +5,12 @@
 //! missing secret is "no credential" (200 `Unknown`).
 
 use serde_json::{Map, Value};
+use svc_api::FieldError;
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj};
+use svc_api::mgmt::{CloudBDirectoryFederationFields, CloudBKeyVaultValueFields};
 use uuid::Uuid;
 
-use super::types::{self, Mode, TypeSpec, cfg_str, field_match, put};
+use super::types::{self, TypeSpec, cfg_str};
 use super::upstream_call::{access_token, get_bearer, json_body, oauth_credential, post_form, status_error};
 use super::{Backend, IssueCx, IssueError, Issued, assertion};
 use crate::config::Config;
@@ -97,18 +98,8 @@ impl DirectoryFederation {
     }
 }
 
-fn parse_directory(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    put(&mut m, "audience", types::field_str(o, mode, "audience", 1, 2048)?);
-    put(&mut m, "subject", types::field_str(o, mode, "subject", 1, 2048)?);
-    put(&mut m, "scope", types::field_str(o, mode, "scope", 1, 4096)?);
-    put(
-        &mut m,
-        "cloudBTenant",
-        field_match(o, mode, true, "cloudBTenant", 256, tenant_text, "^[A-Za-z0-9.-]+$")?,
-    );
-    put(&mut m, "clientId", types::field_str(o, mode, "clientId", 1, 256)?);
-    Ok(m)
+pub fn check_directory_fields(f: &mut CloudBDirectoryFederationFields) -> Result<(), FieldError> {
+    types::matching("cloudBTenant", &f.cloud_b_tenant, tenant_text, "^[A-Za-z0-9.-]+$")
 }
 
 /// The subject is literal: it may not be one the service's own assertions carry (issue 31).
@@ -137,10 +128,8 @@ pub const DIRECTORY_SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse: parse_directory,
     check: check_directory,
     complete: types::no_complete,
-    present: types::no_present,
     compile: compile_directory,
 };
 
@@ -237,31 +226,14 @@ impl KeyVaultValue {
     }
 }
 
-fn parse_key_vault(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let pat = "^[0-9a-zA-Z-]{1,127}$";
-    put(
-        &mut m,
-        "secretName1",
-        field_match(o, mode, true, "secretName1", 127, secret_name, pat)?,
-    );
-    put(
-        &mut m,
-        "secretName2",
-        field_match(o, mode, false, "secretName2", 127, secret_name, pat)?,
-    );
-    let integ = if mode == Mode::Full {
-        Some(o.req_uuid("credentialProviderIntegrationExternalId")?)
-    } else {
-        o.opt_uuid("credentialProviderIntegrationExternalId")?
-    };
-    put(
-        &mut m,
-        "credentialProviderIntegrationExternalId",
-        integ.map(|u| u.to_string()),
-    );
-    put(&mut m, "privateNetworkAccess", o.opt_bool("privateNetworkAccess")?);
-    Ok(m)
+pub fn check_key_vault_fields(f: &mut CloudBKeyVaultValueFields) -> Result<(), FieldError> {
+    let pattern = "^[0-9a-zA-Z-]{1,127}$";
+    types::matching("secretName1", &f.secret_name1, secret_name, pattern)?;
+    types::non_empty(&mut f.secret_name2, false);
+    if let Some(s) = &f.secret_name2 {
+        types::matching("secretName2", s, secret_name, pattern)?;
+    }
+    Ok(())
 }
 
 /// The referenced integration exists in the provider's resource set and has the needed kind.
@@ -282,11 +254,6 @@ pub fn check_integration(p: &CredentialProvider, st: &State, kind: &str) -> Resu
 
 fn check_key_vault(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
     check_integration(p, st, INTEGRATION_KIND)
-}
-
-fn present_key_vault(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    out.entry("secretName2").or_insert(Value::Null);
-    out.entry("privateNetworkAccess").or_insert(Value::Bool(false));
 }
 
 fn compile_key_vault(p: &CredentialProvider) -> Backend {
@@ -315,10 +282,8 @@ pub const KEY_VAULT_SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse: parse_key_vault,
     check: check_key_vault,
     complete: types::no_complete,
-    present: present_key_vault,
     compile: compile_key_vault,
 };
 

@@ -3,12 +3,13 @@
 //! (2) `generateAccessToken` for the configured service account with that token as bearer. The
 //! exchange itself ([`access_token`]) is shared with objectStorageC log streams.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::mgmt::CloudCIdentityFederationFields;
+use svc_api::{FieldError, Timestamp};
 
 use super::ai_wif::{JWT_TOKEN_TYPE, TOKEN_EXCHANGE};
-use super::types::{self, Mode, TypeSpec, cfg_str, email, field_match, put};
+use super::types::{self, TypeSpec, cfg_str, email};
 use super::upstream_call::{json_body, post_json};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared, Services, assertion};
 use crate::domain::credential::CredentialProvider;
@@ -96,16 +97,13 @@ pub async fn access_token(
     Ok((token.to_string(), expires_at))
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    put(&mut m, "audience", types::field_str(o, mode, "audience", 1, 2048)?);
-    put(
-        &mut m,
+pub fn check_fields(f: &mut CloudCIdentityFederationFields) -> Result<(), FieldError> {
+    types::matching(
         "serviceAccountEmail",
-        field_match(o, mode, true, "serviceAccountEmail", 320, email, "an e-mail address")?,
-    );
-    put(&mut m, "lifetime", o.opt_i32_range("lifetime", 1, 43200)?);
-    Ok(m)
+        &f.service_account_email,
+        email,
+        "an e-mail address",
+    )
 }
 
 fn compile(p: &CredentialProvider) -> Backend {
@@ -130,9 +128,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse,
     check: types::no_check,
     complete: types::no_complete,
-    present: types::present_lifetime,
     compile,
 };

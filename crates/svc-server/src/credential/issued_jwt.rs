@@ -5,12 +5,13 @@
 
 use serde_json::{Map, Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::mgmt::{IssuedJwtFields, JwtAlgorithm, JwtClaimDto, ValueType};
+use svc_api::{FieldError, Timestamp};
 use uuid::Uuid;
 
 use super::assertion::{self, Alg};
 use super::dynamic;
-use super::types::{self, Mode, TypeSpec, cfg_str, field_str, put};
+use super::types::{self, TypeSpec, cfg_str};
 use super::{Backend, IssueCx, Issued, Prepared};
 use crate::config::Config;
 use crate::domain::credential::CredentialProvider;
@@ -27,23 +28,38 @@ pub struct Claim {
     pub dynamic: bool,
 }
 
-/// Reads a `JWTClaimDTO[]` field into its stored JSON form.
-pub fn parse_claims(o: &mut Obj, name: &str) -> Result<Option<Value>, FieldError> {
-    let list = o.opt_obj_list(name, |c| {
-        let key = c.req_str_len("key", 1, 256)?;
-        if RESERVED.contains(&key.as_str()) {
-            return Err(FieldError::new(c.path("key"), "cannot be iss, iat, exp, nbf or jti"));
+/// The rules of a `JWTClaimDTO[]` field (`name`): no reserved key, a dynamic value is a known
+/// template; `valueType` stored as `literal` when absent.
+pub fn check_claims(list: &mut Option<Vec<JwtClaimDto>>, name: &str) -> Result<(), FieldError> {
+    for (i, c) in list.iter_mut().flatten().enumerate() {
+        if RESERVED.contains(&c.key.as_str()) {
+            return Err(FieldError::new(
+                format!("{name}[{i}].key"),
+                "cannot be iss, iat, exp, nbf or jti",
+            ));
         }
-        let value = c.req_str_len("value", 0, 4096)?;
-        let vt = c
-            .opt_enum("valueType", &["literal", "dynamic"])?
-            .unwrap_or_else(|| "literal".into());
-        if vt == "dynamic" {
-            dynamic::check_template(&value).map_err(|e| FieldError::new(c.path("value"), e))?;
+        let vt = *c.value_type.get_or_insert(ValueType::Literal);
+        if vt == ValueType::Dynamic {
+            dynamic::check_template(&c.value).map_err(|e| FieldError::new(format!("{name}[{i}].value"), e))?;
         }
-        Ok(json!({"key": key, "value": value, "valueType": vt}))
-    })?;
-    Ok(list.map(Value::Array))
+    }
+    Ok(())
+}
+
+/// A subject (or other value) that is a template when `value_type` is `dynamic`: a known one;
+/// else it must pass `literal`.
+pub fn check_subject(
+    field: &str,
+    value: &str,
+    value_type: Option<ValueType>,
+    literal: impl FnOnce(&str) -> Result<(), String>,
+) -> Result<(), FieldError> {
+    let checked = if value_type == Some(ValueType::Dynamic) {
+        dynamic::check_template(value)
+    } else {
+        literal(value)
+    };
+    checked.map_err(|e| FieldError::new(field, e))
 }
 
 pub fn claims_of(v: Option<&Value>) -> Vec<Claim> {
@@ -179,48 +195,31 @@ impl IssuedJwt {
     }
 }
 
-fn parse(o: &mut Obj, mode: Mode, svid: bool) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let subject = field_str(o, mode, "subject", 1, 2048)?;
-    let subject_type = o.opt_enum("subjectType", &["literal", "dynamic"])?;
-    // In a PATCH without `subjectType` the stored type decides; the merged re-check catches it.
-    if let Some(s) = subject
-        .as_ref()
-        .filter(|_| mode == Mode::Full || subject_type.is_some())
-    {
-        if subject_type.as_deref() == Some("dynamic") {
-            dynamic::check_template(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
-        } else if svid {
-            super::x509svid::check_spiffe_id(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
+pub fn check_fields(f: &mut IssuedJwtFields, svid: bool) -> Result<(), FieldError> {
+    check_subject("subject", &f.subject, f.subject_type, |s| {
+        if svid {
+            super::x509svid::check_spiffe_id(s)
+        } else {
+            Ok(())
         }
+    })?;
+    check_claims(&mut f.custom_claims, "customClaims")?;
+    // A JWT-SVID's `sub` is its SPIFFE ID: a custom claim may not replace it.
+    if svid && let Some(i) = f.custom_claims.iter().flatten().position(|c| c.key == "sub") {
+        return Err(FieldError::new(
+            format!("customClaims[{i}].key"),
+            "cannot be sub in a JWT-SVID",
+        ));
     }
-    put(&mut m, "subject", subject);
-    put(&mut m, "subjectType", subject_type);
-    put(&mut m, "audience", field_str(o, mode, "audience", 1, 2048)?);
-    put(
-        &mut m,
-        "algorithmType",
-        o.opt_enum("algorithmType", &["ES256", "RS256"])?,
-    );
-    if let Some(c) = parse_claims(o, "customClaims")? {
-        // A JWT-SVID's `sub` is its SPIFFE ID: a custom claim may not replace it.
-        if svid && let Some(i) = c.as_array().and_then(|a| a.iter().position(|c| c["key"] == "sub")) {
-            return Err(FieldError::new(
-                format!("{}[{i}].key", o.path("customClaims")),
-                "cannot be sub in a JWT-SVID",
-            ));
-        }
-        m.insert("customClaims".into(), c);
-    }
-    Ok(m)
+    Ok(())
 }
 
-fn present(_: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
-    out.insert("issuer".into(), json!(cfg.issuer()));
-    // Defaults and an empty list as the contract states them (§3.5.2, §1.1).
-    out.entry("subjectType").or_insert(Value::from("literal"));
-    out.entry("algorithmType").or_insert(Value::from("ES256"));
-    out.entry("customClaims").or_insert(Value::Array(vec![]));
+/// The issuer, and the defaults and empty list as the contract states them (§3.5.2, §1.1).
+pub fn present(f: &mut IssuedJwtFields, cfg: &Config) {
+    f.issuer = Some(cfg.issuer().to_string());
+    f.subject_type.get_or_insert(ValueType::Literal);
+    f.algorithm_type.get_or_insert(JwtAlgorithm::ES256);
+    f.custom_claims.get_or_insert_with(Vec::new);
 }
 
 fn compile(p: &CredentialProvider, svid: bool) -> Backend {
@@ -254,10 +253,8 @@ pub const OIDC_SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &["issuer"],
     lifetime: Some((60, 86400, 3600)),
-    parse: |o, m| parse(o, m, false),
     check,
     complete: types::no_complete,
-    present,
     compile: |p| compile(p, false),
 };
 
@@ -269,9 +266,7 @@ pub const SVID_SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &["issuer"],
     lifetime: Some((60, 86400, 3600)),
-    parse: |o, m| parse(o, m, true),
     check,
     complete: types::no_complete,
-    present,
     compile: |p| compile(p, true),
 };

@@ -2,11 +2,12 @@
 //! token for the configured client, with HTTP Basic (`authHeader`, default) or form (`postBody`)
 //! client authentication, scopes and custom parameters.
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
+use svc_api::FieldError;
 use svc_api::edge::CredentialType;
-use svc_api::{FieldError, Obj};
+use svc_api::mgmt::{CredentialStyle, CustomParameterDto, LiteralValueType, OAuthClientCredentialFields};
 
-use super::types::{self, Mode, TypeSpec, cfg_str, check_url, field_str, put};
+use super::types::{self, TypeSpec, cfg_str, check_url};
 use super::upstream_call::{basic, oauth_credential, post_form};
 use super::{Backend, IssueCx, IssueError, Issued};
 use crate::config::Config;
@@ -33,18 +34,18 @@ const RESERVED_PARAMETERS: &[&str] = &[
     "state",
 ];
 
-/// Reads `CPTypeOAuth2CustomParameters[]` into stored JSON.
-pub fn parse_custom_parameters(o: &mut Obj) -> Result<Option<Value>, FieldError> {
-    let list = o.opt_obj_list("customParameters", |c| {
-        let key = c.req_str_len("key", 1, 256)?;
-        if RESERVED_PARAMETERS.contains(&key.as_str()) {
-            return Err(FieldError::new(c.path("key"), format!("{key} is set by the service")));
+/// `CPTypeOAuth2CustomParameters[]`: no protocol parameter; `valueType` stored as `literal`.
+pub fn check_custom_parameters(list: &mut Option<Vec<CustomParameterDto>>) -> Result<(), FieldError> {
+    for (i, c) in list.iter_mut().flatten().enumerate() {
+        if RESERVED_PARAMETERS.contains(&c.key.as_str()) {
+            return Err(FieldError::new(
+                format!("customParameters[{i}].key"),
+                format!("{} is set by the service", c.key),
+            ));
         }
-        let value = c.req_str_len("value", 0, 4096)?;
-        c.opt_enum("valueType", &["literal"])?;
-        Ok(json!({"key": key, "value": value, "valueType": "literal"}))
-    })?;
-    Ok(list.map(Value::Array))
+        c.value_type = Some(LiteralValueType::Literal);
+    }
+    Ok(())
 }
 
 pub fn custom_parameters(v: Option<&Value>) -> Vec<(String, String)> {
@@ -98,31 +99,18 @@ impl ClientCredentials {
     }
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    put(&mut m, "clientID", field_str(o, mode, "clientID", 1, 1024)?);
-    put(&mut m, "scope", o.opt_str_len("scope", 0, 4096)?);
-    if let Some(p) = parse_custom_parameters(o)? {
-        m.insert("customParameters".into(), p);
-    }
-    put(&mut m, "url", field_str(o, mode, "url", 1, 2048)?);
-    put(
-        &mut m,
-        "credentialStyle",
-        o.opt_enum("credentialStyle", &["authHeader", "postBody"])?,
-    );
-    Ok(m)
+pub fn check_fields(f: &mut OAuthClientCredentialFields) -> Result<(), FieldError> {
+    check_custom_parameters(&mut f.custom_parameters)
 }
 
 fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
     check_url("url", cfg_str(&p.config, "url").unwrap_or_default(), cfg)
 }
 
-fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    // Defaults and empty lists as the contract states them (§3.5.2, §1.1).
-    out.entry("scope").or_insert(Value::Null);
-    out.entry("customParameters").or_insert(Value::Array(vec![]));
-    out.entry("credentialStyle").or_insert(Value::from("authHeader"));
+/// Defaults and empty lists as the contract states them (§3.5.2, §1.1).
+pub fn present(f: &mut OAuthClientCredentialFields) {
+    f.custom_parameters.get_or_insert_with(Vec::new);
+    f.credential_style.get_or_insert(CredentialStyle::AuthHeader);
 }
 
 fn compile(p: &CredentialProvider) -> Backend {
@@ -149,9 +137,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse,
     check,
     complete: types::no_complete,
-    present,
     compile,
 };

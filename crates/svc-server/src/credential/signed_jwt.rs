@@ -5,13 +5,13 @@
 //! `ACCOUNT.USER.SHA256:<base64 SHA-256 of the DER public key>`.
 
 use aws_lc_rs::rsa::{KeyPair as RsaKeyPair, KeySize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::mgmt::SignedJwtFields;
+use svc_api::{FieldError, Timestamp};
 
-use super::types::{self, Mode, TypeSpec, cfg_str, field_str, put};
+use super::types::{self, TypeSpec, cfg_str};
 use super::{Backend, IssueError, Issued};
-use crate::config::Config;
 use crate::crypto::jose;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
@@ -73,43 +73,19 @@ fn derived_issuer(subject: &str, spki: &[u8]) -> String {
     )
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let req_enum = |o: &mut Obj, k: &str, allowed: &[&str]| {
-        if mode == Mode::Full {
-            o.req_enum(k, allowed).map(Some)
-        } else {
-            o.opt_enum(k, allowed)
-        }
-    };
-    put(
-        &mut m,
-        "tokenConfiguration",
-        req_enum(o, "tokenConfiguration", &["dataWarehouseA"])?,
-    );
-    put(&mut m, "algorithmType", req_enum(o, "algorithmType", &["RS256"])?);
-    let lifetime = if mode == Mode::Full {
-        Some(o.req_i32_range("lifetime", 1, 3600)?)
-    } else {
-        o.opt_i32_range("lifetime", 1, 3600)?
-    };
-    put(&mut m, "lifetime", lifetime);
-    let subject = field_str(o, mode, "subject", 3, 512)?;
-    if let Some(s) = &subject {
-        let ok = s.contains('.')
-            && !s.starts_with('.')
-            && !s.ends_with('.')
-            && !s.chars().any(|c| c.is_lowercase() || c.is_whitespace());
-        if !ok {
-            return Err(FieldError::new(o.path("subject"), "must be ACCOUNT.USER in upper case"));
-        }
+pub fn check_fields(f: &mut SignedJwtFields) -> Result<(), FieldError> {
+    let s = &f.subject;
+    let ok = s.contains('.')
+        && !s.starts_with('.')
+        && !s.ends_with('.')
+        && !s.chars().any(|c| c.is_lowercase() || c.is_whitespace());
+    if !ok {
+        return Err(FieldError::new("subject", "must be ACCOUNT.USER in upper case"));
     }
-    put(&mut m, "subject", subject);
-    put(&mut m, "issuer", o.opt_str_len("issuer", 1, 1024)?);
-    if let Some(k) = o.peek_str("privateKey").filter(|k| !k.is_empty()) {
-        parse_key(k).map_err(|e| FieldError::new(o.path("privateKey"), e))?;
+    if let Some(k) = f.private_key.as_deref().filter(|k| !k.is_empty()) {
+        parse_key(k).map_err(|e| FieldError::new("privateKey", e))?;
     }
-    Ok(m)
+    Ok(())
 }
 
 /// Generates the key pair when none is stored, and records the public key and issuer to show.
@@ -141,10 +117,9 @@ fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
 }
 
 /// `issuer` shows the effective value (given, or derived from subject and key).
-fn present(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    let derived = out.remove("derivedIssuer");
-    if out.get("issuer").is_none_or(Value::is_null) {
-        out.insert("issuer".into(), derived.unwrap_or(Value::Null));
+pub fn present(f: &mut SignedJwtFields, p: &CredentialProvider) {
+    if f.issuer.is_none() {
+        f.issuer = cfg_str(&p.config, "derivedIssuer").map(str::to_string);
     }
 }
 
@@ -175,9 +150,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &["keyContent"],
     lifetime: None,
-    parse,
     check: types::no_check,
     complete,
-    present,
     compile,
 };

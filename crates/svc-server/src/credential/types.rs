@@ -1,8 +1,12 @@
 //! The registry of credential-provider types: what each accepts, keeps secret, fills in, issues.
+//! Each type's fields are its DTO in `svc_api::mgmt` (`…Fields`); what their schema cannot state
+//! is the type's own [`check_fields`] arm, and how a stored provider is shown its [`fields_of`]
+//! arm.
 
 use serde_json::{Map, Value};
+use svc_api::FieldError;
 use svc_api::edge::CredentialType;
-use svc_api::{FieldError, Obj};
+use svc_api::mgmt::{CredentialProviderFields, CredentialProviderType};
 
 use super::Backend;
 use crate::config::Config;
@@ -10,22 +14,10 @@ use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
 use crate::state::State;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// POST / PUT: required fields must be present.
-    Full,
-    /// PATCH (`providerDetailJSON` keys replace fields): everything optional.
-    Patch,
-}
-
-/// Reads a type's non-secret variant fields.
-pub type ParseFn = fn(&mut Obj, Mode) -> Result<Map<String, Value>, FieldError>;
 /// Checks a complete provider against the state and configuration (references, cross-field rules).
 pub type CheckFn = fn(&CredentialProvider, &State, &Config) -> Result<(), Error>;
 /// Fills server-made fields before the provider is stored (generated keys, derived values).
 pub type CompleteFn = fn(&mut CredentialProvider) -> Result<(), Error>;
-/// Adds computed output fields (URLs that depend on the public base URL).
-pub type PresentFn = fn(&CredentialProvider, &Config, &mut Map<String, Value>);
 
 pub struct TypeSpec {
     pub name: &'static str,
@@ -42,10 +34,8 @@ pub struct TypeSpec {
     pub ro_fields: &'static [&'static str],
     /// `lifetimeTimeSpanSeconds`: (min, max, default) for types that use it; others store 0.
     pub lifetime: Option<(i32, i32, i32)>,
-    pub parse: ParseFn,
     pub check: CheckFn,
     pub complete: CompleteFn,
-    pub present: PresentFn,
     pub compile: fn(&CredentialProvider) -> Backend,
 }
 
@@ -57,15 +47,8 @@ pub fn no_complete(_: &mut CredentialProvider) -> Result<(), Error> {
     Ok(())
 }
 
-pub fn no_present(_: &CredentialProvider, _: &Config, _: &mut Map<String, Value>) {}
-
-/// The `lifetime` (seconds) of the cloud federation types when none is stored.
-const FEDERATION_LIFETIME: i64 = 3600;
-
-/// `PresentFn` of the cloud federation types: `lifetime` shows its default when none is stored.
-pub fn present_lifetime(_: &CredentialProvider, _: &Config, out: &mut Map<String, Value>) {
-    out.entry("lifetime").or_insert(Value::from(FEDERATION_LIFETIME));
-}
+/// The `lifetime` (seconds) of the cloud federation types when none is stored (shown so).
+pub const FEDERATION_LIFETIME: i64 = 3600;
 
 /// The stored `lifetime` of a cloud federation type, or its default.
 pub fn cfg_lifetime(c: &Map<String, Value>) -> i64 {
@@ -140,24 +123,85 @@ pub fn names() -> Vec<&'static str> {
     TYPES.iter().map(|t| t.name).collect()
 }
 
+/// The checks of a type's fields that their schema cannot state (patterns, dynamic expressions,
+/// SPIFFE IDs, reserved names), and their stored form (an optional text given as `""` is absent,
+/// a list item's `valueType` filled in). Errors name the field by its path among the type's
+/// fields (the caller puts `providerDetailJSON.` before it where the fields came from there).
+pub fn check_fields(fields: &mut CredentialProviderFields) -> Result<(), FieldError> {
+    use CredentialProviderFields as F;
+    match fields {
+        F::SvcAccessToken(_) | F::UsernamePassword(_) => Ok(()),
+        F::ApiKey(f) => super::apikey::check_fields(f),
+        F::OAuthAuthorizationCode(f) => super::authorization_code::check_fields(f),
+        F::CloudASts(f) => super::clouda_sts::check_fields(f),
+        F::OAuthClientCredential(f) => super::oauth::check_fields(f),
+        F::SignedJwt(f) => super::signed_jwt::check_fields(f),
+        F::VaultClientToken(f) => super::vault::check_fields(f),
+        F::OidcIdToken(f) => super::issued_jwt::check_fields(f, false),
+        F::JwtSvidToken(f) => super::issued_jwt::check_fields(f, true),
+        F::X509Svid(f) => super::x509svid::check_fields(f),
+        F::AiAWif(f) => super::ai_wif::check_fields_a(f),
+        F::AiBWif(f) => super::ai_wif::check_fields_b(f),
+        F::CloudCIdentityFederation(f) => super::cloudc_wif::check_fields(f),
+        F::CloudBDirectoryFederation(f) => super::cloudb::check_directory_fields(f),
+        F::CloudBKeyVaultValue(f) => super::cloudb::check_key_vault_fields(f),
+        F::CiBManagedAccount(f) => super::cib_account::check_fields(f),
+    }
+}
+
+/// The stored form of checked fields: the variant map (absent values left out) and the secrets
+/// given (an empty one is not given: the stored one stays, §1.9).
+pub fn stored(fields: &CredentialProviderFields, spec: &TypeSpec) -> (Map<String, Value>, Vec<(&'static str, String)>) {
+    let Ok(Value::Object(mut m)) = serde_json::to_value(fields) else {
+        return (Map::new(), Vec::new());
+    };
+    let mut secrets = Vec::new();
+    for s in spec.secret_fields {
+        if let Some(Value::String(v)) = m.remove(*s)
+            && !v.is_empty()
+        {
+            secrets.push((*s, v));
+        }
+    }
+    m.retain(|_, v| !v.is_null());
+    (m, secrets)
+}
+
+/// A stored provider's fields as its DTOs show them: the stored values, the computed ones and
+/// the defaults of what was left out (§3.5.2); secrets `None`.
+pub fn fields_of(p: &CredentialProvider, cfg: &Config) -> CredentialProviderFields {
+    use CredentialProviderFields as F;
+    // A stored provider's type is one this version writes (a newer schema is refused at start).
+    let kind = CredentialProviderType::parse(&p.cp_type).expect("a stored provider's type is known");
+    let mut fields = CredentialProviderFields::from_stored(kind, Value::Object(p.config.clone())).unwrap_or_else(|e| {
+        tracing::warn!(provider = %p.meta.id, error = %e, "a stored credential provider's fields cannot be read");
+        CredentialProviderFields::empty(kind)
+    });
+    match &mut fields {
+        F::SvcAccessToken(_) | F::ApiKey(_) | F::UsernamePassword(_) => {}
+        F::CloudBDirectoryFederation(_) | F::AiAWif(_) | F::AiBWif(_) | F::CiBManagedAccount(_) => {}
+        F::OAuthAuthorizationCode(f) => super::authorization_code::present(f, p, cfg),
+        F::CloudASts(f) => {
+            f.lifetime.get_or_insert(FEDERATION_LIFETIME as i32);
+        }
+        F::OAuthClientCredential(f) => super::oauth::present(f),
+        F::SignedJwt(f) => super::signed_jwt::present(f, p),
+        F::VaultClientToken(f) => super::vault::present(f, cfg),
+        F::OidcIdToken(f) | F::JwtSvidToken(f) => super::issued_jwt::present(f, cfg),
+        F::X509Svid(f) => super::x509svid::present(f),
+        F::CloudCIdentityFederation(f) => {
+            f.lifetime.get_or_insert(FEDERATION_LIFETIME as i32);
+        }
+        F::CloudBKeyVaultValue(f) => {
+            f.private_network_access.get_or_insert(false);
+        }
+    }
+    fields
+}
+
 /// Reads an optional string field of the variant config.
 pub fn cfg_str<'a>(c: &'a Map<String, Value>, k: &str) -> Option<&'a str> {
     c.get(k).and_then(Value::as_str)
-}
-
-/// Copies a parsed optional value into the variant map (absent stays absent).
-pub fn put(m: &mut Map<String, Value>, k: &str, v: Option<impl Into<Value>>) {
-    if let Some(v) = v {
-        m.insert(k.to_string(), v.into());
-    }
-}
-
-/// A required field in Full mode, optional in Patch mode.
-pub fn field_str(o: &mut Obj, mode: Mode, k: &str, min: usize, max: usize) -> Result<Option<String>, FieldError> {
-    match mode {
-        Mode::Full => o.req_str_len(k, min, max).map(Some),
-        Mode::Patch => o.opt_str_len(k, min, max),
-    }
 }
 
 /// An upstream URL field: [`crate::upstream::check_url_field`].
@@ -165,28 +209,22 @@ pub fn check_url(field: &str, url: &str, cfg: &Config) -> Result<(), Error> {
     crate::upstream::check_url_field(field, url, cfg)
 }
 
-/// A string field that must satisfy `ok` (described by `pattern` in the error). Required fields
-/// are required in Full mode only; an optional field given as `""` counts as absent.
-pub fn field_match(
-    o: &mut Obj,
-    mode: Mode,
-    required: bool,
-    k: &str,
-    max: usize,
-    ok: fn(&str) -> bool,
-    pattern: &str,
-) -> Result<Option<String>, FieldError> {
-    let v = if required && mode == Mode::Full {
-        Some(o.req_str_len(k, 1, max)?)
+/// `v` must pass `ok`, else `<field>: must match <pattern>`.
+pub fn matching(field: &str, v: &str, ok: fn(&str) -> bool, pattern: &str) -> Result<(), FieldError> {
+    if ok(v) {
+        Ok(())
     } else {
-        o.opt_str_len(k, 0, max)?.filter(|s| !s.is_empty() || required)
-    };
-    if let Some(s) = &v
-        && !ok(s)
-    {
-        return Err(FieldError::new(o.path(k), format!("must match {pattern}")));
+        Err(FieldError::new(field, format!("must match {pattern}")))
     }
-    Ok(v)
+}
+
+/// An optional text where `""` (or blanks, `blank`) means absent.
+pub fn non_empty(v: &mut Option<String>, blank: bool) {
+    if v.as_deref()
+        .is_some_and(|s| if blank { s.trim().is_empty() } else { s.is_empty() })
+    {
+        *v = None;
+    }
 }
 
 /// `prefix` followed by at least one character.
@@ -213,4 +251,39 @@ pub fn email(s: &str) -> bool {
         && !domain.starts_with('.')
         && !domain.ends_with('.')
         && domain.chars().all(domain_ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The registry and the DTOs' `type` list the same types in the same order (the order of
+    /// `type: must be one of …`).
+    #[test]
+    fn every_type_has_its_dto_variant_in_the_same_order() {
+        let dto: Vec<&str> = CredentialProviderType::ALL.iter().map(|t| t.as_str()).collect();
+        assert_eq!(names(), dto);
+        for t in CredentialProviderType::ALL {
+            assert_eq!(CredentialProviderType::parse(t.as_str()), Some(t));
+            assert_eq!(CredentialProviderFields::empty(t).kind(), t);
+        }
+    }
+
+    /// What a type's fields store: no secret, no absent value; secrets given apart, an empty
+    /// one not at all.
+    #[test]
+    fn stored_fields_keep_secrets_apart() {
+        let fields = CredentialProviderFields::UsernamePassword(svc_api::mgmt::UsernamePasswordFields {
+            username: "u".into(),
+            password: Some("pw".into()),
+        });
+        let (m, secrets) = stored(&fields, spec("username-password").expect("registered"));
+        assert_eq!(Value::Object(m), serde_json::json!({"username": "u"}));
+        assert_eq!(secrets, vec![("password", "pw".to_string())]);
+        let fields = CredentialProviderFields::ApiKey(svc_api::mgmt::ApiKeyFields {
+            api_key: Some(String::new()),
+        });
+        let (m, secrets) = stored(&fields, spec("apikey").expect("registered"));
+        assert!(m.is_empty() && secrets.is_empty());
+    }
 }

@@ -1,11 +1,10 @@
 //! `username-password`: a stored username and password (contract §3.5.2), issued as
 //! `UsernamePassword` with no expiry.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj};
 
-use super::types::{self, Mode, TypeSpec};
+use super::types::{self, TypeSpec};
 use super::{Backend, Issued};
 use crate::domain::Secret;
 use crate::domain::credential::CredentialProvider;
@@ -34,19 +33,6 @@ impl UsernamePassword {
     }
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let username = if mode == Mode::Patch {
-        o.opt_str_len("username", 1, 1024)?
-    } else {
-        Some(o.req_str_len("username", 1, 1024)?)
-    };
-    if let Some(u) = username {
-        m.insert("username".into(), Value::String(u));
-    }
-    Ok(m)
-}
-
 fn compile(p: &CredentialProvider) -> Backend {
     match (
         p.config.get("username").and_then(Value::as_str),
@@ -68,9 +54,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &["password"],
     ro_fields: &[],
     lifetime: None,
-    parse,
     check: types::no_check,
     complete: types::no_complete,
-    present: types::no_present,
     compile,
 };

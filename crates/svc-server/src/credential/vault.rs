@@ -3,14 +3,14 @@
 //! JWT is signed by this service's issuer (RS256) for the vault's audience, with a literal or
 //! dynamic subject and custom claims. The vault's `client_token` is the credential.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
+use svc_api::FieldError;
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj};
+use svc_api::mgmt::{ValueType, VaultClientTokenFields};
 
 use super::assertion::{self, Alg};
-use super::dynamic;
-use super::issued_jwt::{Claim, apply_claims, claims_of, parse_claims, resolve_into};
-use super::types::{Mode, TypeSpec, cfg_str, field_str, put};
+use super::issued_jwt::{Claim, apply_claims, check_claims, check_subject, claims_of, resolve_into};
+use super::types::{TypeSpec, cfg_str};
 use super::upstream_call::{json_body, post_json};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared};
 use crate::config::Config;
@@ -86,44 +86,11 @@ impl Vault {
     }
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    put(&mut m, "issuer", o.opt_str("issuer")?);
-    let subject = field_str(o, mode, "subject", 1, 2048)?;
-    let subject_type = o.opt_enum("subjectType", &["literal", "dynamic"])?;
-    if let (Some(s), Some("dynamic")) = (&subject, subject_type.as_deref()) {
-        dynamic::check_template(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
-    }
-    put(&mut m, "subject", subject);
-    put(&mut m, "subjectType", subject_type);
-    let lifetime = if mode == Mode::Full {
-        Some(o.req_i32_range("lifetime", 1, 3600)?)
-    } else {
-        o.opt_i32_range("lifetime", 1, 3600)?
-    };
-    put(&mut m, "lifetime", lifetime);
-    if let Some(c) = parse_claims(o, "customClaimNames")? {
-        m.insert("customClaimNames".into(), c);
-    }
-    put(&mut m, "vaultHost", field_str(o, mode, "vaultHost", 1, 253)?);
-    let port = if mode == Mode::Full {
-        Some(o.req_i32_range("port", 1, 65535)?)
-    } else {
-        o.opt_i32_range("port", 1, 65535)?
-    };
-    put(&mut m, "port", port);
-    put(&mut m, "tls", o.opt_bool("tls")?);
-    let path = field_str(o, mode, "authenticationPath", 1, 512)?.map(|p| p.trim_matches('/').to_string());
-    put(&mut m, "authenticationPath", path);
-    put(&mut m, "namespace", o.opt_str_len("namespace", 0, 512)?);
-    put(&mut m, "role", o.opt_str_len("role", 0, 512)?);
-    put(
-        &mut m,
-        "forwardingConfig",
-        o.opt_enum("forwardingConfig", &["", "conditional", "unconditional"])?,
-    );
-    put(&mut m, "privateNetworkAccess", o.opt_bool("privateNetworkAccess")?);
-    Ok(m)
+pub fn check_fields(f: &mut VaultClientTokenFields) -> Result<(), FieldError> {
+    check_subject("subject", &f.subject, f.subject_type, |_| Ok(()))?;
+    check_claims(&mut f.custom_claim_names, "customClaimNames")?;
+    f.authentication_path = f.authentication_path.trim_matches('/').to_string();
+    Ok(())
 }
 
 fn check(p: &CredentialProvider, st: &State, cfg: &Config) -> Result<(), Error> {
@@ -161,16 +128,13 @@ fn check(p: &CredentialProvider, st: &State, cfg: &Config) -> Result<(), Error> 
     Ok(())
 }
 
-fn present(_: &CredentialProvider, cfg: &Config, out: &mut Map<String, Value>) {
-    out.insert("issuer".into(), json!(cfg.issuer()));
-    out.entry("tls").or_insert(Value::Bool(true));
-    for k in ["namespace", "role", "forwardingConfig"] {
-        out.entry(k).or_insert(Value::Null);
-    }
-    // The default and an empty list as the contract states them (§3.5.2, §1.1).
-    out.entry("subjectType").or_insert(Value::from("literal"));
-    out.entry("customClaimNames").or_insert(Value::Array(vec![]));
-    out.entry("privateNetworkAccess").or_insert(Value::Bool(false));
+/// The issuer, and the defaults and empty list as the contract states them (§3.5.2, §1.1).
+pub fn present(f: &mut VaultClientTokenFields, cfg: &Config) {
+    f.issuer = Some(cfg.issuer().to_string());
+    f.tls.get_or_insert(true);
+    f.subject_type.get_or_insert(ValueType::Literal);
+    f.custom_claim_names.get_or_insert_with(Vec::new);
+    f.private_network_access.get_or_insert(false);
 }
 
 fn compile(p: &CredentialProvider) -> Backend {
@@ -210,9 +174,7 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: None,
-    parse,
     check,
     complete: super::types::no_complete,
-    present,
     compile,
 };

@@ -11,13 +11,15 @@ use rcgen::{
     CertificateParams, DistinguishedName, DnType, DnValue, ExtendedKeyUsagePurpose, IsCa, KeyUsagePurpose, SanType,
     SerialNumber,
 };
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use svc_api::edge::{CredentialType, EdgeCredentials};
-use svc_api::{FieldError, Obj, Timestamp};
+use svc_api::mgmt::{ValueType, X509SvidFields};
+use svc_api::{FieldError, Timestamp};
 use x509_cert::request::CertReq;
 
 use super::dynamic;
-use super::types::{self, Mode, TypeSpec, cfg_str, field_str, put};
+use super::issued_jwt::check_subject;
+use super::types::{self, TypeSpec, cfg_str};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared};
 use crate::crypto::jose::KeyType;
 use crate::crypto::x509::{Spki, parse_spki};
@@ -318,55 +320,26 @@ impl X509Svid {
     }
 }
 
-fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
-    let mut m = Map::new();
-    let id = field_str(o, mode, "spiffeId", 1, 2048)?;
-    let id_type = o.opt_enum("spiffeIdType", &["literal", "dynamic"])?;
-    // In a PATCH without the `…Type` field the stored type decides; the merged re-check catches it.
-    if let Some(i) = id.as_ref().filter(|_| mode == Mode::Full || id_type.is_some()) {
-        if id_type.as_deref() == Some("dynamic") {
-            dynamic::check_template(i).map_err(|e| FieldError::new(o.path("spiffeId"), e))?;
-        } else {
-            check_spiffe_id(i).map_err(|e| FieldError::new(o.path("spiffeId"), e))?;
-        }
+pub fn check_fields(f: &mut X509SvidFields) -> Result<(), FieldError> {
+    check_subject("spiffeId", &f.spiffe_id, f.spiffe_id_type, check_spiffe_id)?;
+    if let Some(s) = &f.subject {
+        check_subject("subject", s, f.subject_type, |s| parse_subject(s).map(|_| ()))?;
     }
-    put(&mut m, "spiffeId", id);
-    put(&mut m, "spiffeIdType", id_type);
-    let subject = o.opt_str_len("subject", 0, 1024)?;
-    let subject_type = o.opt_enum("subjectType", &["literal", "dynamic"])?;
-    if let Some(s) = subject
-        .as_ref()
-        .filter(|_| mode == Mode::Full || subject_type.is_some())
-    {
-        if subject_type.as_deref() == Some("dynamic") {
-            dynamic::check_template(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
-        } else {
-            parse_subject(s).map_err(|e| FieldError::new(o.path("subject"), e))?;
-        }
-    }
-    put(&mut m, "subject", subject);
-    put(&mut m, "subjectType", subject_type);
     // The only usage is the default one: nothing to store (`[]` and repeats read as it).
-    if let Some(usages) = o.opt_str_list("keyUsage")?
+    if let Some(usages) = f.key_usage.take()
         && usages.iter().any(|u| u != "digitalSignature")
     {
-        return Err(FieldError::new(
-            o.path("keyUsage"),
-            "only digitalSignature is supported",
-        ));
+        return Err(FieldError::new("keyUsage", "only digitalSignature is supported"));
     }
-    put(&mut m, "idkpClientAuth", o.opt_bool("idkpClientAuth")?);
-    put(&mut m, "idkpServerAuth", o.opt_bool("idkpServerAuth")?);
-    Ok(m)
+    Ok(())
 }
 
-fn present(_: &CredentialProvider, _: &crate::config::Config, out: &mut Map<String, Value>) {
-    out.entry("spiffeIdType").or_insert(json!("literal"));
-    out.entry("subject").or_insert(Value::Null);
-    out.entry("subjectType").or_insert(Value::Null);
-    out.entry("keyUsage").or_insert(json!(["digitalSignature"]));
-    out.entry("idkpClientAuth").or_insert(Value::Bool(true));
-    out.entry("idkpServerAuth").or_insert(Value::Bool(false));
+/// The defaults as the contract states them (§3.5.2).
+pub fn present(f: &mut X509SvidFields) {
+    f.spiffe_id_type.get_or_insert(ValueType::Literal);
+    f.key_usage = Some(vec!["digitalSignature".to_string()]);
+    f.idkp_client_auth.get_or_insert(true);
+    f.idkp_server_auth.get_or_insert(false);
 }
 
 fn compile(p: &CredentialProvider) -> Backend {
@@ -393,10 +366,8 @@ pub const SPEC: TypeSpec = TypeSpec {
     required_secrets: &[],
     ro_fields: &[],
     lifetime: Some((900, 124_416_000, 3600)),
-    parse,
     check: types::no_check,
     complete: types::no_complete,
-    present,
     compile,
 };
 

@@ -156,7 +156,7 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
     o.insert("contentSecurity".into(), css);
     let cp = single_cp(p).and_then(|c| st.get::<CredentialProvider>(&c)).map(|c| {
         for_reader(&may, c.as_ref(), |c| {
-            super::credential_providers::provider_v1_json(st, &app.cfg, c)
+            super::crud::to_json(&super::credential_providers::provider_v1_dto(st, &app.cfg, c))
         })
     });
     o.insert("credentialProvider".into(), cp.unwrap_or(Value::Null));

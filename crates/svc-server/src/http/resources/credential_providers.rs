@@ -6,10 +6,15 @@ use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{Map, Value, json};
-use svc_api::Obj;
+use svc_api::mgmt::{
+    CredentialProviderCommon, CredentialProviderDto, CredentialProviderFields, CredentialProviderPatchDto,
+    CredentialProviderType, CredentialProviderUiDto, CredentialProviderV1PatchDto, CredentialProviderV2Dto,
+};
+use svc_api::{GenericResponse, schema};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, parse_base, resolve_rs};
+use super::common::{BaseInput, base_dto, base_input, check_rs_unchanged, patch_input, resolve_rs};
+use super::crud::{count, discriminator_kept, to_json};
 use super::scoped::{delete_released, find, for_update, list_in_rs, read_in_rs, taken};
 use crate::app::App;
 use crate::config::Config;
@@ -19,7 +24,7 @@ use crate::domain::credential::{CredentialProvider, SecretFields};
 use crate::domain::{Kind, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, ListSpec, field_filter};
@@ -27,76 +32,74 @@ use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
 use crate::service::write::{Write, new_external_id};
 use crate::state::State as Snapshot;
-use svc_api::GenericResponse;
 
 const CATEGORY: &str = "CredentialProviders";
 
 pub fn register(api: &mut Api<'_>) {
     let (p, s) = (Perm::CredentialProviders, Scope::Rs);
+    type V2 = CredentialProviderV2Dto;
+    type V1 = CredentialProviderUiDto;
     api.guarded("/api/v2/credential-providers", p, s)
         .get(
             list::<ApiV2>,
             Op::new("List credential providers (§3.5)")
                 .query(Query::List)
-                .list::<Untyped>("credentialProviders"),
+                .list::<V2>("credentialProviders"),
         )
         .post(
             create::<ApiV2>,
-            Op::new("Create a credential provider")
-                .body::<Untyped>()
-                .ok::<Untyped>(201),
+            Op::new("Create a credential provider").body::<V2>().ok::<V2>(201),
         )
         .put(
             replace::<ApiV2>,
-            Op::new("Replace a credential provider")
-                .body::<Untyped>()
-                .ok::<Untyped>(200),
+            Op::new("Replace a credential provider").body::<V2>().ok::<V2>(200),
         );
     api.guarded("/api/v2/credential-providers/{id}", p, s)
         .get(
             read::<ApiV2>,
-            Op::new("Read a credential provider").ok::<Untyped>(200).empty(204),
+            Op::new("Read a credential provider").ok::<V2>(200).empty(204),
         )
         .patch(
             patch::<ApiV2>,
             Op::new("Patch a credential provider")
-                .body::<Untyped>()
-                .ok::<Untyped>(200),
+                .body::<CredentialProviderPatchDto>()
+                .ok::<V2>(200),
         )
         .delete(remove::<ApiV2>, Op::new("Delete a credential provider").empty(204));
     api.guarded("/api/v2/credential-providers/{id}/verification", p, s).get(
         verification,
-        Op::new("Verify a credential provider").ok::<GenericResponse>(200),
+        Op::new("Verify a credential provider: one real fetch (`success` says whether a credential was obtained)")
+            .ok::<GenericResponse>(200),
     );
     api.guarded("/api/v1/credential-providers", p, s)
         .get(
             list::<ApiV1>,
             Op::new("List credential providers (§3.6, deprecated)")
                 .query(Query::List)
-                .list::<Untyped>("credentialProviders"),
+                .list::<V1>("credentialProviders"),
         )
         .post(
             create::<ApiV1>,
             Op::new("Create a credential provider")
-                .body::<Untyped>()
-                .ok::<Untyped>(201),
+                .body::<CredentialProviderDto>()
+                .ok::<V1>(201),
         )
         .put(
             replace::<ApiV1>,
             Op::new("Replace a credential provider")
-                .body::<Untyped>()
-                .ok::<Untyped>(201),
+                .body::<CredentialProviderDto>()
+                .ok::<V1>(201),
         );
     api.guarded("/api/v1/credential-providers/{id}", p, s)
         .get(
             read::<ApiV1>,
-            Op::new("Read a credential provider").ok::<Untyped>(200).empty(204),
+            Op::new("Read a credential provider").ok::<V1>(200).empty(204),
         )
         .patch(
             patch::<ApiV1>,
             Op::new("Patch a credential provider")
-                .body::<Untyped>()
-                .ok::<Untyped>(201),
+                .body::<CredentialProviderV1PatchDto>()
+                .ok::<V1>(201),
         )
         .delete(remove::<ApiV1>, Op::new("Delete a credential provider").empty(204));
     // `authorize` is a write though it is a GET.
@@ -104,16 +107,20 @@ pub fn register(api: &mut Api<'_>) {
         "/api/v2/credential-providers/{id}/authorize",
         "/api/v1/credential-providers/{id}/authorize",
     ] {
-        api.guarded(path, p, s)
-            .as_write(true)
-            .get(authorize, Op::new("Start the admin consent (§3.5.4)").redirect());
+        api.guarded(path, p, s).as_write(true).get(
+            authorize,
+            Op::new("Start the admin consent (§3.5.4): 302 to the authorization server").redirect(),
+        );
     }
     api.public("/api/v1/credential-providers/{id}/callback").get(
         callback,
-        Op::new("The admin consent's callback (§3.5.4)")
-            .query(Query::Callback)
-            .ok::<GenericResponse>(200)
-            .redirect(),
+        Op::new(
+            "The admin consent's callback (§3.5.4): 302 to finalCallbackUrl when set, else 200; \
+             400 when the state is unknown or the authorization failed",
+        )
+        .query(Query::Callback)
+        .ok::<GenericResponse>(200)
+        .redirect(),
     );
 }
 
@@ -127,193 +134,175 @@ const SPEC: ListSpec = ListSpec::new("credentialProviders", Base::Scoped)
     ])
     .filters(&[field_filter("type")]);
 
-const BASE_RO: &[&str] = &["lifetimeExpiration", "accessPolicyCount"];
+/// Where v1's variant fields are, and what a v1 error about one of them starts with.
+const DETAIL: &str = "providerDetailJSON";
 
-fn spec_of(name: &str) -> Result<&'static TypeSpec> {
-    types::spec(name).ok_or_else(|| Error::field("type", format!("must be one of {}", types::names().join(", "))))
+fn spec_of(kind: CredentialProviderType) -> Result<&'static TypeSpec> {
+    types::spec(kind.as_str()).ok_or_else(|| Error::internal("a credential provider type without its spec"))
 }
 
-/// The variant fields as the wire shows them: stored non-secret fields and computed ones, with
-/// secrets as `null` (or removed, for the v1 text).
-fn variant_fields(p: &CredentialProvider, cfg: &Config, secrets_as_null: bool) -> Map<String, Value> {
-    let mut m = p.config.clone();
-    if let Some(spec) = types::spec(&p.cp_type) {
-        (spec.present)(p, cfg, &mut m);
+fn stored_kind(p: &CredentialProvider) -> Result<CredentialProviderType> {
+    CredentialProviderType::parse(&p.cp_type).ok_or_else(|| Error::internal("a stored provider of an unknown type"))
+}
+
+fn common_dto(st: &Snapshot, p: &CredentialProvider) -> CredentialProviderCommon {
+    CredentialProviderCommon {
+        base: base_dto(&p.meta),
+        resource_set: Some(p.meta.scope()),
+        lifetime_time_span_seconds: Some(p.lifetime_time_span_seconds),
+        lifetime_expiration: p.lifetime_expiration,
+        access_policy_count: count(st.idx.policy_count(RefField::CredentialProvider, p.meta.id)),
+    }
+}
+
+/// `CredentialProviderV2DTO`: the variant of the provider's type, secrets `null`.
+pub fn provider_v2_dto(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> CredentialProviderV2Dto {
+    CredentialProviderV2Dto::from_parts(common_dto(st, p), types::fields_of(p, cfg))
+}
+
+/// `CredentialProviderUIDTO` (v1): the type's fields as JSON text, secrets left out.
+pub fn provider_v1_dto(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> CredentialProviderUiDto {
+    let fields = types::fields_of(p, cfg);
+    let kind = fields.kind();
+    let mut detail = to_json(&fields);
+    if let (Some(m), Some(spec)) = (detail.as_object_mut(), types::spec(&p.cp_type)) {
         for s in spec.secret_fields {
-            if secrets_as_null {
-                m.insert(s.to_string(), Value::Null);
-            } else {
-                m.remove(*s);
-            }
+            m.remove(*s);
         }
     }
-    m
-}
-
-/// `CredentialProviderV2DTO` (flat variant).
-pub fn provider_v2_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
-    let mut o = Map::new();
-    o.insert("type".into(), json!(p.cp_type));
-    o.extend(base_json(&p.meta, true));
-    o.insert("lifetimeTimeSpanSeconds".into(), json!(p.lifetime_time_span_seconds));
-    o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(RefField::CredentialProvider, p.meta.id)),
-    );
-    o.extend(variant_fields(p, cfg, true));
-    Value::Object(o)
-}
-
-/// `CredentialProviderUIDTO` (v1): variant fields as JSON text, secrets removed.
-pub fn provider_v1_json(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
-    let mut o = base_json(&p.meta, true);
-    o.insert("type".into(), json!(p.cp_type));
-    let role = (p.cp_type == crate::credential::access_token::TYPE)
-        .then(|| p.config.get("roleId").cloned())
-        .flatten();
-    o.insert("roleId".into(), role.unwrap_or(Value::Null));
-    o.insert("lifetimeTimeSpanSeconds".into(), json!(p.lifetime_time_span_seconds));
-    o.insert("lifetimeExpiration".into(), json!(p.lifetime_expiration));
-    o.insert(
-        "providerDetailJSON".into(),
-        json!(Value::Object(variant_fields(p, cfg, false)).to_string()),
-    );
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(RefField::CredentialProvider, p.meta.id)),
-    );
-    Value::Object(o)
+    let role = match &fields {
+        CredentialProviderFields::SvcAccessToken(f) => Some(f.role_id),
+        _ => None,
+    };
+    let common = common_dto(st, p);
+    CredentialProviderUiDto {
+        provider: CredentialProviderDto {
+            base: common.base,
+            resource_set: common.resource_set,
+            kind,
+            role_id: role,
+            lifetime_time_span_seconds: common.lifetime_time_span_seconds,
+            lifetime_expiration: common.lifetime_expiration,
+            provider_detail_json: Some(detail.to_string()),
+            access_policy_count: common.access_policy_count,
+        },
+    }
 }
 
 /// Secret fields given in a request: (wire name, value).
 type GivenSecrets = Vec<(&'static str, String)>;
 
-/// A request reduced to what both API versions carry.
+/// A POST or PUT body reduced to what both API versions carry.
 struct Input {
     base: BaseInput,
-    cp_type: Option<String>,
+    kind: CredentialProviderType,
     lifetime: Option<i32>,
     config: Map<String, Value>,
-    secrets: Vec<(&'static str, String)>,
-    /// PATCH: `providerDetailJSON` text, read against the stored type.
-    detail: Option<String>,
-    /// v1 PATCH: the top-level `roleId`.
-    role: Option<Uuid>,
-    /// v1 POST/PUT: the effective `roleId` is the top-level field, not one inside
-    /// `providerDetailJSON` (an error about it names `roleId`, not `providerDetailJSON.roleId`).
+    secrets: GivenSecrets,
+    /// v1: the effective `roleId` is the top-level field, not one inside `providerDetailJSON`
+    /// (an error about it names `roleId`, not `providerDetailJSON.roleId`).
     role_top: bool,
 }
 
-/// v1's top-level `roleId` mirrors `svc-access-token.roleId`: it goes into the variant fields
-/// (unless `providerDetailJSON` names one too). For other types a non-null `roleId` is refused.
-/// Also says whether the top-level value is the one that applies.
-fn with_role(detail: Option<String>, role: Option<Uuid>, cp_type: &str) -> Result<(Option<String>, bool)> {
-    let Some(role) = role else { return Ok((detail, false)) };
-    if cp_type != crate::credential::access_token::TYPE {
+/// A PATCH body (`CredentialProviderPatchDTO`; v1 also `roleId`).
+struct PatchInput {
+    base: BaseInput,
+    kind: Option<String>,
+    lifetime: Option<i32>,
+    /// `providerDetailJSON` text, read against the stored type.
+    detail: Option<String>,
+    /// v1: the top-level `roleId`.
+    role: Option<Uuid>,
+}
+
+/// `providerDetailJSON`'s text as JSON.
+fn detail_value(text: &str) -> Result<Value> {
+    match serde_json::from_str(text) {
+        Ok(Value::Null) => Err(Error::field(DETAIL, "must be an object, not null")),
+        Ok(v) => Ok(v),
+        Err(e) => Err(Error::field(DETAIL, format!("must be JSON text of an object ({e})"))),
+    }
+}
+
+/// v1's `providerDetailJSON` with v1's top-level `roleId`, which mirrors `svc-access-token.roleId`:
+/// it goes into the variant fields (unless `providerDetailJSON` names one too); for other types a
+/// non-null `roleId` is refused. Also says whether the top-level value is the one that applies.
+fn detail_with_role(
+    text: Option<&str>,
+    role: Option<Uuid>,
+    kind: CredentialProviderType,
+) -> Result<(Option<Value>, bool)> {
+    if role.is_some() && kind != CredentialProviderType::SvcAccessToken {
         return Err(Error::field("roleId", "applies only to svc-access-token providers"));
     }
-    let mut v: Value = match &detail {
-        Some(t) => {
-            serde_json::from_str(t).map_err(|e| Error::field("providerDetailJSON", format!("malformed JSON ({e})")))?
-        }
-        None => json!({}),
+    let mut detail = text.map(detail_value).transpose()?;
+    let Some(role) = role else {
+        return Ok((detail, false));
     };
     let mut top = false;
-    if let Some(m) = v.as_object_mut()
+    if let Some(m) = detail.get_or_insert_with(|| json!({})).as_object_mut()
         && m.get("roleId").is_none_or(Value::is_null)
     {
         m.insert("roleId".into(), json!(role));
         top = true;
     }
-    Ok((Some(v.to_string()), top))
+    Ok((detail, top))
 }
 
-/// Reads secrets and variant fields of `spec` from `o` (a v2 body or a v1 providerDetailJSON).
-fn read_variant(o: &mut Obj, spec: &'static TypeSpec, mode: types::Mode) -> Result<(Map<String, Value>, GivenSecrets)> {
-    // The type's own checks first: they look at the secrets it validates (an API key's length,
-    // a private key's PEM) before the secrets are taken out of the body.
-    let config = (spec.parse)(o, mode)?;
-    let mut secrets = Vec::new();
-    for s in spec.secret_fields {
-        if let Some(v) = o.opt_str(s)?
-            && !v.is_empty()
-        {
-            secrets.push((*s, v));
+/// Where a provider's variant fields came from, for the paths of its errors.
+#[derive(Clone, Copy)]
+enum Fields {
+    /// A v2 body: the fields are top-level.
+    Body,
+    /// `providerDetailJSON` (v1 bodies, PATCH): an error names a field by its path inside it
+    /// (§3.6: `providerDetailJSON.<field>: …`), except `roleId` when `role_top`: the value that
+    /// applies came from v1's top-level `roleId`.
+    Detail { role_top: bool },
+}
+
+impl Fields {
+    /// `in_detail`: the fields came in `providerDetailJSON` (a v1 body, a PATCH's detail text).
+    fn of(in_detail: bool, role_top: bool) -> Fields {
+        if in_detail {
+            Fields::Detail { role_top }
+        } else {
+            Fields::Body
         }
     }
-    o.ignore(spec.ro_fields);
-    Ok((config, secrets))
-}
 
-impl Input {
-    /// What both views' bodies start with: the base block, `type`, `lifetimeTimeSpanSeconds`.
-    fn head(o: &mut Obj, mode: Mode) -> Result<Input> {
-        Ok(Input {
-            base: parse_base(o, mode, true)?,
-            cp_type: o.opt_str("type")?,
-            lifetime: o.opt_i32("lifetimeTimeSpanSeconds")?,
-            config: Map::new(),
-            secrets: vec![],
-            detail: None,
-            role: None,
-            role_top: false,
-        })
+    /// `e` with the path its field has in the request.
+    fn name(self, e: Error) -> Error {
+        match (e, self) {
+            (Error::BadRequest(m), Fields::Detail { role_top })
+                if !(m.starts_with(&format!("{DETAIL}.")) || role_top && m.starts_with("roleId:")) =>
+            {
+                Error::BadRequest(format!("{DETAIL}.{m}"))
+            }
+            (other, _) => other,
+        }
     }
 }
 
-fn parse_v2(body: Value, mode: Mode) -> Result<Input> {
-    let mut o = Obj::root(body)?;
-    let mut input = Input::head(&mut o, mode)?;
-    o.ignore(BASE_RO);
-    if mode == Mode::Patch {
-        input.detail = o.opt_str("providerDetailJSON")?;
-    } else {
-        let name = input
-            .cp_type
-            .as_deref()
-            .ok_or_else(|| Error::field("type", "is required"))?;
-        (input.config, input.secrets) = read_variant(&mut o, spec_of(name)?, types::Mode::Full)?;
-    }
-    o.finish()?;
-    Ok(input)
+/// The type's rules on fields its schema accepted, then their stored form and the secrets given.
+fn read_fields(
+    mut fields: CredentialProviderFields,
+    spec: &TypeSpec,
+    from: Fields,
+) -> Result<(Map<String, Value>, GivenSecrets)> {
+    types::check_fields(&mut fields).map_err(|e| from.name(e.into()))?;
+    Ok(types::stored(&fields, spec))
 }
 
-fn parse_v1(body: Value, mode: Mode) -> Result<Input> {
-    let mut o = Obj::root(body)?;
-    let mut input = Input::head(&mut o, mode)?;
-    let role = o.opt_uuid("roleId")?;
-    let detail = o.opt_str("providerDetailJSON")?;
-    o.ignore(BASE_RO);
-    o.finish()?;
-    if mode == Mode::Patch {
-        // The top-level roleId mirrors svc-access-token's field; it is applied in `patch`.
-        (input.detail, input.role) = (detail, role);
-        return Ok(input);
-    }
-    let name = input
-        .cp_type
-        .as_deref()
-        .ok_or_else(|| Error::field("type", "is required"))?;
-    let spec = spec_of(name)?;
-    let (detail, role_top) = with_role(detail, role, name)?;
-    let mut inner = Obj::from_json_text(detail.as_deref().unwrap_or("{}"), "providerDetailJSON".into())?;
-    (input.config, input.secrets) = read_variant(&mut inner, spec, types::Mode::Full)?;
-    inner.finish()?;
-    input.role_top = role_top;
-    Ok(input)
-}
-
-fn apply_secrets(secrets: &mut SecretFields, given: Vec<(&'static str, String)>) {
+fn apply_secrets(secrets: &mut SecretFields, given: GivenSecrets) {
     for (k, v) in given {
         secrets.set(k, v);
     }
 }
 
-fn check_required_secrets(spec: &TypeSpec, secrets: &SecretFields, prefix: &str) -> Result<()> {
+fn check_required_secrets(spec: &TypeSpec, secrets: &SecretFields, from: Fields) -> Result<()> {
     for s in spec.required_secrets {
         if secrets.get(s).is_none() {
-            return Err(Error::field(format!("{prefix}{s}"), "is required"));
+            return Err(from.name(Error::field(*s, "is required")));
         }
     }
     Ok(())
@@ -333,41 +322,42 @@ fn resolve_lifetime(spec: &TypeSpec, given: Option<i32>, current: Option<i32>) -
     }
 }
 
-/// Where a provider's variant fields came from, for the paths of its errors.
-#[derive(Clone, Copy)]
-enum Fields {
-    /// A v2 body: the fields are top-level.
-    Body,
-    /// `providerDetailJSON` (v1 bodies, PATCH): an error names a field by its path inside it
-    /// (§3.6: `providerDetailJSON.<field>: …`), except `roleId` when `role_top`: the value that
-    /// applies came from v1's top-level `roleId`.
-    Detail { role_top: bool },
-}
-
 /// Type rules on the complete provider, then its server-made fields.
 fn finalize(p: &mut CredentialProvider, spec: &TypeSpec, st: &Snapshot, cfg: &Config, from: Fields) -> Result<()> {
-    const DETAIL: &str = "providerDetailJSON.";
     (spec.check)(p, st, cfg)
         .and_then(|()| (spec.complete)(p))
-        .map_err(|e| match (e, from) {
-            (Error::BadRequest(m), Fields::Detail { role_top })
-                if !(m.starts_with(DETAIL) || role_top && m.starts_with("roleId:")) =>
-            {
-                Error::BadRequest(format!("{DETAIL}{m}"))
-            }
-            (other, _) => other,
-        })
+        .map_err(|e| from.name(e))
 }
 
-impl Fields {
-    /// `in_detail`: the fields came in `providerDetailJSON` (a v1 body, a PATCH's detail text).
-    fn of(in_detail: bool, role_top: bool) -> Fields {
-        if in_detail {
-            Fields::Detail { role_top }
+/// A PATCH's `providerDetailJSON` on the stored provider: its keys replace the fields they name,
+/// a key given as `null` clears its field (as does `""` where the type reads it as absent), and
+/// the merged fields are read as a whole (a cleared required field: `is required`; rules across
+/// fields hold for the result). Server-kept fields stay as they are.
+fn patched_fields(
+    p: &CredentialProvider,
+    kind: CredentialProviderType,
+    spec: &TypeSpec,
+    given: Value,
+    role_top: bool,
+) -> Result<(Map<String, Value>, GivenSecrets)> {
+    let Value::Object(given) = given else {
+        // The schema's message for a detail that is no object.
+        CredentialProviderFields::read_at(kind, given, DETAIL)?;
+        return Err(Error::field(DETAIL, "must be an object"));
+    };
+    let mut merged = p.config.clone();
+    for k in types::kept_fields(spec) {
+        merged.remove(k);
+    }
+    for (k, v) in given {
+        if v.is_null() {
+            merged.remove(&k);
         } else {
-            Fields::Body
+            merged.insert(k, v);
         }
     }
+    let fields = CredentialProviderFields::read_at(kind, Value::Object(merged), DETAIL)?;
+    read_fields(fields, spec, Fields::Detail { role_top })
 }
 
 // ---- the two views' handlers -------------------------------------------------------------------
@@ -379,6 +369,12 @@ trait View: Send + Sync + 'static {
     /// it), PUT and PATCH answer `201`, and a DELETE of an id the resource set does not hold
     /// answers `204` (the contract lists only that) instead of `404`.
     const V1: bool;
+    /// A POST or PUT body, checked against its DTO's schema, then the type's rules.
+    fn read(body: Value) -> Result<Input>;
+    /// A PATCH body, checked against its DTO's schema.
+    fn read_patch(body: Value) -> Result<PatchInput>;
+    /// The provider as this view shows it.
+    fn render(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value;
 }
 
 /// `/api/v2/credential-providers`.
@@ -389,44 +385,91 @@ struct ApiV1;
 impl View for ApiV2 {
     const PATH: &'static str = "/api/v2/credential-providers";
     const V1: bool = false;
+
+    fn read(body: Value) -> Result<Input> {
+        let dto: CredentialProviderV2Dto = schema::read(body)?;
+        let (common, fields) = dto.into_parts();
+        let base = base_input(common.base, common.resource_set)?;
+        let kind = fields.kind();
+        let (config, secrets) = read_fields(fields, spec_of(kind)?, Fields::Body)?;
+        Ok(Input {
+            base,
+            kind,
+            lifetime: common.lifetime_time_span_seconds,
+            config,
+            secrets,
+            role_top: false,
+        })
+    }
+
+    fn read_patch(body: Value) -> Result<PatchInput> {
+        patch_of(schema::read(body)?, None)
+    }
+
+    fn render(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
+        to_json(&provider_v2_dto(st, cfg, p))
+    }
 }
 
 impl View for ApiV1 {
     const PATH: &'static str = "/api/v1/credential-providers";
     const V1: bool = true;
-}
 
-fn parse<V: View>(body: Value, mode: Mode) -> Result<Input> {
-    if V::V1 {
-        parse_v1(body, mode)
-    } else {
-        parse_v2(body, mode)
+    fn read(body: Value) -> Result<Input> {
+        let dto: CredentialProviderDto = schema::read(body)?;
+        let base = base_input(dto.base, dto.resource_set)?;
+        let kind = dto.kind;
+        let (detail, role_top) = detail_with_role(dto.provider_detail_json.as_deref(), dto.role_id, kind)?;
+        let fields = CredentialProviderFields::read_at(kind, detail.unwrap_or_else(|| json!({})), DETAIL)?;
+        let (config, secrets) = read_fields(fields, spec_of(kind)?, Fields::Detail { role_top })?;
+        Ok(Input {
+            base,
+            kind,
+            lifetime: dto.lifetime_time_span_seconds,
+            config,
+            secrets,
+            role_top,
+        })
+    }
+
+    fn read_patch(body: Value) -> Result<PatchInput> {
+        let dto: CredentialProviderV1PatchDto = schema::read(body)?;
+        patch_of(dto.patch, dto.role_id)
+    }
+
+    fn render(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
+        to_json(&provider_v1_dto(st, cfg, p))
     }
 }
 
-fn render<V: View>(st: &Snapshot, cfg: &Config, p: &CredentialProvider) -> Value {
-    if V::V1 {
-        provider_v1_json(st, cfg, p)
-    } else {
-        provider_v2_json(st, cfg, p)
-    }
+fn patch_of(dto: CredentialProviderPatchDto, role: Option<Uuid>) -> Result<PatchInput> {
+    Ok(PatchInput {
+        base: BaseInput {
+            resource_set: dto.resource_set,
+            ..patch_input(dto.patch)?
+        },
+        kind: dto.kind,
+        lifetime: dto.lifetime_time_span_seconds,
+        detail: dto.provider_detail_json,
+        role,
+    })
 }
 
 async fn list<V: View>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let st = app.state();
-    list_in_rs::<CredentialProvider>(&st, ctx.rs, &q, &SPEC, |c| render::<V>(&st, &app.cfg, c))
+    list_in_rs::<CredentialProvider>(&st, ctx.rs, &q, &SPEC, |c| V::render(&st, &app.cfg, c))
 }
 
 async fn read<V: View>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     Ok(read_in_rs::<CredentialProvider>(&st, ids.one(), ctx.rs, |c| {
-        render::<V>(&st, &app.cfg, c)
+        V::render(&st, &app.cfg, c)
     }))
 }
 
 async fn create<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse::<V>(body, Mode::Create)?;
-    let spec = spec_of(input.cp_type.as_deref().unwrap_or_default())?;
+    let input = V::read(body)?;
+    let spec = spec_of(input.kind)?;
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
@@ -435,7 +478,8 @@ async fn create<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonB
     input.base.apply_full(&mut meta);
     let mut secrets = SecretFields::default();
     apply_secrets(&mut secrets, input.secrets);
-    check_required_secrets(spec, &secrets, if V::V1 { "providerDetailJSON." } else { "" })?;
+    let from = Fields::of(V::V1, input.role_top);
+    check_required_secrets(spec, &secrets, from)?;
     let mut p = CredentialProvider {
         meta,
         cp_type: spec.name.to_string(),
@@ -444,7 +488,7 @@ async fn create<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonB
         config: input.config,
         secrets,
     };
-    finalize(&mut p, spec, &w.st, &app.cfg, Fields::of(V::V1, input.role_top))?;
+    finalize(&mut p, spec, &w.st, &app.cfg, from)?;
     crate::service::escalation::check_access_token_role(&ctx.caller, &w.st, &p)?;
     w.put(p);
     w.audit(&author, rs, CATEGORY, Activity::Created, id);
@@ -456,24 +500,8 @@ async fn create<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonB
     Ok(created(
         StatusCode::CREATED,
         format!("{}/{id}", V::PATH),
-        render::<V>(&st, &app.cfg, &st.credential_providers[&id]),
+        V::render(&st, &app.cfg, &st.credential_providers[&id]),
     ))
-}
-
-/// PUT: a changed discriminator is reported before the body is read against either type.
-fn check_type_unchanged(app: &App, ctx: &Ctx, body: &Value) -> Result<()> {
-    let id = body
-        .get("externalId")
-        .and_then(Value::as_str)
-        .and_then(svc_api::reader::parse_uuid);
-    let ty = body.get("type").and_then(Value::as_str);
-    if let (Some(id), Some(ty)) = (id, ty)
-        && let Some(p) = find::<CredentialProvider>(&app.state(), &id, ctx.rs)
-        && p.cp_type != ty
-    {
-        return Err(Error::field("type", "cannot be changed"));
-    }
-    Ok(())
 }
 
 /// The end of a PUT or PATCH: the type's rules on the changed provider, the escalation rule,
@@ -496,13 +524,20 @@ async fn finish_update<V: View>(
     w.audit(&author, ctx.rs, CATEGORY, activity, id);
     let st = w.commit().await?;
     let status = if V::V1 { StatusCode::CREATED } else { StatusCode::OK };
-    let body = render::<V>(&st, &app.cfg, &st.credential_providers[&id]);
+    let body = V::render(&st, &app.cfg, &st.credential_providers[&id]);
     Ok((status, axum::Json(body)).into_response())
 }
 
 async fn replace<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    check_type_unchanged(&app, &ctx, &body)?;
-    let input = parse::<V>(body, Mode::Replace)?;
+    // A changed discriminator is reported before the body is read against either type (§1.5).
+    let stored = body
+        .get("externalId")
+        .and_then(Value::as_str)
+        .and_then(svc_api::reader::parse_uuid)
+        .and_then(|id| find::<CredentialProvider>(&app.state(), &id, ctx.rs));
+    let known = types::names();
+    discriminator_kept(&body, "type", stored.as_ref().map(|p| p.cp_type.as_str()), &known)?;
+    let input = V::read(body)?;
     let id = input
         .base
         .external_id
@@ -511,10 +546,10 @@ async fn replace<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): Json
     let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
     // §1.4 rule 3: a PUT body naming another resource set than the header.
     resolve_rs(input.base.resource_set, ctx.rs)?;
-    if input.cp_type.as_deref() != Some(p.cp_type.as_str()) {
+    if input.kind.as_str() != p.cp_type {
         return Err(Error::field("type", "cannot be changed"));
     }
-    let spec = spec_of(&p.cp_type)?;
+    let spec = spec_of(input.kind)?;
     input.base.apply_full(&mut p.meta);
     set_lifetime(&mut p, resolve_lifetime(spec, input.lifetime, None)?);
     let old = std::mem::replace(&mut p.config, input.config);
@@ -526,44 +561,29 @@ async fn replace<V: View>(State(app): State<App>, ctx: Ctx, JsonBody(body): Json
 }
 
 async fn patch<V: View>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse::<V>(body, Mode::Patch)?;
+    let input = V::read_patch(body)?;
     let id = ids.one();
     let w = Write::begin(&app).await?;
     let mut p: CredentialProvider = for_update(&w.st, &id, ctx.rs)?;
     check_rs_unchanged(input.base.resource_set, ctx.rs)?;
-    if let Some(t) = &input.cp_type
+    if let Some(t) = &input.kind
         && *t != p.cp_type
     {
         return Err(Error::field("type", "must equal the stored type"));
     }
-    let spec = spec_of(&p.cp_type)?;
-    let (detail, role_top) = with_role(input.detail.clone(), input.role, &p.cp_type)?;
-    if let Some(text) = &detail {
-        let mut inner = Obj::from_json_text(text, "providerDetailJSON".into())?;
-        let (fields, secrets) = read_variant(&mut inner, spec, types::Mode::Patch)?;
-        inner.finish()?;
-        let old = p.config.clone();
-        // A key given as null (or as "" where the type reads "" as absent) clears that field;
-        // other given keys replace theirs.
-        if let Ok(Value::Object(given)) = serde_json::from_str::<Value>(text) {
-            for (k, v) in given {
-                let blank = v.as_str().is_some_and(|t| t.trim().is_empty());
-                if v.is_null() || (blank && !fields.contains_key(&k)) {
-                    p.config.remove(&k);
-                }
-            }
-        }
-        p.config.extend(fields);
+    let kind = stored_kind(&p)?;
+    let spec = spec_of(kind)?;
+    let (detail, role_top) = detail_with_role(input.detail.as_deref(), input.role, kind)?;
+    let from = Fields::of(detail.is_some(), role_top);
+    if let Some(given) = detail {
+        let (config, secrets) = patched_fields(&p, kind, spec, given, role_top)?;
+        let old = std::mem::replace(&mut p.config, config);
         types::keep_fields(spec, &old, &mut p.config);
         apply_secrets(&mut p.secrets, secrets);
-        // Rules across fields (a literal vs. dynamic subject, …) apply to the merged configuration.
-        let mut merged = Obj::nested(Value::Object(p.config.clone()), "providerDetailJSON".into())?;
-        (spec.parse)(&mut merged, types::Mode::Full)?;
     }
     input.base.apply_patch(&mut p.meta)?;
     let span = resolve_lifetime(spec, input.lifetime, Some(p.lifetime_time_span_seconds))?;
     set_lifetime(&mut p, span);
-    let from = Fields::of(detail.is_some(), role_top);
     finish_update::<V>(&app, w, &ctx, p, spec, from, Activity::Patched).await
 }
 
@@ -606,10 +626,11 @@ async fn verification(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
     let p = find::<CredentialProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
     let compiled = st.idx.credentials.get(&p.meta.id).cloned().ok_or(Error::NotFound)?;
     let outcome = crate::credential::verify(app.services_via(&app.upstream_for(compiled.rs)), &compiled).await;
-    Ok(ok(match outcome {
-        Ok(()) => json!({"success": true, "message": "A credential was obtained.", "id": 0}),
-        Err(reason) => json!({"success": false, "message": reason, "id": 0}),
-    }))
+    let answer = match outcome {
+        Ok(()) => GenericResponse::ok("A credential was obtained."),
+        Err(reason) => GenericResponse::error(reason),
+    };
+    Ok(ok(to_json(&answer)))
 }
 
 async fn authorize(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -652,8 +673,6 @@ async fn callback(State(app): State<App>, Client(client): Client, ids: Ids, q: Q
     let code = q.get("code").ok_or_else(|| Error::field("code", "is required"))?;
     match crate::service::consent::complete_authorization(&app, ids.one(), code, state, client).await? {
         Some(url) if !url.is_empty() => Ok(redirect(&url)),
-        _ => Ok(ok(
-            json!({"success": true, "message": "Authorization complete.", "id": 0}),
-        )),
+        _ => Ok(ok(to_json(&GenericResponse::ok("Authorization complete.")))),
     }
 }

@@ -121,6 +121,8 @@ fn converted_resources_stay_typed() {
         "/api/v2/access-conditions",
         "/api/v1/log-streams",
         "/api/v1/credential-integrations",
+        "/api/v2/credential-providers",
+        "/api/v1/credential-providers",
         "/api/v1/compliance-settings",
         "/api/v1/signin-policies",
         "/api/v1/health",
