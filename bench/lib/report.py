@@ -39,9 +39,17 @@ def instructions(d: str, run: dict) -> int:
     for label, base, other in rows:
         print(f"| {label} | {'n/a' if not base or not other else f'{base / other * 100:.1f}%'} |")
     if "svc.cred@10+hec" in pts and per("svc.cred@10"):
-        # Issue 19: one HEC stream adds at most 10% to /credentials' CPU per request.
+        # Issue 34 accepted a HEC stream's cost while its lag stays under 5 s: shown, not judged.
         extra_pct = (per("svc.cred@10+hec") / per("svc.cred@10") - 1) * 100
-        print(f"| one HEC stream: instructions added to /credentials (delivery included), target ≤ 10% | {extra_pct:+.1f}% |")
+        print(f"| one HEC stream: instructions added to /credentials (delivery included; informational) | {extra_pct:+.1f}% |")
+    print()
+    # Issue 34: the edge write path's guard is its instruction budget (it retired "≥ 30% of health").
+    cred = per("svc.cred@10")
+    if cred:
+        verdict = "PASS" if cred <= 200_000 else "FAIL"
+        print("| target (issue 34) | measured | verdict |")
+        print("|---|---:|---|")
+        print(f"| instructions per /edge/v1/credentials (10 policies) ≤ 200,000 | {cred:,} | **{verdict}** |")
     return 0
 
 
@@ -145,8 +153,8 @@ def main() -> int:
         # "Without": the mean of svc.cred@10 and svc.cred@10+again, the points on either side.
         ("/edge/v1/credentials with a time and a GeoIP condition ÷ without (10 policies)",
          [ratio(rps(cred10 + "+cond", c), bracket(cred10, cred10 + "+again", c)) for c in concs], True),
-        # --stream (issue 19): server CPU per request with one HEC stream ÷ without (≤ 110%).
-        ("server CPU per /edge/v1/credentials with one HEC log stream ÷ without",
+        # --stream (issue 19; informational since issue 34: accepted while the lag stays < 5 s).
+        ("server CPU per /edge/v1/credentials with one HEC log stream ÷ without (informational)",
          [ratio(cpu_of(cred10 + "+hec", c), cpu_of(cred10, c)) for c in concs], True),
     ]
     w("| ratio | " + " | ".join(f"c={c}" for c in concs) + " |")
@@ -211,11 +219,8 @@ def main() -> int:
     hec = extra.get("hec") if isinstance(extra.get("hec"), dict) else None
     targets19 = [
         ("/edge/v1/credentials ≥ 10x OpenBao kv-v2 read (both c)", worst(ratios[1][1]), lambda v: v >= 10, lambda v: fmt(v)),
-        ("/edge/v1/credentials ≥ 30% of health (both c)", worst(ratios[2][1]), lambda v: v >= 0.3, lambda v: fmt(v, True)),
         ("/edge/v1/auth ≥ 6x OpenBao jwt login (both c)", worst(ratios[0][1]), lambda v: v >= 6, lambda v: fmt(v)),
         ("p99 /edge/v1/credentials ≤ 3 ms at c=10 (10 policies)", p99(cred10, 10), lambda v: v <= 3, lambda v: f"{v:.2f} ms"),
-        ("one HEC stream adds ≤ 10% server CPU per /credentials (both c)",
-         max([v for v in ratios[8][1] if v is not None], default=None), lambda v: v <= 1.1, lambda v: fmt(v, True)),
         ("HEC delivery lag < 5 s during the point (max)", hec["max_lag_s"] if hec else None, lambda v: v < 5,
          lambda v: f"{v:.2f} s ({hec['events']:,} events in {hec['batches']} batches)"),
     ]
