@@ -997,7 +997,9 @@ fn schemas() -> Value {
                 "perPage": {"type": "integer"},
                 "order": {"type": ["string", "null"]},
                 "statusCode": {"type": "integer"},
-                "recordsTotal": {"type": "integer"}
+                "recordsTotal": {"type": "integer"},
+                "recordsTotalEstimated": {"type": "boolean", "const": true,
+                    "description": "Event lists only (audit logs, authorization and workload events): present when more than 10,000 records match and `recordsTotal` is an estimate."}
             }},
         "Object": {"type": "object"},
         "Array": {"type": "array", "items": {"type": "object"}},

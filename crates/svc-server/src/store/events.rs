@@ -203,8 +203,16 @@ pub struct QueryPage {
     pub bodies: Vec<String>,
     /// Each body's columns (edge events; empty maps for audit entries).
     pub columns: Vec<Columns>,
+    /// The number of matching records: exact up to [`EXACT_TOTAL`], else an estimate (`estimated`).
     pub total: i64,
+    /// `total` is an estimate: more than [`EXACT_TOTAL`] records match (docs/API-CONVENTIONS.md,
+    /// `recordsTotalEstimated`).
+    pub estimated: bool,
 }
+
+/// A list's total is counted exactly up to this many records; beyond, it is estimated (issue 34:
+/// counting millions of events took longer than reading the page).
+pub const EXACT_TOTAL: i64 = 10_000;
 
 fn escape_like(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -658,6 +666,7 @@ impl Store {
                 bodies: vec![],
                 columns: vec![],
                 total: 0,
+                estimated: false,
             });
         }
         let list: Vec<String> =
@@ -722,16 +731,36 @@ impl Store {
         let edge = table != EventTable::Audit;
         let event_filters =
             !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());
-        // Without a filter on the events' own fields, an edge list's total is the sum of its
-        // requests' counts (the conditions are then on `rs` and `ts` only): no JSON is read.
+        // The total, counted over the first `EXACT_TOTAL + 1` matching rows at most (the index's
+        // order), with the span of their sequence numbers for an estimate beyond. Without a
+        // filter on the events' own fields, an edge list counts its requests' events (the
+        // conditions are then on `rs` and `ts` only): no JSON is read.
+        let cap = EXACT_TOTAL + 1;
+        // In one resource set the sample is the oldest matches, read off the `(rs, time)` index
+        // in order (a contiguous stretch of rows, as the estimate assumes; PostgreSQL's plan
+        // would otherwise be free to sample anywhere).
+        let time = table.time_col();
+        let oldest = if q.rs.len() == 1 {
+            format!(" ORDER BY {time}")
+        } else {
+            String::new()
+        };
         let count_sql = match table {
-            EventTable::Authorization if !event_filters => {
-                format!("SELECT COALESCE(SUM(na), 0) FROM edge_requests WHERE {where_}")
+            EventTable::Authorization | EventTable::Workload if !event_filters => {
+                let n = if table == EventTable::Authorization { "na" } else { "nw" };
+                format!(
+                    "SELECT COUNT(*), COALESCE(SUM(n), 0), MIN(seq), MAX(seq) FROM \
+                     (SELECT {n} AS n, seq FROM edge_requests WHERE {where_} AND {n} > 0{oldest} LIMIT {cap}) AS sample"
+                )
             }
-            EventTable::Workload if !event_filters => {
-                format!("SELECT COALESCE(SUM(nw), 0) FROM edge_requests WHERE {where_}")
-            }
-            _ => format!("SELECT COUNT(*) FROM {name} WHERE {where_}"),
+            EventTable::Audit => format!(
+                "SELECT COUNT(*), COUNT(*), MIN(seq), MAX(seq) FROM \
+                 (SELECT seq FROM audit_logs WHERE {where_}{oldest} LIMIT {cap}) AS sample"
+            ),
+            _ => format!(
+                "SELECT COUNT(*), COUNT(*), MIN(rseq), MAX(rseq) FROM \
+                 (SELECT rseq FROM {name} WHERE {where_}{oldest} LIMIT {cap}) AS sample"
+            ),
         };
         let dir = if q.desc { "DESC" } else { "ASC" };
         let by_time = q.order_json.is_none() && q.order_col == table.time_col();
@@ -809,7 +838,14 @@ impl Store {
             count = b.bind(count);
             page = b.bind(page);
         }
-        let total: i64 = count.fetch_one(self.pool()).await?.get(0);
+        let sample = count.fetch_one(self.pool()).await?;
+        let (rows_seen, counted): (i64, i64) = (sample.get(0), sample.get(1));
+        let (mut total, mut estimated) = (counted, false);
+        if rows_seen >= cap {
+            let span = (sample.get::<Option<i64>, _>(2), sample.get::<Option<i64>, _>(3));
+            total = self.estimate_total(table, q, counted, span).await?.max(EXACT_TOTAL + 1);
+            estimated = true;
+        }
         let mut rows = page.fetch_all(self.pool()).await?;
         if straight && q.desc {
             rows = newest_first(rows, |r| r.get::<i64, _>(r.len() - 1));
@@ -821,7 +857,54 @@ impl Store {
         }
         let bodies = rows.iter().map(|r| r.get::<String, _>(0)).collect();
         let columns = rows.iter().map(|r| table.row_columns(r)).collect();
-        Ok(QueryPage { bodies, columns, total })
+        Ok(QueryPage {
+            bodies,
+            columns,
+            total,
+            estimated,
+        })
+    }
+
+    /// An estimate of a list's total when more than [`EXACT_TOTAL`] records match: the `counted`
+    /// records of the sample (the first matches in the index's order, spanning the sequence
+    /// numbers `span` of their rows) scaled by how many rows the window holds, from the sequence
+    /// numbers of its first and last row in time (two index reads per resource set). Assumes the
+    /// matches are spread over the window as in the sample; rows of other resource sets between
+    /// these numbers count too, so it errs high when sets interleave.
+    async fn estimate_total(
+        &self,
+        table: EventTable,
+        q: &EventQuery,
+        counted: i64,
+        span: (Option<i64>, Option<i64>),
+    ) -> Result<i64> {
+        let (Some(lo), Some(hi)) = span else { return Ok(counted) };
+        let (name, time) = match table {
+            EventTable::Audit => ("audit_logs", "created_at"),
+            _ => ("edge_requests", "ts"),
+        };
+        let mut window = 0i64;
+        for rs in &q.rs {
+            let mut ends = [None, None];
+            for (i, dir) in ["ASC", "DESC"].into_iter().enumerate() {
+                let sql = format!(
+                    "SELECT seq FROM {name} WHERE rs = $1 AND {time} >= $2 AND {time} < $3 \
+                     ORDER BY {time} {dir} LIMIT 1"
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(rs.as_str())
+                    .bind(q.from.unwrap_or(i64::MIN))
+                    .bind(q.to.unwrap_or(i64::MAX))
+                    .fetch_optional(self.pool())
+                    .await?;
+                ends[i] = row.map(|r| r.get::<i64, _>(0));
+            }
+            if let [Some(a), Some(b)] = ends {
+                window += (a - b).abs() + 1;
+            }
+        }
+        let sampled = (hi - lo + 1).max(1);
+        Ok(((counted as f64) * (window.max(sampled) as f64) / (sampled as f64)).round() as i64)
     }
 
     /// One record by id within the given resource sets.

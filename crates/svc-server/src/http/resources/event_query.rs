@@ -213,14 +213,16 @@ pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: O
         .map(|(b, c)| body_value(b, shape, c))
         .collect::<Result<_>>()?;
     let order = format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" });
-    Ok(crate::http::ok(svc_api::common::list_wrapper(
-        items_key,
-        items,
-        p.page,
-        p.per_page,
-        Some(order),
-        page.total as usize,
-    )))
+    let mut list =
+        svc_api::common::list_wrapper(items_key, items, p.page, p.per_page, Some(order), page.total as usize);
+    // Above `store::EXACT_TOTAL` matches the total is an estimate, and says so (issue 34;
+    // docs/API-CONVENTIONS.md, Lists).
+    if page.estimated
+        && let Value::Object(m) = &mut list
+    {
+        m.insert("recordsTotalEstimated".into(), Value::Bool(true));
+    }
+    Ok(crate::http::ok(list))
 }
 
 /// A stored event body as the API shows it.

@@ -1133,3 +1133,92 @@ async fn request_rows_leave_out_what_the_views_derive_and_read_it_back() {
             .is_some()
     );
 }
+
+/// Issue 34: an event list counts its total exactly up to 10,000 matches; past that it counts the
+/// first 10,001 and estimates the rest (`estimated`), from the rows the window holds. With one
+/// resource set written in order the estimate is the exact figure.
+#[tokio::test]
+async fn totals_are_exact_up_to_ten_thousand_then_estimated() {
+    let (s, _dir) = open().await;
+    let rs = uuid::Uuid::from_u128(0x34);
+    let t0 = 1_700_000_000_000i64;
+    // 11,000 requests of one authorization event each, one per millisecond.
+    let rows: Vec<EventRow> = (0..11_000)
+        .map(|i| {
+            let mut e = edge_event(
+                EventTable::Authorization,
+                svc_server::util::uuid_v7(t0 + i),
+                rs,
+                t0 + i,
+                None,
+            );
+            if i % 100 == 0 {
+                e.search = Some("rare-name".into());
+            }
+            e
+        })
+        .collect();
+    for chunk in rows.chunks(500) {
+        // Each event its own request (different times): one row each.
+        s.insert_events(chunk).await.unwrap();
+    }
+    let q = EventQuery {
+        rs: vec![rs.to_string()],
+        order_col: "ts",
+        desc: true,
+        limit: 5,
+        ..Default::default()
+    };
+    let all = s.query_events(EventTable::Authorization, &q).await.unwrap();
+    assert!(all.estimated, "11,000 matches: estimated");
+    // One set written in order: the estimate is the true total.
+    let near = |total: i64, truth: i64| total == truth;
+    assert!(near(all.total, 11_000), "{}", all.total);
+    assert_eq!(all.bodies.len(), 5);
+    let typed = EventQuery {
+        eq: vec![("event_type", "ACCESS.authorization".into())],
+        ..q.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &typed).await.unwrap();
+    assert!(page.estimated);
+    assert!(near(page.total, 11_000), "{}", page.total);
+    let rare = EventQuery {
+        search: Some("RARE-".into()),
+        ..q.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &rare).await.unwrap();
+    assert!(!page.estimated, "110 matches: exact");
+    assert_eq!(page.total, 110);
+    let window = EventQuery {
+        from: Some(t0 + 1_000),
+        to: Some(t0 + 11_000),
+        ..q.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &window).await.unwrap();
+    assert!(!page.estimated, "exactly 10,000: exact");
+    assert_eq!(page.total, 10_000);
+
+    // Audit entries alike.
+    let entries: Vec<AuditRow> = (0..10_500)
+        .map(|i| audit(&format!("e{i:05}"), "rs34", t0 + i, "Roles", "x"))
+        .collect();
+    s.insert_audit_now(&entries).await.unwrap();
+    let audit_q = EventQuery {
+        rs: vec!["rs34".into()],
+        order_col: "created_at",
+        desc: true,
+        limit: 3,
+        ..Default::default()
+    };
+    let page = s.query_events(EventTable::Audit, &audit_q).await.unwrap();
+    assert!(page.estimated);
+    assert!(near(page.total, 10_500), "{}", page.total);
+    let one = EventQuery {
+        eq: vec![("category", "roles".into())],
+        from: Some(t0 + 10_000),
+        ..audit_q
+    };
+    let page = s.query_events(EventTable::Audit, &one).await.unwrap();
+    assert!(!page.estimated);
+    assert_eq!(page.total, 500);
+}
