@@ -53,9 +53,87 @@ def instructions(d: str, run: dict) -> int:
     return 0
 
 
+def events_scale(d: str, run: dict) -> int:
+    """bench/run.sh --events-scale (issue 34): the database's bytes per /credentials request and
+    each query's time at each size, per database, with issue 34's targets judged."""
+    sizes, queries, extra = [], [], []
+    for line in open(f"{d}/events.jsonl"):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("kind") == "size":
+            sizes.append(r)
+        elif "query" in r:
+            queries.append(r)
+        else:
+            extra.append(r)
+    print(f"## {run['date']} · commit {run['commit']} · --events-scale {run['events_scale']}")
+    print()
+    print(f"Load before: {' / '.join(run['load_before'])}. Each query through the API, the median of 3 "
+          "(wall time of the HTTP exchange); `recordsTotal` as answered (`~`: estimated).")
+    print()
+    for r in extra:
+        print(f"- {r.get('kind')}: {json.dumps({k: v for k, v in r.items() if k != 'kind'})}")
+    print()
+    print("| database | authorization events | /credentials requests | database bytes | bytes per request (fill) | fill req/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        per = (s["bytes"] - s["bytes_before_fill"]) / max(s["requests"], 1)
+        print(f"| {s['db']} | {s['authz']:,} | {s['requests']:,} | {s['bytes']:,} | {per:,.0f} | {s['fill_rate']:,} |")
+    print()
+    labels = list(dict.fromkeys(q["label"] for q in queries))
+    whats = list(dict.fromkeys(q["query"] for q in queries))
+    by = {(q["label"], q["query"]): q for q in queries}
+    print("| query | " + " | ".join(labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    for w in whats:
+        cells = []
+        for lab in labels:
+            q = by.get((lab, w))
+            if not q:
+                cells.append("")
+            elif q["ms"] is None:
+                cells.append(f"> {q['timeout_s']:.0f} s")
+            else:
+                tot = q.get("total")
+                t = "" if tot is None else f" ({'~' if q.get('estimated') else ''}{tot:,})"
+                cells.append(f"{q['ms']:,.0f} ms{t}")
+        print(f"| {w} | " + " | ".join(cells) + " |")
+    print()
+    # Issue 34's targets, judged on the largest size of each database.
+    def limit(w):
+        if w.startswith(("one event", "workload events: one", "audit: one")):
+            return 5
+        if "search matching nothing" in w:
+            return 300
+        if "search matching many" in w:
+            return 100
+        return 50
+    print("| target (issue 34), at the largest size measured | database | measured | verdict |")
+    print("|---|---|---:|---|")
+    for db in dict.fromkeys(s["db"] for s in sizes):
+        lab = [lb for lb in labels if lb.startswith(db + " ")]
+        if not lab:
+            continue
+        lab = lab[-1]
+        for w in whats:
+            q = by.get((lab, w))
+            if not q:
+                continue
+            ok = q["ms"] is not None and q["ms"] <= limit(w)
+            shown = f"> {q['timeout_s']:.0f} s" if q["ms"] is None else f"{q['ms']:,.1f} ms"
+            print(f"| {w} ≤ {limit(w)} ms | {db} ({lab.split(' ', 1)[1]}) | {shown} | **{'PASS' if ok else 'FAIL'}** |")
+        last = [s for s in sizes if s["db"] == db][-1]
+        per = (last["bytes"] - last["bytes_before_fill"]) / max(last["requests"], 1)
+        print(f"| ≤ 700 bytes of database per /credentials request | {db} | {per:,.0f} | **{'PASS' if per <= 700 else 'FAIL'}** |")
+    return 0
+
+
 def main() -> int:
     d = sys.argv[1]
     run = json.load(open(f"{d}/run.json"))
+    if run.get("events_scale"):
+        return events_scale(d, run)
     points, extra = {}, {}
     for line in open(f"{d}/results.jsonl"):
         if not line.strip():

@@ -44,6 +44,13 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0005_request_rows_compact.sql"),
         postgres: include_str!("../../migrations/postgres/0005_request_rows_compact.sql"),
     },
+    // 6 is left to the operations branch.
+    Migration {
+        version: 7,
+        name: "request_templates",
+        sqlite: include_str!("../../migrations/sqlite/0007_request_templates.sql"),
+        postgres: include_str!("../../migrations/postgres/0007_request_templates.sql"),
+    },
 ];
 
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"

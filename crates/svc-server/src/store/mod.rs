@@ -12,8 +12,8 @@ mod streams;
 
 pub(crate) use events::v7_millis;
 pub use events::{
-    AuditRow, Columns, EVENTS_PER_REQUEST, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage, RequestRow,
-    nth_event_id,
+    AuditRow, Columns, EVENTS_PER_REQUEST, EXACT_TOTAL, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage,
+    RequestContext, RequestRow, nth_event_id,
 };
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 
@@ -78,6 +78,8 @@ pub struct Store {
     /// SQLite only: one native connection for the event writer's inserts (see
     /// `events::insert_event_rows_sqlite`).
     events: Option<sqlx::SqlitePool>,
+    /// The event writer's recent request templates (migration 0007, `events::TemplateCache`).
+    templates: std::sync::Arc<std::sync::Mutex<events::TemplateCache>>,
 }
 
 impl Store {
@@ -122,6 +124,7 @@ impl Store {
             pool,
             dialect,
             events: None,
+            templates: Default::default(),
         };
         migrate::run(&store).await?;
         if let DatabaseUrl::Sqlite(path) = url {

@@ -147,7 +147,11 @@ impl EventParams {
                         if let Some(last) = path.last_mut() {
                             *last = k;
                         }
-                        order_json = Some(path);
+                        // The sibling's own place: a column (`contextId`, migration 0007) or the body.
+                        match shape.leaf_path(&path.join(".")) {
+                            Some((_, Shape::Col(c) | Shape::TimeCol(c))) => order_col = c,
+                            _ => order_json = Some(path),
+                        }
                     }
                     _ => order_json = Some(path),
                 }
