@@ -927,12 +927,10 @@ impl Store {
     }
 
     /// Issue 34: an edge list filtered on its events' own fields first runs the filter over the
-    /// request templates (migration 0007, a few thousand rows where the requests are millions).
-    /// `Empty`: no template matches (and no row of the window predates templates), the list is
-    /// empty; `Few(ids)`: the matching templates' rows in the window are fewer than
-    /// [`FEW_ROWS`], and the list reads only them (the `(rs, tpl, ts)` index); `Any`: read the
-    /// window in time order, as without templates (the matches are dense, or rows without a
-    /// template are in the window).
+    /// request templates (migration 0007, a few thousand rows where the requests are millions),
+    /// then counts the matches from the window's rows and their templates, without reading a
+    /// row's events (see [`TemplateFilter`]). Rows that predate templates are not covered by them:
+    /// with any in the window, `Any`.
     async fn template_filter(
         &self,
         table: EventTable,
@@ -944,18 +942,19 @@ impl Store {
         let conds = self.event_conds(table, q, &mut binds);
         let kind = kind_of(table);
         let sql = format!(
-            "SELECT DISTINCT tpl FROM template_events WHERE kind = '{kind}' AND {}",
+            "SELECT tpl, COUNT(*) FROM template_events WHERE kind = '{kind}' AND {} GROUP BY tpl",
             conds.join(" AND ")
         );
         let mut tq = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
         for b in &binds {
             tq = b.bind(tq);
         }
-        let ids: Vec<i64> = tq
+        // Each matching template with how many of its events match.
+        let per: std::collections::HashMap<i64, i64> = tq
             .fetch_all(self.pool())
             .await?
             .iter()
-            .map(|r| r.get::<i64, _>(0))
+            .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
             .collect();
         let window_sql = window.join(" AND ");
         let run = |sql: String| {
@@ -965,7 +964,6 @@ impl Store {
             }
             q
         };
-        // Rows stored before templates are not covered by them.
         let legacy = run(format!(
             "SELECT 1 FROM edge_requests WHERE {window_sql} AND tpl IS NULL LIMIT 1"
         ))
@@ -974,21 +972,41 @@ impl Store {
         if legacy.is_some() {
             return Ok(TemplateFilter::Any);
         }
-        if ids.is_empty() {
+        if per.is_empty() {
             return Ok(TemplateFilter::Empty);
         }
+        let mut ids: Vec<i64> = per.keys().copied().collect();
+        ids.sort_unstable();
         let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-        let rows: i64 = run(format!(
-            "SELECT COUNT(*) FROM (SELECT 1 FROM edge_requests WHERE {window_sql} AND tpl IN ({list}) \
-             LIMIT {FEW_ROWS}) AS few"
+        // The first `EXACT_TOTAL + 1` matching rows (the oldest, in one resource set), as the
+        // count of `query_events` samples them.
+        let cap = EXACT_TOTAL + 1;
+        let oldest = if q.rs.len() == 1 { " ORDER BY ts" } else { "" };
+        let rows = run(format!(
+            "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}){oldest} LIMIT {cap}"
         ))
-        .fetch_one(self.pool())
-        .await?
-        .get(0);
-        Ok(if rows < FEW_ROWS {
-            TemplateFilter::Few(list)
+        .fetch_all(self.pool())
+        .await?;
+        let counted: i64 = rows
+            .iter()
+            .map(|r| per.get(&r.get::<i64, _>(0)).copied().unwrap_or(0))
+            .sum();
+        let seqs = rows.iter().map(|r| r.get::<i64, _>(1));
+        let span = (seqs.clone().min(), seqs.max());
+        let few = (rows.len() as i64) < cap;
+        let (total, estimated) = if few {
+            (counted, false)
         } else {
-            TemplateFilter::Any
+            (
+                self.estimate_total(table, q, counted, span).await?.max(EXACT_TOTAL + 1),
+                true,
+            )
+        };
+        Ok(TemplateFilter::Some {
+            list,
+            few,
+            total,
+            estimated,
         })
     }
 
@@ -1023,10 +1041,23 @@ impl Store {
         }
         let event_filters =
             !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());
+        // The total when the templates gave it.
+        let mut counted = None;
         if event_filters && table != EventTable::Audit {
             match self.template_filter(table, q, &conds, &binds).await? {
                 TemplateFilter::Empty => return Ok(empty()),
-                TemplateFilter::Few(ids) => conds.push(format!("tpl IN ({ids})")),
+                TemplateFilter::Some {
+                    list,
+                    few,
+                    total,
+                    estimated,
+                } => {
+                    // Few rows: read only theirs (the `(rs, tpl, ts)` index), and sort them.
+                    if few {
+                        conds.push(format!("tpl IN ({list})"));
+                    }
+                    counted = Some((total, estimated));
+                }
                 TemplateFilter::Any => {}
             }
         }
@@ -1142,14 +1173,22 @@ impl Store {
             count = b.bind(count);
             page = b.bind(page);
         }
-        let sample = count.fetch_one(self.pool()).await?;
-        let (rows_seen, counted): (i64, i64) = (sample.get(0), sample.get(1));
-        let (mut total, mut estimated) = (counted, false);
-        if rows_seen >= cap {
-            let span = (sample.get::<Option<i64>, _>(2), sample.get::<Option<i64>, _>(3));
-            total = self.estimate_total(table, q, counted, span).await?.max(EXACT_TOTAL + 1);
-            estimated = true;
-        }
+        let (total, estimated) = match counted {
+            Some(c) => c,
+            None => {
+                let sample = count.fetch_one(self.pool()).await?;
+                let (rows_seen, counted): (i64, i64) = (sample.get(0), sample.get(1));
+                if rows_seen >= cap {
+                    let span = (sample.get::<Option<i64>, _>(2), sample.get::<Option<i64>, _>(3));
+                    (
+                        self.estimate_total(table, q, counted, span).await?.max(EXACT_TOTAL + 1),
+                        true,
+                    )
+                } else {
+                    (counted, false)
+                }
+            }
+        };
         let mut rows = page.fetch_all(self.pool()).await?;
         if straight && q.desc {
             rows = newest_first(rows, |r| r.get::<i64, _>(r.len() - 1));
@@ -1368,15 +1407,20 @@ enum BindValue {
 
 /// What the request templates say of an edge list's filter (see `Store::template_filter`).
 enum TemplateFilter {
+    /// No template matches: the list is empty.
     Empty,
-    /// The matching templates' ids, as SQL list text.
-    Few(String),
+    /// The matching templates' ids (SQL list text) and the list's total. `few`: their rows in the
+    /// window are at most [`EXACT_TOTAL`], and the list reads only them (the `(rs, tpl, ts)`
+    /// index); else the window is read in time order, where the matches are dense.
+    Some {
+        list: String,
+        few: bool,
+        total: i64,
+        estimated: bool,
+    },
+    /// Rows without a template are in the window: the filter runs over the events, as before.
     Any,
 }
-
-/// Below this many request rows in the window, the templates a filter matches are read through
-/// the `(rs, tpl, ts)` index and sorted; from it on, the window is read in time order.
-const FEW_ROWS: i64 = 20_000;
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
 
