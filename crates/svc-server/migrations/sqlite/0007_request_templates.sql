@@ -33,6 +33,11 @@ ALTER TABLE edge_requests ADD COLUMN ctx TEXT;
 ALTER TABLE edge_requests ADD COLUMN port INTEGER;
 CREATE INDEX edge_requests_rs_tpl_time ON edge_requests (rs, tpl, ts);
 
+-- Audit entries: the lists' equality filters compare `LOWER(column)`; indexed as they compare,
+-- an audit list filtered on a category or severity reads only its entries (issue 34).
+CREATE INDEX audit_logs_rs_category ON audit_logs (rs, (LOWER(category)), created_at);
+CREATE INDEX audit_logs_rs_severity ON audit_logs (rs, (LOWER(severity)), created_at);
+
 DROP VIEW authorization_events;
 DROP VIEW workload_events;
 DROP VIEW edge_events;

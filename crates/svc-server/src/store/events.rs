@@ -687,10 +687,14 @@ impl TemplateKey {
 /// The ids of the templates the event writer used lately, for one day: a request whose template
 /// is here stores its id without a database read; a template the writer stores is added once its
 /// batch committed (a rolled-back id is never handed out).
+///
+/// Hashed with foldhash (seeded per process): a lookup hashes the whole template, ~1.5 KB per
+/// `/credentials` request, and SipHash took ~2.5 instructions a byte of it (issue 34's
+/// instruction budget, docs/PERFORMANCE.md); a hit is then compared byte for byte.
 #[derive(Default)]
 pub(super) struct TemplateCache {
     day: i64,
-    ids: std::collections::HashMap<TemplateKey, i64>,
+    ids: std::collections::HashMap<TemplateKey, i64, foldhash::fast::RandomState>,
 }
 
 /// Templates the cache holds at most (it starts over when full).
@@ -978,15 +982,19 @@ impl Store {
         let mut ids: Vec<i64> = per.keys().copied().collect();
         ids.sort_unstable();
         let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-        // The first `EXACT_TOTAL + 1` matching rows (the oldest, in one resource set), as the
-        // count of `query_events` samples them.
+        // The first `EXACT_TOTAL + 1` matching rows, in the order of the `(rs, tpl, ts)` index
+        // (a few rows: read through it); when there are more, the oldest (in one resource set),
+        // as the count of `query_events` samples them for its estimate.
         let cap = EXACT_TOTAL + 1;
-        let oldest = if q.rs.len() == 1 { " ORDER BY ts" } else { "" };
-        let rows = run(format!(
-            "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}){oldest} LIMIT {cap}"
-        ))
-        .fetch_all(self.pool())
-        .await?;
+        let sample = |oldest: &str| {
+            run(format!(
+                "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}){oldest} LIMIT {cap}"
+            ))
+        };
+        let mut rows = sample("").fetch_all(self.pool()).await?;
+        if rows.len() as i64 >= cap && q.rs.len() == 1 {
+            rows = sample(" ORDER BY ts").fetch_all(self.pool()).await?;
+        }
         let counted: i64 = rows
             .iter()
             .map(|r| per.get(&r.get::<i64, _>(0)).copied().unwrap_or(0))
@@ -1041,8 +1049,9 @@ impl Store {
         }
         let event_filters =
             !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());
-        // The total when the templates gave it.
+        // The total when the templates gave it; whether the list reads only a few templates' rows.
         let mut counted = None;
+        let mut few_rows = false;
         if event_filters && table != EventTable::Audit {
             match self.template_filter(table, q, &conds, &binds).await? {
                 TemplateFilter::Empty => return Ok(empty()),
@@ -1055,6 +1064,7 @@ impl Store {
                     // Few rows: read only theirs (the `(rs, tpl, ts)` index), and sort them.
                     if few {
                         conds.push(format!("tpl IN ({list})"));
+                        few_rows = true;
                     }
                     counted = Some((total, estimated));
                 }
@@ -1105,7 +1115,8 @@ impl Store {
         // table). Descending, each request's run of events is reversed after the read
         // ([`newest_first`]). Several resource sets (and PostgreSQL, which sorts the rows of one
         // time incrementally) order on all three.
-        let straight = edge && by_time && q.rs.len() == 1 && self.dialect() == Dialect::Sqlite;
+        // (A few templates' rows are read through `(rs, tpl, ts)` and sorted instead.)
+        let straight = edge && by_time && q.rs.len() == 1 && self.dialect() == Dialect::Sqlite && !few_rows;
         // Ties: audit entries on `externalId` ascending (§1.6); events have no `externalId`, so
         // they keep the order they were written in, newest first when descending
         // (docs/API-CONVENTIONS.md): the events of one request share its time.
@@ -1127,6 +1138,9 @@ impl Store {
         // ordered as it is: anything more would keep the databases from reading the default
         // order (`ts DESC`) straight off the `(rs, ts)` index.
         let keys = match (&q.order_json, self.dialect()) {
+            // `+ 0`: not the `(rs, ts)` index's order, so the planner reads a few templates'
+            // rows through `(rs, tpl, ts)` rather than the whole window in time order.
+            (None, _) if few_rows && by_time => format!("({} + 0) {dir}", q.order_col),
             (None, _) if q.order_col == table.time_col() => format!("{} {dir}", q.order_col),
             (None, _) if NUMERIC_COLUMNS.contains(&q.order_col) => format!("{} {dir}{nulls}", q.order_col),
             // Every other column is text.

@@ -1191,6 +1191,16 @@ async fn totals_are_exact_up_to_ten_thousand_then_estimated() {
     let page = s.query_events(EventTable::Authorization, &rare).await.unwrap();
     assert!(!page.estimated, "110 matches: exact");
     assert_eq!(page.total, 110);
+    // Read through their templates' rows, newest first.
+    let times: Vec<i64> = page.columns.iter().map(|c| c["ts"].as_i64().unwrap()).collect();
+    assert_eq!(times, [10_900, 10_800, 10_700, 10_600, 10_500].map(|d| t0 + d));
+    let oldest = EventQuery {
+        desc: false,
+        ..rare.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &oldest).await.unwrap();
+    let times: Vec<i64> = page.columns.iter().map(|c| c["ts"].as_i64().unwrap()).collect();
+    assert_eq!(times, [0, 100, 200, 300, 400].map(|d| t0 + d));
     let window = EventQuery {
         from: Some(t0 + 1_000),
         to: Some(t0 + 11_000),
