@@ -1376,7 +1376,7 @@ async fn a_database_of_the_build_before_templates_migrates_with_nothing_lost() {
             source_port: 5002,
         }),
     };
-    s.insert_requests(&[row.clone()]).await.unwrap();
+    s.insert_requests(std::slice::from_ref(&row)).await.unwrap();
 
     let list = |table, order: &'static str, desc: bool, search: Option<&str>| {
         let q = EventQuery {
