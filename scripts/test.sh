@@ -9,6 +9,9 @@
 #   clippy     cargo clippy --workspace --all-targets -- -D warnings (skipped with --quick)
 #   test-sqlite    cargo test --workspace ARGS      with SVC_TEST_DATABASE unset (SQLite)
 #   test-postgres  cargo test --workspace --test it ARGS   with SVC_TEST_DATABASE=postgres
+#   console        tests/console/run.sh: the console in Debian's chromium (playwright-core) against a
+#                  debug svc on SQLite, screenshots in target/console-screenshots (~30 s; skipped
+#                  with a test filter)
 #   openapi        scripts/fuzz.sh: GET /api/openapi.json validated (openapi-spec-validator), then
 #                  schemathesis against a debug svc (seeded, >= 2000 requests, ~75 s; skipped
 #                  with --quick or with a test filter)
@@ -208,8 +211,27 @@ openapi_fuzz() {
   return "$rc"
 }
 
+# tests/console/run.sh; node's closing counts ("ℹ pass N", "ℹ fail N") join the totals.
+console_browser() {
+  local log rc=0 p f
+  log=$(mktemp)
+  bash "$ROOT/tests/console/run.sh" 2>&1 | tee "$log" || rc=$?
+  p=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | sed -nE 's/^ℹ pass ([0-9]+)$/\1/p' | tail -n 1)
+  f=$(sed -E 's/\x1b\[[0-9;]*m//g' "$log" | sed -nE 's/^ℹ fail ([0-9]+)$/\1/p' | tail -n 1)
+  rm -f "$log"
+  TOTAL_PASSED=$((TOTAL_PASSED + ${p:-0})) TOTAL_FAILED=$((TOTAL_FAILED + ${f:-0}))
+  STAGE_NOTE="${p:-0} passed, ${f:-0} failed"
+  return "$rc"
+}
+
 stage test-sqlite test_sqlite
 stage test-postgres test_postgres
+
+if ((${#EXTRA[@]})); then
+  skip console "test filter given"
+else
+  stage console console_browser
+fi
 
 if ((QUICK)); then
   skip openapi --quick

@@ -4,7 +4,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 /// `GenericResponseDTO`: the body of every error response (and of a few success actions).
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(rename = "GenericResponseDTO", extend("required" = ["success", "message", "id"]))]
 pub struct GenericResponse {
     pub success: bool,
     pub message: Option<String>,
@@ -29,14 +30,18 @@ impl GenericResponse {
 }
 
 /// `TagDTO`
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, Hash, schemars::JsonSchema)]
+#[schemars(rename = "TagDTO")]
 pub struct Tag {
+    #[schemars(length(min = 1, max = 128))]
     pub key: String,
+    #[schemars(length(min = 1, max = 256))]
     pub value: String,
 }
 
 /// `EntityMetaDTO`: the reference summary used inside other DTOs.
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, schemars::JsonSchema)]
+#[schemars(rename = "EntityMetaDTO")]
 #[serde(rename_all = "camelCase")]
 pub struct EntityMeta {
     pub external_id: Uuid,
@@ -46,7 +51,8 @@ pub struct EntityMeta {
 }
 
 /// `StringStringKeyValuePair`
-#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq, Eq, schemars::JsonSchema)]
+#[schemars(rename = "StringStringKeyValuePair")]
 pub struct KeyValue {
     pub key: Option<String>,
     pub value: Option<String>,

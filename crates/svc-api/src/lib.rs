@@ -5,7 +5,9 @@
 
 pub mod common;
 pub mod edge;
+pub mod mgmt;
 pub mod reader;
+pub mod schema;
 pub mod strict;
 pub mod time;
 

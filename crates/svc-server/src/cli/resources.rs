@@ -177,10 +177,12 @@ mod tests {
             if path.contains('{') || !named("per-page") {
                 continue;
             }
-            let items = get["responses"]["200"]["content"]["application/json"]["schema"]["required"][0]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
+            // The wrapper's one array property holds the items.
+            let wrapper = &get["responses"]["200"]["content"]["application/json"]["schema"];
+            let items = wrapper["properties"]
+                .as_object()
+                .and_then(|p| p.iter().find(|(_, v)| v["type"] == "array").map(|(k, _)| k.clone()))
+                .unwrap_or_default();
             out.push((
                 path.clone(),
                 items,

@@ -60,6 +60,11 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     if let Err(wait) = limited {
         return too_many(wait);
     }
+    // Issue 32: with the database unusable no credential can leave with its record; answer now,
+    // before any upstream call (one relaxed load).
+    if !app.events.accepting() {
+        return super::unavailable();
+    }
     // The body first: a request counts as in flight for the event writer's group commit
     // (`EventSink::reserve`) only once it is computing its answer, not while a slow client sends.
     let bytes = super::read_body(&parts, body).await;
@@ -255,7 +260,7 @@ async fn answer(
         };
         ev.credential_provider = Some(cp_result);
         // Step 12: fetch.
-        issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.0));
+        issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.reason));
         chosen_cp = Some(cp);
         Decision {
             status: 200,

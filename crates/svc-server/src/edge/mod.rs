@@ -13,11 +13,10 @@ pub mod token;
 
 use std::net::{IpAddr, SocketAddr};
 
-use axum::Router;
 use axum::extract::ConnectInfo;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::post;
+use axum::routing::{MethodRouter, post};
 use svc_api::GenericResponse;
 use svc_api::edge::ClientWorkloadDetails;
 use uuid::Uuid;
@@ -28,13 +27,14 @@ use crate::state::State;
 
 pub const TOO_MANY: &str = "Too many requests. Please try again later.";
 
-pub fn routes() -> Router<App> {
-    Router::new()
-        .route("/edge/v1/auth", post(auth::auth).layer(on_panic(auth::INTERNAL)))
-        .route(
-            "/edge/v1/credentials",
-            post(credentials::credentials).layer(on_panic(credentials::INTERNAL)),
-        )
+/// `POST /edge/v1/auth`'s handler (registered, with its document entry, by `http::resources`).
+pub fn auth_route() -> MethodRouter<App> {
+    post(auth::auth).layer(on_panic(auth::INTERNAL))
+}
+
+/// `POST /edge/v1/credentials`'s handler.
+pub fn credentials_route() -> MethodRouter<App> {
+    post(credentials::credentials).layer(on_panic(credentials::INTERNAL))
 }
 
 /// A panic in an edge handler answers the operation's own 500 message (§4.9), not the management
@@ -72,6 +72,11 @@ pub async fn settle(
     if app.events.commit(room, rec).await {
         return response;
     }
+    unavailable()
+}
+
+/// 503 with `Retry-After: 1`: the request's events cannot be stored (nothing is handed out).
+pub fn unavailable() -> Response {
     crate::metrics::edge_unavailable();
     let mut r = generic(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE);
     r.headers_mut()

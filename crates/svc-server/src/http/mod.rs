@@ -1,7 +1,9 @@
 //! HTTP: the router, the middleware every request passes (request id, access log, panic catcher),
 //! the fallbacks, and one module per API resource. Only this module knows axum and status codes.
 
+pub mod api;
 pub mod conn;
+pub mod console;
 pub mod error;
 pub mod extract;
 pub mod guard;
@@ -30,7 +32,12 @@ pub const REQUEST_ID: &str = "x-request-id";
 pub struct RequestId(pub Uuid);
 
 pub fn router(app: App) -> Router {
-    common_layers(Router::new().merge(resources::routes(&app)).merge(openapi::routes())).with_state(app)
+    let mut api = api::Api::new(&app);
+    resources::register(&mut api);
+    openapi::register(&mut api);
+    let (routes, _) = api.finish();
+    // The console is no part of the API (nor of its document): its own routes beside it.
+    common_layers(routes.merge(console::routes())).with_state(app)
 }
 
 /// Fallbacks and the layers every route shares: the 404/405 bodies, the panic catcher (a panic

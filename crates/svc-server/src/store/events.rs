@@ -825,14 +825,19 @@ impl Store {
     /// [`RequestRow::group`]), in one transaction.
     pub async fn insert_events(&self, events: &[EventRow]) -> Result<()> {
         if events.iter().any(|e| e.table == EventTable::Audit) {
-            return Err(super::StoreError("audit rows are written with their entity".into()));
+            return Err(super::StoreError::other("audit rows are written with their entity"));
         }
         self.insert_requests(&RequestRow::group(events, None, None)).await
     }
 
     /// Stores a batch of edge requests in one transaction, each row referring to its template
-    /// (stored in the same transaction when new).
+    /// (stored in the same transaction when new); fails at once while the database is unusable
+    /// (`Store::live`).
     pub async fn insert_requests(&self, batch: &[RequestRow]) -> Result<()> {
+        self.live(true, self.insert_requests_now(batch)).await
+    }
+
+    async fn insert_requests_now(&self, batch: &[RequestRow]) -> Result<()> {
         // A batch is written again after an error; an error reported for a commit that did
         // happen (a lost connection) stores those events twice: there is no unique `id`.
         if let Some(pool) = &self.events {
@@ -869,6 +874,10 @@ impl Store {
     /// cluster's write lock, as the write units' entries are: `seq` is then handed out in commit
     /// order, so a log stream's cursor over `seq` never passes an entry that commits later.
     pub async fn insert_audit_now(&self, rows: &[AuditRow]) -> Result<()> {
+        self.live(true, self.insert_audit_rows(rows)).await
+    }
+
+    async fn insert_audit_rows(&self, rows: &[AuditRow]) -> Result<()> {
         let mut tx = self.begin_write().await?;
         self.lock_writes(&mut tx).await?;
         for a in rows {
@@ -1019,6 +1028,10 @@ impl Store {
     }
 
     pub async fn query_events(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
+        self.live(false, self.query_events_now(table, q)).await
+    }
+
+    async fn query_events_now(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
         let mut conds: Vec<String> = Vec::new();
         let mut binds: Vec<BindValue> = Vec::new();
         let empty = || QueryPage {
@@ -1275,6 +1288,10 @@ impl Store {
     /// insert less per event). An id of another version names no edge event: it is not looked
     /// for, since without the index that would scan the whole table.
     pub async fn get_event_row(&self, table: EventTable, id: &str, rs: &[String]) -> Result<Option<(String, Columns)>> {
+        self.live(false, self.get_event_row_now(table, id, rs)).await
+    }
+
+    async fn get_event_row_now(&self, table: EventTable, id: &str, rs: &[String]) -> Result<Option<(String, Columns)>> {
         let sql = match table {
             EventTable::Audit => format!("SELECT {}, rs FROM {} WHERE id = $1", table.select_list(), table.name()),
             _ => {

@@ -101,6 +101,11 @@ fn cursor_row(r: &sqlx::any::AnyRow) -> Option<CursorRow> {
 impl StoreTx {
     /// Applies a stream's row change in the write unit's transaction.
     pub async fn cursor_op(&mut self, op: &CursorOp) -> Result<()> {
+        let health = self.health.clone();
+        super::live(&health, true, self.cursor_op_now(op)).await
+    }
+
+    async fn cursor_op_now(&mut self, op: &CursorOp) -> Result<()> {
         match op {
             CursorOp::Start {
                 stream,

@@ -8,6 +8,7 @@ mod cli;
 mod concurrency;
 mod conditions;
 mod config;
+mod console;
 mod cred;
 mod edge;
 mod edge_client;

@@ -4,11 +4,9 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -21,33 +19,66 @@ use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::policies::{self, for_pair};
 use crate::state::State as Snapshot;
 
-pub fn routes(app: &App) -> Router<App> {
-    let v2 = guarded_routes(
-        app,
-        Perm::AccessPolicies,
-        Scope::AnySet,
-        [
-            ("/api/v2/access-policies", get(list).post(create).put(replace)),
-            (
-                "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-                get(by_workloads),
-            ),
-            ("/api/v2/access-policies/{id}", get(read).patch(patch).delete(remove)),
-            ("/api/v2/access-policies/{id}/notes", get(list_notes).post(add_note_v2)),
-            (
-                "/api/v2/access-policies/{id}/credential-mappings",
-                get(credential_mappings),
-            ),
-        ],
+pub fn register(api: &mut Api<'_>) {
+    let (p, s) = (Perm::AccessPolicies, Scope::AnySet);
+    api.guarded("/api/v2/access-policies", p, s)
+        .get(
+            list,
+            Op::new("List access policies (§3.8)")
+                .query(Query::List)
+                .list::<Untyped>("entities"),
+        )
+        .post(
+            create,
+            Op::new("Create an access policy").body::<Untyped>().ok::<Untyped>(200),
+        )
+        .put(
+            replace,
+            Op::new("Replace an access policy").body::<Untyped>().ok::<Untyped>(200),
+        );
+    api.guarded(
+        "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+        p,
+        s,
+    )
+    .get(
+        by_workloads,
+        Op::new("The policy between two workloads").ok::<Untyped>(200),
     );
-    v2.merge(super::access_policies_v1::routes(app))
+    api.guarded("/api/v2/access-policies/{id}", p, s)
+        .get(read, Op::new("Read an access policy").ok::<Untyped>(200).empty(204))
+        .patch(
+            patch,
+            Op::new("Patch an access policy").body::<Untyped>().ok::<Untyped>(200),
+        )
+        .delete(remove, Op::new("Delete an access policy").empty(204));
+    api.guarded("/api/v2/access-policies/{id}/notes", p, s)
+        .get(
+            list_notes,
+            Op::new("A policy's notes, newest first")
+                .query(Query::List)
+                .list::<Untyped>("entities"),
+        )
+        .post(
+            add_note_v2,
+            Op::new("Add a note to a policy").body::<Untyped>().ok::<Untyped>(201),
+        );
+    api.guarded("/api/v2/access-policies/{id}/credential-mappings", p, s)
+        .get(
+            credential_mappings,
+            Op::new("A policy's credential mappings")
+                .query(Query::List)
+                .list::<Untyped>("entities"),
+        );
+    super::access_policies_v1::register(api);
 }
 
 // ---- presentation ----------------------------------------------------------------------------

@@ -1,11 +1,9 @@
 //! Access policies v1 (deprecated, contract §3.9): a view of the v2 policy with at most one
 //! credential provider, scoped by `X-Svc-ResourceSet`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -13,7 +11,7 @@ use uuid::Uuid;
 use super::access_conditions::v1_condition_json;
 use super::access_policies::{PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy};
 use super::client_workloads::client_json;
-use super::common::{Mode, base_json, parse_base, rendered, rendered_or_null, resolve_rs};
+use super::common::{Mode, base_json, for_reader, parse_base, reader, rendered, rendered_or_null, resolve_rs};
 use super::content_security::cs_json;
 use super::server_workloads::server_json;
 use super::trust_providers::trust_json;
@@ -25,8 +23,9 @@ use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::policies::for_pair;
@@ -34,21 +33,43 @@ use crate::state::State as Snapshot;
 
 const SEVERAL: &str = "policy has several credential providers; use /api/v2";
 
-pub fn routes(app: &App) -> Router<App> {
-    guarded_routes(
-        app,
-        Perm::AccessPolicies,
-        Scope::Rs,
-        [
-            ("/api/v1/access-policies", get(list).post(create).put(replace)),
-            (
-                "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
-                get(by_workloads),
-            ),
-            ("/api/v1/access-policies/{id}", get(read).patch(patch).delete(remove)),
-            ("/api/v1/access-policies/{id}/notes", post(note)),
-        ],
+pub fn register(api: &mut Api<'_>) {
+    let (p, s) = (Perm::AccessPolicies, Scope::Rs);
+    api.guarded("/api/v1/access-policies", p, s)
+        .get(
+            list,
+            Op::new("List access policies (§3.9, deprecated)")
+                .query(Query::List)
+                .list::<Untyped>("accessPolicies"),
+        )
+        .post(
+            create,
+            Op::new("Create an access policy").body::<Untyped>().ok::<Untyped>(200),
+        )
+        .put(
+            replace,
+            Op::new("Replace an access policy").body::<Untyped>().ok::<Untyped>(200),
+        );
+    api.guarded(
+        "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
+        p,
+        s,
     )
+    .get(
+        by_workloads,
+        Op::new("The policy between two workloads").ok::<Untyped>(200),
+    );
+    api.guarded("/api/v1/access-policies/{id}", p, s)
+        .get(read, Op::new("Read an access policy").ok::<Untyped>(200).empty(204))
+        .patch(
+            patch,
+            Op::new("Patch an access policy").body::<Untyped>().ok::<Untyped>(200),
+        )
+        .delete(remove, Op::new("Delete an access policy").empty(204));
+    api.guarded("/api/v1/access-policies/{id}/notes", p, s).post(
+        note,
+        Op::new("Add a note to a policy").body::<Untyped>().ok::<Untyped>(201),
+    );
 }
 
 fn single_cp(p: &Policy) -> Option<Uuid> {
@@ -112,22 +133,32 @@ fn policy_dto(st: &Snapshot, p: &Policy) -> Value {
     Value::Object(o)
 }
 
-/// `PolicyExternalDTO` (reads): referenced entities expanded.
+/// `PolicyExternalDTO` (reads): referenced entities expanded — those the caller may read by
+/// itself; the others as their EntityMetaDTO (issue 31).
 fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
+    let may = reader(app, st);
     let mut o = base_json(&p.meta, true);
-    let client = rendered_or_null::<ClientWorkload>(st, &p.client_workload, |w| client_json(st, w));
+    let client =
+        rendered_or_null::<ClientWorkload>(st, &p.client_workload, |w| for_reader(&may, w, |w| client_json(st, w)));
     o.insert("clientWorkload".into(), client);
-    let server = rendered_or_null::<ServerWorkload>(st, &p.server_workload, |w| server_json(st, w));
+    let server =
+        rendered_or_null::<ServerWorkload>(st, &p.server_workload, |w| for_reader(&may, w, |w| server_json(st, w)));
     o.insert("serverWorkload".into(), server);
-    let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| trust_json(app, st, t, None));
+    let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| {
+        for_reader(&may, t, |t| trust_json(app, st, t, None))
+    });
     o.insert("trustProviders".into(), tps);
-    let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| v1_condition_json(st, c));
+    let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| {
+        for_reader(&may, c, |c| v1_condition_json(st, c, &may))
+    });
     o.insert("accessConditions".into(), acs);
-    let css = rendered::<ContentSecurity>(st, &p.content_security, |c| cs_json(st, c));
+    let css = rendered::<ContentSecurity>(st, &p.content_security, |c| for_reader(&may, c, |c| cs_json(st, c)));
     o.insert("contentSecurity".into(), css);
-    let cp = single_cp(p)
-        .and_then(|c| st.get::<CredentialProvider>(&c))
-        .map(|c| super::credential_providers::provider_v1_json(st, &app.cfg, c));
+    let cp = single_cp(p).and_then(|c| st.get::<CredentialProvider>(&c)).map(|c| {
+        for_reader(&may, c.as_ref(), |c| {
+            super::credential_providers::provider_v1_json(st, &app.cfg, c)
+        })
+    });
     o.insert("credentialProvider".into(), cp.unwrap_or(Value::Null));
     o.insert(
         "policyNotes".into(),

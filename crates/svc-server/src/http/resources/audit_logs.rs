@@ -1,24 +1,32 @@
 //! Audit logs (contract §3.23, §3.26): read-only, queried in SQL.
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
 
 use super::event_query::{EventParams, Span, equal_to, page_response};
 use crate::app::App;
 use crate::domain::Perm;
 use crate::error::{Error, Result};
+use svc_api::mgmt::AuditLogDto;
+
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::{no_content, ok};
 use crate::store::{EventQuery, EventTable};
 
-pub fn routes(app: &App) -> Router<App> {
+pub fn register(api: &mut Api<'_>) {
     let p = Perm::AuditLogs;
-    Router::new()
-        .route("/api/v1/audit-logs", guarded(app, p, Scope::Rs, get(list)))
-        .route("/api/v1/audit-logs/{id}", guarded(app, p, Scope::Rs, get(read)))
+    api.guarded("/api/v1/audit-logs", p, Scope::Rs).get(
+        list,
+        Op::new("List audit log entries (§3.23)")
+            .query(Query::Events)
+            .list::<AuditLogDto>("auditLogs"),
+    );
+    api.guarded("/api/v1/audit-logs/{id}", p, Scope::Rs).get(
+        read,
+        Op::new("Read an audit log entry").ok::<AuditLogDto>(200).empty(204),
+    );
 }
 
 /// Sortable fields → columns.
@@ -45,7 +53,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
         ..p.query()
     };
     let page = app.store.query_events(EventTable::Audit, &query).await?;
-    page_response("auditLogs", page, &p, None)
+    page_response::<AuditLogDto>("auditLogs", page, &p, None)
 }
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -54,7 +62,10 @@ async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
         .get_event(EventTable::Audit, &ids.one().to_string(), &[ctx.rs.to_string()])
         .await?
     {
-        Some(body) => Ok(ok(serde_json::from_str(&body).map_err(Error::internal)?)),
+        Some(body) => {
+            let entry: AuditLogDto = serde_json::from_str(&body).map_err(Error::internal)?;
+            Ok(ok(super::crud::to_json(&entry)))
+        }
         None => Ok(no_content()),
     }
 }

@@ -1,8 +1,6 @@
 //! Client workloads (contract §3.3) and the identity-type catalogue.
 
-use axum::Router;
 use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -14,7 +12,8 @@ use crate::domain::identity::{IDENTITY_TYPES, lookup};
 use crate::domain::workload::{ClientWorkload, Identity};
 use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::guard::{Scope, guarded};
+use crate::http::api::{Api, Op, Untyped};
+use crate::http::guard::Scope;
 use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::refs::{RefField, release};
@@ -24,11 +23,17 @@ use crate::state::State as Snapshot;
 /// `/api/v1/client-workloads` on the shared CRUD layer.
 pub struct ClientWorkloads;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ClientWorkloads>(app, "/api/v1/client-workloads").route(
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<ClientWorkloads>(api, "/api/v1/client-workloads");
+    api.guarded(
         "/api/v1/client-workloads/identifiers",
-        guarded(app, Perm::ClientWorkloads, Scope::AnySet, get(identifiers)),
+        Perm::ClientWorkloads,
+        Scope::AnySet,
     )
+    .get(
+        identifiers,
+        Op::new("The identity-type catalogue (§3.3)").ok::<Vec<Untyped>>(200),
+    );
 }
 
 fn has_identity_type(item: &Value, v: &str) -> bool {
@@ -149,11 +154,18 @@ fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
 impl Resource for ClientWorkloads {
     type Record = ClientWorkload;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "client workloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
-        parse(body, mode)
+    fn parse(_app: &App, body: Untyped, mode: Mode, _stored: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
+        parse(body.0, mode)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ClientWorkload> {
@@ -183,6 +195,16 @@ impl Resource for ClientWorkloads {
 
     /// `ssoIdentityProviders` must name existing SSO identity providers (§3.3, §1.10 rule 1).
     fn check(w: &Write<'_>, cw: &ClientWorkload) -> Result<()> {
+        // Identities say whose evidence is this workload's: changing them gives the roles its
+        // policies' `svc-access-token` providers hand out (issue 31).
+        if w.st
+            .client_workloads
+            .get(&cw.meta.id)
+            .is_some_and(|old| old.identities != cw.identities)
+        {
+            let policies = crate::service::escalation::policies_of_client(&w.st, cw.meta.id);
+            crate::service::escalation::check_token_roles(w.app(), &w.st, policies)?;
+        }
         match cw
             .sso_identity_providers
             .iter()
@@ -200,8 +222,8 @@ impl Resource for ClientWorkloads {
         release(w, author, id, RefField::ClientWorkload)
     }
 
-    fn render(_: &App, st: &Snapshot, w: &ClientWorkload) -> Value {
-        client_json(st, w)
+    fn render(_: &App, st: &Snapshot, w: &ClientWorkload) -> Untyped {
+        Untyped(client_json(st, w))
     }
 }
 

@@ -36,16 +36,7 @@ pub fn parse_tags(o: &mut Obj) -> Result<Option<Vec<Tag>>> {
         let value = t.req_str_len("value", 1, 256)?;
         Ok(Tag { key, value })
     })?;
-    if let Some(tags) = &tags {
-        if tags.len() > 50 {
-            return Err(Error::field("tags", "at most 50 tags"));
-        }
-        for (i, t) in tags.iter().enumerate() {
-            if tags[..i].iter().any(|u| u.key == t.key) {
-                return Err(Error::field(format!("tags[{i}].key"), "duplicate tag key"));
-            }
-        }
-    }
+    check_tags(tags.as_deref())?;
     Ok(tags)
 }
 
@@ -80,6 +71,62 @@ pub fn parse_base(o: &mut Obj, mode: Mode, with_rs: bool) -> Result<BaseInput> {
         tags,
         resource_set,
     })
+}
+
+/// The base block of a DTO as the CRUD layer applies it (`resource_set`: the DTO's own
+/// `resourceSet`, where the entity has one). Tags: at most 50, keys unique (their lengths are the
+/// schema's).
+pub fn base_input(b: svc_api::mgmt::Base, resource_set: Option<Uuid>) -> Result<BaseInput> {
+    check_tags(b.tags.as_deref())?;
+    Ok(BaseInput {
+        external_id: b.external_id,
+        name: Some(b.name),
+        description: b.description,
+        is_active: Some(b.is_active),
+        tags: b.tags,
+        resource_set,
+    })
+}
+
+/// The base block of an `EntityPatchDTO`.
+pub fn patch_input(p: svc_api::mgmt::EntityPatch) -> Result<BaseInput> {
+    check_tags(p.tags.as_deref())?;
+    Ok(BaseInput {
+        external_id: p.external_id,
+        name: p.name,
+        description: p.description,
+        is_active: p.is_active,
+        tags: p.tags,
+        resource_set: None,
+    })
+}
+
+fn check_tags(tags: Option<&[Tag]>) -> Result<()> {
+    let Some(tags) = tags else { return Ok(()) };
+    if tags.len() > 50 {
+        return Err(Error::field("tags", "at most 50 tags"));
+    }
+    for (i, t) in tags.iter().enumerate() {
+        if tags[..i].iter().any(|u| u.key == t.key) {
+            return Err(Error::field(format!("tags[{i}].key"), "duplicate tag key"));
+        }
+    }
+    Ok(())
+}
+
+/// The base block of an entity's DTO.
+pub fn base_dto(m: &Meta) -> svc_api::mgmt::Base {
+    svc_api::mgmt::Base {
+        external_id: Some(m.id),
+        name: m.name.clone(),
+        description: m.description.clone(),
+        is_active: m.active,
+        tags: Some(m.tags.clone()),
+        created_at: m.created_at,
+        modified_at: Some(m.modified_at),
+        created_by: m.created_by.as_ref().map(|l| l.to_string()),
+        modified_by: m.modified_by.as_ref().map(|l| l.to_string()),
+    }
 }
 
 /// Rule 7 of §1.4: a body `resourceSet` on update must be the entity's own.
@@ -154,6 +201,35 @@ pub fn entity_meta(m: &Meta) -> Value {
 /// The entities `ids` names, each rendered; an id that names none (a deleted entity) is left out.
 pub fn rendered<T: Record>(st: &State, ids: &[Uuid], render: impl Fn(&T) -> Value) -> Value {
     Value::Array(ids.iter().filter_map(|id| st.get::<T>(id)).map(|v| render(v)).collect())
+}
+
+/// What the caller of this request may read by itself, for a response that embeds other
+/// resources (issue 31: a view must not show what the reader's role does not grant): `(perm,
+/// resource set) → bool`. The service's own renderings see everything; a caller whose token no
+/// longer authenticates sees nothing embedded.
+pub fn reader<'s>(app: &crate::app::App, st: &'s State) -> impl Fn(crate::domain::Perm, Uuid) -> bool + 's {
+    let caller = crate::service::escalation::current_caller(app, st);
+    move |perm, rs| match &caller {
+        Ok(None) => true,
+        Ok(Some(c)) => c.can(st, perm, false, rs),
+        Err(_) => false,
+    }
+}
+
+/// An embedded entity: rendered in full when the reader `may` read its kind in its resource set,
+/// else as its EntityMetaDTO (`externalId`, `name`), which a reader of the embedding resource
+/// may see.
+pub fn for_reader<T: crate::state::MetaRecord>(
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+    v: &T,
+    render: impl Fn(&T) -> Value,
+) -> Value {
+    let m = v.meta();
+    if may(T::KIND.expect_family().perm, m.scope()) {
+        render(v)
+    } else {
+        json!({"externalId": m.id, "name": m.name})
+    }
 }
 
 /// The entity `id` names, rendered; `null` when there is none (a deleted entity).

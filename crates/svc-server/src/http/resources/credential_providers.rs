@@ -2,11 +2,9 @@
 //! stored entity: v2 puts the variant fields next to the base fields, v1 carries them as JSON text
 //! in `providerDetailJSON`. Secret fields are write-only.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use uuid::Uuid;
@@ -21,47 +19,102 @@ use crate::domain::credential::{CredentialProvider, SecretFields};
 use crate::domain::{Kind, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded_as, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::{created, no_content, ok};
 use crate::service::refs::RefField;
 use crate::service::write::{Write, new_external_id};
 use crate::state::State as Snapshot;
+use svc_api::GenericResponse;
 
 const CATEGORY: &str = "CredentialProviders";
 
-pub fn routes(app: &App) -> Router<App> {
-    let p = Perm::CredentialProviders;
+pub fn register(api: &mut Api<'_>) {
+    let (p, s) = (Perm::CredentialProviders, Scope::Rs);
+    api.guarded("/api/v2/credential-providers", p, s)
+        .get(
+            list::<ApiV2>,
+            Op::new("List credential providers (§3.5)")
+                .query(Query::List)
+                .list::<Untyped>("credentialProviders"),
+        )
+        .post(
+            create::<ApiV2>,
+            Op::new("Create a credential provider")
+                .body::<Untyped>()
+                .ok::<Untyped>(201),
+        )
+        .put(
+            replace::<ApiV2>,
+            Op::new("Replace a credential provider")
+                .body::<Untyped>()
+                .ok::<Untyped>(200),
+        );
+    api.guarded("/api/v2/credential-providers/{id}", p, s)
+        .get(
+            read::<ApiV2>,
+            Op::new("Read a credential provider").ok::<Untyped>(200).empty(204),
+        )
+        .patch(
+            patch::<ApiV2>,
+            Op::new("Patch a credential provider")
+                .body::<Untyped>()
+                .ok::<Untyped>(200),
+        )
+        .delete(remove::<ApiV2>, Op::new("Delete a credential provider").empty(204));
+    api.guarded("/api/v2/credential-providers/{id}/verification", p, s).get(
+        verification,
+        Op::new("Verify a credential provider").ok::<GenericResponse>(200),
+    );
+    api.guarded("/api/v1/credential-providers", p, s)
+        .get(
+            list::<ApiV1>,
+            Op::new("List credential providers (§3.6, deprecated)")
+                .query(Query::List)
+                .list::<Untyped>("credentialProviders"),
+        )
+        .post(
+            create::<ApiV1>,
+            Op::new("Create a credential provider")
+                .body::<Untyped>()
+                .ok::<Untyped>(201),
+        )
+        .put(
+            replace::<ApiV1>,
+            Op::new("Replace a credential provider")
+                .body::<Untyped>()
+                .ok::<Untyped>(201),
+        );
+    api.guarded("/api/v1/credential-providers/{id}", p, s)
+        .get(
+            read::<ApiV1>,
+            Op::new("Read a credential provider").ok::<Untyped>(200).empty(204),
+        )
+        .patch(
+            patch::<ApiV1>,
+            Op::new("Patch a credential provider")
+                .body::<Untyped>()
+                .ok::<Untyped>(201),
+        )
+        .delete(remove::<ApiV1>, Op::new("Delete a credential provider").empty(204));
     // `authorize` is a write though it is a GET.
-    let authorize = || guarded_as(app, p, Scope::Rs, true, get(authorize));
-    guarded_routes(
-        app,
-        p,
-        Scope::Rs,
-        [
-            (
-                ApiV2::PATH,
-                get(list::<ApiV2>).post(create::<ApiV2>).put(replace::<ApiV2>),
-            ),
-            (
-                "/api/v2/credential-providers/{id}",
-                get(read::<ApiV2>).patch(patch::<ApiV2>).delete(remove::<ApiV2>),
-            ),
-            ("/api/v2/credential-providers/{id}/verification", get(verification)),
-            (
-                ApiV1::PATH,
-                get(list::<ApiV1>).post(create::<ApiV1>).put(replace::<ApiV1>),
-            ),
-            (
-                "/api/v1/credential-providers/{id}",
-                get(read::<ApiV1>).patch(patch::<ApiV1>).delete(remove::<ApiV1>),
-            ),
-        ],
-    )
-    .route("/api/v2/credential-providers/{id}/authorize", authorize())
-    .route("/api/v1/credential-providers/{id}/authorize", authorize())
-    .route("/api/v1/credential-providers/{id}/callback", get(callback))
+    for path in [
+        "/api/v2/credential-providers/{id}/authorize",
+        "/api/v1/credential-providers/{id}/authorize",
+    ] {
+        api.guarded(path, p, s)
+            .as_write(true)
+            .get(authorize, Op::new("Start the admin consent (§3.5.4)").redirect());
+    }
+    api.public("/api/v1/credential-providers/{id}/callback").get(
+        callback,
+        Op::new("The admin consent's callback (§3.5.4)")
+            .query(Query::Callback)
+            .ok::<GenericResponse>(200)
+            .redirect(),
+    );
 }
 
 /// Both views' list.

@@ -1,13 +1,15 @@
-//! The shared CRUD layer: a management resource says how it parses, checks and renders one
-//! entity ([`Resource`]); [`routes`] supplies list / create / replace / read / patch / delete on
-//! top of the RBAC guard, the resource-set scoping (§1.4) and the write unit (invariant 1), so
-//! "parse → begin the unit → update → audit → commit → render" is written once, here.
+//! The shared CRUD layer: a management resource says how it reads, checks and renders one
+//! entity through its DTO ([`Resource`]); [`register`] supplies list / create / replace / read /
+//! patch / delete, with their document entries, on top of the RBAC guard, the resource-set
+//! scoping (§1.4) and the write unit (invariant 1), so "read the body → begin the unit → update →
+//! audit → commit → render" is written once, here.
 
-use axum::Router;
 use axum::extract::{MatchedPath, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use uuid::Uuid;
 
@@ -16,8 +18,9 @@ use crate::app::App;
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
-use crate::http::guard::{Ctx, Scope, guarded, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::write::{Author, Write, new_external_id};
@@ -71,8 +74,17 @@ pub enum OnMissing {
 pub trait Resource: Send + Sync + 'static {
     /// The stored entity.
     type Record: MetaRecord;
+    /// The DTO: what POST and PUT bodies are read as (checked against its schema first,
+    /// `svc_api::schema::read`) and what every answer renders.
+    type Dto: Serialize + DeserializeOwned + JsonSchema + Send + 'static;
+    /// What a PATCH body is read as.
+    type Patch: DeserializeOwned + JsonSchema + Send + 'static;
     /// A parsed request body: the resource's own fields (the layer applies the base block).
     type Input: Send + 'static;
+
+    /// The family's name in the plural, as the document and the console say it
+    /// (`client workloads`).
+    const NAME: &'static str;
 
     /// The permission guarding its routes: its record's family's ([`crate::domain::Kind::family`]).
     const PERM: Perm = Self::Record::KIND.expect_family().perm;
@@ -97,11 +109,24 @@ pub trait Resource: Send + Sync + 'static {
     /// of an id the caller cannot see is a `404` before its body is read.
     const PATCH_NEEDS_STORED: bool = false;
 
-    /// Reads a body: its base block and the resource's own fields. `stored` is the entity the
-    /// request names (PUT: the body's `externalId`, PATCH: the path's), read before the write
-    /// unit starts, when the caller's resource set holds it: a resource whose rules depend on
-    /// the stored variant reads it here.
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Self::Record>) -> Result<(BaseInput, Self::Input)>;
+    /// Adjusts a POST or PUT body before it is checked against the DTO's schema (`stored`: the
+    /// entity a PUT names, as for [`Resource::parse`]): the place for an alias a schema cannot
+    /// state (a v2 integration's `type` standing for its `integrationType`, §3.11), and for
+    /// refusing a changed discriminator (§1.5) before the other variant's fields are read
+    /// ([`discriminator_kept`]).
+    fn prepare(_body: &mut Value, _stored: Option<&Self::Record>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Reads a POST (`Mode::Create`) or PUT (`Mode::Replace`) body: its base block and the
+    /// resource's own fields. `stored` is the entity the request names (PUT: the body's
+    /// `externalId`), read before the write unit starts, when the caller's resource set holds
+    /// it: a resource whose rules depend on the stored variant reads it here.
+    fn parse(app: &App, body: Self::Dto, mode: Mode, stored: Option<&Self::Record>)
+    -> Result<(BaseInput, Self::Input)>;
+
+    /// Reads a PATCH body (`stored`: the entity the path names, when the caller can see it).
+    fn parse_patch(app: &App, body: Self::Patch, stored: Option<&Self::Record>) -> Result<(BaseInput, Self::Input)>;
 
     /// The resource set a body names (with [`RsFrom::Body`]): its `resourceSet`; `None`: the
     /// default one on create, the stored one on PUT.
@@ -152,39 +177,55 @@ pub trait Resource: Send + Sync + 'static {
     }
 
     /// The entity's DTO.
-    fn render(app: &App, st: &Snapshot, rec: &Self::Record) -> Value;
+    fn render(app: &App, st: &Snapshot, rec: &Self::Record) -> Self::Dto;
 }
 
 /// `path` (list, create, replace) and `{path}/{id}` (read, patch, delete) of `R`, guarded by its
-/// permission in the request's resource set (or the default one for global resources).
-pub fn routes<R: Resource>(app: &App, path: &str) -> Router<App> {
-    let scope = scope::<R>();
-    let one = get(read::<R>).patch(patch::<R>);
-    let one = if R::DELETE.is_some() {
-        one.delete(remove::<R>)
-    } else {
-        one
+/// permission in the request's resource set (or the default one for global resources), with
+/// their document entries.
+pub fn register<R: Resource>(api: &mut Api<'_>, path: &str) {
+    let (name, scope) = (R::NAME, scope::<R>());
+    let created = match R::ON_CREATE {
+        OnCreate::Created => Op::new(format!("Create one of the {name}")).ok::<R::Dto>(201),
+        OnCreate::Ok => Op::new(format!("Create one of the {name}")).ok::<R::Dto>(200),
+        OnCreate::Location => Op::new(format!("Create one of the {name} (204 and its Location)")).empty(204),
     };
-    Router::new()
-        .route(
-            path,
-            guarded(app, R::PERM, scope, get(list::<R>).post(create::<R>).put(replace::<R>)),
+    api.guarded(path, R::PERM, scope)
+        .get(
+            list::<R>,
+            Op::new(format!("List the {name}"))
+                .query(Query::List)
+                .list::<R::Dto>(R::LIST.items_key),
         )
-        .route(&format!("{path}/{{id}}"), guarded(app, R::PERM, scope, one))
+        .post(create::<R>, created.body::<R::Dto>())
+        .put(
+            replace::<R>,
+            Op::new(format!("Replace one of the {name}"))
+                .body::<R::Dto>()
+                .ok::<R::Dto>(200),
+        );
+    let read_op = Op::new(format!("Read one of the {name}")).ok::<R::Dto>(200);
+    let read_op = match R::ON_MISSING_READ {
+        OnMissing::NoContent => read_op.empty(204),
+        OnMissing::NotFound => read_op,
+    };
+    let one = format!("{path}/{{id}}");
+    let route = api.guarded(&one, R::PERM, scope).get(read::<R>, read_op).patch(
+        patch::<R>,
+        Op::new(format!("Patch one of the {name}"))
+            .body::<R::Patch>()
+            .ok::<R::Dto>(200),
+    );
+    if let Some(status) = R::DELETE {
+        route.delete(
+            remove::<R>,
+            Op::new(format!("Delete one of the {name}")).empty(status.as_u16()),
+        );
+    }
 }
 
-/// [`routes`] and actions beside them (`(path, handlers)`), guarded as the resource's own: its
-/// permission in its scope.
-pub fn routes_with<'p, R: Resource>(
-    app: &App,
-    path: &str,
-    actions: impl IntoIterator<Item = (&'p str, MethodRouter<App>)>,
-) -> Router<App> {
-    routes::<R>(app, path).merge(guarded_routes(app, R::PERM, scope::<R>(), actions))
-}
-
-/// The guard's scope of `R`'s routes.
-fn scope<R: Resource>() -> Scope {
+/// The guard's scope of `R`'s routes (actions beside them are guarded alike).
+pub fn scope<R: Resource>() -> Scope {
     match R::RS {
         RsFrom::Header => Scope::Rs,
         RsFrom::Body(_) => Scope::AnySet,
@@ -230,23 +271,18 @@ fn for_update<R: Resource>(st: &Snapshot, id: &Uuid, ctx: &Ctx) -> Result<R::Rec
 async fn list<R: Resource>(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
     let st = app.state();
+    let item = |v: &R::Record| to_json(&R::render(&app, &st, v));
     let mut items = match R::RS {
-        RsFrom::Header => st
-            .in_rs::<R::Record>(Some(ctx.rs))
-            .map(|v| R::render(&app, &st, v))
-            .collect(),
+        RsFrom::Header => st.in_rs::<R::Record>(Some(ctx.rs)).map(|v| item(v)).collect(),
         RsFrom::Body(_) => {
             let sets = ctx.readable_sets(&st);
             R::Record::table(&st)
                 .values()
                 .filter(|v| sets.contains(&v.rs().unwrap_or(DEFAULT_RESOURCE_SET)))
-                .map(|v| R::render(&app, &st, v))
+                .map(|v| item(v))
                 .collect()
         }
-        RsFrom::Global => R::Record::table(&st)
-            .values()
-            .map(|v| R::render(&app, &st, v))
-            .collect(),
+        RsFrom::Global => R::Record::table(&st).values().map(|v| item(v)).collect(),
     };
     R::refine_list(&q, &mut items)?;
     Ok(ok(respond(items, &p, &R::LIST)?))
@@ -261,7 +297,7 @@ async fn read<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result
             if R::RS.body() {
                 ctx.check(&st, v.rs().unwrap_or(DEFAULT_RESOURCE_SET))?;
             }
-            Ok(ok(R::render(&app, &st, v)))
+            Ok(ok(to_json(&R::render(&app, &st, v))))
         }
         None => match R::ON_MISSING_READ {
             OnMissing::NoContent => Ok(no_content()),
@@ -275,8 +311,10 @@ async fn create<R: Resource>(
     State(app): State<App>,
     ctx: Ctx,
     path: MatchedPath,
-    JsonBody(body): JsonBody,
+    JsonBody(mut body): JsonBody,
 ) -> Result<Response> {
+    R::prepare(&mut body, None)?;
+    let body: R::Dto = svc_api::schema::read(body)?;
     let (base, input) = R::parse(&app, body, Mode::Create, None)?;
     let rs = match R::RS {
         RsFrom::Header => Some(resolve_rs(base.resource_set, ctx.rs)?),
@@ -306,12 +344,14 @@ async fn create<R: Resource>(
     Ok(with_warnings(response, &warnings))
 }
 
-async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(mut body): JsonBody) -> Result<Response> {
     let stored = body
         .get("externalId")
         .and_then(Value::as_str)
         .and_then(svc_api::reader::parse_uuid)
         .and_then(|id| lookup::<R>(&app.state(), &id, &ctx).cloned());
+    R::prepare(&mut body, stored.as_deref())?;
+    let body: R::Dto = svc_api::schema::read(body)?;
     let (base, input) = R::parse(&app, body, Mode::Replace, stored.as_deref())?;
     let id = base
         .external_id
@@ -340,7 +380,8 @@ async fn patch<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody
     if R::PATCH_NEEDS_STORED && stored.is_none() {
         return Err(Error::NotFound);
     }
-    let (base, input) = R::parse(&app, body, Mode::Patch, stored.as_deref())?;
+    let body: R::Patch = svc_api::schema::read(body)?;
+    let (base, input) = R::parse_patch(&app, body, stored.as_deref())?;
     update::<R>(&app, &ctx, id, Activity::Patched, |w, rec| {
         if R::RS == RsFrom::Header {
             check_rs_unchanged(base.resource_set, ctx.rs)?;
@@ -403,6 +444,35 @@ async fn remove<R: Resource>(State(app): State<App>, ctx: Ctx, ids: Ids) -> Resu
 /// The committed entity's DTO.
 fn render_stored<R: Resource>(app: &App, st: &Snapshot, id: &Uuid) -> Result<Value> {
     st.get::<R::Record>(id)
-        .map(|v| R::render(app, st, v))
+        .map(|v| to_json(&R::render(app, st, v)))
         .ok_or_else(|| Error::internal("a committed entity is missing from the state"))
+}
+
+/// §1.5: a PUT cannot change the discriminator `field` of the entity (`stored`: its value), read
+/// before the body's variant is: a known variant other than the stored one is `<field>: cannot
+/// be changed` (an unknown one is left to the schema's `must be one of`).
+pub fn discriminator_kept(body: &Value, field: &str, stored: Option<&str>, known: &[&str]) -> Result<()> {
+    let given = body.get(field).and_then(Value::as_str);
+    match (given, stored) {
+        (Some(g), Some(s)) if g != s && known.contains(&g) => Err(Error::field(field, "cannot be changed")),
+        _ => Ok(()),
+    }
+}
+
+/// A PATCH may repeat the entity's discriminator `field` (a GET body sent back), not change it.
+pub fn discriminator_repeated(field: &str, given: Option<&str>, stored: Option<&str>) -> Result<()> {
+    match (given, stored) {
+        (Some(g), Some(s)) if g != s => Err(Error::field(field, "cannot be changed")),
+        _ => Ok(()),
+    }
+}
+
+/// A count as the DTOs' int32.
+pub fn count(n: usize) -> i32 {
+    n.min(i32::MAX as usize) as i32
+}
+
+/// A DTO as JSON (lists filter and order the JSON of their items).
+pub fn to_json<T: Serialize>(dto: &T) -> Value {
+    serde_json::to_value(dto).expect("a DTO serialises")
 }

@@ -6,11 +6,9 @@
 
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use axum::routing::post;
 use serde_json::{Value, json};
 use svc_api::edge::{ApiCredentialsRequest, AuthRequest, ClientWorkloadDetails};
 use uuid::Uuid;
@@ -21,8 +19,9 @@ use crate::domain::Perm;
 use crate::edge::events::Parts;
 use crate::edge::identity::Subject;
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::JsonBody;
-use crate::http::guard::{Ctx, Scope, guarded_as};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::ok;
 use crate::policy::decide::{self, Attestation, Decision, NOT_APPLICABLE};
 use crate::policy::explain::{self, Outcome, Trace};
@@ -39,12 +38,16 @@ const FIELDS: [&str; 6] = [
     "certSigningRequest",
 ];
 
-pub fn routes(app: &App) -> Router<App> {
+pub fn register(api: &mut Api<'_>) {
     // A read: it changes nothing (§2.6 asks `read` of reads; this one needs a body).
-    Router::new().route(
-        "/api/v1/access-policies/evaluate",
-        guarded_as(app, Perm::AccessPolicies, Scope::Rs, false, post(evaluate)),
-    )
+    api.guarded("/api/v1/access-policies/evaluate", Perm::AccessPolicies, Scope::Rs)
+        .as_write(false)
+        .post(
+            evaluate,
+            Op::new("Explain what /edge/v1/credentials would answer, step by step (ext)")
+                .body::<Untyped>()
+                .ok::<Untyped>(200),
+        );
 }
 
 async fn evaluate(State(app): State<App>, ctx: Ctx, headers: HeaderMap, JsonBody(body): JsonBody) -> Result<Response> {
@@ -397,7 +400,12 @@ async fn authenticate(
             );
         }
     };
-    let outcome = match trust::verify_evidence(&app.verify_cx(), &tp, client).await {
+    let st = app.state();
+    let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&st, id);
+    let outcome = match trust::verify_evidence(&app.verify_cx(), &tp, client)
+        .await
+        .and_then(|v| trust::check_own_issued(&tp, &v, app.cfg.issuer(), is_id_token).map(|()| v))
+    {
         Ok(v) => trust::rules::check(&tp.rules, &v).map(|()| v),
         Err(e) => Err(e),
     };

@@ -35,41 +35,55 @@ pub mod sso_login;
 pub mod trust_providers;
 pub mod users;
 
-use axum::Router;
+use crate::http::api::{Api, Op, Untyped};
 
-use crate::app::App;
-
-pub fn routes(app: &App) -> Router<App> {
-    Router::new()
-        .merge(health::routes())
-        .merge(login::routes())
-        .merge(me::routes(app))
-        .merge(signin::routes(app))
-        .merge(compliance::routes(app))
-        .merge(resource_sets::routes(app))
-        .merge(roles::routes(app))
-        .merge(routings::routes(app))
-        .merge(agent_controllers::routes(app))
-        .merge(sso_idps::routes(app))
-        .merge(log_streams::routes(app))
-        .merge(sso_login::routes())
-        .merge(users::routes(app))
-        .merge(audit_logs::routes(app))
-        .merge(events::routes(app))
-        .merge(issuer::routes())
-        .merge(trust_providers::routes(app))
-        .merge(client_workloads::routes(app))
-        .merge(server_workloads::routes(app))
-        .merge(credential_providers::routes(app))
-        .merge(credential_integrations::routes(app))
-        .merge(access_policies::routes(app))
-        .merge(evaluate::routes(app))
-        .merge(integrations::routes(app))
-        .merge(access_conditions::routes(app))
-        .merge(content_security::routes(app))
-        .merge(discovery::routes(app))
-        .merge(root_ca::routes(app))
-        .merge(crate::edge::routes())
+/// Registers every management route with its document entry, then the Edge API's.
+pub fn register(api: &mut Api<'_>) {
+    health::register(api);
+    login::register(api);
+    me::register(api);
+    signin::register(api);
+    compliance::register(api);
+    resource_sets::register(api);
+    roles::register(api);
+    routings::register(api);
+    agent_controllers::register(api);
+    sso_idps::register(api);
+    log_streams::register(api);
+    sso_login::register(api);
+    users::register(api);
+    audit_logs::register(api);
+    events::register(api);
+    issuer::register(api);
+    trust_providers::register(api);
+    client_workloads::register(api);
+    server_workloads::register(api);
+    credential_providers::register(api);
+    credential_integrations::register(api);
+    access_policies::register(api);
+    evaluate::register(api);
+    integrations::register(api);
+    access_conditions::register(api);
+    content_security::register(api);
+    discovery::register(api);
+    root_ca::register(api);
+    api.public("/edge/v1/auth").methods(
+        crate::edge::auth_route(),
+        "post",
+        Op::new("Authenticate a workload (§4.4)")
+            .body::<Untyped>()
+            .ok::<Untyped>(200)
+            .errors(&[401, 429, 503]),
+    );
+    api.edge("/edge/v1/credentials").methods(
+        crate::edge::credentials_route(),
+        "post",
+        Op::new("A credential for a workload (§4.8)")
+            .body::<Untyped>()
+            .ok::<Untyped>(200)
+            .ok::<Untyped>(404)
+            .errors(&[401, 403, 429, 503]),
+    );
 }
 
 /// `204` + `Location` with no body: the answer to POST of client and server workloads (§1.5).

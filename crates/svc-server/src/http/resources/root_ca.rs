@@ -1,20 +1,17 @@
 //! `GET /api/v1/root-ca` (contract §3.28): the CA certificate that signs X.509-SVIDs, as PEM.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 
 use crate::app::App;
 use crate::domain::Perm;
-use crate::http::guard::{Scope, guarded};
+use crate::http::api::{Api, Op};
+use crate::http::guard::Scope;
 
-pub fn routes(app: &App) -> Router<App> {
-    Router::new().route(
-        "/api/v1/root-ca",
-        guarded(app, Perm::StandaloneCertificateAuthorities, Scope::Global, get(root_ca)),
-    )
+pub fn register(api: &mut Api<'_>) {
+    api.guarded("/api/v1/root-ca", Perm::StandaloneCertificateAuthorities, Scope::Global)
+        .get(root_ca, Op::new("The X.509 CA certificate (§3.28)").pem());
 }
 
 async fn root_ca(State(app): State<App>) -> Response {

@@ -1,6 +1,5 @@
 //! Server workloads (contract §3.4): the targets workloads ask credentials for.
 
-use axum::Router;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use svc_api::common::KeyValue;
@@ -12,6 +11,7 @@ use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
 use crate::domain::{Label, Meta};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Untyped};
 use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
@@ -44,8 +44,8 @@ const AUTH_SCHEMES: &[(&str, &[&str])] = &[
 /// `/api/v1/server-workloads` on the shared CRUD layer.
 pub struct ServerWorkloads;
 
-pub fn routes(app: &App) -> Router<App> {
-    crud::routes::<ServerWorkloads>(app, "/api/v1/server-workloads")
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<ServerWorkloads>(api, "/api/v1/server-workloads");
 }
 
 const SPEC: ListSpec = ListSpec::new("serverWorkloads", Base::Scoped)
@@ -259,13 +259,20 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
 impl Resource for ServerWorkloads {
     type Record = ServerWorkload;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "server workloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
-        parse(body, mode)
+    fn parse(_app: &App, body: Untyped, mode: Mode, _stored: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
+        parse(body.0, mode)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ServerWorkload> {
@@ -296,8 +303,8 @@ impl Resource for ServerWorkloads {
         release(w, author, id, RefField::ServerWorkload)
     }
 
-    fn render(_: &App, st: &Snapshot, w: &ServerWorkload) -> Value {
-        server_json(st, w)
+    fn render(_: &App, st: &Snapshot, w: &ServerWorkload) -> Untyped {
+        Untyped(server_json(st, w))
     }
 }
 

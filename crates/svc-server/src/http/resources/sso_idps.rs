@@ -2,10 +2,8 @@
 //! secrets (§1.9), role mappings to existing roles, the read-only service-provider values, and
 //! `GET …/{id}/verification` (service/sso.rs does the checks).
 
-use axum::Router;
 use axum::extract::State;
 use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Map, Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
@@ -15,21 +13,32 @@ use super::common::{BaseInput, Mode, base_json, parse_base};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::config::Config;
+use crate::domain::Perm;
 use crate::domain::sso::{IdpConfig, IdpSecrets, IdpType, OidcAuthType, RoleMapping, SsoIdp};
 use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Untyped};
 use crate::http::extract::Ids;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::ok;
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
+use svc_api::GenericResponse;
 
 /// `/api/v1/sso-idps` on the shared CRUD layer: global entities.
 pub struct SsoIdps;
 
-pub fn routes(app: &App) -> Router<App> {
-    let verification = ("/api/v1/sso-idps/{id}/verification", get(verification));
-    crud::routes_with::<SsoIdps>(app, "/api/v1/sso-idps", [verification])
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<SsoIdps>(api, "/api/v1/sso-idps");
+    api.guarded(
+        "/api/v1/sso-idps/{id}/verification",
+        Perm::IdentityProviders,
+        crud::scope::<SsoIdps>(),
+    )
+    .get(
+        verification,
+        Op::new("Verify an identity provider's configuration (§3.20)").ok::<GenericResponse>(200),
+    );
 }
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
@@ -288,13 +297,20 @@ pub fn release_role(w: &mut Write<'_>, author: &crate::service::write::Author, r
 impl Resource for SsoIdps {
     type Record = SsoIdp;
     type Input = IdpInput;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "SSO identity providers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.20 lists only `204` for DELETE.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
-        parse(app, body, mode, stored)
+    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
+        parse(app, body.0, mode, stored)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     /// An identity provider a client workload names cannot be deleted (§1.10 rule 4).
@@ -324,7 +340,9 @@ impl Resource for SsoIdps {
             secrets: IdpSecrets::default(),
         };
         apply(&mut idp, b);
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        // Trust is given by a body that names the URL, never by a PATCH of the base block (an
+        // administrator renaming an IdP someone else moved must not make it trusted).
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(idp)
     }
 
@@ -334,13 +352,7 @@ impl Resource for SsoIdps {
             return Err(Error::field("type", "cannot be changed"));
         }
         apply(idp, b);
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
-        Ok(())
-    }
-
-    /// A PATCH changes only the base block, but whoever writes the IdP last answers for it.
-    fn patch(w: &mut Write<'_>, _: IdpInput, idp: &mut SsoIdp) -> Result<()> {
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(())
     }
 
@@ -365,12 +377,12 @@ impl Resource for SsoIdps {
         }
         // A caller can grant only what it holds (issue 22): mapped roles are given at sign-in.
         let mapped: Vec<Uuid> = idp.mappings.iter().map(|m| m.role).collect();
-        crate::service::escalation::check_mapped_roles(w.app(), st, idp.meta.id, &mapped)?;
+        crate::service::escalation::check_mapped_roles(w.app(), st, &mapped)?;
         Ok(())
     }
 
-    fn render(app: &App, _: &Snapshot, idp: &SsoIdp) -> Value {
-        idp_json(&app.cfg, idp)
+    fn render(app: &App, _: &Snapshot, idp: &SsoIdp) -> Untyped {
+        Untyped(idp_json(&app.cfg, idp))
     }
 }
 

@@ -1,26 +1,67 @@
-//! SSO sign-in routes (contract §2.3, public): `GET /api/v1/sso/login/{idpId}` redirects to the
+//! SSO sign-in routes (contract §2.3, public): `GET /api/v1/sso/providers` lists the identity
+//! providers a sign-in page offers (names only), `GET /api/v1/sso/login/{idpId}` redirects to the
 //! identity provider, `GET /api/v1/sso/callback` completes the sign-in, and
 //! `POST /api/v1/sso/exchange` turns a completed sign-in's code into a token (the console's
 //! flow, or a TOTP code owed: docs/sso.md). Every answer that carries a token or a code is
 //! `Cache-Control: no-store`.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use serde_json::json;
+use svc_api::mgmt::{LoginResponseDto, SsoExchangeDto, SsoProviderDto, SsoProviderListDto, SsoTotpRequiredDto};
 
 use crate::app::App;
 use crate::error::{Error, Result};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
+use crate::http::resources::crud::to_json;
 use crate::service::sso::{CONSOLE_RETURN, Finished, Return};
 
-pub fn routes() -> Router<App> {
-    Router::new()
-        .route("/api/v1/sso/login/{idpId}", get(login))
-        .route("/api/v1/sso/callback", get(callback))
-        .route("/api/v1/sso/exchange", post(exchange))
+pub fn register(api: &mut Api<'_>) {
+    api.public("/api/v1/sso/providers").get(
+        providers,
+        Op::new("The identity providers a sign-in page offers, by name (ext)").ok::<SsoProviderListDto>(200),
+    );
+    api.public("/api/v1/sso/login/{idpId}")
+        .get(login, Op::new("Start SSO sign-in (§2.3)").redirect().errors(&[429]));
+    api.public("/api/v1/sso/callback").get(
+        callback,
+        Op::new("Finish SSO sign-in (§2.3)")
+            .query(Query::Callback)
+            .ok::<LoginResponseDto>(200)
+            .ok::<SsoTotpRequiredDto>(401)
+            .redirect()
+            .errors(&[401, 429]),
+    );
+    api.public("/api/v1/sso/exchange").post(
+        exchange,
+        Op::new("Exchange a completed SSO sign-in's code (and a TOTP code it owes) for a token")
+            .body::<SsoExchangeDto>()
+            .ok::<LoginResponseDto>(200)
+            .errors(&[401, 429]),
+    );
+}
+
+/// The identity providers users may sign in through (§2.3: active, `OIDCv1`, `userAccessEnabled`),
+/// by name, for a sign-in page's buttons; public, since nobody is signed in yet. Only `externalId`
+/// and `name`: nothing of the configuration (docs/API-CONVENTIONS.md).
+async fn providers(State(app): State<App>) -> Response {
+    let st = app.state();
+    let mut list: Vec<_> = st.sso_idps.values().filter(|i| i.offers_sign_in()).collect();
+    list.sort_by_key(|a| (a.meta.name.to_lowercase(), a.meta.id));
+    let providers = list
+        .iter()
+        .map(|i| SsoProviderDto {
+            external_id: i.meta.id,
+            name: i.meta.name.clone(),
+        })
+        .collect();
+    let mut r = crate::http::ok(to_json(&SsoProviderListDto { providers }));
+    r.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    r
 }
 
 /// An answer no cache may keep (a bearer token, a one-time code, a redirect carrying one).
@@ -57,17 +98,15 @@ async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs)
     let get = |k: &str| q.get(k).map(str::to_string);
     let done = crate::service::sso::callback(&app, get("code"), get("state"), get("error"), &client).await?;
     match (done.ret, done.result) {
-        (Return::Api, Ok(Finished::Token(t))) => Ok(no_store(crate::http::ok(
-            serde_json::to_value(t).map_err(Error::internal)?,
-        ))),
+        (Return::Api, Ok(Finished::Token(t))) => Ok(no_store(crate::http::ok(to_json(&t)))),
         // The API's caller owes a TOTP code: the code to exchange with it.
         (Return::Api, Ok(Finished::Code { code, .. })) => {
-            let body = json!({
-                "success": false,
-                "message": crate::service::login::TOTP_REQUIRED,
-                "id": 0,
-                "ssoCode": code,
-            });
+            let body = SsoTotpRequiredDto {
+                success: false,
+                message: Some(crate::service::login::TOTP_REQUIRED.to_string()),
+                id: 0,
+                sso_code: code,
+            };
             Ok(no_store((StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()))
         }
         (Return::Api, Err(e)) => Err(e),
@@ -83,8 +122,7 @@ async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs)
 }
 
 async fn exchange(State(app): State<App>, Client(client): Client, JsonBody(body): JsonBody) -> Result<Response> {
-    let t = crate::service::sso::exchange_code(&app, body, &client).await?;
-    Ok(no_store(crate::http::ok(
-        serde_json::to_value(t).map_err(Error::internal)?,
-    )))
+    let req: SsoExchangeDto = svc_api::schema::read(body)?;
+    let t = crate::service::sso::exchange_code(&app, req, &client).await?;
+    Ok(no_store(crate::http::ok(to_json(&t))))
 }

@@ -1,10 +1,8 @@
 //! Trust providers (contract §3.1) and their certificate secrets (§3.2).
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::get;
 use serde_json::{Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
@@ -15,10 +13,12 @@ use super::crud::{self, OnCreate, Resource};
 use super::scoped::{find, for_update};
 use crate::app::App;
 use crate::crypto::x509::{cert_info, pem_blocks, pem_text};
+use crate::domain::Perm;
 use crate::domain::trust::{MatchRule, SealedCert, SecretInfo, TrustKind, TrustProvider};
 use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::Ctx;
 use crate::http::list::{Base, ListParams, ListSpec, field_filter, respond};
@@ -32,18 +32,28 @@ const MAX_SECRETS: usize = 10;
 /// `/api/v1/trust-providers` on the shared CRUD layer; the certificate secrets (§3.2) below.
 pub struct TrustProviders;
 
-pub fn routes(app: &App) -> Router<App> {
-    let secrets = [
-        (
-            "/api/v1/trust-providers/{tpId}/secrets",
-            get(list_secrets).post(add_secret),
-        ),
-        (
-            "/api/v1/trust-providers/{tpId}/secrets/{secretId}",
-            get(read_secret).delete(delete_secret),
-        ),
-    ];
-    crud::routes_with::<TrustProviders>(app, "/api/v1/trust-providers", secrets)
+pub fn register(api: &mut Api<'_>) {
+    crud::register::<TrustProviders>(api, "/api/v1/trust-providers");
+    let (p, s) = (Perm::TrustProviders, crud::scope::<TrustProviders>());
+    api.guarded("/api/v1/trust-providers/{tpId}/secrets", p, s)
+        .get(
+            list_secrets,
+            Op::new("List a trust provider's secrets (§3.2)")
+                .query(Query::List)
+                .list::<Untyped>("entities"),
+        )
+        .post(
+            add_secret,
+            Op::new("Add a trust-provider secret")
+                .body::<Untyped>()
+                .ok::<Untyped>(200),
+        );
+    api.guarded("/api/v1/trust-providers/{tpId}/secrets/{secretId}", p, s)
+        .get(
+            read_secret,
+            Op::new("Read a trust-provider secret").ok::<Untyped>(200).empty(204),
+        )
+        .delete(delete_secret, Op::new("Delete a trust-provider secret").empty(204));
 }
 
 const FIELDS: &[&str] = &[
@@ -361,12 +371,19 @@ fn apply_fields(tp: &mut TrustProvider, i: &Input, full: bool) {
 impl Resource for TrustProviders {
     type Record = TrustProvider;
     type Input = Input;
+    type Dto = Untyped;
+    type Patch = Untyped;
+    const NAME: &'static str = "trust providers";
     const LIST: ListSpec = SPEC;
     // POST answers 200 here (contract §3.1), with the usual Location.
     const ON_CREATE: OnCreate = OnCreate::Ok;
 
-    fn parse(_: &App, body: Value, mode: Mode, _: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
-        parse(body, mode)
+    fn parse(_app: &App, body: Untyped, mode: Mode, _stored: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
+        parse(body.0, mode)
+    }
+
+    fn parse_patch(app: &App, body: Untyped, stored: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
+        Self::parse(app, body, Mode::Patch, stored)
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<TrustProvider> {
@@ -405,8 +422,13 @@ impl Resource for TrustProviders {
         Ok(())
     }
 
+    /// The provider's rules; and whoever writes a trust provider decides whose evidence the
+    /// policies accepting it see: they give the roles those policies' `svc-access-token`
+    /// providers hand out (issue 31), which the caller must hold.
     fn check(w: &Write<'_>, tp: &TrustProvider) -> Result<()> {
-        validate(w.app(), tp)
+        validate(w.app(), tp)?;
+        let trusting = crate::service::escalation::policies_trusting(&w.st, tp.meta.id, tp.meta.scope());
+        crate::service::escalation::check_token_roles(w.app(), &w.st, trusting)
     }
 
     /// Records a deactivation: tokens issued so far stay revoked after any reactivation.
@@ -435,8 +457,8 @@ impl Resource for TrustProviders {
         release(w, author, id, RefField::TrustProvider)
     }
 
-    fn render(app: &App, st: &Snapshot, tp: &TrustProvider) -> Value {
-        trust_json(app, st, tp, None)
+    fn render(app: &App, st: &Snapshot, tp: &TrustProvider) -> Untyped {
+        Untyped(trust_json(app, st, tp, None))
     }
 }
 
@@ -478,6 +500,9 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut tp: TrustProvider = for_update(&w.st, &tp_id, ctx.rs)?;
+    // A new key makes evidence the policies accepting the provider see (issue 31).
+    let trusting = crate::service::escalation::policies_trusting(&w.st, tp.meta.id, tp.meta.scope());
+    crate::service::escalation::check_token_roles(w.app(), &w.st, trusting)?;
     if !tp.kind.accepts_secrets() {
         return Err(Error::field(
             "secret",

@@ -1,11 +1,9 @@
 //! Users (contract §3.18): management of sign-in accounts, unlock, and the rules that keep at least
 //! one active SuperAdmin and stop callers from deleting or deactivating themselves.
 
-use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use serde_json::{Value, json};
 use svc_api::Obj;
 use svc_api::reader::check_len;
@@ -17,26 +15,39 @@ use crate::domain::records::{Role, SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
+use crate::http::api::{Api, Op, Query, Untyped};
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
-use crate::http::guard::{Ctx, Scope, guarded_routes};
+use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
 use crate::http::{created, no_content, ok};
 use crate::service::write::{Author, Write, new_external_id};
 use crate::state::State as Snapshot;
+use svc_api::GenericResponse;
 
 const CATEGORY: &str = "Users";
 
-pub fn routes(app: &App) -> Router<App> {
-    guarded_routes(
-        app,
-        Perm::Users,
-        Scope::Global,
-        [
-            ("/api/v1/users", get(list).post(create)),
-            ("/api/v1/users/{id}", get(read).put(replace).patch(patch).delete(remove)),
-            ("/api/v1/users/{id}/unlock", post(unlock)),
-        ],
-    )
+pub fn register(api: &mut Api<'_>) {
+    let (p, g) = (Perm::Users, Scope::Global);
+    api.guarded("/api/v1/users", p, g)
+        .get(
+            list,
+            Op::new("List users (§3.18)")
+                .query(Query::List)
+                .list::<Untyped>("users"),
+        )
+        .post(create, Op::new("Create a user").body::<Untyped>().ok::<Untyped>(201));
+    api.guarded("/api/v1/users/{id}", p, g)
+        .get(
+            read,
+            Op::new("Read a user (201, as in the spec)")
+                .ok::<Untyped>(201)
+                .empty(204),
+        )
+        .put(replace, Op::new("Replace a user").body::<Untyped>().ok::<Untyped>(200))
+        .patch(patch, Op::new("Patch a user").body::<Untyped>().ok::<Untyped>(200))
+        .delete(remove, Op::new("Delete a user").empty(204));
+    api.guarded("/api/v1/users/{id}/unlock", p, g)
+        .post(unlock, Op::new("Unlock a user (§3.18)").ok::<GenericResponse>(200));
 }
 
 const SPEC: ListSpec = ListSpec::new("users", Base::None)
@@ -80,6 +91,10 @@ pub fn user_json(st: &Snapshot, u: &User) -> Value {
         "isLocked": u.is_locked(crate::clock::now_millis()),
         "tags": u.tags,
         "userTokens": tokens,
+        // Read-only (ext, issue 31): the identity-provider accounts this user signs in as.
+        "ssoIdentities": u.sso_links.iter().map(|l| json!({
+            "identityProviderId": l.idp, "issuer": l.issuer, "subject": l.subject,
+        })).collect::<Vec<_>>(),
         "password": null,
     })
 }
@@ -138,7 +153,14 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
         }
         u.two_factor = o.opt_bool("twoFactorEnabled")?;
         u.tags = parse_tags(&mut o)?;
-        o.ignore(&["rolesDetails", "createdAt", "isLocked", "userTokens", "modifiedAt"]);
+        o.ignore(&[
+            "rolesDetails",
+            "createdAt",
+            "isLocked",
+            "userTokens",
+            "modifiedAt",
+            "ssoIdentities",
+        ]);
         for f in ["email", "firstName", "lastName"] {
             if !match f {
                 "email" => u.email.is_some(),
@@ -228,8 +250,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         active: input.is_active.unwrap_or(true),
         locked: false,
         failed_logins: 0,
-        locked_until: None,
-        lockouts: 0,
+        source_locks: vec![],
         sso_links: vec![],
         tags: input.tags.unwrap_or_default(),
         tokens: vec![],
@@ -414,10 +435,7 @@ async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let mut w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
     crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
-    u.locked = false;
-    u.locked_until = None;
-    u.lockouts = 0;
-    u.failed_logins = 0;
+    u.unlock();
     u.mfa_grace_from = w.now;
     w.put(u);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Unlocked, id);

@@ -120,7 +120,7 @@ async fn each_entity_hands_over_every_row_once_across_chunks() {
         })
         .await
         .unwrap_err();
-    assert_eq!((seen, err.0.as_str()), (1_500, "stop here"));
+    assert_eq!((seen, err.message.as_str()), (1_500, "stop here"));
     s.close().await;
     let _ = std::fs::remove_dir_all(dir);
 }
