@@ -9,6 +9,7 @@
 //! always `None` in answers; lengths, ranges and formats as `schemars` attributes; rules across
 //! fields stay with the resource that reads the DTO.
 
+pub mod access_policies;
 pub mod agent_controllers;
 pub mod auth;
 pub mod base;
@@ -26,6 +27,10 @@ pub mod roles;
 pub mod routings;
 pub mod settings;
 
+pub use access_policies::{
+    CreatePolicyDto, EntityRefDto, GetPolicyDto, MappingType, PatchPolicyV2Dto, PolicyCredentialMappingDto, PolicyDto,
+    PolicyExternalDto, PolicyNoteDto, PolicyPatchDto, PolicyReadOnly, Readable, WorkloadExternalDto,
+};
 pub use agent_controllers::{
     AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
 };

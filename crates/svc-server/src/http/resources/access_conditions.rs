@@ -500,15 +500,6 @@ pub fn v1_dto(
     }
 }
 
-/// [`v1_dto`] as JSON, for the DTOs not typed yet (`AccessPolicyDTO.accessConditions`, v1).
-pub fn v1_condition_json(
-    st: &Snapshot,
-    c: &AccessCondition,
-    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
-) -> Value {
-    crud::to_json(&v1_dto(st, c, may))
-}
-
 /// `/api/v2/access-conditions`: the variants of `AccessConditionV2DTO`.
 pub struct ConditionsV2;
 

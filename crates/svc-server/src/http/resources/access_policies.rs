@@ -7,19 +7,25 @@ use std::sync::Arc;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::common::EntityMeta;
+use svc_api::mgmt::{
+    CreatePolicyDto, GetPolicyDto, MappingType as MappingTypeDto, PatchPolicyV2Dto, PolicyCredentialMappingDto,
+    PolicyNoteDto,
+};
+use svc_api::{FieldError, schema};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, check_rs_unchanged, entity_meta, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, check_rs_unchanged, patch_input};
+use super::crud::to_json;
 use crate::app::App;
 use crate::domain::credential::CredentialProvider;
 use crate::domain::policy::{Mapping, MappingType, Note, Policy, Selectors};
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
-use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
+use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
@@ -34,15 +40,19 @@ pub fn register(api: &mut Api<'_>) {
             list,
             Op::new("List access policies (§3.8)")
                 .query(Query::List)
-                .list::<Untyped>("entities"),
+                .list::<GetPolicyDto>("entities"),
         )
         .post(
             create,
-            Op::new("Create an access policy").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Create an access policy")
+                .body::<CreatePolicyDto>()
+                .ok::<CreatePolicyDto>(200),
         )
         .put(
             replace,
-            Op::new("Replace an access policy").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Replace an access policy")
+                .body::<CreatePolicyDto>()
+                .ok::<CreatePolicyDto>(200),
         );
     api.guarded(
         "/api/v2/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
@@ -51,13 +61,18 @@ pub fn register(api: &mut Api<'_>) {
     )
     .get(
         by_workloads,
-        Op::new("The policy between two workloads").ok::<Untyped>(200),
+        Op::new("The policy between two workloads").ok::<GetPolicyDto>(200),
     );
     api.guarded("/api/v2/access-policies/{id}", p, s)
-        .get(read, Op::new("Read an access policy").ok::<Untyped>(200).empty(204))
+        .get(
+            read,
+            Op::new("Read an access policy").ok::<GetPolicyDto>(200).empty(204),
+        )
         .patch(
             patch,
-            Op::new("Patch an access policy").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Patch an access policy")
+                .body::<PatchPolicyV2Dto>()
+                .ok::<CreatePolicyDto>(200),
         )
         .delete(remove, Op::new("Delete an access policy").empty(204));
     api.guarded("/api/v2/access-policies/{id}/notes", p, s)
@@ -65,113 +80,136 @@ pub fn register(api: &mut Api<'_>) {
             list_notes,
             Op::new("A policy's notes, newest first")
                 .query(Query::List)
-                .list::<Untyped>("entities"),
+                .list::<PolicyNoteDto>("entities"),
         )
         .post(
             add_note_v2,
-            Op::new("Add a note to a policy").body::<Untyped>().ok::<Untyped>(201),
+            Op::new("Add a note to a policy")
+                .body::<PolicyNoteDto>()
+                .ok::<PolicyNoteDto>(201),
         );
     api.guarded("/api/v2/access-policies/{id}/credential-mappings", p, s)
         .get(
             credential_mappings,
             Op::new("A policy's credential mappings")
                 .query(Query::List)
-                .list::<Untyped>("entities"),
+                .list::<PolicyCredentialMappingDto>("entities"),
         );
     super::access_policies_v1::register(api);
 }
 
 // ---- presentation ----------------------------------------------------------------------------
 
+fn mapping_type_dto(t: MappingType) -> MappingTypeDto {
+    match t {
+        MappingType::None => MappingTypeDto::None,
+        MappingType::AccountName => MappingTypeDto::AccountName,
+        MappingType::HttpHeader => MappingTypeDto::HttpHeader,
+        MappingType::HttpBody => MappingTypeDto::HttpBody,
+        MappingType::AccessKeyId => MappingTypeDto::AccessKeyId,
+    }
+}
+
+fn mapping_type(t: MappingTypeDto) -> MappingType {
+    match t {
+        MappingTypeDto::None => MappingType::None,
+        MappingTypeDto::AccountName => MappingType::AccountName,
+        MappingTypeDto::HttpHeader => MappingType::HttpHeader,
+        MappingTypeDto::HttpBody => MappingType::HttpBody,
+        MappingTypeDto::AccessKeyId => MappingType::AccessKeyId,
+    }
+}
+
 /// `PolicyCredentialMappingDTO`: unused selectors are written as `""`.
-pub fn mapping_json(m: &Mapping) -> Value {
-    let s = |v: &Option<String>| json!(v.clone().unwrap_or_default());
+pub fn mapping_dto(m: &Mapping) -> PolicyCredentialMappingDto {
+    let s = |v: &Option<String>| Some(v.clone().unwrap_or_default());
     let sel = m.selectors();
-    json!({
-        "credentialProviderId": m.credential_provider,
-        "mappingType": m.mapping_type.as_str(),
-        "accessKeyId": s(&sel.access_key_id),
-        "accountName": s(&sel.account_name),
-        "headerName": s(&sel.header_name),
-        "headerValue": s(&sel.header_value),
-        "httpbodyFieldPath": s(&sel.body_field_path),
-        "httpbodyFieldValue": s(&sel.body_field_value),
-    })
+    PolicyCredentialMappingDto {
+        credential_provider_id: m.credential_provider,
+        mapping_type: mapping_type_dto(m.mapping_type),
+        access_key_id: s(&sel.access_key_id),
+        account_name: s(&sel.account_name),
+        header_name: s(&sel.header_name),
+        header_value: s(&sel.header_value),
+        httpbody_field_path: s(&sel.body_field_path),
+        httpbody_field_value: s(&sel.body_field_value),
+    }
 }
 
 /// `CreatePolicyDTO` (write responses).
-pub fn create_json(p: &Policy) -> Value {
-    let mut o = base_json(&p.meta, true);
-    o.insert("clientWorkload".into(), json!(p.client_workload));
-    o.insert("serverWorkload".into(), json!(p.server_workload));
-    o.insert("trustProviders".into(), json!(p.trust_providers));
-    o.insert("accessConditions".into(), json!(p.access_conditions));
-    o.insert("contentSecurity".into(), json!(p.content_security));
-    o.insert(
-        "credentialProviders".into(),
-        Value::Array(p.mappings.iter().map(mapping_json).collect()),
-    );
-    Value::Object(o)
+pub fn create_dto(p: &Policy) -> CreatePolicyDto {
+    CreatePolicyDto {
+        base: base_dto(&p.meta),
+        resource_set: Some(p.meta.scope()),
+        client_workload: Some(p.client_workload),
+        server_workload: Some(p.server_workload),
+        credential_providers: Some(p.mappings.iter().map(mapping_dto).collect()),
+        trust_providers: Some(p.trust_providers.clone()),
+        access_conditions: Some(p.access_conditions.clone()),
+        content_security: Some(p.content_security.clone()),
+        access_policy_count: None,
+    }
 }
 
-fn meta_of<T: crate::state::Record + crate::state::HasMeta>(st: &Snapshot, id: &Uuid) -> Value {
+/// `EntityMetaDTO`.
+pub fn meta_dto(m: &Meta) -> EntityMeta {
+    EntityMeta {
+        external_id: m.id,
+        name: Some(m.name.clone()),
+        is_active: m.active,
+        tags: m.tags.clone(),
+    }
+}
+
+/// The `EntityMetaDTO` of the entity `id` names; an entity deleted since: its id alone.
+fn meta_of<T: crate::state::Record + crate::state::HasMeta>(st: &Snapshot, id: &Uuid) -> EntityMeta {
     st.get::<T>(id)
-        .map(|v| entity_meta(v.meta()))
-        .unwrap_or_else(|| json!({"externalId": id, "name": null, "isActive": false, "tags": []}))
+        .map(|v| meta_dto(v.meta()))
+        .unwrap_or_else(|| EntityMeta {
+            external_id: *id,
+            name: None,
+            is_active: false,
+            tags: Vec::new(),
+        })
 }
 
 /// `GetPolicyDTO` (reads).
-pub fn get_json(st: &Snapshot, p: &Policy) -> Value {
-    let mut o = base_json(&p.meta, true);
-    o.insert(
-        "clientWorkload".into(),
-        meta_of::<ClientWorkload>(st, &p.client_workload),
-    );
-    o.insert(
-        "serverWorkload".into(),
-        meta_of::<ServerWorkload>(st, &p.server_workload),
-    );
-    o.insert(
-        "trustProviders".into(),
-        Value::Array(
-            p.trust_providers
-                .iter()
-                .map(|t| meta_of::<TrustProvider>(st, t))
-                .collect(),
-        ),
-    );
-    o.insert(
-        "credentialProviders".into(),
-        Value::Array(
-            p.mappings
-                .iter()
-                .map(|m| meta_of::<CredentialProvider>(st, &m.credential_provider))
-                .collect(),
-        ),
-    );
-    o.insert(
-        "accessConditions".into(),
-        Value::Array(
-            p.access_conditions
-                .iter()
-                .map(|c| meta_of::<crate::domain::condition::AccessCondition>(st, c))
-                .collect(),
-        ),
-    );
-    o.insert(
-        "contentSecurity".into(),
-        Value::Array(
-            p.content_security
-                .iter()
-                .map(|c| meta_of::<crate::domain::condition::ContentSecurity>(st, c))
-                .collect(),
-        ),
-    );
-    Value::Object(o)
+pub fn get_dto(st: &Snapshot, p: &Policy) -> GetPolicyDto {
+    GetPolicyDto {
+        base: base_dto(&p.meta),
+        resource_set: Some(p.meta.scope()),
+        client_workload: meta_of::<ClientWorkload>(st, &p.client_workload),
+        server_workload: meta_of::<ServerWorkload>(st, &p.server_workload),
+        trust_providers: p
+            .trust_providers
+            .iter()
+            .map(|t| meta_of::<TrustProvider>(st, t))
+            .collect(),
+        credential_providers: p
+            .mappings
+            .iter()
+            .map(|m| meta_of::<CredentialProvider>(st, &m.credential_provider))
+            .collect(),
+        access_conditions: p
+            .access_conditions
+            .iter()
+            .map(|c| meta_of::<crate::domain::condition::AccessCondition>(st, c))
+            .collect(),
+        content_security: p
+            .content_security
+            .iter()
+            .map(|c| meta_of::<crate::domain::condition::ContentSecurity>(st, c))
+            .collect(),
+    }
 }
 
-pub fn note_json(n: &Note) -> Value {
-    json!({"note": n.note, "createdAt": n.created_at, "createdBy": n.created_by})
+/// `PolicyNoteDTO`.
+pub fn note_dto(n: &Note) -> PolicyNoteDto {
+    PolicyNoteDto {
+        note: n.note.clone(),
+        created_at: n.created_at,
+        created_by: n.created_by.as_ref().map(|l| l.to_string()),
+    }
 }
 
 // ---- input -----------------------------------------------------------------------------------
@@ -200,36 +238,34 @@ fn selector_ok(s: &str) -> bool {
     }
 }
 
-fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldError> {
-    let cp = m.req_uuid("credentialProviderId")?;
-    let names: Vec<&str> = MappingType::ALL.iter().map(|t| t.as_str()).collect();
-    let mt = MappingType::parse(&m.req_enum("mappingType", &names)?).unwrap_or(MappingType::None);
-    let mut sel = |name: &str| -> std::result::Result<Option<String>, svc_api::FieldError> {
-        let v = m.opt_str_len(name, 0, 256)?;
+/// A mapping's rules its schema cannot state: the selectors' patterns, then which selectors its
+/// type uses (required) and which it does not (null or empty). `at`: `credentialProviders[i]`.
+fn parse_mapping(at: &str, m: PolicyCredentialMappingDto) -> std::result::Result<Mapping, FieldError> {
+    let mt = mapping_type(m.mapping_type);
+    let path = |name: &str| format!("{at}.{name}");
+    let sel = |name: &str, v: Option<String>| -> std::result::Result<Option<String>, FieldError> {
         if let Some(s) = &v {
-            let ok = if name == "accessKeyId" {
-                s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit())
+            let (ok, pattern) = if name == "accessKeyId" {
+                (
+                    s.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit()),
+                    "^[A-Z0-9]*$",
+                )
             } else {
-                selector_ok(s)
+                (selector_ok(s), "^[\\p{L}a-zA-Z0-9][\\p{L}a-zA-Z0-9._-]*$")
             };
             if !ok {
-                let pattern = if name == "accessKeyId" {
-                    "^[A-Z0-9]*$"
-                } else {
-                    "^[\\p{L}a-zA-Z0-9][\\p{L}a-zA-Z0-9._-]*$"
-                };
-                return Err(svc_api::FieldError::new(m.path(name), format!("must match {pattern}")));
+                return Err(FieldError::new(path(name), format!("must match {pattern}")));
             }
         }
         Ok(v.filter(|s| !s.is_empty()))
     };
     let selectors = Selectors {
-        access_key_id: sel("accessKeyId")?,
-        account_name: sel("accountName")?,
-        header_name: sel("headerName")?,
-        header_value: sel("headerValue")?,
-        body_field_path: sel("httpbodyFieldPath")?,
-        body_field_value: sel("httpbodyFieldValue")?,
+        access_key_id: sel("accessKeyId", m.access_key_id)?,
+        account_name: sel("accountName", m.account_name)?,
+        header_name: sel("headerName", m.header_name)?,
+        header_value: sel("headerValue", m.header_value)?,
+        body_field_path: sel("httpbodyFieldPath", m.httpbody_field_path)?,
+        body_field_value: sel("httpbodyFieldValue", m.httpbody_field_value)?,
     };
     let used: &[&str] = match mt {
         MappingType::None => &[],
@@ -249,40 +285,73 @@ fn parse_mapping(m: &mut Obj) -> std::result::Result<Mapping, svc_api::FieldErro
     for (name, v) in fields {
         match (used.contains(&name), v.is_some()) {
             (true, false) => {
-                return Err(svc_api::FieldError::new(
-                    m.path(name),
+                return Err(FieldError::new(
+                    path(name),
                     format!("is required for mappingType {}", mt.as_str()),
                 ));
             }
             (false, true) => {
-                return Err(svc_api::FieldError::new(
-                    m.path(name),
+                return Err(FieldError::new(
+                    path(name),
                     format!("must be empty for mappingType {}", mt.as_str()),
                 ));
             }
             _ => {}
         }
     }
-    Ok(Mapping::new(cp, mt, selectors))
+    Ok(Mapping::new(m.credential_provider_id, mt, selectors))
 }
 
-/// Reads the v2 body (`CreatePolicyDTO` or `PatchPolicyV2DTO`).
+fn parse_mappings(given: Option<Vec<PolicyCredentialMappingDto>>) -> Result<Option<Vec<Mapping>>> {
+    let Some(given) = given else { return Ok(None) };
+    let mut out = Vec::with_capacity(given.len());
+    for (i, m) in given.into_iter().enumerate() {
+        out.push(parse_mapping(&format!("credentialProviders[{i}]"), m)?);
+    }
+    Ok(Some(out))
+}
+
+/// A PUT names the policy by `externalId`.
+pub fn require_id(mode: Mode, base: &BaseInput) -> Result<()> {
+    if mode == Mode::Replace && base.external_id.is_none() {
+        return Err(Error::field("externalId", "is required"));
+    }
+    Ok(())
+}
+
+/// Reads the v2 POST or PUT body (`CreatePolicyDTO`).
 pub fn parse_v2(body: Value, mode: Mode) -> Result<PolicyInput> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
+    let dto: CreatePolicyDto = schema::read(body)?;
+    let base = base_input(dto.base, dto.resource_set)?;
+    require_id(mode, &base)?;
     let i = PolicyInput {
         base,
-        client_workload: o.opt_uuid("clientWorkload")?,
-        server_workload: o.opt_uuid("serverWorkload")?,
-        mappings: o.opt_obj_list("credentialProviders", parse_mapping)?,
-        trust_providers: o.opt_uuid_list("trustProviders")?,
-        access_conditions: o.opt_uuid_list("accessConditions")?,
-        content_security: o.opt_uuid_list("contentSecurity")?,
+        client_workload: dto.client_workload,
+        server_workload: dto.server_workload,
+        mappings: parse_mappings(dto.credential_providers)?,
+        trust_providers: dto.trust_providers,
+        access_conditions: dto.access_conditions,
+        content_security: dto.content_security,
     };
-    o.ignore(&["accessPolicyCount"]);
-    o.finish()?;
     i.require_workloads(mode)?;
     Ok(i)
+}
+
+/// Reads the v2 PATCH body (`PatchPolicyV2DTO`).
+pub fn parse_v2_patch(body: Value) -> Result<PolicyInput> {
+    let dto: PatchPolicyV2Dto = schema::read(body)?;
+    Ok(PolicyInput {
+        base: BaseInput {
+            resource_set: dto.resource_set,
+            ..patch_input(dto.patch)?
+        },
+        client_workload: dto.client_workload,
+        server_workload: dto.server_workload,
+        mappings: parse_mappings(dto.credential_providers)?,
+        trust_providers: dto.trust_providers,
+        access_conditions: dto.access_conditions,
+        content_security: dto.content_security,
+    })
 }
 
 impl PolicyInput {
@@ -381,7 +450,7 @@ pub async fn delete_policy(app: &App, ctx: &Ctx, id: Uuid, check: impl FnOnce(&P
     policies::delete(app, &ctx.author(), id, readmit(ctx), check).await
 }
 
-/// `POST …/notes` (`NoteDTO`): `201` with the note.
+/// `POST …/notes` (`PolicyNoteDTO`): `201` with the note.
 pub async fn add_note(
     app: &App,
     ctx: &Ctx,
@@ -389,12 +458,9 @@ pub async fn add_note(
     body: Value,
     check: impl FnOnce(&Policy) -> Result<()>,
 ) -> Result<Response> {
-    let mut o = Obj::root(body)?;
-    let text = o.req_str_len("note", 1, 1024)?;
-    o.ignore(&["createdAt", "createdBy"]);
-    o.finish()?;
+    let text = schema::read::<PolicyNoteDto>(body)?.note;
     let note = policies::add_note(app, &ctx.author(), id, text, readmit(ctx), check).await?;
-    Ok((StatusCode::CREATED, axum::Json(note_json(&note))).into_response())
+    Ok((StatusCode::CREATED, axum::Json(to_json(&note_dto(&note)))).into_response())
 }
 
 // ---- v2 handlers ------------------------------------------------------------------------------
@@ -445,7 +511,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
         .policies
         .values()
         .filter(|p| sets.contains(&p.meta.scope()))
-        .map(|p| get_json(&st, p))
+        .map(|p| to_json(&get_dto(&st, p)))
         .collect();
     if let Some(query) = q.get("query") {
         items.retain(|i| query_match(i, query));
@@ -456,7 +522,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     Ok(match visible(&ctx, &st, &ids.one())? {
-        Some(p) => ok(get_json(&st, &p)),
+        Some(p) => ok(to_json(&get_dto(&st, &p))),
         None => no_content(),
     })
 }
@@ -471,7 +537,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     ctx.check(&st, rs)?;
     let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await?;
     let location = format!("/api/v2/access-policies/{id}");
-    let r = created(StatusCode::OK, location, create_json(&st.policies[&id]));
+    let r = created(StatusCode::OK, location, to_json(&create_dto(&st.policies[&id])));
     Ok(with_warnings(r, &warnings))
 }
 
@@ -481,16 +547,16 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     let st = app.state_full();
     visible(&ctx, &st, &id)?.ok_or(Error::NotFound)?;
     let (st, warnings) = update_policy(&app, &ctx, id, input, true, |_| Ok(())).await?;
-    Ok(with_warnings(ok(create_json(&st.policies[&id])), &warnings))
+    Ok(with_warnings(ok(to_json(&create_dto(&st.policies[&id]))), &warnings))
 }
 
 async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse_v2(body, Mode::Patch)?;
+    let input = parse_v2_patch(body)?;
     let id = ids.one();
     let st = app.state_full();
     visible(&ctx, &st, &id)?.ok_or(Error::NotFound)?;
     let (st, warnings) = update_policy(&app, &ctx, id, input, false, |_| Ok(())).await?;
-    Ok(with_warnings(ok(create_json(&st.policies[&id])), &warnings))
+    Ok(with_warnings(ok(to_json(&create_dto(&st.policies[&id]))), &warnings))
 }
 
 async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -509,7 +575,7 @@ async fn by_workloads(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
     let p = for_pair(&st, ids.0[0], ids.0[1])
         .filter(|p| ctx.caller.can(&st, ctx.perm, false, p.meta.scope()))
         .ok_or(Error::NotFound)?;
-    Ok(ok(get_json(&st, &p)))
+    Ok(ok(to_json(&get_dto(&st, &p))))
 }
 
 async fn add_note_v2(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
@@ -542,7 +608,7 @@ async fn list_notes(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -
     let p = visible(&ctx, &st, &ids.one())?.ok_or(Error::NotFound)?;
     fixed_order_page(
         &q,
-        p.notes.iter().rev().map(note_json).collect(),
+        p.notes.iter().rev().map(|n| to_json(&note_dto(n))).collect(),
         Some("createdAt desc"),
     )
 }
@@ -550,7 +616,7 @@ async fn list_notes(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -
 async fn credential_mappings(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs) -> Result<Response> {
     let st = app.state();
     let p = visible(&ctx, &st, &ids.one())?.ok_or(Error::NotFound)?;
-    fixed_order_page(&q, p.mappings.iter().map(mapping_json).collect(), None)
+    fixed_order_page(&q, p.mappings.iter().map(|m| to_json(&mapping_dto(m))).collect(), None)
 }
 
 #[cfg(test)]

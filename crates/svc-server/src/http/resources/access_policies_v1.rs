@@ -4,15 +4,20 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{EntityRefDto, PolicyDto, PolicyExternalDto, PolicyPatchDto, Readable, WorkloadExternalDto};
+use svc_api::schema;
 use uuid::Uuid;
 
-use super::access_conditions::v1_condition_json;
-use super::access_policies::{PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy};
+use super::access_conditions::v1_dto as condition_v1_dto;
+use super::access_policies::{
+    PolicyInput, add_note, create_policy, delete_policy, note_dto, require_id, update_policy,
+};
 use super::client_workloads::client_json;
-use super::common::{Mode, base_json, for_reader, parse_base, reader, rendered, rendered_or_null, resolve_rs};
-use super::content_security::cs_json;
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input, reader, resolve_rs};
+use super::content_security::cs_dto;
+use super::credential_providers::provider_v1_dto;
+use super::crud::to_json;
 use super::server_workloads::server_json;
 use super::trust_providers::trust_json;
 use crate::app::App;
@@ -23,13 +28,13 @@ use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::trust::TrustProvider;
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, respond};
 use crate::http::{created, no_content, ok, with_warnings};
 use crate::service::policies::for_pair;
-use crate::state::State as Snapshot;
+use crate::state::{MetaRecord, State as Snapshot};
 
 const SEVERAL: &str = "policy has several credential providers; use /api/v2";
 
@@ -40,15 +45,19 @@ pub fn register(api: &mut Api<'_>) {
             list,
             Op::new("List access policies (§3.9, deprecated)")
                 .query(Query::List)
-                .list::<Untyped>("accessPolicies"),
+                .list::<PolicyExternalDto>("accessPolicies"),
         )
         .post(
             create,
-            Op::new("Create an access policy").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Create an access policy")
+                .body::<PolicyDto>()
+                .ok::<PolicyDto>(200),
         )
         .put(
             replace,
-            Op::new("Replace an access policy").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Replace an access policy")
+                .body::<PolicyDto>()
+                .ok::<PolicyDto>(200),
         );
     api.guarded(
         "/api/v1/access-policies/getByWorkloadIds/{clientWorkloadId}/{serverWorkloadId}",
@@ -57,18 +66,25 @@ pub fn register(api: &mut Api<'_>) {
     )
     .get(
         by_workloads,
-        Op::new("The policy between two workloads").ok::<Untyped>(200),
+        Op::new("The policy between two workloads").ok::<PolicyExternalDto>(200),
     );
     api.guarded("/api/v1/access-policies/{id}", p, s)
-        .get(read, Op::new("Read an access policy").ok::<Untyped>(200).empty(204))
+        .get(
+            read,
+            Op::new("Read an access policy").ok::<PolicyExternalDto>(200).empty(204),
+        )
         .patch(
             patch,
-            Op::new("Patch an access policy").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Patch an access policy")
+                .body::<PolicyPatchDto>()
+                .ok::<PolicyDto>(200),
         )
         .delete(remove, Op::new("Delete an access policy").empty(204));
     api.guarded("/api/v1/access-policies/{id}/notes", p, s).post(
         note,
-        Op::new("Add a note to a policy").body::<Untyped>().ok::<Untyped>(201),
+        Op::new("Add a note to a policy")
+            .body::<svc_api::mgmt::PolicyNoteDto>()
+            .ok::<svc_api::mgmt::PolicyNoteDto>(201),
     );
 }
 
@@ -80,7 +96,7 @@ fn single_cp(p: &Policy) -> Option<Uuid> {
 }
 
 /// `WorkloadExternalDTO`: a summary of a workload with the policy's providers.
-fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> Value {
+fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> WorkloadExternalDto {
     // The workload's base block, type and (a server's) endpoint, if it still exists.
     let (id, found) = if server {
         let w = st.server_workloads.get(&p.server_workload);
@@ -94,110 +110,140 @@ fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> Value {
         Some((m, label, endpoint)) => (Some(m.name.clone()), m.active, label, endpoint),
         None => (None, false, None, None),
     };
-    let tps: Vec<Value> = p
+    let trust_providers = p
         .trust_providers
         .iter()
-        .map(|t| json!({"externalId": t, "name": st.trust_providers.get(t).map(|x| x.meta.name.clone())}))
+        .map(|t| EntityRefDto {
+            external_id: *t,
+            name: st.trust_providers.get(t).map(|x| x.meta.name.clone()),
+        })
         .collect();
     let cp = single_cp(p);
-    let mut o = json!({
-        "externalId": id,
-        "name": name,
-        "isActive": active,
-        "type": label,
-        "trustProviders": tps,
-        "credentialProviderId": cp,
-        "credentialProviderText": cp.and_then(|c| st.credential_providers.get(&c)).map(|c| c.meta.name.clone()),
-    });
-    if server {
-        o["serviceEndpoint"] = endpoint.unwrap_or(Value::Null);
+    WorkloadExternalDto {
+        external_id: id,
+        name,
+        is_active: active,
+        kind: label,
+        // A server's endpoint (`null` when the workload is gone); a client has none.
+        service_endpoint: if server {
+            Some(endpoint.unwrap_or(Value::Null))
+        } else {
+            None
+        },
+        trust_providers,
+        credential_provider_id: cp,
+        credential_provider_text: cp
+            .and_then(|c| st.credential_providers.get(&c))
+            .map(|c| c.meta.name.clone()),
     }
-    o
 }
 
 /// `PolicyDTO` (write responses).
-fn policy_dto(st: &Snapshot, p: &Policy) -> Value {
-    let mut o = base_json(&p.meta, true);
-    o.insert("clientWorkload".into(), json!(p.client_workload));
-    o.insert("serverWorkload".into(), json!(p.server_workload));
-    o.insert("credentialProvider".into(), json!(single_cp(p)));
-    o.insert("trustProviders".into(), json!(p.trust_providers));
-    o.insert("accessConditions".into(), json!(p.access_conditions));
-    o.insert("contentSecurity".into(), json!(p.content_security));
-    o.insert("clientWorkloadDetails".into(), workload_summary(st, p, false));
-    o.insert("serverWorkloadDetails".into(), workload_summary(st, p, true));
-    o.insert(
-        "policyNotes".into(),
-        Value::Array(p.notes.iter().map(note_json).collect()),
-    );
-    Value::Object(o)
+fn policy_dto(st: &Snapshot, p: &Policy) -> PolicyDto {
+    PolicyDto {
+        base: base_dto(&p.meta),
+        resource_set: Some(p.meta.scope()),
+        client_workload: Some(p.client_workload),
+        server_workload: Some(p.server_workload),
+        credential_provider: single_cp(p),
+        trust_providers: Some(p.trust_providers.clone()),
+        access_conditions: Some(p.access_conditions.clone()),
+        content_security: Some(p.content_security.clone()),
+        client_workload_details: Some(workload_summary(st, p, false)),
+        server_workload_details: Some(workload_summary(st, p, true)),
+        policy_notes: Some(p.notes.iter().map(note_dto).collect()),
+        access_policy_count: None,
+    }
+}
+
+/// An embedded entity: rendered in full when the reader `may` read its kind in its resource set,
+/// else its reference (`externalId`, `name`), which a reader of the policy may see (issue 31).
+fn readable<T: MetaRecord, D>(may: &impl Fn(Perm, Uuid) -> bool, v: &T, render: impl Fn(&T) -> D) -> Readable<D> {
+    let m = v.meta();
+    if may(T::KIND.expect_family().perm, m.scope()) {
+        Readable::Full(render(v))
+    } else {
+        Readable::Reference(EntityRefDto {
+            external_id: m.id,
+            name: Some(m.name.clone()),
+        })
+    }
+}
+
+/// The entities `ids` names that still exist, each as [`readable`] gives it.
+fn readables<T: MetaRecord, D>(
+    st: &Snapshot,
+    ids: &[Uuid],
+    may: &impl Fn(Perm, Uuid) -> bool,
+    render: impl Fn(&T) -> D,
+) -> Vec<Readable<D>> {
+    ids.iter()
+        .filter_map(|id| st.get::<T>(id))
+        .map(|v| readable(may, v.as_ref(), &render))
+        .collect()
 }
 
 /// `PolicyExternalDTO` (reads): referenced entities expanded — those the caller may read by
-/// itself; the others as their EntityMetaDTO (issue 31).
-fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
+/// itself; the others as their reference (issue 31).
+fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> PolicyExternalDto {
     let may = reader(app, st);
-    let mut o = base_json(&p.meta, true);
-    let client =
-        rendered_or_null::<ClientWorkload>(st, &p.client_workload, |w| for_reader(&may, w, |w| client_json(st, w)));
-    o.insert("clientWorkload".into(), client);
-    let server =
-        rendered_or_null::<ServerWorkload>(st, &p.server_workload, |w| for_reader(&may, w, |w| server_json(st, w)));
-    o.insert("serverWorkload".into(), server);
-    let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| {
-        for_reader(&may, t, |t| trust_json(app, st, t, None))
-    });
-    o.insert("trustProviders".into(), tps);
-    let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| {
-        for_reader(&may, c, |c| v1_condition_json(st, c, &may))
-    });
-    o.insert("accessConditions".into(), acs);
-    let css = rendered::<ContentSecurity>(st, &p.content_security, |c| for_reader(&may, c, |c| cs_json(st, c)));
-    o.insert("contentSecurity".into(), css);
-    let cp = single_cp(p).and_then(|c| st.get::<CredentialProvider>(&c)).map(|c| {
-        for_reader(&may, c.as_ref(), |c| {
-            super::crud::to_json(&super::credential_providers::provider_v1_dto(st, &app.cfg, c))
-        })
-    });
-    o.insert("credentialProvider".into(), cp.unwrap_or(Value::Null));
-    o.insert(
-        "policyNotes".into(),
-        Value::Array(p.notes.iter().map(note_json).collect()),
-    );
-    Value::Object(o)
+    let client = st
+        .get::<ClientWorkload>(&p.client_workload)
+        .map(|w| readable(&may, w.as_ref(), |w| client_json(st, w)));
+    let server = st
+        .get::<ServerWorkload>(&p.server_workload)
+        .map(|w| readable(&may, w.as_ref(), |w| server_json(st, w)));
+    let cp = single_cp(p)
+        .and_then(|c| st.get::<CredentialProvider>(&c))
+        .map(|c| readable(&may, c.as_ref(), |c| provider_v1_dto(st, &app.cfg, c)));
+    PolicyExternalDto {
+        base: base_dto(&p.meta),
+        resource_set: Some(p.meta.scope()),
+        client_workload: client,
+        server_workload: server,
+        trust_providers: readables::<TrustProvider, _>(st, &p.trust_providers, &may, |t| trust_json(app, st, t, None)),
+        access_conditions: readables::<AccessCondition, _>(st, &p.access_conditions, &may, |c| {
+            condition_v1_dto(st, c, &may)
+        }),
+        content_security: readables::<ContentSecurity, _>(st, &p.content_security, &may, |c| cs_dto(st, c)),
+        credential_provider: cp,
+        policy_notes: p.notes.iter().map(note_dto).collect(),
+    }
 }
 
+/// A v1 body: the policy's fields, and `credentialProvider` (`None`: a PATCH leaves it as it is;
+/// `Some(None)`: none).
 fn parse(body: Value, mode: Mode) -> Result<(PolicyInput, Option<Option<Uuid>>)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let client_workload = o.opt_uuid("clientWorkload")?;
-    let server_workload = o.opt_uuid("serverWorkload")?;
-    // `credentialProvider`: absent (PATCH: unchanged) vs. given.
-    let cp_given = o.has("credentialProvider");
-    let cp = o.opt_uuid("credentialProvider")?;
+    if mode == Mode::Patch {
+        let dto: PolicyPatchDto = schema::read(body)?;
+        let input = PolicyInput {
+            base: BaseInput {
+                resource_set: dto.resource_set,
+                ..patch_input(dto.patch)?
+            },
+            client_workload: dto.client_workload,
+            server_workload: dto.server_workload,
+            mappings: None,
+            trust_providers: dto.trust_providers,
+            access_conditions: dto.access_conditions,
+            content_security: dto.content_security,
+        };
+        return Ok((input, dto.credential_provider.map(Some)));
+    }
+    let dto: PolicyDto = schema::read(body)?;
+    let base = base_input(dto.base, dto.resource_set)?;
+    require_id(mode, &base)?;
     let i = PolicyInput {
         base,
-        client_workload,
-        server_workload,
+        client_workload: dto.client_workload,
+        server_workload: dto.server_workload,
         mappings: None,
-        trust_providers: o.opt_uuid_list("trustProviders")?,
-        access_conditions: o.opt_uuid_list("accessConditions")?,
-        content_security: o.opt_uuid_list("contentSecurity")?,
+        trust_providers: dto.trust_providers,
+        access_conditions: dto.access_conditions,
+        content_security: dto.content_security,
     };
-    o.ignore(&[
-        "clientWorkloadDetails",
-        "serverWorkloadDetails",
-        "policyNotes",
-        "accessPolicyCount",
-    ]);
-    o.finish()?;
     i.require_workloads(mode)?;
-    let cp = if mode == Mode::Patch && !cp_given {
-        None
-    } else {
-        Some(cp)
-    };
-    Ok((i, cp))
+    Ok((i, Some(dto.credential_provider)))
 }
 
 fn mapping_for(cp: Option<Uuid>) -> Vec<Mapping> {
@@ -232,7 +278,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
     let st = app.state();
     let items = st
         .in_rs::<Policy>(Some(ctx.rs))
-        .map(|p| policy_external(&app, &st, p))
+        .map(|p| to_json(&policy_external(&app, &st, p)))
         .collect();
     Ok(ok(respond(items, &p, &SPEC)?))
 }
@@ -240,7 +286,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     Ok(match st.policies.get(&ids.one()).filter(|p| p.meta.scope() == ctx.rs) {
-        Some(p) => ok(policy_external(&app, &st, p)),
+        Some(p) => ok(to_json(&policy_external(&app, &st, p))),
         None => no_content(),
     })
 }
@@ -264,7 +310,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     let rs = resolve_rs(input.base.resource_set, ctx.rs)?;
     let (st, id, warnings) = create_policy(&app, &ctx, input, rs).await.map_err(v1_path)?;
     let location = format!("/api/v1/access-policies/{id}");
-    let r = created(StatusCode::OK, location, policy_dto(&st, &st.policies[&id]));
+    let r = created(StatusCode::OK, location, to_json(&policy_dto(&st, &st.policies[&id])));
     Ok(with_warnings(r, &warnings))
 }
 
@@ -280,7 +326,10 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     })
     .await
     .map_err(v1_path)?;
-    Ok(with_warnings(ok(policy_dto(&st, &st.policies[&id])), &warnings))
+    Ok(with_warnings(
+        ok(to_json(&policy_dto(&st, &st.policies[&id]))),
+        &warnings,
+    ))
 }
 
 async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
@@ -297,7 +346,10 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     })
     .await
     .map_err(v1_path)?;
-    Ok(with_warnings(ok(policy_dto(&st, &st.policies[&id])), &warnings))
+    Ok(with_warnings(
+        ok(to_json(&policy_dto(&st, &st.policies[&id]))),
+        &warnings,
+    ))
 }
 
 async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -314,7 +366,7 @@ async fn by_workloads(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Resp
     let p = for_pair(&st, ids.0[0], ids.0[1])
         .filter(|p| p.meta.scope() == ctx.rs)
         .ok_or(Error::NotFound)?;
-    Ok(ok(policy_external(&app, &st, &p)))
+    Ok(ok(to_json(&policy_external(&app, &st, &p))))
 }
 
 async fn note(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {

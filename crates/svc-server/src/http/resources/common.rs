@@ -193,11 +193,6 @@ pub fn base_json(m: &Meta, with_rs: bool) -> Map<String, Value> {
     o
 }
 
-/// `EntityMetaDTO`
-pub fn entity_meta(m: &Meta) -> Value {
-    json!({"externalId": m.id, "name": m.name, "isActive": m.active, "tags": m.tags})
-}
-
 /// The entities `ids` names, each rendered; an id that names none (a deleted entity) is left out.
 pub fn rendered<T: Record>(st: &State, ids: &[Uuid], render: impl Fn(&T) -> Value) -> Value {
     Value::Array(ids.iter().filter_map(|id| st.get::<T>(id)).map(|v| render(v)).collect())
@@ -214,27 +209,6 @@ pub fn reader<'s>(app: &crate::app::App, st: &'s State) -> impl Fn(crate::domain
         Ok(Some(c)) => c.can(st, perm, false, rs),
         Err(_) => false,
     }
-}
-
-/// An embedded entity: rendered in full when the reader `may` read its kind in its resource set,
-/// else as its EntityMetaDTO (`externalId`, `name`), which a reader of the embedding resource
-/// may see.
-pub fn for_reader<T: crate::state::MetaRecord>(
-    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
-    v: &T,
-    render: impl Fn(&T) -> Value,
-) -> Value {
-    let m = v.meta();
-    if may(T::KIND.expect_family().perm, m.scope()) {
-        render(v)
-    } else {
-        json!({"externalId": m.id, "name": m.name})
-    }
-}
-
-/// The entity `id` names, rendered; `null` when there is none (a deleted entity).
-pub fn rendered_or_null<T: Record>(st: &State, id: &Uuid, render: impl Fn(&T) -> Value) -> Value {
-    st.get::<T>(id).map(|v| render(v)).unwrap_or(Value::Null)
 }
 
 /// The resource set of a new or replaced scoped entity (§1.4 rule 3).

@@ -4,7 +4,6 @@
 //! write-only and sealed. Stored, referenced by policies and reported in authorization events,
 //! with no effect on a decision.
 
-use serde_json::Value;
 use svc_api::mgmt::{ContentSecurityDto, ContentSecurityPatchDto, SensorAAidrContentSecurityDto};
 use uuid::Uuid;
 
@@ -79,11 +78,6 @@ pub fn cs_dto(st: &Snapshot, c: &ContentSecurity) -> ContentSecurityDto {
         max_retries: c.max_retries,
         access_policy_count: crud::count(st.idx.policy_count(RefField::ContentSecurity, c.meta.id)),
     })
-}
-
-/// [`cs_dto`] as JSON, for the DTOs not typed yet (`AccessPolicyDTO.contentSecurity`, v1).
-pub fn cs_json(st: &Snapshot, c: &ContentSecurity) -> Value {
-    crud::to_json(&cs_dto(st, c))
 }
 
 impl Resource for ContentSecurities {

@@ -123,6 +123,10 @@ fn converted_resources_stay_typed() {
         "/api/v1/credential-integrations",
         "/api/v2/credential-providers",
         "/api/v1/credential-providers",
+        "/api/v2/access-policies",
+        // Not `/api/v1/access-policies/evaluate` (yet): the list path itself is checked below.
+        "/api/v1/access-policies/{id}",
+        "/api/v1/access-policies/getByWorkloadIds",
         "/api/v1/compliance-settings",
         "/api/v1/signin-policies",
         "/api/v1/health",
