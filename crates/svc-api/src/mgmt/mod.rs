@@ -10,5 +10,6 @@
 //! fields stay with the resource that reads the DTO.
 
 pub mod base;
+pub mod evaluate;
 
 pub use base::{Base, EntityPatch};

@@ -1,6 +1,7 @@
-//! `POST /edge/v1/credentials` (contract §4.8): the handler that drives the decision steps of
-//! [`crate::policy::decide`], verifies the evidence step 8 asks for, issues after step 11, and
-//! records each step's events (§4.11) with its status (§4.9). Reads only the in-memory state.
+//! `POST /edge/v1/credentials` (contract §4.8): the handler. Steps 1–2 (rate limit, bearer
+//! token) are its own; steps 3–12 are the one driver the explain endpoint runs too
+//! ([`super::pipeline`]), which fetches the credential for it; the handler answers from the run and
+//! records its events (§4.11) with its status (§4.9). Reads only the in-memory state.
 
 use std::sync::Arc;
 
@@ -11,13 +12,14 @@ use svc_api::edge::{ApiCredentialsRequest, ApiCredentialsResponse};
 
 use super::events::{self, CpResult, Parts, RequestInfo, WorkloadEvent};
 use super::identity::Subject;
+use super::pipeline::{self, Fetch, Input};
 use super::token::{self, Token};
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
-use crate::credential::{CompiledCredential, IssueCx, Issued};
+use crate::credential::{CompiledCredential, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::events::Recorder;
-use crate::policy::decide::{self, Attestation, Decision, Identified, NOT_APPLICABLE, validate_body};
+use crate::policy::decide::{Decision, Identified};
 use crate::trust::Facts;
 
 pub const UNAUTHORIZED: &str = "Unauthorized access.";
@@ -137,26 +139,36 @@ async fn answer(
         return generic(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
     };
 
-    // Step 3: the body.
-    let valid = match validate_body(&parsed) {
-        Ok(v) => v,
-        Err(message) => {
-            events::authorization(
-                rec,
-                &info,
-                "access.request",
-                "Unauthorized",
-                Some("InvalidRequest"),
-                "Warning",
-                &Parts::default(),
-            );
-            return (
-                StatusCode::BAD_REQUEST,
-                axum::Json(svc_api::GenericResponse::error(message)),
-            )
-                .into_response();
-        }
+    // Steps 3–12.
+    let mut ev = Parts::default();
+    let input = Input {
+        st: &st,
+        parsed: &parsed,
+        selected_rs,
+        tp: token.svc.tp,
+        kind: token.svc.tpk,
+        token_rs: token.svc.rs,
+        facts: &token.svc.facts,
+        subject,
+        source_ip,
     };
+    let mut run = pipeline::run(app, input, Fetch::Yes, &mut ev).await;
+    if let Some(message) = run.invalid.take() {
+        events::authorization(
+            rec,
+            &info,
+            "access.request",
+            "Unauthorized",
+            Some("InvalidRequest"),
+            "Warning",
+            &Parts::default(),
+        );
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(svc_api::GenericResponse::error(message)),
+        )
+            .into_response();
+    }
     events::authorization(
         rec,
         &info,
@@ -166,104 +178,7 @@ async fn answer(
         "Info",
         &Parts::default(),
     );
-
-    let client = valid.req.client.as_ref().expect("validated");
-
-    let mut ev = Parts::default();
-    let mut workload_event: Option<Identified> = None;
-    let mut issued: Option<Result<Issued, String>> = None;
-    let mut chosen_cp: Option<Arc<CompiledCredential>> = None;
-
-    let decision = 'd: {
-        let matched = match decide::match_policy(
-            &st,
-            selected_rs,
-            token.svc.rs,
-            &subject,
-            &valid,
-            &mut ev,
-            &mut workload_event,
-        ) {
-            Ok(m) => m,
-            Err(d) => break 'd d,
-        };
-        let (rs, policy) = (matched.rs, matched.policy);
-        // The set's upstream client (through its routing's proxy, §3.17): step 8 and step 12.
-        let up = app.upstream_for(rs);
-        decide::content_security(&st, &policy, &mut ev);
-        // Step 8: attestation by the policy's trust providers (verified here: upstream I/O).
-        if let Attestation::Verify(providers) = decide::attestation(&st, &policy, token.svc.tp, rs, &mut ev) {
-            let mut passed = false;
-            for tp in providers {
-                let outcome = crate::trust::verify(&app.verify_cx_via(&up), tp, client)
-                    .await
-                    .map(|_| ());
-                if decide::record_attestation(tp, outcome, &mut ev) {
-                    passed = true;
-                    break;
-                }
-            }
-            if !passed {
-                break 'd decide::attestation_failed();
-            }
-        }
-        // Step 9: access conditions (the vendors are asked here: upstream I/O; the rules are
-        // `decide`'s).
-        let conds = decide::access_conditions_of(&st, &policy);
-        if !conds.is_empty()
-            && let Err(d) =
-                super::conditions::check(app, &st, &conds, client, &token.svc.facts, source_ip, &mut ev).await
-        {
-            break 'd d;
-        }
-        // Steps 10–11.
-        let (cp, mut cp_result) = match decide::choose_provider(&st, &policy, &valid, &mut ev) {
-            Ok(c) => c,
-            Err(d) => break 'd d,
-        };
-        // Dynamic values resolve here (§3.5.3).
-        let cw_name = st
-            .client_workloads
-            .get(&policy.client_workload)
-            .map(|c| c.meta.name.clone())
-            .unwrap_or_default();
-        let values = crate::credential::dynamic::Values {
-            kind: token.svc.tpk,
-            facts: &token.svc.facts,
-            claims: subject.claims(),
-            client,
-            client_workload: (policy.client_workload, &cw_name),
-        };
-        let cx = IssueCx {
-            svc: app.services_via(&up),
-            rs,
-            client_workload: Some((policy.client_workload, &cw_name)),
-            server_workload: policy.server_workload,
-            access_policy: policy.meta.id,
-            credential_provider: cp.id,
-            trust_provider: token.svc.tp,
-            values: Some(&values),
-            csr: valid.req.cert_signing_request.as_deref(),
-        };
-        let prepared = match cp.prepare(&cx) {
-            Ok(p) => p,
-            Err(expr) => {
-                cp_result.reason = Some(format!("UnresolvableClaim: {expr}"));
-                ev.credential_provider = Some(cp_result);
-                break 'd Decision::fail(403, NOT_APPLICABLE, "UnresolvableClaim");
-            }
-        };
-        ev.credential_provider = Some(cp_result);
-        // Step 12: fetch.
-        issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.0));
-        chosen_cp = Some(cp);
-        Decision {
-            status: 200,
-            message: "",
-            reason: None,
-            body_unknown: false,
-        }
-    };
+    let decision = run.decision();
     let authorized = decision.status == 200;
     events::authorization(
         rec,
@@ -275,7 +190,7 @@ async fn answer(
         &ev,
     );
 
-    let (status, response, action) = match (&issued, &chosen_cp) {
+    let (status, response, action) = match (&run.issued, &run.provider) {
         (Some(result), Some(cp)) => deliver(rec, &info, result, cp),
         _ => (
             status_of(&decision),
@@ -293,7 +208,7 @@ async fn answer(
         port,
         policy,
         client,
-    }) = workload_event
+    }) = run.identified
     {
         events::workload(
             rec,

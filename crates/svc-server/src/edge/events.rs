@@ -55,6 +55,11 @@ pub struct AttestationResult {
     pub expected_values: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_value: Option<String>,
+    /// A refused trust provider's failed check in one line (ext; only on refusals, never the
+    /// evidence): `policy::decide::trust_result`. The event APIs show it as stored (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Serialize, Default)]
@@ -513,6 +518,8 @@ mod tests {
                 expected_value: full.then(|| "e".into()),
                 expected_values: full.then(|| vec!["e".into()]),
                 actual_value: full.then(|| "v".into()),
+                // Not a key of the shape: kept as stored, after the documented ones.
+                detail: full.then(|| "d".into()),
             }],
             access_conditions: vec![],
             content_security: vec![],
