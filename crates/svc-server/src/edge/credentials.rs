@@ -19,11 +19,14 @@ use crate::app::App;
 use crate::credential::{CompiledCredential, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::events::Recorder;
-use crate::policy::decide::{Decision, Identified};
+use crate::policy::decide::{self, Decision, Identified};
 use crate::trust::Facts;
 
 pub const UNAUTHORIZED: &str = "Unauthorized access.";
 pub const INTERNAL: &str = "Failed to retrieve credentials due to an internal error.";
+/// An `InvalidRequest` event's detail when the body could not be read at all.
+const UNREADABLE: &str =
+    "the body is missing, too large, not JSON announced as such, repeats a key, or is not of the Edge API's shape";
 
 fn status_of(d: &Decision) -> StatusCode {
     StatusCode::from_u16(d.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -88,7 +91,11 @@ async fn answer(
     let selected_rs = select_rs(&st, &parts.headers, client);
 
     // Step 2: the bearer token.
-    let token: Option<Arc<Token>> = bearer.and_then(|b| token::validate(app, &st, b, known));
+    let token: Result<Arc<Token>, &str> = match bearer {
+        Some(b) => token::validate(app, &st, b, known),
+        None => Err("no bearer token (Authorization: Bearer <token>)"),
+    };
+    let valid_token = token.as_ref().ok();
     let server = parsed.as_ref().and_then(|r| r.server.as_ref());
     let empty = Facts::new();
     // The subject's pod and service account, for every event of the request (`access.request`
@@ -96,7 +103,7 @@ async fn answer(
     // Built once: once step 3 has validated the body, `client` is the request's client and this
     // is the subject step 5 identifies (its claims are parsed at most once).
     let no_client = svc_api::edge::ClientWorkloadDetails::default();
-    let subject = token.as_ref().map(|t| {
+    let subject = valid_token.map(|t| {
         Subject::new(
             &t.svc.facts,
             t.svc.tpk,
@@ -110,7 +117,7 @@ async fn answer(
         context_id: crate::util::uuid_v4(),
         ts: crate::clock::now_millis(),
         rs: selected_rs
-            .or(token.as_ref().map(|t| t.svc.rs))
+            .or(valid_token.map(|t| t.svc.rs))
             .unwrap_or(DEFAULT_RESOURCE_SET),
         client_ip: source_ip_text,
         source_port: peer_port,
@@ -120,22 +127,15 @@ async fn answer(
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
         environment: super::environment::environment(
-            token.as_ref().map(|t| &t.svc.facts).unwrap_or(&empty),
+            valid_token.map(|t| &t.svc.facts).unwrap_or(&empty),
             ids,
             client,
-            token.as_ref().map(|t| t.sub.as_str()),
+            valid_token.map(|t| t.sub.as_str()),
         ),
     };
-    let (Some(token), Some(subject)) = (token.as_ref(), subject) else {
-        events::authorization(
-            rec,
-            &info,
-            "access.request",
-            "Unauthorized",
-            Some("InvalidToken"),
-            "Warning",
-            &Parts::default(),
-        );
+    let (Some(token), Some(subject)) = (valid_token, subject) else {
+        let why = token.as_ref().err().copied().unwrap_or_default();
+        events::request_refused(rec, &info, "InvalidToken", why);
         return generic(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
     };
 
@@ -154,15 +154,11 @@ async fn answer(
     };
     let mut run = pipeline::run(app, input, Fetch::Yes, &mut ev).await;
     if let Some(message) = run.invalid.take() {
-        events::authorization(
-            rec,
-            &info,
-            "access.request",
-            "Unauthorized",
-            Some("InvalidRequest"),
-            "Warning",
-            &Parts::default(),
-        );
+        let why = match message.strip_prefix(decide::INVALID).map(str::trim) {
+            Some("") | None => UNREADABLE,
+            Some(field) => field,
+        };
+        events::request_refused(rec, &info, "InvalidRequest", why);
         return (
             StatusCode::BAD_REQUEST,
             axum::Json(svc_api::GenericResponse::error(message)),

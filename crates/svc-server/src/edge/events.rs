@@ -100,10 +100,14 @@ struct Meta {
     context_id: Uuid,
 }
 
-/// `result` is the row's `result` column.
+/// `result` is the row's `result` column. `detail` (ext): a refusal's failed check in a few words
+/// (the token check of an `InvalidToken`, the body's problem of an `InvalidRequest`), only on
+/// such a refusal.
 #[derive(Serialize)]
 struct Outcome<'a> {
     reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
 }
 
 /// `sourceIP` is the row's `client_ip`; `transportProtocol` (always `TCP`) and `proxyPort`
@@ -288,11 +292,43 @@ pub fn authorization(
     severity: &'static str,
     parts: &Parts,
 ) {
-    crate::metrics::edge_decision(event_type, result, reason);
+    let outcome = reason.map(|reason| Outcome { reason, detail: None });
+    push_authorization(rec, info, event_type, result, outcome, severity, parts);
+}
+
+/// Queues the `access.request` event of a request refused before its decision (§4.11:
+/// `InvalidToken`, `InvalidRequest`), with the check that refused it (`detail`): what the
+/// operator needs and the terse answer does not say.
+pub fn request_refused(rec: &mut Recorder, info: &RequestInfo, reason: &'static str, detail: &str) {
+    let outcome = Some(Outcome {
+        reason,
+        detail: Some(detail),
+    });
+    push_authorization(
+        rec,
+        info,
+        "access.request",
+        "Unauthorized",
+        outcome,
+        "Warning",
+        &Parts::default(),
+    );
+}
+
+fn push_authorization(
+    rec: &mut Recorder,
+    info: &RequestInfo,
+    event_type: &'static str,
+    result: &'static str,
+    outcome: Option<Outcome<'_>>,
+    severity: &'static str,
+    parts: &Parts,
+) {
+    crate::metrics::edge_decision(event_type, result, outcome.as_ref().map(|o| o.reason));
     let event_id = rec.next_event_id(info.ts);
     share(rec, info);
     let ev = AuthorizationEvent {
-        outcome: reason.map(|reason| Outcome { reason }),
+        outcome,
         client_workload: &parts.client_workload,
         server_workload: &parts.server_workload,
         access_policy: &parts.access_policy,
@@ -549,7 +585,10 @@ mod tests {
             environment: &env,
         };
         let ev = AuthorizationEvent {
-            outcome: full.then_some(Outcome { reason: "r" }),
+            outcome: full.then_some(Outcome {
+                reason: "r",
+                detail: None,
+            }),
             client_workload: &parts.client_workload,
             server_workload: &parts.server_workload,
             access_policy: &parts.access_policy,

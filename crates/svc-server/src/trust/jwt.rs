@@ -68,7 +68,7 @@ pub fn keys_of<'a>(tp: &'a CompiledTrust, default_issuer: &'a str) -> Keys<'a> {
 
 fn sig_err(e: JwsError) -> TrustError {
     match e {
-        JwsError::Malformed(m) => TrustError::InvalidEvidence(m),
+        JwsError::Malformed(m) => TrustError::InvalidEvidence(format!("malformed token: {m}")),
         JwsError::Algorithm(m) | JwsError::Signature(m) => TrustError::InvalidSignature(m),
     }
 }

@@ -3,6 +3,8 @@
 //! several policies, connection-metadata selectors, RBAC — always the status `/edge/v1/credentials`
 //! answers for the same evidence, and nothing issued, called upstream or written.
 
+mod agree;
+
 use serde_json::{Value, json};
 
 use crate::support::cred::*;
