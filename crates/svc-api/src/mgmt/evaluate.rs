@@ -34,7 +34,7 @@ impl JsonSchema for EdgePart {
     }
 }
 
-/// The explain body (`AccessPolicyEvaluationRequestDTO`).
+/// The explain body: the `/edge/v1/credentials` body plus the `clientId` of its evidence.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "AccessPolicyEvaluationRequestDTO")]
@@ -83,8 +83,8 @@ impl EvaluationRequest {
     }
 }
 
-/// The explain answer (`AccessPolicyEvaluationDTO`): what `/edge/v1/credentials` would answer a
-/// workload that authenticated with this `clientId` and evidence, and why.
+/// The explain answer: what `/edge/v1/credentials` would answer a workload that authenticated
+/// with this `clientId` and evidence, and why.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "AccessPolicyEvaluationDTO")]
@@ -101,7 +101,7 @@ pub struct Evaluation {
     pub steps: Vec<EvaluationStep>,
 }
 
-/// One entry of the trace (`AccessPolicyEvaluationStepDTO`).
+/// One entry of the trace: a step, or a check inside one.
 #[derive(Clone, Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "AccessPolicyEvaluationStepDTO")]
@@ -117,7 +117,8 @@ pub struct EvaluationStep {
     pub detail: StepDetail,
 }
 
-/// The steps, in order, and the checks inside them.
+/// The steps, in order, then the checks inside them (`trustProvider`: one listed trust provider
+/// checked at step 8).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "AccessPolicyEvaluationStepName")]
@@ -134,7 +135,8 @@ pub enum StepName {
     CredentialProvider,
     CredentialType,
     Fetch,
-    /// A check of step 8: one listed trust provider.
+    // A check of step 8: one listed trust provider (a plain comment: a documented variant
+    // would split the enum's schema).
     TrustProvider,
 }
 
@@ -161,18 +163,18 @@ impl StepName {
     }
 }
 
+/// `Passed`; `Failed`: the step that decided, or a check that refused; `Skipped`: after the
+/// deciding step, or a step explain does not run (1, 12).
 #[derive(Clone, Copy, Debug, Serialize, Deserialize, JsonSchema, PartialEq, Eq)]
 #[schemars(rename = "AccessPolicyEvaluationStepResult")]
 pub enum StepResult {
     Passed,
-    /// The step that decided, or a check that refused.
     Failed,
-    /// After the deciding step, or a step explain does not run (1, 12).
     Skipped,
 }
 
-/// What a step saw (`AccessPolicyEvaluationStepDetailDTO`): each step fills the properties it has
-/// (docs/API-CONVENTIONS.md "Explain" lists them); the others are absent.
+/// What a step saw: each step fills the properties it has (docs/API-CONVENTIONS.md "Explain"
+/// lists them); the others are absent.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[schemars(rename = "AccessPolicyEvaluationStepDetailDTO")]
@@ -336,6 +338,31 @@ mod tests {
         assert_eq!(back.chosen, Some(None));
         let absent: StepDetail = serde_json::from_value(serde_json::json!({})).unwrap();
         assert_eq!(absent.chosen, None);
+    }
+
+    #[test]
+    fn the_body_is_strict_at_its_top_level_and_admits_anything_inside_its_edge_parts() {
+        use crate::schema::read;
+        use serde_json::json;
+        let refused = |v: Value| read::<EvaluationRequest>(v).unwrap_err().0;
+        assert_eq!(refused(json!({"client": {}})), "clientId: is required");
+        assert_eq!(refused(json!({"clientId": null})), "clientId: is required");
+        assert_eq!(
+            refused(json!({"clientId": 3})),
+            "clientId: must be a string, not a number"
+        );
+        assert_eq!(
+            refused(json!({"clientId": "c", "policy": 1})),
+            "policy: unknown property"
+        );
+        assert_eq!(refused(json!([1])), "body: must be a JSON object, not an array");
+        // Whatever the Edge parts hold is the Edge API's to refuse, at step 2 or 3.
+        let any = json!({"clientId": "c", "client": "text", "server": [{"a": [{"b": 1}]}, 2],
+                         "credentialType": {"x": [1, {"y": null}]}, "connectionMetadata": 7,
+                         "certSigningRequest": false});
+        let r = read::<EvaluationRequest>(any.clone()).unwrap();
+        assert_eq!(r.server, Some(EdgePart(any["server"].clone())));
+        assert!(r.credentials_request().is_none() && r.auth_request().is_none());
     }
 
     #[test]

@@ -172,6 +172,16 @@ fn detail(d: &Value) -> String {
     if let Some(tp) = d.get("trustProvider").and_then(named) {
         parts.push(format!("trust provider: {tp}"));
     }
+    let content: Vec<&str> = d["contentSecurity"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    if !content.is_empty() {
+        parts.push(format!("content security: {}", content.join(", ")));
+    }
     if let Some(check) = failed_check(d) {
         parts.push(check);
     }
@@ -245,6 +255,9 @@ mod tests {
     fn a_step_detail_reads_as_a_few_words() {
         let d = json!({"candidates": [{"id": "a", "name": "x"}], "chosen": {"id": "a", "name": "x"}});
         assert_eq!(detail(&d), "chosen: x (a); 1 candidate");
+        let d = json!({"candidates": [{"id": "a", "name": "x"}], "chosen": {"id": "a", "name": "x"},
+                       "contentSecurity": [{"id": "c", "name": "aidr"}]});
+        assert_eq!(detail(&d), "chosen: x (a); 1 candidate; content security: aidr");
         assert_eq!(detail(&json!({"id": "t", "name": "ci"})), "ci (t)");
         assert_eq!(
             detail(&json!({"requested": "ApiKey", "unresolvable": null})),
