@@ -78,7 +78,7 @@ async fn explain_request(
     let (tp, verified, rs) = match authenticate(app, st, client_id, client, selected_rs).await {
         Ok(a) => a,
         Err((reason, detail)) => {
-            trace.push(2, StepName::EdgeToken, StepResult::Failed, Some(reason), detail);
+            trace.push(2, StepName::EdgeToken, StepResult::Failed, Some(reason), *detail);
             trace.decided(
                 401,
                 Some("InvalidToken"),
@@ -148,16 +148,16 @@ async fn authenticate(
     client_id: &str,
     client: Option<&ClientWorkloadDetails>,
     selected_rs: Option<Uuid>,
-) -> std::result::Result<(Arc<CompiledTrust>, Verified, Uuid), (String, StepDetail)> {
+) -> std::result::Result<(Arc<CompiledTrust>, Verified, Uuid), (String, Box<StepDetail>)> {
     let refused = |reason: &str, status: u16, message: &str| {
         Err((
             reason.to_string(),
-            StepDetail {
+            Box::new(StepDetail {
                 client_id: Some(client_id.to_string()),
                 auth_status: Some(status),
                 message: Some(message.to_string()),
                 ..Default::default()
-            },
+            }),
         ))
     };
     let Some(client) = client else {
@@ -204,7 +204,7 @@ async fn authenticate(
                 actual_value: checked.actual_value,
                 ..Default::default()
             };
-            Err((e.reason().to_string(), detail))
+            Err((e.reason().to_string(), Box::new(detail)))
         }
     }
 }
