@@ -19,7 +19,7 @@ use crate::app::App;
 use crate::credential::{CompiledCredential, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::events::Recorder;
-use crate::policy::decide::{self, Decision, Identified};
+use crate::policy::decide::{self, Decision, Identified, Run};
 use crate::trust::Facts;
 
 pub const UNAUTHORIZED: &str = "Unauthorized access.";
@@ -70,34 +70,18 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let bytes = super::read_body(&parts, body).await;
     let room = app.events.reserve().await;
     let mut rec = Recorder::default();
-    let response = answer(&app, &parts, bytes, (bearer, known), (peer_ip, peer_port), &mut rec).await;
-    super::settle(&app, room, rec, response).await
-}
 
-/// Steps 2–12 of one admitted request: its answer, with its events in `rec`.
-async fn answer(
-    app: &App,
-    parts: &axum::http::request::Parts,
-    bytes: Option<axum::body::Bytes>,
-    (bearer, known): (Option<&str>, Option<token::Known>),
-    (peer_ip, peer_port): (Option<std::net::IpAddr>, u16),
-    rec: &mut Recorder,
-) -> Response {
     let parsed: Option<ApiCredentialsRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
-    let source_ip = super::effective_ip(app, peer_ip, &parts.headers, client);
-    let source_ip_text = source_ip.map(super::ip_text);
+    let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
     let selected_rs = select_rs(&st, &parts.headers, client);
-
     // Step 2: the bearer token.
     let token: Result<Arc<Token>, &str> = match bearer {
-        Some(b) => token::validate(app, &st, b, known),
+        Some(b) => token::validate(&app, &st, b, known),
         None => Err("no bearer token (Authorization: Bearer <token>)"),
     };
     let valid_token = token.as_ref().ok();
-    let server = parsed.as_ref().and_then(|r| r.server.as_ref());
-    let empty = Facts::new();
     // The subject's pod and service account, for every event of the request (`access.request`
     // included): from the token's facts and claims, and the request's reported pod name.
     // Built once: once step 3 has validated the body, `client` is the request's client and this
@@ -112,14 +96,53 @@ async fn answer(
             source_ip,
         )
     });
-    let ids = subject.as_ref().map_or((None, None), super::environment::subject_ids);
-    let info = RequestInfo {
+    let info = request_info(&parsed, valid_token, subject.as_ref(), selected_rs, source_ip, peer_port);
+    let response = match (valid_token, subject) {
+        (Some(token), Some(subject)) => {
+            // Steps 3–12, driven here rather than in a function of their own: the run's future
+            // then sits in the handler's, not in one more future moved into it.
+            let mut ev = Parts::default();
+            let input = Input {
+                st: &st,
+                parsed: &parsed,
+                selected_rs,
+                tp: token.svc.tp,
+                kind: token.svc.tpk,
+                token_rs: token.svc.rs,
+                facts: &token.svc.facts,
+                subject,
+                source_ip,
+            };
+            let run = pipeline::run(&app, input, Fetch::Yes, &mut ev).await;
+            answer(&mut rec, &info, run, &ev)
+        }
+        _ => {
+            let why = token.as_ref().err().copied().unwrap_or_default();
+            events::request_refused(&mut rec, &info, "InvalidToken", why);
+            generic(StatusCode::UNAUTHORIZED, UNAUTHORIZED)
+        }
+    };
+    super::settle(&app, room, rec, response).await
+}
+
+/// What every event of the request shares.
+fn request_info(
+    parsed: &Option<ApiCredentialsRequest>,
+    token: Option<&Arc<Token>>,
+    subject: Option<&Subject<'_>>,
+    selected_rs: Option<uuid::Uuid>,
+    source_ip: Option<std::net::IpAddr>,
+    peer_port: u16,
+) -> RequestInfo {
+    let empty = Facts::new();
+    let client = parsed.as_ref().and_then(|r| r.client.as_ref());
+    let server = parsed.as_ref().and_then(|r| r.server.as_ref());
+    let ids = subject.map_or((None, None), super::environment::subject_ids);
+    RequestInfo {
         context_id: crate::util::uuid_v4(),
         ts: crate::clock::now_millis(),
-        rs: selected_rs
-            .or(valid_token.map(|t| t.svc.rs))
-            .unwrap_or(DEFAULT_RESOURCE_SET),
-        client_ip: source_ip_text,
+        rs: selected_rs.or(token.map(|t| t.svc.rs)).unwrap_or(DEFAULT_RESOURCE_SET),
+        client_ip: source_ip.map(super::ip_text),
         source_port: peer_port,
         target_host: server.and_then(|s| s.host.clone()),
         target_port: server
@@ -127,38 +150,24 @@ async fn answer(
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
         environment: super::environment::environment(
-            valid_token.map(|t| &t.svc.facts).unwrap_or(&empty),
+            token.map(|t| &t.svc.facts).unwrap_or(&empty),
             ids,
             client,
-            valid_token.map(|t| t.sub.as_str()),
+            token.map(|t| t.sub.as_str()),
         ),
-    };
-    let (Some(token), Some(subject)) = (valid_token, subject) else {
-        let why = token.as_ref().err().copied().unwrap_or_default();
-        events::request_refused(rec, &info, "InvalidToken", why);
-        return generic(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
-    };
+    }
+}
 
-    // Steps 3–12.
-    let mut ev = Parts::default();
-    let input = Input {
-        st: &st,
-        parsed: &parsed,
-        selected_rs,
-        tp: token.svc.tp,
-        kind: token.svc.tpk,
-        token_rs: token.svc.rs,
-        facts: &token.svc.facts,
-        subject,
-        source_ip,
-    };
-    let mut run = pipeline::run(app, input, Fetch::Yes, &mut ev).await;
+/// The answer to a request whose token was valid, from the decision's run, with its events:
+/// `access.request`, `access.authorization`, `access.credential` when step 12 ran, and the
+/// workload event once a server workload was identified.
+fn answer(rec: &mut Recorder, info: &RequestInfo, mut run: Run<'_>, ev: &Parts) -> Response {
     if let Some(message) = run.invalid.take() {
         let why = match message.strip_prefix(decide::INVALID).map(str::trim) {
             Some("") | None => UNREADABLE,
             Some(field) => field,
         };
-        events::request_refused(rec, &info, "InvalidRequest", why);
+        events::request_refused(rec, info, "InvalidRequest", why);
         return (
             StatusCode::BAD_REQUEST,
             axum::Json(svc_api::GenericResponse::error(message)),
@@ -167,7 +176,7 @@ async fn answer(
     }
     events::authorization(
         rec,
-        &info,
+        info,
         "access.request",
         "Received",
         None,
@@ -178,16 +187,16 @@ async fn answer(
     let authorized = decision.status == 200;
     events::authorization(
         rec,
-        &info,
+        info,
         "access.authorization",
         if authorized { "Authorized" } else { "Unauthorized" },
         decision.reason,
         events::severity_for(decision.status),
-        &ev,
+        ev,
     );
 
     let (status, response, action) = match (&run.issued, &run.provider) {
-        (Some(result), Some(cp)) => deliver(rec, &info, result, cp),
+        (Some(result), Some(cp)) => deliver(rec, info, result, cp),
         _ => (
             status_of(&decision),
             respond(&decision),
@@ -208,7 +217,7 @@ async fn answer(
     {
         events::workload(
             rec,
-            &info,
+            info,
             WorkloadEvent {
                 action,
                 success: action == "CredentialIssued",

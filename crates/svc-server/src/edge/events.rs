@@ -100,14 +100,25 @@ struct Meta {
     context_id: Uuid,
 }
 
-/// `result` is the row's `result` column. `detail` (ext): a refusal's failed check in a few words
-/// (the token check of an `InvalidToken`, the body's problem of an `InvalidRequest`), only on
-/// such a refusal.
+/// `result` is the row's `result` column.
 #[derive(Serialize)]
 struct Outcome<'a> {
     reason: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    detail: Option<&'a str>,
+}
+
+/// The body of an `access.request` event refused before the decision ([`request_refused`]):
+/// the outcome with `detail` (ext), the refusal's failed check in a few words (the token check
+/// of an `InvalidToken`, the body's problem of an `InvalidRequest`). A type of its own, so the
+/// bodies of every other event serialise as they did.
+#[derive(Serialize)]
+struct RefusedRequest<'a> {
+    outcome: RefusedOutcome<'a>,
+}
+
+#[derive(Serialize)]
+struct RefusedOutcome<'a> {
+    reason: &'a str,
+    detail: &'a str,
 }
 
 /// `sourceIP` is the row's `client_ip`; `transportProtocol` (always `TCP`) and `proxyPort`
@@ -292,43 +303,11 @@ pub fn authorization(
     severity: &'static str,
     parts: &Parts,
 ) {
-    let outcome = reason.map(|reason| Outcome { reason, detail: None });
-    push_authorization(rec, info, event_type, result, outcome, severity, parts);
-}
-
-/// Queues the `access.request` event of a request refused before its decision (§4.11:
-/// `InvalidToken`, `InvalidRequest`), with the check that refused it (`detail`): what the
-/// operator needs and the terse answer does not say.
-pub fn request_refused(rec: &mut Recorder, info: &RequestInfo, reason: &'static str, detail: &str) {
-    let outcome = Some(Outcome {
-        reason,
-        detail: Some(detail),
-    });
-    push_authorization(
-        rec,
-        info,
-        "access.request",
-        "Unauthorized",
-        outcome,
-        "Warning",
-        &Parts::default(),
-    );
-}
-
-fn push_authorization(
-    rec: &mut Recorder,
-    info: &RequestInfo,
-    event_type: &'static str,
-    result: &'static str,
-    outcome: Option<Outcome<'_>>,
-    severity: &'static str,
-    parts: &Parts,
-) {
-    crate::metrics::edge_decision(event_type, result, outcome.as_ref().map(|o| o.reason));
+    crate::metrics::edge_decision(event_type, result, reason);
     let event_id = rec.next_event_id(info.ts);
     share(rec, info);
     let ev = AuthorizationEvent {
-        outcome,
+        outcome: reason.map(|reason| Outcome { reason }),
         client_workload: &parts.client_workload,
         server_workload: &parts.server_workload,
         access_policy: &parts.access_policy,
@@ -355,6 +334,35 @@ fn push_authorization(
         app_protocol: None,
         user_id: None,
         search: stored_search(parts),
+        body,
+    });
+}
+
+/// Queues the `access.request` event of a request refused before its decision (§4.11:
+/// `InvalidToken`, `InvalidRequest`), with the check that refused it (`outcome.detail`): what the
+/// operator needs and the terse answer does not say. It names no entity.
+pub fn request_refused(rec: &mut Recorder, info: &RequestInfo, reason: &'static str, detail: &str) {
+    let (event_type, result) = ("access.request", "Unauthorized");
+    crate::metrics::edge_decision(event_type, result, Some(reason));
+    let event_id = rec.next_event_id(info.ts);
+    share(rec, info);
+    let body = to_json(&RefusedRequest {
+        outcome: RefusedOutcome { reason, detail },
+    });
+    rec.push(EventRow {
+        table: EventTable::Authorization,
+        id: event_id,
+        rs: info.rs,
+        ts: info.ts,
+        event_type,
+        severity: "Warning",
+        result: Some(result),
+        client_ip: info.client_ip.clone(),
+        client_workload: None,
+        server_workload: None,
+        app_protocol: None,
+        user_id: None,
+        search: None,
         body,
     });
 }
@@ -585,10 +593,7 @@ mod tests {
             environment: &env,
         };
         let ev = AuthorizationEvent {
-            outcome: full.then_some(Outcome {
-                reason: "r",
-                detail: None,
-            }),
+            outcome: full.then_some(Outcome { reason: "r" }),
             client_workload: &parts.client_workload,
             server_workload: &parts.server_workload,
             access_policy: &parts.access_policy,
