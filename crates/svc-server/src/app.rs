@@ -4,7 +4,7 @@
 //! the HTTP server loop `http::server`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64};
+use std::sync::atomic::AtomicI64;
 
 use arc_swap::ArcSwap;
 use uuid::Uuid;
@@ -26,6 +26,12 @@ pub struct Inner {
     pub clock: Arc<crate::clock::Clock>,
     pub store: Store,
     pub cipher: Cipher,
+    /// Where the encryption keys come from (the key file is read again during a rotation).
+    pub key_source: crate::service::rekey::Source,
+    /// When this node started (ms).
+    pub started_at: i64,
+    /// The node has stopped and removed its row of `nodes` (`service::nodes::leave`).
+    pub node_left: tokio::sync::Mutex<bool>,
     pub(crate) state: ArcSwap<State>,
     pub(crate) keys: ArcSwap<KeyRing>,
     /// Serialises management writes on this node.
@@ -37,7 +43,6 @@ pub struct Inner {
     pub events: EventSink,
     /// Log-stream delivery: the counters every node shows, this node's right to deliver.
     pub streams: crate::events::streams::Streams,
-    pub healthy: AtomicBool,
     /// Newest row of `changes` this node has applied.
     pub last_change: AtomicI64,
     /// Random id of this process (rotation lock owner).
@@ -94,7 +99,7 @@ impl From<String> for StartError {
 
 impl From<crate::store::StoreError> for StartError {
     fn from(e: crate::store::StoreError) -> Self {
-        StartError(e.0)
+        StartError(e.message)
     }
 }
 
@@ -108,7 +113,13 @@ impl App {
     /// Opens storage and loads everything; does not start background jobs or listen
     /// ([`crate::service::startup`]).
     pub async fn open(cfg: Config) -> Result<App, StartError> {
-        crate::service::startup::open(cfg).await
+        crate::service::startup::open(cfg, false).await
+    }
+
+    /// A host command's open (`svc admin …`): the database must exist and hold this binary's
+    /// schema; nothing is created or migrated.
+    pub async fn open_existing(cfg: Config) -> Result<App, StartError> {
+        crate::service::startup::open(cfg, true).await
     }
 
     /// The current configuration snapshot (lock-free).
@@ -128,18 +139,19 @@ impl App {
 
     /// The upstream client for calls made for an entity of `rs`: through the proxy of the set's
     /// active routing (§3.17), else direct. A routing whose proxy cannot be used gives a client
-    /// that fails every call (the call must not bypass the proxy).
+    /// that fails every call (the call must not bypass the proxy). A routing not written by a
+    /// caller holding everything refuses plain-`http` calls ([`crate::domain::Routing::trusted`]).
     pub fn upstream_for(&self, rs: Uuid) -> Arc<crate::upstream::Upstream> {
         let st = self.state();
         let Some(r) = st.routings.values().find(|r| r.meta.active && r.meta.rs == Some(rs)) else {
             return self.upstream.clone();
         };
-        match self.routes.client(&self.cfg, &r.proxy_url) {
+        match self.routes.client(&self.cfg, &r.proxy_url, r.trusted) {
             Ok(u) => u,
             Err(e) => {
                 tracing::warn!(routing = %r.meta.id, error = %e, "routing proxy unusable");
                 self.routes
-                    .client(&self.cfg, "http://127.0.0.1:0")
+                    .client(&self.cfg, "http://127.0.0.1:0", false)
                     .unwrap_or_else(|_| self.upstream.clone())
             }
         }

@@ -28,6 +28,9 @@ pub struct Config {
     pub listen_addr: SocketAddr,
     pub database_url: DatabaseUrl,
     pub encryption_key: Option<[u8; 32]>,
+    /// `SVC_ENCRYPTION_KEY_PREVIOUS`: during an at-rest key rotation (docs/OPERATIONS.md), the key
+    /// the database's secrets were sealed with before `SVC_ENCRYPTION_KEY`.
+    pub encryption_key_previous: Option<[u8; 32]>,
     pub stack: String,
     pub tenant: String,
     pub bootstrap_admin_email: Option<String>,
@@ -168,6 +171,7 @@ pub const KEYS: &[(&str, Option<&str>)] = &[
     ("SVC_LISTEN_ADDR", Some("0.0.0.0:8080")),
     ("SVC_DATABASE_URL", Some("sqlite://./svc-data/svc.db")),
     ("SVC_ENCRYPTION_KEY", None),
+    ("SVC_ENCRYPTION_KEY_PREVIOUS", None),
     ("SVC_STACK", Some("local")),
     ("SVC_TENANT", Some("default")),
     ("SVC_BOOTSTRAP_ADMIN_EMAIL", None),
@@ -398,7 +402,11 @@ pub fn client_env(key: &str) -> Option<String> {
 }
 
 /// The keys whose values `svc config check` never prints.
-pub const SECRET_KEYS: &[&str] = &["SVC_ENCRYPTION_KEY", "SVC_BOOTSTRAP_ADMIN_PASSWORD"];
+pub const SECRET_KEYS: &[&str] = &[
+    "SVC_ENCRYPTION_KEY",
+    "SVC_ENCRYPTION_KEY_PREVIOUS",
+    "SVC_BOOTSTRAP_ADMIN_PASSWORD",
+];
 
 impl Config {
     /// The values `Config::load` reads (the file under the environment), as given; for
@@ -507,7 +515,7 @@ impl Config {
             r.err("SVC_DATABASE_URL", e);
             DatabaseUrl::Sqlite(PathBuf::from("./svc-data/svc.db"))
         });
-        let encryption_key = match r.opt_string("SVC_ENCRYPTION_KEY") {
+        let key = |r: &mut Reader, name: &str| match r.opt_string(name) {
             None => None,
             Some(s) => match crate::crypto::b64std_decode(s.trim()) {
                 Some(k) if k.len() == 32 => {
@@ -517,13 +525,25 @@ impl Config {
                 }
                 _ => {
                     r.err(
-                        "SVC_ENCRYPTION_KEY",
+                        name,
                         "must be standard base64 of exactly 32 bytes (e.g. `openssl rand -base64 32`)",
                     );
                     None
                 }
             },
         };
+        let encryption_key = key(&mut r, "SVC_ENCRYPTION_KEY");
+        let encryption_key_previous = key(&mut r, "SVC_ENCRYPTION_KEY_PREVIOUS");
+        if encryption_key_previous.is_some() {
+            if r.raw("SVC_ENCRYPTION_KEY").is_none_or(|v| v.trim().is_empty()) {
+                r.err(
+                    "SVC_ENCRYPTION_KEY_PREVIOUS",
+                    "needs SVC_ENCRYPTION_KEY (the new key of a rotation; with the key file the file holds both)",
+                );
+            } else if encryption_key == encryption_key_previous {
+                r.err("SVC_ENCRYPTION_KEY_PREVIOUS", "is the same key as SVC_ENCRYPTION_KEY");
+            }
+        }
         if database_url.is_postgres()
             && encryption_key.is_none()
             && !r.errors.iter().any(|e| e.starts_with("SVC_ENCRYPTION_KEY"))
@@ -661,6 +681,7 @@ impl Config {
             listen_addr,
             database_url,
             encryption_key,
+            encryption_key_previous,
             stack,
             tenant,
             bootstrap_admin_email,
@@ -836,6 +857,37 @@ mod tests {
     fn postgres_requires_an_explicit_key() {
         let errs = Config::from_map(&map(&[("SVC_DATABASE_URL", "postgres://u:p@127.0.0.1:5432/db")])).unwrap_err();
         assert!(errs[0].starts_with("SVC_ENCRYPTION_KEY: is required with PostgreSQL"));
+    }
+
+    #[test]
+    fn the_previous_encryption_key_needs_the_new_one_and_differs_from_it() {
+        let (a, b) = (crate::crypto::b64std(&[1u8; 32]), crate::crypto::b64std(&[2u8; 32]));
+        let c = Config::from_map(&map(&[("SVC_ENCRYPTION_KEY", &a), ("SVC_ENCRYPTION_KEY_PREVIOUS", &b)])).unwrap();
+        assert_eq!(c.encryption_key_previous, Some([2u8; 32]));
+        let errs = Config::from_map(&map(&[("SVC_ENCRYPTION_KEY_PREVIOUS", &b)])).unwrap_err();
+        assert!(
+            errs[0].starts_with("SVC_ENCRYPTION_KEY_PREVIOUS: needs SVC_ENCRYPTION_KEY"),
+            "{errs:?}"
+        );
+        let errs =
+            Config::from_map(&map(&[("SVC_ENCRYPTION_KEY", &a), ("SVC_ENCRYPTION_KEY_PREVIOUS", &a)])).unwrap_err();
+        assert_eq!(
+            errs,
+            ["SVC_ENCRYPTION_KEY_PREVIOUS: is the same key as SVC_ENCRYPTION_KEY"]
+        );
+        let errs = Config::from_map(&map(&[
+            ("SVC_ENCRYPTION_KEY", &a),
+            ("SVC_ENCRYPTION_KEY_PREVIOUS", "short"),
+        ]))
+        .unwrap_err();
+        assert!(
+            errs[0].starts_with("SVC_ENCRYPTION_KEY_PREVIOUS: must be standard base64"),
+            "{errs:?}"
+        );
+        assert!(
+            SECRET_KEYS.contains(&"SVC_ENCRYPTION_KEY_PREVIOUS"),
+            "config check hides it"
+        );
     }
 
     #[test]

@@ -23,6 +23,9 @@ pub enum Error {
     TooManyRequests(u64),
     /// 500 `Internal server error.`; the detail goes only to the log.
     Internal(String),
+    /// 503 `Service temporarily unavailable. Please try again later.` with `Retry-After`: the
+    /// database is unreachable or cannot be written (issue 32); the detail goes only to the log.
+    Unavailable(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -47,14 +50,20 @@ impl From<FieldError> for Error {
 
 impl From<crate::store::StoreError> for Error {
     fn from(e: crate::store::StoreError) -> Self {
-        Error::Internal(format!("storage: {e}"))
+        if e.unavailable() {
+            Error::Unavailable(format!("storage: {e}"))
+        } else {
+            Error::Internal(format!("storage: {e}"))
+        }
     }
 }
 
 impl std::fmt::Display for Error {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Error::BadRequest(m) | Error::ForbiddenMsg(m) | Error::Internal(m) => f.write_str(m),
+            Error::BadRequest(m) | Error::ForbiddenMsg(m) | Error::Internal(m) | Error::Unavailable(m) => {
+                f.write_str(m)
+            }
             Error::LoginRejected(m) => f.write_str(m),
             other => write!(f, "{other:?}"),
         }

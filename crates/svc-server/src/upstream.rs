@@ -30,6 +30,8 @@ pub struct Upstream {
     hosts: Vec<&'static str>,
     /// `SVC_UPSTREAM_ALLOWED_NETWORKS`: link-local or metadata networks entity URLs may reach.
     allowed_networks: Arc<Vec<IpNet>>,
+    /// A routing's client that may not carry plain-`http` calls ([`Upstream::via`]).
+    refuse_plaintext: bool,
 }
 
 /// Networks an entity's URL may not reach unless `SVC_UPSTREAM_ALLOWED_NETWORKS` names them
@@ -88,8 +90,9 @@ impl reqwest::dns::Resolve for GuardedResolver {
 pub enum UpstreamError {
     /// Network error, timeout, TLS failure.
     Unreachable(String),
-    /// Non-success status: [`Fetched::refusal`] (never the body: issue 31).
-    Status(String),
+    /// Non-success status: [`Fetched::refusal`] (never the body: issue 31), and the protocol
+    /// error code it names ([`Fetched::code`]).
+    Status(String, Option<String>),
     /// The answer could not be understood.
     Malformed(String),
     /// The URL is not acceptable (scheme not allowed, unparsable).
@@ -100,7 +103,7 @@ impl std::fmt::Display for UpstreamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             UpstreamError::Unreachable(m) => write!(f, "upstream unreachable: {m}"),
-            UpstreamError::Status(s) => write!(f, "upstream answered {s}"),
+            UpstreamError::Status(s, _) => write!(f, "upstream answered {s}"),
             UpstreamError::Malformed(m) => write!(f, "upstream answer malformed: {m}"),
             UpstreamError::BadUrl(m) => write!(f, "upstream URL rejected: {m}"),
         }
@@ -169,19 +172,20 @@ impl Fetched {
 
     /// What a caller, an event or an entity's status may be told of an answer the request did
     /// not want: its status and, when the answer carries one, the protocol's error code (OAuth2
-    /// `error`, a JSON `error.status`, an XML `Code`) if that is a short token, as those
-    /// protocols define it. Never the body's text: an entity's URL may point at a service inside
+    /// `error`, a JSON `error.status`, an XML `Code`) if it is one the protocols define
+    /// (`KNOWN_CODES`). Never the body's text: an entity's URL may point at a service inside
     /// the network, and what it answers must not reach whoever configured the URL (SSRF
     /// read-back, issue 31). The body goes to the server's log at debug level.
     pub fn refusal(&self) -> String {
         tracing::debug!(status = self.status, body = %self.log_excerpt(), "upstream refused");
-        match self.error_code() {
+        match self.code() {
             Some(code) => format!("{}: {code}", self.status),
             None => self.status.to_string(),
         }
     }
 
-    fn error_code(&self) -> Option<String> {
+    /// The protocol's error code this refusal carries, when it is one the protocols define.
+    pub fn code(&self) -> Option<String> {
         let json = || -> Option<String> {
             let v: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
             let e = v.get("error")?;
@@ -196,14 +200,89 @@ impl Fetched {
             Some(body[start..end].trim().to_string())
         };
         let code = json().or_else(xml)?;
-        let token = !code.is_empty()
-            && code.len() <= 64
-            && code
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b':'));
-        token.then(|| self.scrub(&code))
+        KNOWN_CODES.contains(&code.as_str()).then_some(code)
     }
 }
+
+/// The error codes the upstream protocols define, which a refusal may name (everything else an
+/// answer carries there is the answer's text: issue 31). OAuth 2.0 and its extensions (RFC 6749,
+/// 6750, 8628, 8693, 9449, OIDC Core), cloudA's S3 and STS, cloudC's canonical statuses.
+const KNOWN_CODES: &[&str] = &[
+    // OAuth 2.0 and OIDC
+    "invalid_request",
+    "invalid_client",
+    "invalid_grant",
+    "unauthorized_client",
+    "unsupported_grant_type",
+    "unsupported_response_type",
+    "invalid_scope",
+    "access_denied",
+    "server_error",
+    "temporarily_unavailable",
+    "invalid_token",
+    "insufficient_scope",
+    "invalid_target",
+    "expired_token",
+    "authorization_pending",
+    "slow_down",
+    "invalid_dpop_proof",
+    "use_dpop_nonce",
+    "interaction_required",
+    "login_required",
+    "consent_required",
+    "account_selection_required",
+    "invalid_request_uri",
+    "invalid_request_object",
+    // cloudA S3 and STS
+    "AccessDenied",
+    "AccountProblem",
+    "AllAccessDisabled",
+    "BadDigest",
+    "EntityTooLarge",
+    "ExpiredToken",
+    "IDPCommunicationError",
+    "IDPRejectedClaim",
+    "IncompleteSignature",
+    "InternalError",
+    "InvalidAccessKeyId",
+    "InvalidArgument",
+    "InvalidBucketName",
+    "InvalidClientTokenId",
+    "InvalidIdentityToken",
+    "InvalidParameterValue",
+    "InvalidRequest",
+    "InvalidToken",
+    "MalformedPolicyDocument",
+    "MissingAuthenticationToken",
+    "NoSuchBucket",
+    "NoSuchKey",
+    "PackedPolicyTooLarge",
+    "RegionDisabledException",
+    "RequestExpired",
+    "RequestTimeTooSkewed",
+    "ServiceUnavailable",
+    "SignatureDoesNotMatch",
+    "SlowDown",
+    "Throttling",
+    "ValidationError",
+    // cloudC canonical statuses
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
 
 /// Form and JSON fields whose values are secrets (OAuth2, RFC 8693, STS, vault, SSO).
 const SECRET_FIELDS: &[&str] = &[
@@ -342,9 +421,14 @@ impl Upstream {
     }
 
     /// The client of a routing (§3.17): every call through the HTTP(S) proxy `proxy`
-    /// (absolute-form requests for `http`, CONNECT for `https`).
-    pub fn via(cfg: &Config, proxy: &str) -> Result<Upstream, String> {
-        Self::build(cfg, Some(proxy), true)
+    /// (absolute-form requests for `http`, CONNECT for `https`). Unless `plaintext`, a call to
+    /// an `http` URL is refused: through an absolute-form request the proxy reads what the call
+    /// carries (stored secrets) and may answer it itself (a trust provider's keys), which only a
+    /// routing a caller holding everything wrote may do (issue 31).
+    pub fn via(cfg: &Config, proxy: &str, plaintext: bool) -> Result<Upstream, String> {
+        let mut u = Self::build(cfg, Some(proxy), true)?;
+        u.refuse_plaintext = !plaintext;
+        Ok(u)
     }
 
     /// A client that does not verify the server's certificate: only for a log stream whose
@@ -398,6 +482,7 @@ impl Upstream {
             config_http,
             hosts,
             allowed_networks,
+            refuse_plaintext: false,
         })
     }
 
@@ -451,6 +536,9 @@ impl Upstream {
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Result<Fetched, UpstreamError> {
         let (client, req) = req.build_split();
         let req = req.map_err(|e| UpstreamError::BadUrl(describe(&e)))?;
+        if self.refuse_plaintext && req.url().scheme() == "http" {
+            return Err(UpstreamError::BadUrl(PLAINTEXT_REFUSED.into()));
+        }
         if !crate::metrics::enabled() {
             return Self::execute(client, req).await;
         }
@@ -512,7 +600,7 @@ impl Upstream {
             .send(self.client.get(url).header("accept", "application/json"))
             .await?;
         if !(200..300).contains(&f.status) {
-            return Err(UpstreamError::Status(f.refusal()));
+            return Err(UpstreamError::Status(f.refusal(), f.code()));
         }
         serde_json::from_slice(&f.body).map_err(|e| UpstreamError::Malformed(format!("not JSON: {e}")))
     }
@@ -551,6 +639,20 @@ pub fn check_url_field(field: &str, url: &str, cfg: &Config) -> Result<(), crate
         return bad("must not be a link-local or metadata address");
     }
     Ok(())
+}
+
+/// An address an entity names outside a URL (a routing's proxy, a collector's `host:port`):
+/// not a link-local or metadata IP address (issue 31), as [`check_url_field`] says of URLs. A
+/// name is resolved when it is called, through the guarded resolver.
+pub fn check_address_field(field: &str, host: &str, cfg: &Config) -> Result<(), crate::error::Error> {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    match h.parse::<IpAddr>() {
+        Ok(ip) if forbidden(ip, &cfg.upstream_allowed_networks) => Err(crate::error::Error::field(
+            field,
+            "must not be a link-local or metadata address",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// [`check_url_field`] for a base URL, which paths are added to ([`join`]): it has no query and
@@ -656,9 +758,13 @@ mod tests {
             answer(400, r#"{"error": "the db password is hunter2"}"#).refusal(),
             "400"
         );
-        assert_eq!(answer(400, r#"{"error": "SECRET-CANARY-1"}"#).refusal(), "400: ***");
+        assert_eq!(answer(400, r#"{"error": "SECRET-CANARY-1"}"#).refusal(), "400");
         assert_eq!(
-            UpstreamError::Status(answer(500, "internal detail").refusal()).to_string(),
+            answer(400, r#"{"error": "vault-root-token:s.AbC123"}"#).refusal(),
+            "400"
+        );
+        assert_eq!(
+            UpstreamError::Status(answer(500, "internal detail").refusal(), None).to_string(),
             "upstream answered 500"
         );
     }
@@ -800,19 +906,26 @@ mod tests {
     }
 }
 
-/// The upstream clients of the routings' proxies (§3.17), built once per proxy URL.
+/// Why a routing's client refused a plain-`http` call ([`Upstream::via`]).
+pub const PLAINTEXT_REFUSED: &str =
+    "a plain-http call goes through a routing's proxy only when a caller holding every role wrote the routing";
+
+/// The upstream clients of the routings' proxies (§3.17), built once per proxy URL and
+/// whether they carry plain-`http` calls.
 #[derive(Default)]
-pub struct Routes(std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Upstream>>>);
+#[allow(clippy::type_complexity)]
+pub struct Routes(std::sync::Mutex<std::collections::HashMap<(String, bool), std::sync::Arc<Upstream>>>);
 
 impl Routes {
     /// The client for `proxy`, built on first use.
-    pub fn client(&self, cfg: &Config, proxy: &str) -> Result<std::sync::Arc<Upstream>, String> {
+    pub fn client(&self, cfg: &Config, proxy: &str, plaintext: bool) -> Result<std::sync::Arc<Upstream>, String> {
         let mut m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(u) = m.get(proxy) {
+        let key = (proxy.to_string(), plaintext);
+        if let Some(u) = m.get(&key) {
             return Ok(u.clone());
         }
-        let u = std::sync::Arc::new(Upstream::via(cfg, proxy)?);
-        m.insert(proxy.to_string(), u.clone());
+        let u = std::sync::Arc::new(Upstream::via(cfg, proxy, plaintext)?);
+        m.insert(key, u.clone());
         Ok(u)
     }
 }

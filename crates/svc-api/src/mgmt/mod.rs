@@ -9,7 +9,67 @@
 //! always `None` in answers; lengths, ranges and formats as `schemars` attributes; rules across
 //! fields stay with the resource that reads the DTO.
 
+pub mod agent_controllers;
+pub mod auth;
 pub mod base;
+pub mod conditions;
+pub mod content_security;
+pub mod credential_integrations;
+pub mod discovery;
 pub mod evaluate;
+pub mod events;
+pub mod integrations;
+pub mod issuer;
+pub mod log_streams;
+pub mod resource_sets;
+pub mod roles;
+pub mod routings;
+pub mod settings;
 
+pub use agent_controllers::{
+    AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
+};
+pub use auth::{
+    HealthDto, HealthStatus, LoginRequestDto, LoginResponseDto, SsoExchangeDto, SsoProviderDto, SsoProviderListDto,
+    SsoTotpRequiredDto, TokenType, TotpEnrolmentDto, TotpVerificationDto,
+};
 pub use base::{Base, EntityPatch};
+pub use conditions::{
+    AccessConditionCommon, AccessConditionDto, AccessConditionPatchDto, AccessConditionV2Dto,
+    CloudSecurityAAccessConditionDto, CloudSecurityAConditionFields, GeoIpAccessConditionDto, GeoIpConditionFields,
+    GeoIpLocationDto, GeoIpSubdivisionDto, ScheduleDto, SensorAAccessConditionDto, SensorAConditionFields,
+    TimeAccessConditionDto, TimeConditionFields, TimezoneDto, WeekDay, WeekDayDto,
+};
+pub use content_security::{
+    ContentSecurityDto, ContentSecurityPatchDto, ContentSecurityType, SensorAAidrContentSecurityDto,
+};
+pub use credential_integrations::{
+    CiBCredentialProviderIntegrationDto, CloudBDirectoryFederationCredentialProviderIntegrationDto,
+    CredentialProviderIntegrationCommon, CredentialProviderIntegrationDto, CredentialProviderIntegrationPatchDto,
+};
+pub use discovery::{
+    DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryIntegrationPatchDto, DiscoveryType,
+    ServerWorkloadDraftDto, ServerWorkloadDraftEndpointDto,
+};
+pub use events::{
+    AttestationResultDto, AuditActorDto, AuditClientDto, AuditLogDto, AuditOutcomeDto, AuditUserAgentDto,
+    AuthorizationEventDto, AuthorizationEventMetaDto, AuthorizationEventOutcomeDto, ClientRequestDto,
+    ClientRequestNetworkDto, CredentialProviderResultDto, EntityResultDto, EnvironmentDto, EventDto, EventMetaDto,
+    EventNetworkDto, EventOutcomeDto, EventResultDto,
+};
+pub use integrations::{
+    CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
+    IntegrationPatchDto, IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
+};
+pub use issuer::{EcJwkDto, JwkDto, JwksDto, OpenIdConfigurationDto, RsaJwkDto};
+pub use log_streams::{
+    LogStreamCommon, LogStreamDataType, LogStreamDto, LogStreamLogAnalyticsADestinationDto,
+    LogStreamObjectStorageADestinationDto, LogStreamObjectStorageCDestinationDto, LogStreamSensorADestinationDto,
+    TlsVerification,
+};
+pub use resource_sets::{ResourceSetCounts, ResourceSetDto};
+pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
+pub use routings::RoutingDto;
+pub use settings::{
+    ComplianceLevel, ComplianceSetting, GetSignInPolicyDto, MfaSignInPolicyDto, SettingDto, SsoSignInPolicyDto,
+};

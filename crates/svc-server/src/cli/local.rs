@@ -1,5 +1,6 @@
-//! `svc admin token` and `svc admin keys rotate`: administration on the server host, straight
-//! against the database (no server needs to run).
+//! `svc admin token`, `svc admin keys rotate` and `svc admin keys rotate-encryption`:
+//! administration on the server host, straight against the server's existing database (no server
+//! needs to run; none is created: issue 32).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -16,7 +17,7 @@ pub fn rotate_keys(config: Option<&Path>) -> ExitCode {
         Err(code) => return code,
     };
     super::server_runtime().block_on(async move {
-        let app = match App::open(cfg).await {
+        let app = match App::open_existing(cfg).await {
             Ok(a) => a,
             Err(e) => return fail(e),
         };
@@ -43,7 +44,7 @@ pub fn token(config: Option<&Path>, role: Option<String>, ttl: Option<i64>) -> E
         return ExitCode::from(2);
     };
     super::server_runtime().block_on(async move {
-        let app = match App::open(cfg).await {
+        let app = match App::open_existing(cfg).await {
             Ok(a) => a,
             Err(e) => return fail(e),
         };
@@ -65,9 +66,57 @@ pub fn token(config: Option<&Path>, role: Option<String>, ttl: Option<i64>) -> E
                 }
             },
         };
+        // The server refuses a token for another issuer (`Not authenticated.`): say so here.
+        if let Some((url, ago)) = svc_server::service::nodes::other_public_url(&app, &app.cfg.public_url).await {
+            eprintln!(
+                "svc: warning: this token names the issuer {} (SVC_PUBLIC_URL), but the server was last seen as {url} \
+                 ({ago} s ago), which refuses it (401 Not authenticated.); run with SVC_PUBLIC_URL={url}",
+                app.cfg.public_url
+            );
+        }
         let ttl = ttl.unwrap_or(app.cfg.session_ttl_seconds as i64);
         let resp = svc_server::service::auth::mint_cli_token(&app, r.meta.id, ttl);
         println!("{}", serde_json::to_string(&resp).expect("serialises"));
         ExitCode::SUCCESS
+    })
+}
+
+/// `svc admin keys rotate-encryption`: every stored secret sealed again under a new at-rest key,
+/// while the service runs (`service::rekey`; docs/OPERATIONS.md).
+pub fn rotate_encryption(config: Option<&Path>, wait: std::time::Duration) -> ExitCode {
+    let cfg = match load_config(config, false) {
+        Ok(c) => c,
+        Err(code) => return code,
+    };
+    super::server_runtime().block_on(async move {
+        let app = match App::open_existing(cfg).await {
+            Ok(a) => a,
+            Err(e) => return fail(e),
+        };
+        let started = std::time::Instant::now();
+        let say = |line: String| eprintln!("svc: [{:.1} s] {line}", started.elapsed().as_secs_f64());
+        match svc_server::service::rekey::rotate(&app, wait, &say).await {
+            Ok(r) if r.already => {
+                println!("every stored secret is already sealed with key id {}: nothing to do", r.to);
+                ExitCode::SUCCESS
+            }
+            Ok(r) => {
+                println!(
+                    "rotated: {} sealed values now under key id {} ({} passes, {:.1} s); key id {} is retired",
+                    r.rewrapped,
+                    r.to,
+                    r.passes,
+                    r.took.as_secs_f64(),
+                    r.from
+                );
+                if matches!(app.key_source, svc_server::service::rekey::Source::Environment) {
+                    println!(
+                        "remove SVC_ENCRYPTION_KEY_PREVIOUS from every node's configuration (the old key opens nothing now)"
+                    );
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => fail(e),
+        }
     })
 }

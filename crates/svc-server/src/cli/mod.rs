@@ -1,6 +1,6 @@
 //! The `svc` command line (clap, derive; docs/cli.md): the commands that run on the server host
 //! against the configuration and the database (`serve`, `migrate`, `config check`, `admin token`,
-//! `admin keys rotate`), and the `svc admin` client of a running server's management API
+//! `admin keys rotate|rotate-encryption`, `admin backup`, `admin restore`), and the `svc admin` client of a running server's management API
 //! (`list`, `get`, `apply`, `explain`). One file per command family; this one parses and
 //! dispatches.
 //!
@@ -9,6 +9,7 @@
 //! configuration, an unknown resource, an unreadable apply file).
 
 mod apply;
+mod backup;
 mod client;
 mod config_check;
 mod explain;
@@ -53,8 +54,8 @@ enum Command {
     /// The configuration
     #[command(subcommand)]
     Config(ConfigCommand),
-    /// Administration: on the server host (token, keys) or over the management API (list, get,
-    /// apply, explain)
+    /// Administration: on the server host (token, keys, backup, restore) or over the management
+    /// API (list, get, apply, explain)
     #[command(subcommand)]
     Admin(AdminCommand),
 }
@@ -72,9 +73,14 @@ enum AdminCommand {
     ///
     /// The role is given by id or name (a system role first; other names must be unique).
     Token(TokenArgs),
-    /// The signing and token keys
+    /// The signing and token keys, and the at-rest encryption key
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Back up the SQLite database (an online, consistent copy with a manifest), or check a
+    /// backup or a PostgreSQL dump (--verify)
+    Backup(BackupArgs),
+    /// Restore a backup into a stopped service's SQLite data directory
+    Restore(RestoreArgs),
     /// List a resource's entries (GET /api/<version>/<resource>)
     List(ListArgs),
     /// Read one entry by id (GET /api/<version>/<resource>/<id>)
@@ -99,6 +105,52 @@ struct TokenArgs {
 enum KeysCommand {
     /// Rotate the signing and token keys now (§5.1)
     Rotate,
+    /// Seal every stored secret again under a new at-rest encryption key, while the service runs
+    ///
+    /// With the key file (SQLite without SVC_ENCRYPTION_KEY) the new key is generated into it.
+    /// With SVC_ENCRYPTION_KEY, first give every node the new key as SVC_ENCRYPTION_KEY and the
+    /// old as SVC_ENCRYPTION_KEY_PREVIOUS, and run this with the same configuration. The old key
+    /// is retired once every value is sealed again (docs/OPERATIONS.md).
+    RotateEncryption(RotateEncryptionArgs),
+}
+
+#[derive(Args)]
+struct RotateEncryptionArgs {
+    /// How long to wait for every running node to hold, then to seal with, the new key
+    #[arg(long, value_name = "SECS", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    wait: u64,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["out", "verify"])))]
+struct BackupArgs {
+    /// Write the backup to FILE (mode 0600; refused when FILE exists, unless --force)
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    /// Check FILE instead: a backup of this command, or a PostgreSQL dump (restored into a
+    /// scratch database on SVC_DATABASE_URL's server): it restores, migrates and every secret opens
+    #[arg(long, value_name = "FILE")]
+    verify: Option<PathBuf>,
+    /// With --out: replace FILE
+    #[arg(long, requires = "out")]
+    force: bool,
+    /// With --verify: the key file to open the secrets with [default: the configuration's keys]
+    #[arg(long = "key-file", value_name = "FILE", requires = "verify")]
+    key_file: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct RestoreArgs {
+    /// The backup (made by `svc admin backup --out`)
+    #[arg(long = "in", value_name = "FILE")]
+    input: PathBuf,
+    /// Replace the database (and a different key file) there; they are kept beside, renamed
+    #[arg(long)]
+    force: bool,
+    /// The backup's key file (installed beside the restored database when the service uses a
+    /// key file) [default: the configuration's keys]
+    #[arg(long = "key-file", value_name = "FILE")]
+    key_file: Option<PathBuf>,
 }
 
 /// `--ttl`: at most the longest token lifetime the key rotation keeps retired keys for (§5.1):
@@ -231,6 +283,11 @@ pub fn main() -> ExitCode {
         Command::Config(ConfigCommand::Check) => config_check::run(config.as_deref()),
         Command::Admin(AdminCommand::Token(a)) => local::token(config.as_deref(), a.role, a.ttl),
         Command::Admin(AdminCommand::Keys(KeysCommand::Rotate)) => local::rotate_keys(config.as_deref()),
+        Command::Admin(AdminCommand::Keys(KeysCommand::RotateEncryption(a))) => {
+            local::rotate_encryption(config.as_deref(), std::time::Duration::from_secs(a.wait))
+        }
+        Command::Admin(AdminCommand::Backup(a)) => backup::backup(config.as_deref(), a),
+        Command::Admin(AdminCommand::Restore(a)) => backup::restore(config.as_deref(), a),
         Command::Admin(AdminCommand::List(a)) => client_command(read::list(a)),
         Command::Admin(AdminCommand::Get(a)) => client_command(read::get(a)),
         Command::Admin(AdminCommand::Apply(a)) => client_command(apply::run(a)),

@@ -110,7 +110,11 @@ async fn run(cfg: Config) -> ExitCode {
     }
     svc_server::service::jobs::spawn(&app);
     tracing::info!(%addr, %public, version = env!("CARGO_PKG_VERSION"), "svc is serving");
-    match svc_server::http::server::serve(app, listener, shutdown).await {
+    let node = app.clone();
+    let served = svc_server::http::server::serve(app, listener, shutdown).await;
+    // Stopped: the node's row goes (an at-rest key rotation does not wait for it).
+    svc_server::service::nodes::leave(&node).await;
+    match served {
         Ok(()) => {
             tracing::info!("stopped");
             ExitCode::SUCCESS

@@ -84,6 +84,37 @@ pub fn service_federation(svc: &Services<'_>, sub: &str, aud: &str) -> String {
     sign(svc, Alg::RS256, &c)
 }
 
+/// The subject prefix of the service's own assertions for log streams (§5.2).
+pub const LOG_STREAM_SUBJECT: &str = "svc-log-stream:";
+
+/// Why a JWT the service signs may not carry `sub` for a provider (issue 31): the subjects of
+/// the service's own assertions are reserved — a client workload's id, which federation
+/// assertions carry for that workload (§5.2), unless it is the workload the credential is for
+/// (`own`), and a log stream's `svc-log-stream:` subject. Every JWT is signed with the one
+/// published issuer key, so a provider whose configured subject or custom `sub` claim named
+/// them would mint, for whoever configures providers, the assertion a relying party trusts as
+/// that workload's.
+pub fn reserved_subject(st: &crate::state::State, sub: &str, own: Option<Uuid>) -> Option<&'static str> {
+    if sub.starts_with(LOG_STREAM_SUBJECT) {
+        return Some("is reserved for the service's log-stream assertions");
+    }
+    match Uuid::parse_str(sub.trim()) {
+        Ok(id) if Some(id) != own && st.client_workloads.contains_key(&id) => {
+            Some("names a client workload, the subject of that workload's own assertions")
+        }
+        _ => None,
+    }
+}
+
+/// [`reserved_subject`] at issuance, against the configuration as committed now.
+pub fn check_subject(cx: &IssueCx<'_>, sub: &str) -> Result<(), String> {
+    let st = cx.svc.renewals.current();
+    match reserved_subject(&st, sub, cx.client_workload.map(|c| c.0)) {
+        Some(why) => Err(format!("the subject {why}")),
+        None => Ok(()),
+    }
+}
+
 /// The default assertion subject: the matched client workload's id (§5.2).
 pub fn default_subject(cx: &IssueCx<'_>) -> String {
     cx.client_workload.map(|c| c.0).unwrap_or(Uuid::nil()).to_string()

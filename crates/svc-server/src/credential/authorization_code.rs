@@ -86,8 +86,7 @@ impl AuthorizationCode {
     pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         let now = crate::clock::now_millis();
         let lookup = |st: &State| st.credential_providers.get(&self.id).cloned();
-        let current =
-            lookup(&cx.svc.renewals.current()).ok_or_else(|| IssueError("provider no longer exists".into()))?;
+        let current = lookup(&cx.svc.renewals.current()).ok_or_else(|| IssueError::new("provider no longer exists"))?;
         if current.lifetime_expiration.is_some_and(|e| e.millis() <= now) {
             return Ok(Issued::Nothing("the authorization has expired: authorize again".into()));
         }
@@ -101,12 +100,11 @@ impl AuthorizationCode {
         }
         // One refresh at a time: a rotated refresh token must not be spent twice.
         let _g = cx.svc.renewals.lock(self.id).await?;
-        let current =
-            lookup(&cx.svc.renewals.current()).ok_or_else(|| IssueError("provider no longer exists".into()))?;
+        let current = lookup(&cx.svc.renewals.current()).ok_or_else(|| IssueError::new("provider no longer exists"))?;
         if let Some((token, exp)) = stored_access(&current, crate::clock::now_millis()) {
             return Ok(credential(token, exp));
         }
-        let ep = endpoint(&current).ok_or_else(|| IssueError("provider configuration incomplete".into()))?;
+        let ep = endpoint(&current).ok_or_else(|| IssueError::new("provider configuration incomplete"))?;
         let refresh = current.secrets.get("refreshToken").unwrap_or_default().to_string();
         let f = post_form(
             &cx.svc,

@@ -123,14 +123,14 @@ pub async fn provision(svc: Services<'_>, id: Uuid) {
             }
             Err(e) => {
                 p.config.insert("status".into(), json!("Error"));
-                p.config.insert("errorMessage".into(), json!(e.0));
+                p.config.insert("errorMessage".into(), json!(e.told()));
             }
         }
     })
     .await;
     match (&outcome, result) {
-        (_, Err(e)) => tracing::warn!(provider = %id, error = %e.0, "storing the provisioning outcome failed"),
-        (Err(e), _) => tracing::warn!(provider = %id, reason = %e.0, "ciB managed account provisioning failed"),
+        (_, Err(e)) => tracing::warn!(provider = %id, error = %e.reason, "storing the provisioning outcome failed"),
+        (Err(e), _) => tracing::warn!(provider = %id, reason = %e.reason, "ciB managed account provisioning failed"),
         (Ok(user), _) => tracing::info!(provider = %id, user, "ciB managed account provisioned"),
     }
 }
@@ -141,13 +141,16 @@ async fn provision_steps(svc: &Services<'_>, id: Uuid, created: &mut Option<i64>
         .credential_providers
         .get(&id)
         .cloned()
-        .ok_or_else(|| IssueError("provider deleted".into()))?;
-    let integ = integration_of(&st, &p).ok_or_else(|| IssueError("integration missing".into()))?;
+        .ok_or_else(|| IssueError::new("provider deleted"))?;
+    let integ = integration_of(&st, &p).ok_or_else(|| IssueError::new("integration missing"))?;
     drop(st);
     if !integ.meta.active {
-        return Err(IssueError(format!("the integration '{}' is inactive", integ.meta.name)));
+        return Err(IssueError::new(format!(
+            "the integration '{}' is inactive",
+            integ.meta.name
+        )));
     }
-    let api = Api::of(&integ).ok_or_else(|| IssueError("integration incomplete".into()))?;
+    let api = Api::of(&integ).ok_or_else(|| IssueError::new("integration incomplete"))?;
     let username = cfg_str(&p.config, "username").unwrap_or_default();
     let body = json!({"name": username, "username": username});
     let f = api
@@ -157,7 +160,7 @@ async fn provision_steps(svc: &Services<'_>, id: Uuid, created: &mut Option<i64>
     let user_id = v
         .get("id")
         .and_then(Value::as_i64)
-        .ok_or_else(|| IssueError("ciB service_accounts answer has no id".into()))?;
+        .ok_or_else(|| IssueError::upstream("ciB service_accounts answer has no id", None))?;
     *created = Some(user_id);
     let level = p.config.get("accessLevel").and_then(Value::as_i64).unwrap_or(0);
     let member = json!({"user_id": user_id, "access_level": level});
@@ -216,7 +219,7 @@ impl ManagedAccount {
     pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         let svc = &cx.svc;
         let lookup = || svc.renewals.current().credential_providers.get(&self.id).cloned();
-        let p = lookup().ok_or_else(|| IssueError("provider no longer exists".into()))?;
+        let p = lookup().ok_or_else(|| IssueError::new("provider no longer exists"))?;
         if cfg_str(&p.config, "status") != Some("Provisioned") {
             return Ok(Issued::Nothing(format!(
                 "the managed account is not provisioned (status {})",
@@ -224,7 +227,7 @@ impl ManagedAccount {
             )));
         }
         let integ =
-            integration_of(&svc.renewals.current(), &p).ok_or_else(|| IssueError("integration missing".into()))?;
+            integration_of(&svc.renewals.current(), &p).ok_or_else(|| IssueError::new("integration missing"))?;
         if !integ.meta.active {
             return Ok(Issued::Nothing(format!(
                 "the integration '{}' is inactive",
@@ -235,16 +238,16 @@ impl ManagedAccount {
             return Ok(credential(t, exp));
         }
         let _g = svc.renewals.lock(self.id).await?;
-        let p = lookup().ok_or_else(|| IssueError("provider no longer exists".into()))?;
+        let p = lookup().ok_or_else(|| IssueError::new("provider no longer exists"))?;
         if let Some((t, exp)) = stored(&p, crate::clock::now_secs()) {
             return Ok(credential(t, exp));
         }
-        let api = Api::of(&integ).ok_or_else(|| IssueError("integration incomplete".into()))?;
+        let api = Api::of(&integ).ok_or_else(|| IssueError::new("integration incomplete"))?;
         let user_id = p
             .config
             .get("userId")
             .and_then(Value::as_i64)
-            .ok_or_else(|| IssueError("the managed account has no user id".into()))?;
+            .ok_or_else(|| IssueError::new("the managed account has no user id"))?;
         let lifetime = p
             .config
             .get("lifetimeInSeconds")
@@ -263,7 +266,7 @@ impl ManagedAccount {
             .get("token")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| IssueError("ciB personal_access_tokens answer has no token".into()))?
+            .ok_or_else(|| IssueError::upstream("ciB personal_access_tokens answer has no token", None))?
             .to_string();
         let token_id = v.get("id").cloned().unwrap_or(Value::Null);
         let exp = Timestamp::from_secs(midnight);
@@ -300,7 +303,7 @@ pub async fn revoke_after_delete(svc: Services<'_>, p: &CredentialProvider) {
     match api.call(&svc, reqwest::Method::DELETE, &path, None).await {
         Ok(f) if (200..300).contains(&f.status) || f.status == 404 => {}
         Ok(f) => tracing::warn!(status = f.status, "revoking a managed account token failed"),
-        Err(e) => tracing::warn!(reason = %e.0, "revoking a managed account token failed"),
+        Err(e) => tracing::warn!(reason = %e.reason, "revoking a managed account token failed"),
     }
 }
 

@@ -110,7 +110,7 @@ impl CloudASts {
         )
         .await?;
         if !(200..300).contains(&f.status) {
-            return Err(IssueError(format!("STS answered {}", f.refusal())));
+            return Err(IssueError::upstream(format!("STS answered {}", f.refusal()), f.code()));
         }
         let fields = xml_fields(
             &f.body,
@@ -122,14 +122,14 @@ impl CloudASts {
                 "AssumeRoleWithWebIdentityResult/Credentials/Expiration",
             ],
         )
-        .map_err(|e| IssueError(format!("STS answer: {e}")))?;
+        .map_err(|e| IssueError::upstream(format!("STS answer: {e}"), None))?;
         let [Some(key), Some(secret), session_token, Some(expiration)] =
-            <[Option<String>; 4]>::try_from(fields).map_err(|_| IssueError("STS answer incomplete".into()))?
+            <[Option<String>; 4]>::try_from(fields).map_err(|_| IssueError::upstream("STS answer incomplete", None))?
         else {
-            return Err(IssueError("STS answer lacks credentials".into()));
+            return Err(IssueError::upstream("STS answer lacks credentials", None));
         };
         let expires_at = Timestamp::parse(&expiration)
-            .ok_or_else(|| IssueError("STS answer has an unreadable Expiration".into()))?;
+            .ok_or_else(|| IssueError::upstream("STS answer has an unreadable Expiration", None))?;
         Ok(Issued::Credential {
             credential_type: CredentialType::CloudAStsFederation,
             data: EdgeCredentials(vec![

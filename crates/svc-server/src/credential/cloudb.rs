@@ -55,6 +55,7 @@ pub struct DirectoryClient {
 impl DirectoryClient {
     /// The client-credentials token request with our assertion (§5.3).
     pub async fn token(&self, cx: &IssueCx<'_>, scope: &str) -> Result<crate::upstream::Fetched, IssueError> {
+        assertion::check_subject(cx, &self.subject).map_err(IssueError::new)?;
         let jwt = assertion::federation(cx, &self.subject, &self.audience);
         let url = format!(
             "{}/{}/oauth2/v2.0/token",
@@ -110,6 +111,14 @@ fn parse_directory(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldE
     Ok(m)
 }
 
+/// The subject is literal: it may not be one the service's own assertions carry (issue 31).
+fn check_directory(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+    match cfg_str(&p.config, "subject").and_then(|s| assertion::reserved_subject(st, s, None)) {
+        Some(why) => Err(Error::field("subject", why)),
+        None => Ok(()),
+    }
+}
+
 fn compile_directory(p: &CredentialProvider) -> Backend {
     match (DirectoryClient::from_config(&p.config), cfg_str(&p.config, "scope")) {
         (Some(client), Some(scope)) => Backend::CloudBDirectory(DirectoryFederation {
@@ -129,7 +138,7 @@ pub const DIRECTORY_SPEC: TypeSpec = TypeSpec {
     ro_fields: &[],
     lifetime: None,
     parse: parse_directory,
-    check: types::no_check,
+    check: check_directory,
     complete: types::no_complete,
     present: types::no_present,
     compile: compile_directory,
@@ -155,7 +164,7 @@ impl KeyVaultValue {
             .get(&self.integration)
             .cloned()
             .filter(|i| i.int_type == INTEGRATION_KIND)
-            .ok_or_else(|| IssueError("the credential provider integration no longer exists".into()))?;
+            .ok_or_else(|| IssueError::new("the credential provider integration no longer exists"))?;
         if !integ.meta.active {
             return Ok(Issued::Nothing(format!(
                 "the integration '{}' is inactive",
@@ -163,7 +172,7 @@ impl KeyVaultValue {
             )));
         }
         let client = DirectoryClient::from_config(&integ.config)
-            .ok_or_else(|| IssueError("the integration's directory fields are incomplete".into()))?;
+            .ok_or_else(|| IssueError::new("the integration's directory fields are incomplete"))?;
         let vault = cfg_str(&integ.config, "keyVaultName").unwrap_or_default().to_string();
         // Keyed like every reused credential (§4.8): the assertion names the policy and workloads.
         let key = format!(
@@ -208,7 +217,7 @@ impl KeyVaultValue {
             let value = v
                 .get("value")
                 .and_then(Value::as_str)
-                .ok_or_else(|| IssueError(format!("key vault answer for {name} has no value")))?;
+                .ok_or_else(|| IssueError::upstream(format!("key vault answer for {name} has no value"), None))?;
             values.push(value.to_string());
         }
         let mut values = values.into_iter();

@@ -73,7 +73,7 @@ pub async fn access_token(
         .get("access_token")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| IssueError("STS answer has no access_token".into()))?;
+        .ok_or_else(|| IssueError::upstream("STS answer has no access_token", None))?;
     let url = format!(
         "{}/v1/projects/-/serviceAccounts/{}:generateAccessToken",
         cfg.cloudc_iamcredentials_url.trim_end_matches('/'),
@@ -87,12 +87,12 @@ pub async fn access_token(
         .get("accessToken")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| IssueError("generateAccessToken answer has no accessToken".into()))?;
+        .ok_or_else(|| IssueError::upstream("generateAccessToken answer has no accessToken", None))?;
     let expires_at = v
         .get("expireTime")
         .and_then(Value::as_str)
         .and_then(Timestamp::parse)
-        .ok_or_else(|| IssueError("generateAccessToken answer has no readable expireTime".into()))?;
+        .ok_or_else(|| IssueError::upstream("generateAccessToken answer has no readable expireTime", None))?;
     Ok((token.to_string(), expires_at))
 }
 

@@ -6,6 +6,7 @@
 use serde_json::{Map, Value, json};
 use svc_api::edge::{CredentialType, EdgeCredentials};
 use svc_api::{FieldError, Obj, Timestamp};
+use uuid::Uuid;
 
 use super::assertion::{self, Alg};
 use super::dynamic;
@@ -61,6 +62,14 @@ pub fn claims_of(v: Option<&Value>) -> Vec<Claim> {
         .unwrap_or_default()
 }
 
+/// Whether `id` names an `oidc-id-token` provider: the one kind of JWT the service signs that a
+/// workload may present back as evidence (`trust::check_own_issued`).
+pub fn is_id_token_provider(st: &State, id: Uuid) -> bool {
+    st.credential_providers
+        .get(&id)
+        .is_some_and(|p| p.cp_type == "oidc-id-token")
+}
+
 /// Resolves a subject and custom claims into `prepared` (`subject`, `claim.<key>`); a dynamic
 /// subject's values pass through `subject_value` (see [`dynamic::resolve_with`]).
 pub fn resolve_into(
@@ -83,6 +92,28 @@ pub fn resolve_into(
             c.value.clone()
         };
         p.0.insert(format!("claim.{}", c.key), v);
+    }
+    // The `sub` the JWT will carry: a custom `sub` claim, else the subject.
+    let sub = p.get("claim.sub").or(p.get("subject")).unwrap_or_default().to_string();
+    assertion::check_subject(cx, &sub)
+}
+
+/// Write-time [`assertion::reserved_subject`] of a literal subject and a literal custom `sub`
+/// claim (a dynamic one is checked when it is resolved, at issuance).
+pub fn check_literal_subjects(p: &CredentialProvider, st: &State, claims_field: &str) -> Result<(), Error> {
+    let literal = |k: &str| cfg_str(&p.config, k).filter(|_| cfg_str(&p.config, "subjectType") != Some("dynamic"));
+    if let Some(s) = literal("subject")
+        && let Some(why) = assertion::reserved_subject(st, s, None)
+    {
+        return Err(Error::field("subject", why));
+    }
+    for (i, c) in claims_of(p.config.get(claims_field)).iter().enumerate() {
+        if c.key == "sub"
+            && !c.dynamic
+            && let Some(why) = assertion::reserved_subject(st, &c.value, None)
+        {
+            return Err(Error::field(format!("{claims_field}[{i}].value"), why));
+        }
     }
     Ok(())
 }
@@ -211,8 +242,8 @@ fn compile(p: &CredentialProvider, svid: bool) -> Backend {
     })
 }
 
-fn check(_: &CredentialProvider, _: &State, _: &Config) -> Result<(), Error> {
-    Ok(())
+fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+    check_literal_subjects(p, st, "customClaims")
 }
 
 pub const OIDC_SPEC: TypeSpec = TypeSpec {

@@ -55,11 +55,56 @@ pub enum Issued {
 
 /// An upstream or internal failure (→ 500; the reason goes to the event only, never a secret).
 #[derive(Debug, Clone, PartialEq)]
-pub struct IssueError(pub String);
+pub struct IssueError {
+    /// The cause, for the event and the server's log.
+    pub reason: String,
+    /// `Some` when the cause is what an upstream did or did not answer, with the protocol's error
+    /// code when its refusal carried one the protocols define ([`crate::upstream::Fetched::code`]).
+    upstream: Option<Option<String>>,
+}
+
+impl IssueError {
+    /// A failure of the configuration or of the service itself.
+    pub fn new(reason: impl Into<String>) -> Self {
+        IssueError {
+            reason: reason.into(),
+            upstream: None,
+        }
+    }
+
+    /// A failure of the upstream: it did not answer, refused (`code` when it named a protocol
+    /// error code) or answered something unusable.
+    pub fn upstream(reason: impl Into<String>, code: Option<String>) -> Self {
+        IssueError {
+            reason: reason.into(),
+            upstream: Some(code),
+        }
+    }
+
+    /// What whoever configured the provider may be told (verification, the authorization
+    /// callback, a provider's status): the reason, except for what an upstream answered, of which
+    /// only the protocol's error code is named — the URL may point at a service inside the
+    /// network, and whether or how it answers must not reach them (issue 31: no port scanner).
+    pub fn told(&self) -> String {
+        match &self.upstream {
+            None => self.reason.clone(),
+            Some(Some(code)) => format!("{UPSTREAM_FAILED}: {code}"),
+            Some(None) => UPSTREAM_FAILED.to_string(),
+        }
+    }
+}
+
+/// The one message for an upstream that gave no credential (see [`IssueError::told`]).
+pub const UPSTREAM_FAILED: &str = "the upstream did not issue a credential";
 
 impl From<crate::upstream::UpstreamError> for IssueError {
     fn from(e: crate::upstream::UpstreamError) -> Self {
-        IssueError(e.to_string())
+        use crate::upstream::UpstreamError as U;
+        match &e {
+            U::Unreachable(_) | U::Malformed(_) => IssueError::upstream(e.to_string(), None),
+            U::Status(_, code) => IssueError::upstream(e.to_string(), code.clone()),
+            U::BadUrl(_) => IssueError::new(e.to_string()),
+        }
     }
 }
 
@@ -250,7 +295,7 @@ impl CompiledCredential {
             Backend::CloudBDirectory(b) => b.issue(cx).await,
             Backend::CloudBKeyVault(b) => b.issue(cx).await,
             Backend::CiBAccount(b) => b.issue(cx).await,
-            Backend::Broken(e) => Err(IssueError(format!("provider configuration unusable: {e}"))),
+            Backend::Broken(e) => Err(IssueError::new(format!("provider configuration unusable: {e}"))),
         }?;
         if let (
             Some(k),
@@ -306,7 +351,10 @@ pub async fn verify(svc: Services<'_>, c: &CompiledCredential) -> Result<(), Str
     match c.issue_with(&prepared, &cx, false).await {
         Ok(Issued::Credential { .. }) => Ok(()),
         Ok(Issued::Nothing(reason)) => Err(reason),
-        Err(IssueError(reason)) => Err(reason),
+        Err(e) => {
+            tracing::info!(provider = %c.id, reason = %e.reason, "verification obtained no credential");
+            Err(e.told())
+        }
     }
 }
 

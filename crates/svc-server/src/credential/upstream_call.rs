@@ -72,7 +72,7 @@ pub async fn post_json(
 /// A non-success answer as an error naming the status and the upstream's error code (never its
 /// body's text: [`Fetched::refusal`]).
 pub fn status_error(what: &str, f: &Fetched) -> IssueError {
-    IssueError(format!("{what} answered {}", f.refusal()))
+    IssueError::upstream(format!("{what} answered {}", f.refusal()), f.code())
 }
 
 /// The JSON body of a 2xx answer.
@@ -80,7 +80,7 @@ pub fn json_body(what: &str, f: &Fetched) -> Result<Value, IssueError> {
     if !(200..300).contains(&f.status) {
         return Err(status_error(what, f));
     }
-    serde_json::from_slice(&f.body).map_err(|_| IssueError(format!("{what} answer is not JSON")))
+    serde_json::from_slice(&f.body).map_err(|_| IssueError::upstream(format!("{what} answer is not JSON"), None))
 }
 
 /// `{access_token, expires_in?}` of an OAuth2 token answer.
@@ -90,7 +90,7 @@ pub fn access_token(what: &str, f: &Fetched) -> Result<(String, Option<i64>, Val
         .get("access_token")
         .and_then(Value::as_str)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| IssueError(format!("{what} answer has no access_token")))?;
+        .ok_or_else(|| IssueError::upstream(format!("{what} answer has no access_token"), None))?;
     let expires_in = match v.get("expires_in") {
         Some(Value::Number(n)) => n.as_i64(),
         Some(Value::String(s)) => s.parse().ok(),

@@ -47,9 +47,13 @@ impl Vault {
 
     pub async fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         let sub = prepared.get("subject").unwrap_or(&self.subject);
-        let aud = prepared.get("claim.aud").unwrap_or(&self.default_audience).to_string();
+        // `aud` is the vault the JWT goes to, whatever a custom claim says (issue 31): a JWT
+        // whose `aud` named another vault would follow a moved `vaultHost` to whoever moved it,
+        // ready to be replayed at that other vault.
+        let aud = self.default_audience.clone();
         let (mut c, _) = assertion::claims(cx, sub, &aud, self.lifetime, true);
         apply_claims(&mut c, &self.claims, prepared);
+        c.insert("aud".into(), json!(aud));
         let jwt = assertion::sign(&cx.svc, Alg::RS256, &c);
         let mut body = json!({"jwt": jwt});
         if let Some(r) = &self.role {
@@ -67,12 +71,12 @@ impl Vault {
         let v = json_body("vault login", &f)?;
         let auth = v
             .get("auth")
-            .ok_or_else(|| IssueError("vault login answer has no auth".into()))?;
+            .ok_or_else(|| IssueError::upstream("vault login answer has no auth", None))?;
         let token = auth
             .get("client_token")
             .and_then(Value::as_str)
             .filter(|t| !t.is_empty())
-            .ok_or_else(|| IssueError("vault login answer has no client_token".into()))?;
+            .ok_or_else(|| IssueError::upstream("vault login answer has no client_token", None))?;
         let lease = auth.get("lease_duration").and_then(Value::as_i64).unwrap_or(0);
         Ok(Issued::Credential {
             credential_type: CredentialType::OAuthToken,
@@ -122,7 +126,22 @@ fn parse(o: &mut Obj, mode: Mode) -> Result<Map<String, Value>, FieldError> {
     Ok(m)
 }
 
-fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, st: &State, cfg: &Config) -> Result<(), Error> {
+    super::issued_jwt::check_literal_subjects(p, st, "customClaimNames")?;
+    // The login JWT's `aud` is the vault's own address (issue 31): a custom `aud` may only say so.
+    if let Backend::Vault(v) = compile(p) {
+        for (i, c) in claims_of(p.config.get("customClaimNames")).iter().enumerate() {
+            if c.key == "aud" && (c.dynamic || c.value != v.default_audience) {
+                return Err(Error::field(
+                    format!("customClaimNames[{i}].value"),
+                    format!(
+                        "must be the vault's address {} (the login JWT's aud)",
+                        v.default_audience
+                    ),
+                ));
+            }
+        }
+    }
     if let Some(i) = cfg_str(&p.config, "issuer")
         && i.trim_end_matches('/') != cfg.issuer()
     {

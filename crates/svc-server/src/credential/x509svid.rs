@@ -278,18 +278,18 @@ impl X509Svid {
     pub fn issue(&self, prepared: &Prepared, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         let csr = cx
             .csr
-            .ok_or_else(|| IssueError("no certificate signing request".into()))?;
-        let key = parse_csr(csr).map_err(IssueError)?;
+            .ok_or_else(|| IssueError::new("no certificate signing request"))?;
+        let key = parse_csr(csr).map_err(IssueError::new)?;
         let ca = cx.svc.ca;
         let now = crate::clock::now_secs();
         let not_after = (now + self.lifetime).min(ca.not_after);
         let mut params = CertificateParams::default();
         params.distinguished_name = match prepared.get("subject") {
-            Some(s) => parse_subject(s).map_err(IssueError)?,
+            Some(s) => parse_subject(s).map_err(IssueError::new)?,
             None => DistinguishedName::new(),
         };
         let uri = rcgen::string::Ia5String::try_from(prepared.get("spiffeId").unwrap_or_default())
-            .map_err(|e| IssueError(e.to_string()))?;
+            .map_err(|e| IssueError::new(e.to_string()))?;
         params.subject_alt_names = vec![SanType::URI(uri)];
         params.is_ca = IsCa::ExplicitNoCa;
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
@@ -309,7 +309,7 @@ impl X509Svid {
         params.use_authority_key_identifier_extension = true;
         let cert = params
             .signed_by(&key, &ca.issuer)
-            .map_err(|e| IssueError(format!("signing failed: {e}")))?;
+            .map_err(|e| IssueError::new(format!("signing failed: {e}")))?;
         Ok(Issued::Credential {
             credential_type: CredentialType::X509Svid,
             data: EdgeCredentials(vec![("certificateChain", Some(cert.pem() + &ca.chain_pem))]),

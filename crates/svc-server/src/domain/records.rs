@@ -163,15 +163,14 @@ pub struct User {
     /// Locked until an administrator unlocks it (MFA not enrolled after the grace period, or a
     /// lock stored before lock-outs expired: issue 31). Ends the user's sessions.
     pub locked: bool,
-    /// Consecutive failed sign-ins since the last success or lock-out.
+    /// Consecutive failed sign-ins since the last success (from any address; the lock-outs
+    /// count per address, `source_locks`).
     pub failed_logins: u32,
-    /// A lock-out after failed sign-ins ends here (issue 31: never for good, so a stranger who
-    /// knows an e-mail cannot shut its owner out; the user's sessions stay valid).
+    /// Failed sign-ins and lock-outs per source address (issue 31): five failures from an
+    /// address lock the account for sign-ins from that address, for a while; a stranger who
+    /// knows an e-mail cannot shut its owner out from the owner's own address, nor for good.
     #[serde(default)]
-    pub locked_until: Option<Timestamp>,
-    /// Lock-outs since the last successful sign-in: each lasts twice the one before.
-    #[serde(default)]
-    pub lockouts: u32,
+    pub source_locks: Vec<SourceLock>,
     /// The identity-provider accounts this user signs in as (issue 31).
     #[serde(default)]
     pub sso_links: Vec<SsoLink>,
@@ -229,17 +228,128 @@ pub struct SsoLink {
     pub created: bool,
 }
 
+/// Failed sign-ins of one account from one source address (`http::extract::sign_in_source`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct SourceLock {
+    pub source: String,
+    /// Consecutive failures since this address's last success or lock-out.
+    pub failures: u32,
+    /// Lock-outs of this address since its last success: each lasts twice the one before.
+    pub lockouts: u32,
+    pub until: Option<Timestamp>,
+    /// The last failure from this address (`None` in records written before it was kept).
+    #[serde(default)]
+    pub last: Option<Timestamp>,
+}
+
+impl SourceLock {
+    /// Whether the entry may make room for another address: not locked out and no failure for
+    /// an hour (the longest lock-out), so no address forgets its own recent lock-outs.
+    fn idle(&self, now_ms: i64) -> bool {
+        let since = |t: Option<Timestamp>| t.is_none_or(|t| now_ms - t.millis() >= MAX_LOCKOUT_MS);
+        self.source != OVERFLOW_SOURCE && since(self.until) && since(self.last)
+    }
+}
+
 /// A lock-out lasts one minute, then twice as long as the one before, at most an hour (issue
 /// 31; the per-address throttle, `service::throttle`, is the main defence).
 pub fn lockout_ms(lockouts_before: u32) -> i64 {
-    (60_000i64 << lockouts_before.min(6)).min(3_600_000)
+    (60_000i64 << lockouts_before.min(6)).min(MAX_LOCKOUT_MS)
 }
 
+const MAX_LOCKOUT_MS: i64 = 3_600_000;
+
+/// At most this many addresses are remembered per account, besides [`OVERFLOW_SOURCE`]. Only an
+/// idle one ([`SourceLock::idle`]) makes room for a new address (issue 31: addresses must not
+/// evict their own lock-outs); while none is, new addresses share one entry.
+const MAX_SOURCE_LOCKS: usize = 32;
+
+/// The entry addresses share when [`MAX_SOURCE_LOCKS`] are remembered with lock-outs.
+pub const OVERFLOW_SOURCE: &str = "overflow";
+
 impl User {
-    /// Whether sign-in is refused for now: locked by an administrator's rule, or within a
-    /// lock-out after failed attempts.
+    /// Whether the account shows as locked: by an administrator's rule (the MFA grace period),
+    /// or for at least one address within a lock-out.
     pub fn is_locked(&self, now_ms: i64) -> bool {
-        self.locked || self.locked_until.is_some_and(|t| t.millis() > now_ms)
+        self.locked
+            || self
+                .source_locks
+                .iter()
+                .any(|l| l.until.is_some_and(|t| t.millis() > now_ms))
+    }
+
+    /// Whether a sign-in from `source` is refused for now.
+    pub fn is_locked_for(&self, source: Option<&str>, now_ms: i64) -> bool {
+        let key = self.lock_key(source, now_ms);
+        self.locked
+            || self
+                .source_locks
+                .iter()
+                .any(|l| l.source == key && l.until.is_some_and(|t| t.millis() > now_ms))
+    }
+
+    /// The entry `source` counts under: its own when remembered or when there is room (an idle
+    /// entry may be given up for it), else [`OVERFLOW_SOURCE`].
+    fn lock_key<'s>(&self, source: Option<&'s str>, now_ms: i64) -> &'s str {
+        let key = source.unwrap_or("unknown");
+        let remembered = self.source_locks.iter().any(|l| l.source == key);
+        let own = self.source_locks.iter().filter(|l| l.source != OVERFLOW_SOURCE).count();
+        if remembered || own < MAX_SOURCE_LOCKS || self.source_locks.iter().any(|l| l.idle(now_ms)) {
+            key
+        } else {
+            OVERFLOW_SOURCE
+        }
+    }
+
+    /// Counts a failed sign-in from `source`; `true` when it locks the account for that address.
+    pub fn failed_from(&mut self, source: Option<&str>, now_ms: i64, max_failures: u32) -> bool {
+        self.failed_logins = self.failed_logins.saturating_add(1);
+        let key = self.lock_key(source, now_ms).to_string();
+        let i = match self.source_locks.iter().position(|l| l.source == key) {
+            Some(i) => i,
+            None => {
+                let own = self.source_locks.iter().filter(|l| l.source != OVERFLOW_SOURCE).count();
+                if key != OVERFLOW_SOURCE
+                    && own >= MAX_SOURCE_LOCKS
+                    && let Some(j) = self.source_locks.iter().position(|l| l.idle(now_ms))
+                {
+                    self.source_locks.remove(j);
+                }
+                self.source_locks.push(SourceLock {
+                    source: key,
+                    failures: 0,
+                    lockouts: 0,
+                    until: None,
+                    last: None,
+                });
+                self.source_locks.len() - 1
+            }
+        };
+        let l = &mut self.source_locks[i];
+        l.failures += 1;
+        l.last = Some(Timestamp::from_millis(now_ms));
+        if l.failures < max_failures {
+            return false;
+        }
+        l.until = Some(Timestamp::from_millis(now_ms + lockout_ms(l.lockouts)));
+        l.lockouts = l.lockouts.saturating_add(1);
+        l.failures = 0;
+        true
+    }
+
+    /// A successful sign-in from `source`: its address starts over; the count from everywhere
+    /// is reset (§2.2).
+    pub fn succeeded_from(&mut self, source: Option<&str>) {
+        self.failed_logins = 0;
+        let key = source.unwrap_or("unknown");
+        self.source_locks.retain(|l| l.source != key);
+    }
+
+    /// Clears every lock (`unlock`).
+    pub fn unlock(&mut self) {
+        self.locked = false;
+        self.failed_logins = 0;
+        self.source_locks.clear();
     }
 
     pub fn display_name(&self) -> String {

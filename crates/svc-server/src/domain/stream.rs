@@ -117,9 +117,9 @@ pub struct LogStream {
 }
 
 impl LogStream {
-    /// An HTTP event collector's token goes to its host and port (plain `http` needs
-    /// `SVC_ALLOW_INSECURE_UPSTREAM`); the object-storage destinations keep no secret of their
-    /// own.
+    /// An HTTP event collector's token goes to its host and port, over TLS verified as it was
+    /// stored (turning TLS or its verification off is a move as much as another host: issue
+    /// 31); the object-storage destinations keep no secret of their own.
     pub fn secret_home(&self) -> super::SecretHome {
         let given: &'static [&'static str] = match &self.dest {
             Destination::LogAnalyticsAHttpEventCollector(_) => &["authenticationToken"],
@@ -128,7 +128,11 @@ impl LogStream {
         };
         match self.dest.hec() {
             Some(h) => super::SecretHome {
-                fields: vec![("hecHostPort", h.host_port.clone())],
+                fields: vec![
+                    ("hecHostPort", h.host_port.clone()),
+                    ("tls", h.tls.to_string()),
+                    ("tlsVerification", h.verify.to_string()),
+                ],
                 given,
                 held: self.secrets.stamps(),
             },

@@ -65,6 +65,11 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     if let Err(wait) = limited {
         return too_many(wait);
     }
+    // Issue 32: with the database unusable no credential can leave with its record; answer now,
+    // before any upstream call (one relaxed load).
+    if !app.events.accepting() {
+        return super::unavailable();
+    }
     // The body first: a request counts as in flight for the event writer's group commit
     // (`EventSink::reserve`) only once it is computing its answer, not while a slow client sends.
     let bytes = super::read_body(&parts, body).await;
@@ -96,7 +101,14 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
             source_ip,
         )
     });
-    let info = request_info(&parsed, valid_token, subject.as_ref(), selected_rs, source_ip, peer_port);
+    let info = request_info(
+        &parsed,
+        valid_token,
+        subject.as_ref(),
+        selected_rs,
+        source_ip,
+        peer_port,
+    );
     let response = match (valid_token, subject) {
         (Some(token), Some(subject)) => {
             // Steps 3–12, driven here rather than in a function of their own: the run's future
@@ -174,15 +186,7 @@ fn answer(rec: &mut Recorder, info: &RequestInfo, mut run: Run<'_>, ev: &Parts) 
         )
             .into_response();
     }
-    events::authorization(
-        rec,
-        info,
-        "access.request",
-        "Received",
-        None,
-        "Info",
-        &Parts::default(),
-    );
+    events::authorization(rec, info, "access.request", "Received", None, "Info", &Parts::default());
     let decision = run.decision();
     let authorized = decision.status == 200;
     events::authorization(

@@ -73,6 +73,11 @@ pub async fn settle(
     if app.events.commit(room, rec).await {
         return response;
     }
+    unavailable()
+}
+
+/// 503 with `Retry-After: 1`: the request's events cannot be stored (nothing is handed out).
+pub fn unavailable() -> Response {
     crate::metrics::edge_unavailable();
     let mut r = generic(StatusCode::SERVICE_UNAVAILABLE, UNAVAILABLE);
     r.headers_mut()

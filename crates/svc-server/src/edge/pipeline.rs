@@ -161,7 +161,7 @@ pub async fn run<'r>(app: &App, input: Input<'r>, fetch: Fetch, ev: &mut Parts) 
     ev.credential_provider = Some(cp_result);
     // Step 12: the fetch.
     if fetch == Fetch::Yes {
-        run.issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.0));
+        run.issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.reason));
     }
     run.provider = Some(cp);
     run

@@ -14,7 +14,7 @@ pub struct ClientInfo {
     pub user_agent: Option<String>,
     /// The address sign-in throttling keys on ([`crate::http::extract::sign_in_source`]); not
     /// recorded.
-    pub source: Option<std::net::IpAddr>,
+    pub source: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -54,6 +54,9 @@ pub struct Recorder {
     rows: Vec<EventRow>,
     /// What the request's authorization events share, stored once ([`RequestRow::shared`]).
     shared: Option<Arc<str>>,
+    /// The request's `contextId` and client port, kept out of its stored template
+    /// ([`RequestRow::context`]).
+    context: Option<crate::store::RequestContext>,
 }
 
 impl Recorder {
@@ -84,6 +87,16 @@ impl Recorder {
     /// `meta.contextId`, `clientRequest`, `environment`).
     pub fn share_once(&mut self, make: impl FnOnce() -> Arc<str>) {
         self.shared.get_or_insert_with(make);
+    }
+
+    /// Sets the request's `contextId` and client port (its events' `meta.contextId`,
+    /// `clientRequest.network.sourcePort`, a workload event's `connectionId` and
+    /// `clientWorkloadPort`), stored in its row rather than its template.
+    pub fn context(&mut self, context_id: uuid::Uuid, source_port: u16) {
+        self.context = Some(crate::store::RequestContext {
+            context_id,
+            source_port,
+        });
     }
 }
 
@@ -228,9 +241,14 @@ impl EventSink {
         if rec.rows.is_empty() {
             return true;
         }
+        // The database cannot store them now (issue 32): answer 503 at once rather than after
+        // the commit timeout. One relaxed load.
+        if !self.accepting() {
+            return false;
+        }
         let n = rec.rows.len() as u64;
         // The rows are built here, on the request's own thread, not by the one writer.
-        let requests = RequestRow::group(&rec.rows, rec.shared.as_ref());
+        let requests = RequestRow::group(&rec.rows, rec.shared.as_ref(), rec.context);
         let (waiter, done) = if self.durability.fail_open {
             (None, None)
         } else {
@@ -253,6 +271,13 @@ impl EventSink {
                 false
             }
         }
+    }
+
+    /// Whether an answer can wait for its events now: fail-open, or the database can be written
+    /// (`store::Health`; one or two relaxed loads). An edge handler asks before it does any work
+    /// (issue 32: `/edge/v1/credentials` answers 503 within a second of the database's loss).
+    pub fn accepting(&self) -> bool {
+        self.durability.fail_open || !self.store.health().refuses_writes()
     }
 
     fn lost(&self, n: u64) {
@@ -429,7 +454,12 @@ impl Writer {
                         stored = true;
                         break;
                     }
-                    Err(e) if attempt < 4 && !self.all_gave_up() => {
+                    // Not again once the database is known unusable: its requests answer 503 now.
+                    Err(e)
+                        if attempt < 4
+                            && !self.all_gave_up()
+                            && !(e.unavailable() && self.store.health().refuses_writes()) =>
+                    {
                         tracing::warn!(error = %e, attempt, "event batch write failed; retrying");
                         tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
                     }

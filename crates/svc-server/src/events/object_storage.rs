@@ -117,7 +117,7 @@ pub async fn put_c(svc: &Services<'_>, dest: &ObjectC<'_>, upload: &Upload<'_>) 
     );
     let token = cloudc_token(svc, dest, audience, account, &cache_key)
         .await
-        .map_err(|e| format!("objectStorageC token: {}", e.0))?;
+        .map_err(|e| format!("objectStorageC token: {}", e.reason))?;
     let url = format!(
         "{}/b/{}/o?uploadType=media&name={}",
         svc.cfg.objectstoragec_upload_url.trim_end_matches('/'),
@@ -147,7 +147,7 @@ pub async fn put_c(svc: &Services<'_>, dest: &ObjectC<'_>, upload: &Upload<'_>) 
         // Revoked or otherwise refused before its expiry: the next cycle exchanges anew.
         svc.cache.remove(&cache_key);
     }
-    Err(status_error("objectStorageC upload", &f).0)
+    Err(status_error("objectStorageC upload", &f).reason)
 }
 
 /// The stream's cloudC access token: reused from the credential cache until 60 s before its

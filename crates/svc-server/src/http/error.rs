@@ -32,6 +32,11 @@ fn parts(e: &Error) -> (StatusCode, std::borrow::Cow<'_, str>) {
             tracing::error!(error = %detail, "internal error");
             (StatusCode::INTERNAL_SERVER_ERROR, INTERNAL.into())
         }
+        // Issue 32: the database is unreachable or cannot be written; the edge's message.
+        Error::Unavailable(detail) => {
+            tracing::warn!(error = %detail, "answering 503: the database cannot serve this request now");
+            (StatusCode::SERVICE_UNAVAILABLE, crate::edge::UNAVAILABLE.into())
+        }
     }
 }
 
@@ -45,11 +50,14 @@ impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let (status, message) = parts(&self);
         let mut r = generic(status, &message);
-        if let Error::TooManyRequests(wait) = self {
-            r.headers_mut().insert(
-                axum::http::header::RETRY_AFTER,
-                axum::http::HeaderValue::from(wait.max(1)),
-            );
+        let retry_after = match self {
+            Error::TooManyRequests(wait) => Some(wait.max(1)),
+            Error::Unavailable(_) => Some(1),
+            _ => None,
+        };
+        if let Some(wait) = retry_after {
+            r.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from(wait));
         }
         r
     }

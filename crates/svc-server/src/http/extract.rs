@@ -229,33 +229,62 @@ pub fn effective_ip(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap
     Some(peer)
 }
 
-/// The address a sign-in is throttled by (issue 31): the TCP peer or, when the peer is a trusted
-/// proxy, the right-most `X-Forwarded-For` entry that is not a trusted proxy — the last address
-/// a proxy of ours saw. The left-most entry (§4.3's effective source IP, which audit entries
-/// show) is whatever the client wrote: keyed on it, an attacker rotating it would fail without
-/// limit, and naming a victim's address would throttle the victim.
-pub fn sign_in_source(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap) -> Option<IpAddr> {
-    let mut hop = peer_ip(ext)?;
-    if !app.cfg.is_trusted_proxy(hop) {
-        return Some(hop);
+/// The address a sign-in is throttled and locked out by (issue 31): the TCP peer or, when the
+/// peer is a trusted proxy, the right-most `X-Forwarded-For` entry that is not a trusted proxy —
+/// the last address a proxy of ours saw. The left-most entry (§4.3's effective source IP, which
+/// audit entries show) is whatever the client wrote: keyed on it, an attacker rotating it would
+/// fail without limit, and naming a victim's address would throttle the victim. An IPv6 address
+/// counts by its /64 (a host's whole prefix is one source), an entry with a port by its address,
+/// and an entry that is no address at all by its text (never as the proxy that wrote it, which
+/// would put every client in one bucket).
+pub fn sign_in_source(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap) -> Option<String> {
+    let peer = peer_ip(ext)?;
+    if !app.cfg.is_trusted_proxy(peer) {
+        return Some(source_key(peer));
     }
     let entries: Vec<&str> = headers
         .get_all("x-forwarded-for")
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
         .collect();
+    let mut hop = peer;
     for entry in entries.iter().rev() {
-        // An entry that is not an address breaks the chain: the last trusted hop is the source.
-        let Ok(ip) = entry.trim().parse::<IpAddr>() else {
-            return Some(hop);
+        let Some(ip) = forwarded_ip(entry) else {
+            let text: String = entry.chars().take(64).collect();
+            return Some(format!("forwarded:{text}"));
         };
         hop = crate::net::canonical(ip);
         if !app.cfg.is_trusted_proxy(hop) {
-            return Some(hop);
+            return Some(source_key(hop));
         }
     }
-    Some(hop)
+    Some(source_key(hop))
+}
+
+/// An `X-Forwarded-For` entry's address: `ip`, `ip:port`, `[v6]` or `[v6]:port`.
+fn forwarded_ip(entry: &str) -> Option<IpAddr> {
+    if let Ok(ip) = entry.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    if let Some(rest) = entry.strip_prefix('[') {
+        return rest.split(']').next()?.parse().ok();
+    }
+    entry.parse::<SocketAddr>().ok().map(|a| a.ip())
+}
+
+/// The throttle's key of an address: IPv4 as it is, IPv6 by its /64.
+fn source_key(ip: IpAddr) -> String {
+    match crate::net::canonical(ip) {
+        IpAddr::V4(v4) => v4.to_string(),
+        IpAddr::V6(v6) => {
+            let s = v6.segments();
+            let prefix = std::net::Ipv6Addr::new(s[0], s[1], s[2], s[3], 0, 0, 0, 0);
+            format!("{prefix}/64")
+        }
+    }
 }
 
 pub fn client_info(app: &App, ext: &axum::http::Extensions, headers: &HeaderMap) -> ClientInfo {

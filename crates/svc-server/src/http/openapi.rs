@@ -17,10 +17,32 @@ pub const PATH: &str = "/api/openapi.json";
 
 /// The document's own route.
 pub fn register(api: &mut Api<'_>) {
-    api.public(PATH).get(
-        serve,
-        Op::new("This OpenAPI document").ok::<crate::http::api::Untyped>(200),
-    );
+    api.public(PATH)
+        .get(serve, Op::new("This OpenAPI document").ok::<OpenApiDocument>(200));
+}
+
+/// The schema of this document's own answer: an OpenAPI 3.1 document (its members are
+/// described by the OpenAPI specification, not here).
+pub struct OpenApiDocument;
+
+impl schemars::JsonSchema for OpenApiDocument {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "OpenAPIDocument".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "type": "object",
+            "description": "An OpenAPI 3.1 document (https://spec.openapis.org/oas/v3.1.0).",
+            "required": ["openapi", "info", "paths"],
+            "properties": {
+                "openapi": {"type": "string"},
+                "info": {"type": "object"},
+                "servers": {"type": "array", "items": {"type": "object"}},
+                "paths": {"type": "object"},
+                "components": {"type": "object"}
+            }
+        })
+    }
 }
 
 async fn serve() -> Response {
@@ -66,7 +88,9 @@ fn reason(status: u16) -> &'static str {
         404 => "Not found",
         405 => "Method not allowed",
         429 => "Rate limited (`Retry-After`)",
-        503 => "The request's events could not be stored: nothing was handed out (`Retry-After`)",
+        503 => {
+            "The database cannot serve the request now (unreachable, or its disk full), or an edge request's events could not be stored: nothing was changed or handed out (`Retry-After`)"
+        }
         _ => "Internal error",
     }
 }
@@ -91,6 +115,8 @@ fn list_schema(items: &str, item: Value) -> Value {
         "order": {"type": ["string", "null"]},
         "statusCode": {"type": "integer", "format": "int32"},
         "recordsTotal": {"type": "integer", "format": "int32"},
+        "recordsTotalEstimated": {"type": "boolean", "const": true,
+            "description": "Event lists only (audit logs, authorization and workload events): present when more than 10,000 records match and `recordsTotal` is an estimate."},
         items: {"type": "array", "items": item}
     }})
 }
@@ -169,6 +195,10 @@ fn operation(o: &OpDoc, g: &mut schemars::SchemaGenerator) -> Value {
     let mut errors: Vec<u16> = vec![400, 404, 500];
     if matches!(o.access, Access::Perm(..) | Access::User | Access::Edge) {
         errors.extend([401, 403]);
+    }
+    // Issue 32: a management operation answers 503 while the database cannot be used.
+    if matches!(o.access, Access::Perm(..) | Access::User) {
+        errors.push(503);
     }
     errors.extend(o.op.errors.iter().copied());
     for s in errors {

@@ -15,7 +15,6 @@ use crate::crypto::aead::Cipher;
 use crate::store::Store;
 
 const META_KEY: &str = "x509_ca";
-const LABEL: &str = "meta:x509_ca";
 
 pub struct Ca {
     pub cert_pem: String,
@@ -195,12 +194,17 @@ pub async fn load(cfg: &Config, store: &Store, cipher: &Cipher) -> Result<Ca, St
         Some(s) => s,
         None => {
             let (cert, key) = generate()?;
-            let sealed = cipher.seal(json!({"cert": cert, "key": key}).to_string().as_bytes(), LABEL);
+            let sealed = cipher.seal(
+                json!({"cert": cert, "key": key}).to_string().as_bytes(),
+                &crate::store::sealed::meta_label(META_KEY),
+            );
             // First writer wins when several nodes start together.
             store.meta_init(META_KEY, &sealed).await.map_err(|e| e.to_string())?
         }
     };
-    let plain = cipher.open(&sealed, LABEL).map_err(|e| format!("X.509 CA: {e}"))?;
+    let plain = cipher
+        .open(&sealed, &crate::store::sealed::meta_label(META_KEY))
+        .map_err(|e| format!("X.509 CA: {e}"))?;
     let v: Value = serde_json::from_slice(&plain).map_err(|e| e.to_string())?;
     build(
         v["cert"].as_str().unwrap_or_default(),

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::rsa::KeySize;
 use aws_lc_rs::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair};
-use serde_json::json;
+use svc_api::mgmt::{EcJwkDto, JwkDto, JwksDto, RsaJwkDto};
 
 use crate::crypto::aead::Cipher;
 use crate::crypto::jose::{Alg, KeyType, VerifyingKey};
@@ -80,7 +80,7 @@ impl KeyRing {
 
         for r in rows {
             let material = cipher
-                .open(&r.material, &format!("key:{}", r.kid))
+                .open(&r.material, &crate::store::sealed::key_label(&r.kid))
                 .map_err(|e| format!("key {}: {e}", r.kid))?;
             match r.alg.as_str() {
                 ALG_HMAC => ring.hmac.push(Timed {
@@ -188,17 +188,28 @@ impl KeyRing {
     }
 
     /// The published JWKS document: every ES256 and RS256 key not yet removed.
-    pub fn jwks(&self, now: i64) -> serde_json::Value {
+    pub fn jwks(&self, now: i64) -> JwksDto {
         let mut keys = Vec::new();
         for k in valid(&self.ec, now) {
-            keys.push(
-                json!({"kty": "EC", "kid": k.kid, "use": "sig", "alg": ALG_ES256, "crv": "P-256", "x": k.x, "y": k.y}),
-            );
+            keys.push(JwkDto::Ec(EcJwkDto {
+                kid: k.kid.clone(),
+                key_use: "sig".into(),
+                alg: ALG_ES256.into(),
+                crv: "P-256".into(),
+                x: k.x.clone(),
+                y: k.y.clone(),
+            }));
         }
         for k in valid(&self.rsa, now) {
-            keys.push(json!({"kty": "RSA", "kid": k.kid, "use": "sig", "alg": ALG_RS256, "n": k.n, "e": k.e}));
+            keys.push(JwkDto::Rsa(RsaJwkDto {
+                kid: k.kid.clone(),
+                key_use: "sig".into(),
+                alg: ALG_RS256.into(),
+                n: k.n.clone(),
+                e: k.e.clone(),
+            }));
         }
-        json!({ "keys": keys })
+        JwksDto { keys }
     }
 
     /// Public JWKs for verification of our own tokens (ES256/RS256), by kid.
@@ -278,7 +289,7 @@ fn new_key(alg: &str, cipher: &Cipher, now: i64, active_at: i64) -> Result<KeyRo
         }
         other => return Err(format!("unknown algorithm {other}")),
     };
-    let material = cipher.seal(&material, &format!("key:{kid}"));
+    let material = cipher.seal(&material, &crate::store::sealed::key_label(&kid));
     Ok(KeyRow {
         kid,
         alg: alg.to_string(),
@@ -295,7 +306,7 @@ pub async fn ensure(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
     let mut insert = Vec::new();
     for alg in [ALG_HMAC, ALG_ES256, ALG_RS256] {
         if !rows.iter().any(|r| r.alg == alg) {
-            insert.push(new_key(alg, cipher, now, now).map_err(StoreError)?);
+            insert.push(new_key(alg, cipher, now, now).map_err(StoreError::other)?);
         }
     }
     if !insert.is_empty() {
@@ -314,7 +325,7 @@ pub async fn rotate(store: &Store, cipher: &Cipher, now: i64) -> Result<(), Stor
     let mut insert = Vec::new();
     let mut retire = Vec::new();
     for alg in [ALG_HMAC, ALG_ES256, ALG_RS256] {
-        insert.push(new_key(alg, cipher, now, active_at).map_err(StoreError)?);
+        insert.push(new_key(alg, cipher, now, active_at).map_err(StoreError::other)?);
         for r in rows.iter().filter(|r| r.alg == alg && r.retire_at.is_none()) {
             retire.push((r.kid.clone(), active_at + RETIRE_AFTER_MS));
         }

@@ -129,13 +129,7 @@ impl Caller {
 }
 
 /// The login response body (`LoginResponseDTO`).
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LoginResponse {
-    pub access_token: String,
-    pub token_type: &'static str,
-    pub expires_in: i32,
-}
+pub use svc_api::mgmt::LoginResponseDto as LoginResponse;
 
 fn sign(keys: &KeyRing, claims: &MgmtClaims) -> String {
     let bytes = serde_json::to_vec(claims).expect("claims serialise");
@@ -172,7 +166,7 @@ pub fn mint_user_token(app: &App, user: &User, svc_auth: &str) -> LoginResponse 
     c.sv = user.session_epoch;
     LoginResponse {
         access_token: sign(&app.keys(), &c),
-        token_type: "Bearer",
+        token_type: svc_api::mgmt::TokenType::Bearer,
         expires_in: ttl as i32,
     }
 }
@@ -183,7 +177,7 @@ pub fn mint_cli_token(app: &App, role: Uuid, ttl: i64) -> LoginResponse {
     c.roles = vec![role.to_string()];
     LoginResponse {
         access_token: sign(&app.keys(), &c),
-        token_type: "Bearer",
+        token_type: svc_api::mgmt::TokenType::Bearer,
         expires_in: ttl.min(i32::MAX as i64) as i32,
     }
 }
@@ -213,7 +207,17 @@ pub fn authenticate(app: &App, st: &State, token: &str) -> Result<Caller> {
         .ok_or(Error::Unauthenticated)?;
     let c: MgmtClaims = serde_json::from_slice(&payload).map_err(|_| Error::Unauthenticated)?;
     let now = now_ms.div_euclid(1000);
-    if c.iss != app.cfg.issuer() || c.aud != MGMT_AUDIENCE || c.exp + LEEWAY_SECS < now || c.nbf - LEEWAY_SECS > now {
+    if c.iss != app.cfg.issuer() {
+        // Signed by this service's key, for another issuer: `svc admin token` run with another
+        // SVC_PUBLIC_URL than the server's (issue 32); said once per refusal, never the token.
+        tracing::warn!(
+            token_issuer = %c.iss,
+            issuer = %app.cfg.issuer(),
+            "management token refused: it names another issuer than this server's SVC_PUBLIC_URL"
+        );
+        return Err(Error::Unauthenticated);
+    }
+    if c.aud != MGMT_AUDIENCE || c.exp + LEEWAY_SECS < now || c.nbf - LEEWAY_SECS > now {
         return Err(Error::Unauthenticated);
     }
     match c.svc_auth.as_str() {

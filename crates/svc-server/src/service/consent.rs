@@ -115,9 +115,9 @@ pub async fn complete_authorization(
         Some(&basic(ep.client_id, ep.secret)),
     )
     .await
-    .map_err(|e| Error::bad(format!("Authorization failed: {}", e.0)))?;
+    .map_err(|e| Error::bad(format!("Authorization failed: {}", e.told())))?;
     let (access, expires_in, answer) =
-        access_token("token endpoint", &f).map_err(|e| Error::bad(format!("Authorization failed: {}", e.0)))?;
+        access_token("token endpoint", &f).map_err(|e| Error::bad(format!("Authorization failed: {}", e.told())))?;
     let actor = match (data.get("email").and_then(Value::as_str), data.get("user")) {
         (Some(email), Some(u)) => crate::domain::Actor::User {
             id: u

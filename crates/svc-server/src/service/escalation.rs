@@ -38,11 +38,16 @@ pub fn holds_role(caller: &Caller, st: &State, role: &Role) -> bool {
     })
 }
 
-/// The caller of the guarded request this task serves, as `st` knows it (none for the service's
-/// own writes).
-pub fn current_caller(app: &App, st: &State) -> Option<Caller> {
-    let token = ADMITTED.try_with(|a| a.token.clone()).ok()?;
-    authenticate(app, st, &token).ok()
+/// The caller of the guarded request this task serves, as `st` knows it; `None` for the
+/// service's own writes (no request was admitted). A request whose token no longer authenticates
+/// (it expired while the write ran, issue 31) is refused, never taken for the service.
+pub fn current_caller(app: &App, st: &State) -> Result<Option<Caller>> {
+    let Ok(token) = ADMITTED.try_with(|a| a.token.clone()) else {
+        return Ok(None);
+    };
+    authenticate(app, st, &token)
+        .map(Some)
+        .map_err(|_| Error::Unauthenticated)
 }
 
 /// A role about to be stored: unless it grants nothing new (same permissions and resource sets
@@ -56,7 +61,7 @@ pub fn check_role(app: &App, st: &State, role: &Role) -> Result<()> {
     {
         return Ok(());
     }
-    match current_caller(app, st) {
+    match current_caller(app, st)? {
         Some(caller) if !holds_role(&caller, st, role) => Err(Error::Forbidden),
         _ => Ok(()),
     }
@@ -104,14 +109,14 @@ pub fn check_access_token_role(caller: &Caller, st: &State, p: &CredentialProvid
 
 /// Whether the caller of this unit holds everything SuperAdmin grants (the service's own writes
 /// do): what an identity provider needs to sign in existing accounts (issue 31).
-pub fn holds_everything(app: &App, st: &State) -> bool {
-    match current_caller(app, st) {
+pub fn holds_everything(app: &App, st: &State) -> Result<bool> {
+    Ok(match current_caller(app, st)? {
         None => true,
         Some(caller) => st
             .roles
             .get(&crate::domain::records::SUPER_ADMIN_ROLE)
             .is_some_and(|r| holds_role(&caller, st, r)),
-    }
+    })
 }
 
 /// A caller may change, unlock or delete a user, or end the user's sessions, only when it holds
@@ -128,17 +133,57 @@ pub fn check_may_act_on(caller: &Caller, st: &State, user: &crate::domain::recor
     Ok(())
 }
 
-/// Roles an SSO identity provider maps its users to (issue 22): a role mapped anew must be the
-/// caller's own, as giving it to a user directly would need.
-pub fn check_mapped_roles(app: &App, st: &State, id: Uuid, mapped: &[Uuid]) -> Result<()> {
-    let before: Vec<Uuid> = st
-        .sso_idps
-        .get(&id)
-        .map(|i| i.mappings.iter().map(|m| m.role).collect())
-        .unwrap_or_default();
-    let added: Vec<Uuid> = mapped.iter().filter(|r| !before.contains(r)).copied().collect();
-    match current_caller(app, st) {
-        Some(caller) if !added.is_empty() => check_roles_given(&caller, st, &added),
+/// The roles the `svc-access-token` providers of `policies` hand to their client workloads.
+fn token_roles<'p>(st: &State, policies: impl Iterator<Item = &'p crate::domain::policy::Policy>) -> Vec<Uuid> {
+    let mut roles: Vec<Uuid> = policies
+        .flat_map(|p| p.mappings.iter())
+        .filter_map(|m| st.credential_providers.get(&m.credential_provider))
+        .filter_map(|p| token_role(p))
+        .collect();
+    roles.sort();
+    roles.dedup();
+    roles
+}
+
+/// Issue 31: whatever decides which workload receives a policy's credentials gives the roles its
+/// `svc-access-token` providers hand out — the policy itself, a trust provider the policy accepts
+/// (its keys make the evidence), a client workload's identities (they say whose evidence it is).
+/// The caller of such a write must hold those roles, as naming the role in the provider needs.
+pub fn check_token_roles<'p>(
+    app: &App,
+    st: &State,
+    policies: impl Iterator<Item = &'p crate::domain::policy::Policy>,
+) -> Result<()> {
+    let roles = token_roles(st, policies);
+    match current_caller(app, st)? {
+        Some(caller) if !roles.is_empty() => check_roles_given(&caller, st, &roles),
+        _ => Ok(()),
+    }
+}
+
+/// The policies a trust provider's evidence may satisfy: those of its resource set that name it,
+/// or name no trust provider (they accept any of the set).
+pub fn policies_trusting(st: &State, tp: Uuid, rs: Uuid) -> impl Iterator<Item = &crate::domain::policy::Policy> {
+    st.policies
+        .values()
+        .map(|p| p.as_ref())
+        .filter(move |p| p.meta.scope() == rs && (p.trust_providers.is_empty() || p.trust_providers.contains(&tp)))
+}
+
+/// The policies whose client is `workload`.
+pub fn policies_of_client(st: &State, workload: Uuid) -> impl Iterator<Item = &crate::domain::policy::Policy> {
+    st.policies
+        .values()
+        .map(|p| p.as_ref())
+        .filter(move |p| p.client_workload == workload)
+}
+
+/// Roles an SSO identity provider maps its users to (issues 22, 31): whoever writes the
+/// provider must hold every role it maps — a kept mapping as much as a new one, since moving the
+/// provider or changing a mapping's attribute decides who receives it.
+pub fn check_mapped_roles(app: &App, st: &State, mapped: &[Uuid]) -> Result<()> {
+    match current_caller(app, st)? {
+        Some(caller) if !mapped.is_empty() => check_roles_given(&caller, st, mapped),
         _ => Ok(()),
     }
 }

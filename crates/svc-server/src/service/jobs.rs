@@ -37,20 +37,11 @@ pub fn spawn(node: &App) {
             }
         });
     }
+    // The node's row: what it holds, for the host commands (`service::nodes`).
+    tokio::spawn(crate::service::nodes::heartbeat(node.clone()));
+    // Whether the database can be used (issue 32: requests answer 503 at once while it cannot).
     let app = node.clone();
-    on_node(app.clock.clone(), async move {
-        loop {
-            let ok = app.store.ping().await;
-            if ok != app.healthy.swap(ok, Ordering::Relaxed) {
-                if ok {
-                    tracing::info!("database reachable again");
-                } else {
-                    tracing::error!("database unreachable");
-                }
-            }
-            tokio::time::sleep(Duration::from_secs(2)).await;
-        }
-    });
+    on_node(app.clock.clone(), async move { app.store.probe_forever().await });
     // Changes committed elsewhere, every second. PostgreSQL: other nodes' writes. SQLite
     // serves one node, but `svc admin keys rotate` writes to the same file from a process of
     // its own, and its new keys must be published at once (§5.1): only key changes are
@@ -73,12 +64,22 @@ pub fn spawn(node: &App) {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 match app.store.key_changes_since(seen).await {
                     // The cursor moves past a key change only once its keys are loaded: a failed
-                    // reload is tried again the next second.
-                    Ok((last, false)) => seen = last,
-                    Ok((last, true)) => match app.reload_keys().await {
-                        Ok(()) => seen = last,
-                        Err(e) => tracing::warn!(error = %e, "key reload failed"),
-                    },
+                    // reload is tried again the next second. An at-rest key rotation's step
+                    // (`encryption`) first: the key file is read again.
+                    Ok((last, keys, encryption)) => {
+                        let mut done = true;
+                        if encryption && let Err(e) = crate::service::rekey::adopt(&app).await {
+                            tracing::warn!(error = %e, "encryption key reload failed");
+                            done = false;
+                        }
+                        if keys && let Err(e) = app.reload_keys().await {
+                            tracing::warn!(error = %e, "key reload failed");
+                            done = false;
+                        }
+                        if done {
+                            seen = last;
+                        }
+                    }
                     Err(e) => tracing::warn!(error = %e, "reading the change log failed"),
                 }
             }
@@ -89,16 +90,21 @@ pub fn spawn(node: &App) {
         loop {
             let now = crate::clock::now_millis();
             let ring = app.keys.load_full();
-            match keys::rotate_if_due(
-                &app.store,
-                &app.cipher,
-                &ring,
-                app.cfg.signing_key_rotation_days,
-                now,
-                &app.node_id,
-            )
-            .await
-            {
+            // Not while the node cannot seal with the database's encryption key (issue 32).
+            let rotated = if app.cipher.stale() {
+                Ok(false)
+            } else {
+                keys::rotate_if_due(
+                    &app.store,
+                    &app.cipher,
+                    &ring,
+                    app.cfg.signing_key_rotation_days,
+                    now,
+                    &app.node_id,
+                )
+                .await
+            };
+            match rotated {
                 Ok(true) => tracing::info!("rotated signing keys"),
                 Ok(false) => {}
                 Err(e) => tracing::warn!(error = %e, "key rotation failed"),

@@ -42,7 +42,7 @@ macro_rules! for_kind {
 }
 
 fn label(kind: Kind, id: &str) -> String {
-    format!("entity:{}:{id}", kind.as_str())
+    crate::store::sealed::entity_label(kind.as_str(), id)
 }
 
 /// A record as a row: body JSON plus the sealed secret bundle.
@@ -109,7 +109,8 @@ pub async fn load_state(store: &Store, cipher: &Cipher) -> Result<State, StoreEr
 /// nothing changed; the Edge API never waits for it (its state follows within the second of the
 /// background refresh). A failed read is logged and the request served from the state as it is.
 pub async fn catch_up(app: &App) {
-    if app.store.dialect() != crate::store::Dialect::Postgres {
+    // Issue 32: without a database the request is served from memory at once.
+    if app.store.dialect() != crate::store::Dialect::Postgres || app.store.health().unreachable() {
         return;
     }
     // Bounded: with the database unreachable the request is served from memory after 2 s
@@ -150,6 +151,10 @@ async fn sync_page(app: &App) -> Result<usize, StoreError> {
         return Ok(0);
     };
     let started = std::time::Instant::now();
+    // An at-rest key rotation's step first: what follows may be sealed under the new key.
+    if changes.iter().any(|(_, kind, _)| kind == "encryption") {
+        crate::service::rekey::adopt(app).await.map_err(StoreError::other)?;
+    }
     let mut st = (*app.state_full()).clone();
     let mut reload_keys = false;
     let mut seen = std::collections::HashSet::new();
@@ -166,7 +171,7 @@ async fn sync_page(app: &App) -> Result<usize, StoreError> {
             continue;
         };
         match app.store.load_entity(kind, id).await? {
-            Some(row) => for_kind!(k, load_into(&mut st, &row, &app.cipher)).map_err(StoreError)?,
+            Some(row) => for_kind!(k, load_into(&mut st, &row, &app.cipher)).map_err(StoreError::other)?,
             None => for_kind!(k, remove_from(&mut st, &uuid)),
         }
     }
@@ -174,7 +179,7 @@ async fn sync_page(app: &App) -> Result<usize, StoreError> {
     crate::metrics::state_rebuilt("refresh", started.elapsed());
     app.last_change.store(last, Ordering::Release);
     if reload_keys {
-        app.reload_keys().await.map_err(StoreError)?;
+        app.reload_keys().await.map_err(StoreError::other)?;
     }
     Ok(changes.len())
 }

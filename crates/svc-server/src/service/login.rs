@@ -2,8 +2,7 @@
 //! failures that ends by itself (a minute, doubling up to an hour: issue 31), SSO-required and
 //! MFA rules, one audit entry per attempt.
 
-use serde_json::Value;
-use svc_api::Obj;
+use svc_api::mgmt::LoginRequestDto;
 
 use crate::app::App;
 use crate::domain::records::{SUPER_ADMIN_ROLE, Settings, User};
@@ -27,12 +26,12 @@ struct LoginRequest {
     totp: Option<String>,
 }
 
-fn parse(body: Value) -> Result<LoginRequest> {
-    let mut o = Obj::root(body)?;
-    let email = o.req_str("email")?;
-    let password = o.req_str("password")?;
-    let totp = o.opt_str("totpCode")?;
-    o.finish()?;
+fn parse(body: LoginRequestDto) -> Result<LoginRequest> {
+    let LoginRequestDto {
+        email,
+        password,
+        totp_code: totp,
+    } = body;
     // §2.2: the field is 6 digits; anything else is an invalid body (400, first in the order),
     // never a failed attempt that counts towards locking the account.
     if totp
@@ -65,14 +64,14 @@ enum Outcome {
     Refused(Error, &'static str),
 }
 
-pub async fn login(app: &App, body: Value, client: &ClientInfo) -> Result<LoginResponse> {
+pub async fn login(app: &App, body: LoginRequestDto, client: &ClientInfo) -> Result<LoginResponse> {
     // Sign-in decides on the user as every node now knows it (a lock-out, a deactivation, a new
     // password or a new user through another node).
     crate::service::load::catch_up(app).await;
     let req = parse(body)?;
     // Password spraying (issue 22): an address that failed too often waits, whichever account
     // it tries; nothing is verified, recorded or counted for the account meanwhile.
-    let address = client.source;
+    let address = client.source.as_deref();
     app.login_throttle
         .check(address, crate::clock::now_millis())
         .map_err(Error::TooManyRequests)?;
@@ -106,7 +105,8 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
 
     // The TOTP time-step of the code that passed (kept in the unit, so it passes once).
     let mut totp_step: Option<i64> = None;
-    let outcome = if user.is_locked(crate::clock::now_millis()) {
+    let source = client.source.as_deref();
+    let outcome = if user.is_locked_for(source, crate::clock::now_millis()) {
         Outcome::Refused(Error::LoginRejected(LOCKED), "account locked")
     } else {
         let hash = user
@@ -157,7 +157,9 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
         x.secrets.password_hash.as_ref().map(|h| h.expose())
     }
     let outcome = match outcome {
-        Outcome::Success if hash(&current) != hash(&user) || !current.active || current.is_locked(w.now.millis()) => {
+        Outcome::Success
+            if hash(&current) != hash(&user) || !current.active || current.is_locked_for(source, w.now.millis()) =>
+        {
             Outcome::Refused(Error::LoginRejected(INVALID), "the user changed while signing in")
         }
         // RFC 6238 §5.2: a code is accepted at most once, whichever node it reached first (the
@@ -169,10 +171,11 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
     };
     let result = match outcome {
         Outcome::Success => {
-            if u.failed_logins != 0 || u.lockouts != 0 || totp_step.is_some() {
-                u.failed_logins = 0;
-                u.lockouts = 0;
-                u.locked_until = None;
+            if u.failed_logins != 0
+                || u.source_locks.iter().any(|l| Some(l.source.as_str()) == source)
+                || totp_step.is_some()
+            {
+                u.succeeded_from(source);
                 if let Some(s) = totp_step {
                     u.totp_last_step = s;
                 }
@@ -199,7 +202,6 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
             Err(err)
         }
         Outcome::Failure(msg, reason) => {
-            u.failed_logins += 1;
             w.audit_failure(
                 &author,
                 DEFAULT_RESOURCE_SET,
@@ -208,14 +210,10 @@ async fn login_checked(app: &App, req: LoginRequest, client: &ClientInfo) -> Res
                 &target,
                 reason,
             );
-            if u.failed_logins >= MAX_FAILURES && !u.is_locked(w.now.millis()) {
-                // For a while, and the user's sessions stay (issue 31): whoever knows an
-                // e-mail address can fail five sign-ins, and must not shut its owner out.
-                u.locked_until = Some(crate::domain::Timestamp::from_millis(
-                    w.now.millis() + crate::domain::records::lockout_ms(u.lockouts),
-                ));
-                u.lockouts = u.lockouts.saturating_add(1);
-                u.failed_logins = 0;
+            // Locked for a while and for this address only, and the user's sessions stay (issue
+            // 31): whoever knows an e-mail address can fail five sign-ins, and must not shut its
+            // owner out.
+            if u.failed_from(source, w.now.millis(), MAX_FAILURES) {
                 w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Locked, &target);
             }
             w.put(u);

@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod auth;
+pub mod backup;
 pub mod bootstrap;
 pub mod consent;
 pub mod discovery;
@@ -13,8 +14,10 @@ pub mod integrations;
 pub mod jobs;
 pub mod load;
 pub mod login;
+pub mod nodes;
 pub mod policies;
 pub mod refs;
+pub mod rekey;
 pub mod renewal;
 pub mod sso;
 pub mod startup;

@@ -214,6 +214,7 @@ pub async fn create(
     };
     apply(&mut p)?;
     let warnings = validate(&w.st, &p)?;
+    crate::service::escalation::check_token_roles(app, &w.st, std::iter::once(&p))?;
     w.put(p);
     w.audit(author, rs, CATEGORY, Activity::Created, id);
     Ok((w.commit().await?, id, warnings))
@@ -241,6 +242,7 @@ pub async fn update(
     let mut p = for_change(&w, id, readmit)?;
     change(&mut p)?;
     let warnings = validate(&w.st, &p)?;
+    crate::service::escalation::check_token_roles(app, &w.st, std::iter::once(&p))?;
     w.touch_meta(&mut p.meta, author);
     let rs = p.meta.scope();
     w.put(p);

@@ -42,6 +42,15 @@ pub fn release(w: &mut Write<'_>, author: &Author, id: Uuid, field: RefField) ->
         }
         detach.push(p);
     }
+    // Issue 31: a policy whose last trust provider goes accepts evidence of every provider of its
+    // set; whoever widens it so must hold the roles its access tokens give.
+    if field == RefField::TrustProvider {
+        let widened = detach
+            .iter()
+            .map(|p| p.as_ref())
+            .filter(|p| p.trust_providers.iter().all(|t| *t == id));
+        crate::service::escalation::check_token_roles(w.app(), &w.st, widened)?;
+    }
     for p in detach {
         let mut p: Policy = (*p).clone();
         match field {

@@ -45,12 +45,12 @@ impl Renewals for App {
                 .store
                 .cluster_lock(&format!("svc-renewal:{provider}"))
                 .await
-                .map_err(|e| IssueError(format!("renewal lock: {e}")))?;
+                .map_err(|e| IssueError::new(format!("renewal lock: {e}")))?;
             if cluster.is_some() {
                 let _w = self.write_lock.lock().await;
                 crate::service::load::sync_changes(self)
                     .await
-                    .map_err(|e| IssueError(format!("catching up before renewal: {e}")))?;
+                    .map_err(|e| IssueError::new(format!("catching up before renewal: {e}")))?;
             }
             Ok(RenewalGuard(Box::new((node, cluster))))
         })
@@ -62,10 +62,10 @@ impl Renewals for App {
         f: Box<dyn FnOnce(&mut CredentialProvider) + Send + 's>,
     ) -> BoxFuture<'s, Result<(), IssueError>> {
         Box::pin(async move {
-            let fail = |e: crate::error::Error| IssueError(format!("storing the renewed credential failed: {e}"));
+            let fail = |e: crate::error::Error| IssueError::new(format!("storing the renewed credential failed: {e}"));
             let mut w = crate::service::write::Write::begin_system(self).await.map_err(fail)?;
             let Some(current) = w.st.credential_providers.get(&provider).cloned() else {
-                return Err(IssueError("provider no longer exists".into()));
+                return Err(IssueError::new("provider no longer exists"));
             };
             let mut p = (*current).clone();
             f(&mut p);

@@ -6,6 +6,7 @@
 //! role mapping, and one audit entry per attempt.
 
 use serde_json::{Map, Value, json};
+use svc_api::mgmt::SsoExchangeDto;
 use uuid::Uuid;
 
 use crate::app::App;
@@ -146,7 +147,13 @@ async fn discovery(app: &App, base: &str) -> std::result::Result<Map<String, Val
     match app.upstream.get_json(url.as_str()).await {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err("discovery document is not a JSON object".into()),
-        Err(e) => Err(format!("discovery document could not be read ({e})")),
+        // One message whether nothing answered or something refused: this answer goes to
+        // whoever configured the URL, which may name a service inside the network (issue 31:
+        // telling them apart makes a port scanner). The log has the cause.
+        Err(e) => {
+            tracing::info!(error = %e, "discovery document could not be read");
+            Err("discovery document could not be read".into())
+        }
     }
 }
 
@@ -183,13 +190,19 @@ pub async fn verify_idp(app: &App, idp: &SsoIdp) -> std::result::Result<String, 
                     .ok_or("metadataXml: is not base64 of UTF-8 XML")?,
                 (None, Some(url)) => {
                     app.upstream.check_url(url).map_err(|e| format!("metadataUrl: {e}"))?;
+                    // One message whether nothing answered or something refused (see
+                    // `discovery`); the log has the cause.
+                    let unread = |cause: String| {
+                        tracing::info!(error = %cause, "SAML metadata could not be fetched");
+                        "metadata could not be fetched".to_string()
+                    };
                     let f = app
                         .upstream
                         .send(app.upstream.client.get(url))
                         .await
-                        .map_err(|e| format!("metadata could not be fetched ({e})"))?;
+                        .map_err(|e| unread(e.to_string()))?;
                     if !(200..300).contains(&f.status) {
-                        return Err(format!("metadata could not be fetched (status {})", f.status));
+                        return Err(unread(format!("status {}", f.status)));
                     }
                     String::from_utf8(f.body).map_err(|_| "metadata is not UTF-8")?
                 }
@@ -276,9 +289,9 @@ pub enum Return {
 pub async fn start(app: &App, idp_id: Uuid, ret: Return, client: &ClientInfo) -> Result<String> {
     let now = crate::clock::now_millis();
     app.sso_throttle
-        .check(client.source, now)
+        .check(client.source.as_deref(), now)
         .map_err(Error::TooManyRequests)?;
-    app.sso_throttle.failed(client.source, now);
+    app.sso_throttle.failed(client.source.as_deref(), now);
     crate::service::load::catch_up(app).await;
     let idp = usable(app, idp_id).ok_or(Error::NotFound)?;
     let IdpConfig::Oidc {
@@ -684,6 +697,20 @@ async fn sign_in(
             }
         },
     };
+    // An IdP no SuperAdmin vouched for signs an account in only while everything it holds is
+    // what the IdP maps (issue 31): once someone gave the account more, that IdP no longer speaks
+    // for it.
+    let found = found.and_then(|(u, b)| {
+        let mappable = |r: &Uuid| idp.mappings.iter().any(|m| m.role == *r);
+        if matches!(b, Binding::Bound) && !idp.trusted && !u.roles.iter().all(mappable) {
+            return Err(refuse(
+                "the account holds roles this identity provider does not map (only a trusted \
+                 identity provider signs it in)",
+                u.id.to_string(),
+            ));
+        }
+        Ok((u, b))
+    });
     let (mut user, binding) = match found {
         Ok(f) => f,
         Err((reason, target)) => {
@@ -699,7 +726,7 @@ async fn sign_in(
     let target = user.id.to_string();
     let refused = if !user.active {
         Some((INACTIVE, "inactive user"))
-    } else if user.is_locked(w.now.millis()) {
+    } else if user.is_locked_for(client.source.as_deref(), w.now.millis()) {
         Some((crate::service::login::LOCKED, "account locked"))
     } else {
         None
@@ -733,6 +760,18 @@ async fn sign_in(
         Binding::Linked | Binding::Bound => {
             let mut changed = false;
             if matches!(binding, Binding::Linked) {
+                // The IdP vouches for this person, not for credentials someone else may have set
+                // on the account before it was bound: a pre-created password, an authenticator,
+                // another IdP's binding (issue 31, account pre-hijacking). From now on the
+                // account signs in through this IdP; a SuperAdmin's own credentials stay (no one
+                // but a SuperAdmin can have set them: the rule of acting on users).
+                if !user.roles.contains(&SUPER_ADMIN_ROLE) {
+                    user.secrets.password_hash = None;
+                    user.secrets.totp.clear();
+                    user.tokens.clear();
+                    user.sso_links.clear();
+                    user.end_sessions();
+                }
                 user.sso_links.push(link);
                 changed = true;
             }
@@ -797,8 +836,7 @@ fn new_user(claims: &Map<String, Value>, email: &str, seq: i32, now: crate::doma
         active: true,
         locked: false,
         failed_logins: 0,
-        locked_until: None,
-        lockouts: 0,
+        source_locks: vec![],
         sso_links: vec![],
         tags: vec![],
         tokens: vec![],
@@ -865,11 +903,11 @@ async fn lock_for_mfa(app: &App, user: &User, client: &ClientInfo) -> Result<()>
 /// `POST /api/v1/sso/exchange` `{ssoCode, totpCode?}`: the token of a sign-in the IdP completed
 /// (the console's flow), once the TOTP code it owes is given. A wrong code leaves the sign-in
 /// waiting (5 attempts in all, as many as a password sign-in allows before its lock-out).
-pub async fn exchange_code(app: &App, body: Value, client: &ClientInfo) -> Result<LoginResponse> {
-    let mut o = svc_api::Obj::root(body)?;
-    let code = o.req_str("ssoCode")?;
-    let totp_code = o.opt_str("totpCode")?;
-    o.finish()?;
+pub async fn exchange_code(app: &App, body: SsoExchangeDto, client: &ClientInfo) -> Result<LoginResponse> {
+    let SsoExchangeDto {
+        sso_code: code,
+        totp_code,
+    } = body;
     if totp_code
         .as_deref()
         .is_some_and(|c| c.len() != 6 || !c.bytes().all(|b| b.is_ascii_digit()))
@@ -878,7 +916,7 @@ pub async fn exchange_code(app: &App, body: Value, client: &ClientInfo) -> Resul
     }
     let now = crate::clock::now_millis();
     app.login_throttle
-        .check(client.source, now)
+        .check(client.source.as_deref(), now)
         .map_err(Error::TooManyRequests)?;
     let data = app
         .store
@@ -895,7 +933,8 @@ pub async fn exchange_code(app: &App, body: Value, client: &ClientInfo) -> Resul
     let st = app.state_full();
     let user = st.users.get(&user_id).cloned();
     let sv = data.get("sv").and_then(Value::as_u64);
-    let Some(user) = user.filter(|u| u.active && !u.is_locked(now) && sv == Some(u64::from(u.session_epoch))) else {
+    let locked = |u: &User| u.is_locked_for(client.source.as_deref(), now);
+    let Some(user) = user.filter(|u| u.active && !locked(u) && sv == Some(u64::from(u.session_epoch))) else {
         return Err(Error::LoginRejected(FAILED));
     };
     let mut step = None;
@@ -905,7 +944,7 @@ pub async fn exchange_code(app: &App, body: Value, client: &ClientInfo) -> Resul
             .and_then(|c| crate::service::login::matched_totp(&user, c, now))
             .filter(|s| *s > user.totp_last_step);
         if step.is_none() {
-            app.login_throttle.failed(client.source, now);
+            app.login_throttle.failed(client.source.as_deref(), now);
             let left = data.get("attempts").and_then(Value::as_i64).unwrap_or(0) - 1;
             if left > 0 {
                 data["attempts"] = json!(left);

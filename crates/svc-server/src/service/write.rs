@@ -131,6 +131,12 @@ impl<'a> Write<'a> {
     /// The unit of the service's own writes (sign-in bookkeeping, bootstrap, a renewed upstream
     /// credential): not on behalf of a caller's permission, even inside a management request.
     pub async fn begin_system(app: &'a App) -> Result<Write<'a>> {
+        // Issue 32: a node that does not hold the database's encryption key must not seal.
+        if app.cipher.stale() {
+            return Err(Error::Unavailable(
+                "this node does not hold the database's encryption key (an at-rest key rotation): restart it with the new key".into(),
+            ));
+        }
         let queue = app.write_queue.lock().await;
         // The cluster-wide write lock (in the transaction), then the node's state lock, then the
         // changes other nodes committed before it: the unit is validated against everything

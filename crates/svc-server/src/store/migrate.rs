@@ -1,11 +1,16 @@
 //! Schema migrations: SQL files embedded from `migrations/<dialect>/`, applied in order at start,
-//! each in its own transaction and recorded in `schema_migrations`. On PostgreSQL an advisory lock
-//! keeps nodes that start together from racing.
+//! each in its own transaction and recorded in `schema_migrations` in that transaction (a
+//! migration that fails leaves nothing of itself, and one recorded is never applied again). On
+//! PostgreSQL an advisory lock keeps nodes that start together from racing. A database whose
+//! schema is newer than this binary's (a newer svc upgraded it) is refused, by `serve` and by
+//! every host command: an older node must not write to a schema it does not know (issue 32,
+//! docs/OPERATIONS.md "Upgrades").
 
 use sqlx::Row;
 
-use super::{Dialect, Result, Store};
+use super::{Dialect, Result, Store, StoreError};
 
+#[derive(Clone, Copy)]
 struct Migration {
     version: i64,
     name: &'static str,
@@ -44,7 +49,22 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0005_request_rows_compact.sql"),
         postgres: include_str!("../../migrations/postgres/0005_request_rows_compact.sql"),
     },
+    Migration {
+        version: 6,
+        name: "nodes",
+        sqlite: include_str!("../../migrations/sqlite/0006_nodes.sql"),
+        postgres: include_str!("../../migrations/postgres/0006_nodes.sql"),
+    },
+    Migration {
+        version: 7,
+        name: "request_templates",
+        sqlite: include_str!("../../migrations/sqlite/0007_request_templates.sql"),
+        postgres: include_str!("../../migrations/postgres/0007_request_templates.sql"),
+    },
 ];
+
+/// The schema version this binary writes: its newest migration.
+pub const LATEST: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"
 
@@ -57,7 +77,7 @@ pub async fn run(store: &Store) -> Result<()> {
             .execute(&mut *conn)
             .await?;
     }
-    let result = apply(store.dialect(), &mut conn).await;
+    let result = apply(store.dialect(), &mut conn, MIGRATIONS).await;
     if store.dialect() == Dialect::Postgres {
         sqlx::query("SELECT pg_advisory_unlock($1)")
             .bind(PG_LOCK)
@@ -67,7 +87,52 @@ pub async fn run(store: &Store) -> Result<()> {
     result
 }
 
-async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection) -> Result<()> {
+/// The database's schema version: `None` when it holds no svc schema (an empty database).
+pub async fn version(store: &Store) -> Result<Option<i64>> {
+    let exists = match store.dialect() {
+        Dialect::Sqlite => "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'",
+        Dialect::Postgres => {
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'schema_migrations'"
+        }
+    };
+    let n: i64 = sqlx::query(exists).fetch_one(store.pool()).await?.get(0);
+    if n == 0 {
+        return Ok(None);
+    }
+    let v: Option<i64> = sqlx::query("SELECT MAX(version) FROM schema_migrations")
+        .fetch_one(store.pool())
+        .await?
+        .get(0);
+    Ok(Some(v.unwrap_or(0)))
+}
+
+/// The refusal of a database upgraded by a newer svc.
+fn newer(found: i64) -> StoreError {
+    StoreError::other(format!(
+        "the database's schema is version {found}, newer than this svc {} knows (version {LATEST}): a newer svc \
+         upgraded it; run that version (an older one must not write to it), or restore a backup taken before the upgrade",
+        env!("CARGO_PKG_VERSION")
+    ))
+}
+
+/// A host command's check (`svc admin …` other than `migrate`): the database holds the schema
+/// this binary writes, no older (`svc migrate` or the new server upgrades it first) and no newer.
+pub async fn check_current(store: &Store) -> Result<()> {
+    match version(store).await? {
+        None => Err(StoreError::other(
+            "the database holds no svc schema: start the server once (svc serve) or run svc migrate, or point \
+             SVC_DATABASE_URL at the server's database",
+        )),
+        Some(v) if v > LATEST => Err(newer(v)),
+        Some(v) if v < LATEST => Err(StoreError::other(format!(
+            "the database's schema is version {v}, older than this svc's ({LATEST}): upgrade it first (svc migrate, or \
+             start the new server)"
+        ))),
+        Some(_) => Ok(()),
+    }
+}
+
+async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection, migrations: &[Migration]) -> Result<()> {
     sqlx::raw_sql("CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL)")
         .execute(&mut *conn)
         .await?;
@@ -77,7 +142,11 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection) -> Result<()> {
         .iter()
         .map(|r| r.get::<i64, _>(0))
         .collect();
-    for m in MIGRATIONS {
+    let known = migrations.last().map_or(0, |m| m.version);
+    if let Some(found) = applied.iter().copied().max().filter(|v| *v > known) {
+        return Err(newer(found));
+    }
+    for m in migrations {
         if applied.contains(&m.version) {
             continue;
         }
@@ -98,4 +167,66 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection) -> Result<()> {
         tracing::info!(version = m.version, name = m.name, "applied migration");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIRST: Migration = Migration {
+        version: 1,
+        name: "first",
+        sqlite: "CREATE TABLE a (x INTEGER);",
+        postgres: "",
+    };
+
+    async fn conn(path: &std::path::Path) -> sqlx::AnyConnection {
+        sqlx::any::install_default_drivers();
+        <sqlx::AnyConnection as sqlx::Connection>::connect(&format!("sqlite://{}?mode=rwc", path.display()))
+            .await
+            .unwrap()
+    }
+
+    async fn tables(c: &mut sqlx::AnyConnection) -> Vec<String> {
+        sqlx::query("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .fetch_all(&mut *c)
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_failing_migration_leaves_nothing_and_applied_ones_are_not_applied_again() {
+        let path = std::env::temp_dir().join(format!("svc-migrate-{}.db", crate::util::uuid_v4()));
+        let mut c = conn(&path).await;
+        // The second migration's first statement succeeds, its second fails.
+        let broken = Migration {
+            version: 2,
+            name: "broken",
+            sqlite: "CREATE TABLE b (x INTEGER); INSERT INTO missing VALUES (1);",
+            postgres: "",
+        };
+        assert!(apply(Dialect::Sqlite, &mut c, &[FIRST, broken]).await.is_err());
+        assert_eq!(tables(&mut c).await, ["a", "schema_migrations"], "no table b");
+        let fixed = Migration {
+            version: 2,
+            name: "fixed",
+            sqlite: "CREATE TABLE b (x INTEGER);",
+            postgres: "",
+        };
+        // Version 1 is not applied again (its CREATE TABLE would fail), version 2 now is; and a
+        // third run changes nothing.
+        apply(Dialect::Sqlite, &mut c, &[FIRST, fixed]).await.unwrap();
+        apply(Dialect::Sqlite, &mut c, &[FIRST, fixed]).await.unwrap();
+        assert_eq!(tables(&mut c).await, ["a", "b", "schema_migrations"]);
+        // An older list refuses the newer database.
+        let e = apply(Dialect::Sqlite, &mut c, &[FIRST]).await.unwrap_err();
+        assert!(e.message.contains("schema is version 2, newer than this svc"), "{e}");
+        drop(c);
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
 }

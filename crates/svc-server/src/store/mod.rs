@@ -6,23 +6,29 @@
 //! `changes` (cross-node refresh), `signing_keys`, `meta`, `audit_logs`, `authorization_events`,
 //! `workload_events`, `pending_states`, `log_stream_cursors` (`streams.rs`).
 
+pub mod backup;
 mod events;
+pub mod files;
+pub mod health;
 mod migrate;
+pub mod sealed;
 mod streams;
 
 pub(crate) use events::v7_millis;
 pub use events::{
-    AuditRow, Columns, EVENTS_PER_REQUEST, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage, RequestRow,
-    nth_event_id,
+    AuditRow, Columns, EVENTS_PER_REQUEST, EXACT_TOTAL, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage,
+    RequestContext, RequestRow, nth_event_id,
 };
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::AnyPoolOptions;
 use sqlx::{Any, AnyPool, Row, Transaction};
 
 use crate::config::DatabaseUrl;
+pub use health::{Condition, Health};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dialect {
@@ -32,17 +38,98 @@ pub enum Dialect {
 
 /// A storage failure, kept free of sqlx types (architecture invariant 3).
 #[derive(Debug)]
-pub struct StoreError(pub String);
+pub struct StoreError {
+    pub message: String,
+    pub fault: Fault,
+}
+
+/// What a failure says about the database (issue 32): the request that met it answers 503 with
+/// `Retry-After` rather than 500 when the database is unreachable or cannot grow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// The query's own problem (a constraint, a bug): 500.
+    Other,
+    /// No connection could be had or kept: the database is down or cut off.
+    Unreachable,
+    /// A write failed for want of space (SQLite's `SQLITE_FULL`, an I/O error while writing).
+    Unwritable,
+}
+
+impl StoreError {
+    /// A failure of ours (not the database's).
+    pub fn other(message: impl Into<String>) -> StoreError {
+        StoreError {
+            message: message.into(),
+            fault: Fault::Other,
+        }
+    }
+
+    /// The database cannot be used now: the request answers 503.
+    pub fn unavailable(&self) -> bool {
+        self.fault != Fault::Other
+    }
+
+    fn unreachable() -> StoreError {
+        StoreError {
+            message: "the database is unreachable".into(),
+            fault: Fault::Unreachable,
+        }
+    }
+
+    fn unwritable() -> StoreError {
+        StoreError {
+            message: "the database cannot be written (disk full?)".into(),
+            fault: Fault::Unwritable,
+        }
+    }
+}
 
 impl std::fmt::Display for StoreError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.message)
     }
 }
 
 impl From<sqlx::Error> for StoreError {
     fn from(e: sqlx::Error) -> Self {
-        StoreError(e.to_string())
+        StoreError {
+            fault: fault_of(&e),
+            message: e.to_string(),
+        }
+    }
+}
+
+/// How a sqlx failure reflects on the database: lost connections and PostgreSQL's connection
+/// and shutdown classes (`08…`, `57P…`, `53300` too many connections) are `Unreachable`;
+/// SQLite's `SQLITE_FULL` (13) and `SQLITE_IOERR` (10, with their extended codes) and
+/// PostgreSQL's `53100` disk full `Unwritable`.
+fn fault_of(e: &sqlx::Error) -> Fault {
+    match e {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => Fault::Unreachable,
+        sqlx::Error::Database(d) => {
+            if let Some(s) = d.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
+                let code = sqlx::error::DatabaseError::code(s)
+                    .and_then(|c| c.parse::<i32>().ok())
+                    .unwrap_or(0);
+                return match code & 0xff {
+                    10 | 13 => Fault::Unwritable,
+                    _ => Fault::Other,
+                };
+            }
+            match d.code().as_deref() {
+                Some(c) if c.starts_with("08") || c.starts_with("57P") || c == "53300" => Fault::Unreachable,
+                // PostgreSQL's disk_full: this request answers 503 (the probe, which only reads,
+                // finds the server well at its next look).
+                Some("53100") => Fault::Unwritable,
+                _ => Fault::Other,
+            }
+        }
+        _ => Fault::Other,
     }
 }
 
@@ -78,19 +165,89 @@ pub struct Store {
     /// SQLite only: one native connection for the event writer's inserts (see
     /// `events::insert_event_rows_sqlite`).
     events: Option<sqlx::SqlitePool>,
+    /// The event writer's recent request templates (migration 0007, `events::TemplateCache`).
+    templates: std::sync::Arc<std::sync::Mutex<events::TemplateCache>>,
+    /// Whether the database can be used now (the probe's finding), shared by the clones.
+    health: Arc<Health>,
+    /// PostgreSQL: where the probe connects (its own connection, not the pool's).
+    probe_dsn: Option<String>,
+}
+
+/// Whether a connection given back to the pool may be used again. One given back inside a
+/// transaction (dropped unfinished: its rollback is queued) has the rollback run now, and is kept
+/// only if that ended the transaction: after `SQLITE_FULL` or an I/O error SQLite may roll the
+/// transaction back itself, the queued `ROLLBACK` then fails, and sqlx would count the connection
+/// as inside a transaction for ever (every later `BEGIN IMMEDIATE` on it refused: a full disk
+/// that never recovered, issue 32). A committed transaction costs nothing here.
+async fn keep_after_release<C: sqlx::Connection>(conn: &mut C) -> std::result::Result<bool, sqlx::Error> {
+    if !conn.is_in_transaction() {
+        return Ok(true);
+    }
+    conn.ping().await?;
+    Ok(!conn.is_in_transaction())
+}
+
+/// What one look of the probe found: the database's condition, or no answer in time.
+enum Look {
+    Is(Condition),
+    Slow,
+}
+
+/// Runs `f` unless `health` knows the database cannot serve it (unreachable; for a write, also
+/// unable to grow), and stops waiting for it the moment the probe finds the database gone: a
+/// request answers 503 at once instead of after the pool's acquire timeout (issue 32). A failure
+/// that looks like a dead database has the probe look now.
+async fn live<T>(health: &Health, write: bool, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    if health.unreachable() {
+        return Err(StoreError::unreachable());
+    }
+    if write && health.refuses_writes() {
+        return Err(StoreError::unwritable());
+    }
+    let r = tokio::select! {
+        biased;
+        r = f => r,
+        () = health.gone() => Err(StoreError::unreachable()),
+    };
+    if let Err(e) = &r {
+        health.saw(e.fault);
+    }
+    r
 }
 
 impl Store {
-    /// Connects (creating the SQLite file and its folder when needed) and runs migrations.
+    /// `svc serve` and `svc migrate`: connects (on first start creating the SQLite file, mode
+    /// 0600, and its data directory, mode 0700, when the directory's parent exists) and runs the
+    /// migrations.
     pub async fn open(url: &DatabaseUrl) -> Result<Store> {
+        let store = Self::connect(url, true).await?;
+        migrate::run(&store).await?;
+        store.with_native(url).await
+    }
+
+    /// The host commands (`svc admin token`, `keys`, `backup`, …): the database must exist and
+    /// hold this binary's schema; nothing is created or migrated (issue 32: run from another
+    /// directory, `admin token` made an empty `svc-data/` and printed a token for it).
+    pub async fn open_existing(url: &DatabaseUrl) -> Result<Store> {
+        let store = Self::connect(url, false).await?;
+        migrate::check_current(&store).await?;
+        store.with_native(url).await
+    }
+
+    /// The schema version this binary writes.
+    pub const LATEST_SCHEMA: i64 = migrate::LATEST;
+
+    /// The database's schema version (`None`: no svc schema) and the newest this binary knows.
+    pub async fn schema_version(&self) -> Result<(Option<i64>, i64)> {
+        Ok((migrate::version(self).await?, migrate::LATEST))
+    }
+
+    async fn connect(url: &DatabaseUrl, create: bool) -> Result<Store> {
         sqlx::any::install_default_drivers();
         let (dsn, dialect, max) = match url {
             DatabaseUrl::Sqlite(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir)
-                        .map_err(|e| StoreError(format!("cannot create database folder {}: {e}", dir.display())))?;
-                }
-                (format!("sqlite://{}?mode=rwc", path.display()), Dialect::Sqlite, 8)
+                files::prepare(path, create)?;
+                (format!("sqlite://{}?mode=rw", path.display()), Dialect::Sqlite, 8)
             }
             DatabaseUrl::Postgres(u) => (u.clone(), Dialect::Postgres, 16),
         };
@@ -116,14 +273,21 @@ impl Store {
                     Ok(())
                 })
             })
+            .after_release(|conn, _meta| Box::pin(keep_after_release(conn)))
             .connect(&dsn)
             .await?;
-        let mut store = Store {
+        Ok(Store {
             pool,
             dialect,
             events: None,
-        };
-        migrate::run(&store).await?;
+            templates: Default::default(),
+            health: Arc::new(Health::default()),
+            probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
+        })
+    }
+
+    /// SQLite: adds the event writer's native connection (after the migrations).
+    async fn with_native(mut self, url: &DatabaseUrl) -> Result<Store> {
         if let DatabaseUrl::Sqlite(path) = url {
             use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
             // From the same URL as the main pool, so that both open the same file.
@@ -140,16 +304,18 @@ impl Store {
                 .pragma("wal_autocheckpoint", "250")
                 // Start-up reads the entities through this connection ([`Store::each_entity`]).
                 .row_buffer_size(LOAD_CHUNK);
-            store.events = Some(
+            self.events = Some(
                 SqlitePoolOptions::new()
                     .max_connections(1)
                     .min_connections(1)
                     .acquire_timeout(Duration::from_secs(10))
+                    .after_release(|conn, _meta| Box::pin(keep_after_release(conn)))
                     .connect_with(options)
                     .await?,
             );
+            files::tighten(path);
         }
-        Ok(store)
+        Ok(self)
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -167,20 +333,101 @@ impl Store {
         self.pool.close().await;
     }
 
-    /// Whether the database answers (health).
-    pub async fn ping(&self) -> bool {
-        tokio::time::timeout(Duration::from_secs(2), sqlx::query("SELECT 1").execute(&self.pool))
-            .await
-            .map(|r| r.is_ok())
-            .unwrap_or(false)
+    /// What the database can do now, as the probe last found it (no wait).
+    pub fn health(&self) -> &Health {
+        &self.health
+    }
+
+    /// [`live`] over this store's health.
+    pub(crate) async fn live<T>(&self, write: bool, f: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+        live(&self.health, write, f).await
+    }
+
+    /// The probe of [`Health`], for ever (a job of the node): every [`health::PROBE_EVERY`], at
+    /// once when a query failed as a dead database makes it fail, and every
+    /// [`health::PROBE_EVERY_DEGRADED`] while the database is unusable, so service resumes within
+    /// that of its return.
+    pub async fn probe_forever(&self) {
+        let mut conn: Option<sqlx::AnyConnection> = None;
+        // Looks in a row that took too long: a busy server or machine is not a dead one, so one
+        // slow look does not stop service; two do (a silent network cut, about a second).
+        let mut slow = 0;
+        loop {
+            self.health.next_probe().await;
+            let c = match self.probe(&mut conn).await {
+                Look::Is(c) => {
+                    slow = 0;
+                    c
+                }
+                Look::Slow => {
+                    slow += 1;
+                    if slow >= 2 {
+                        Condition::Unreachable
+                    } else {
+                        self.health.condition()
+                    }
+                }
+            };
+            self.health.set(c);
+        }
+    }
+
+    /// One look: PostgreSQL through a connection of the probe's own (connected again when it
+    /// fails, once, so a restarted server is not taken for a dead one); SQLite, while writes
+    /// failed for space, by a small write.
+    async fn probe(&self, conn: &mut Option<sqlx::AnyConnection>) -> Look {
+        use health::{PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT};
+        use sqlx::Connection;
+        let Some(dsn) = &self.probe_dsn else {
+            if self.health.condition() != Condition::Unwritable {
+                return Look::Is(Condition::Ok);
+            }
+            let write = async {
+                let mut tx = self.begin_write().await?;
+                sqlx::query("INSERT INTO meta (key, value) VALUES ('health_probe', $1) ON CONFLICT (key) DO UPDATE SET value = excluded.value")
+                    .bind(crate::clock::now_millis().to_string())
+                    .execute(&mut *tx)
+                    .await?;
+                tx.commit().await?;
+                Ok::<_, StoreError>(())
+            };
+            return Look::Is(match tokio::time::timeout(Duration::from_secs(2), write).await {
+                Ok(Ok(())) => Condition::Ok,
+                _ => Condition::Unwritable,
+            });
+        };
+        for _ in 0..2 {
+            if conn.is_none() {
+                match tokio::time::timeout(PROBE_CONNECT_TIMEOUT, sqlx::AnyConnection::connect(dsn)).await {
+                    Ok(Ok(c)) => *conn = Some(c),
+                    // Refused, reset, a server shutting down: gone.
+                    Ok(Err(_)) => return Look::Is(Condition::Unreachable),
+                    Err(_) => return Look::Slow,
+                }
+            }
+            let c = conn.as_mut().expect("connected above");
+            match tokio::time::timeout(PROBE_TIMEOUT, sqlx::query("SELECT 1").execute(&mut *c)).await {
+                Ok(Ok(_)) => return Look::Is(Condition::Ok),
+                // The connection failed: once more on a new one.
+                Ok(Err(_)) => *conn = None,
+                Err(_) => {
+                    *conn = None;
+                    return Look::Slow;
+                }
+            }
+        }
+        Look::Is(Condition::Unreachable)
     }
 
     pub async fn meta_get(&self, key: &str) -> Result<Option<String>> {
-        let row = sqlx::query("SELECT value FROM meta WHERE key = $1")
-            .bind(key)
-            .fetch_optional(&self.pool)
-            .await?;
-        Ok(row.map(|r| r.get::<String, _>(0)))
+        self.live(false, async {
+            let row = sqlx::query("SELECT value FROM meta WHERE key = $1")
+                .bind(key)
+                .fetch_optional(&self.pool)
+                .await?;
+            Ok(row.map(|r| r.get::<String, _>(0)))
+        })
+        .await
     }
 
     /// Stores `value` unless the key exists; returns the value now stored (first writer wins).
@@ -220,60 +467,71 @@ impl Store {
                 let Some(last) = rows.last() else { return Ok(()) };
                 after = last.get(7);
                 for r in &rows {
-                    f(entity_row(r)).map_err(StoreError)?;
+                    f(entity_row(r)).map_err(StoreError::other)?;
                 }
             }
         }
         let mut rows =
             sqlx::query("SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities").fetch(&self.pool);
         while let Some(r) = rows.try_next().await? {
-            f(entity_row(&r)).map_err(StoreError)?;
+            f(entity_row(&r)).map_err(StoreError::other)?;
         }
         Ok(())
     }
 
     pub async fn load_entity(&self, kind: &str, id: &str) -> Result<Option<EntityRow>> {
-        let row = sqlx::query(
-            "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2",
-        )
-        .bind(kind)
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(row.as_ref().map(entity_row))
+        self.live(false, async {
+            let row = sqlx::query(
+                "SELECT kind, id, seq, rs, body, secrets, updated_at FROM entities WHERE kind = $1 AND id = $2",
+            )
+            .bind(kind)
+            .bind(id)
+            .fetch_optional(&self.pool)
+            .await?;
+            Ok(row.as_ref().map(entity_row))
+        })
+        .await
     }
 
     /// The newest change sequence number (0 when none).
     pub async fn last_change(&self) -> Result<i64> {
-        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM changes")
-            .fetch_one(&self.pool)
-            .await?;
-        Ok(row.get::<i64, _>(0))
+        self.live(false, async {
+            let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) FROM changes")
+                .fetch_one(&self.pool)
+                .await?;
+            Ok(row.get::<i64, _>(0))
+        })
+        .await
     }
 
     /// `(seq, kind, id)` of changes after `seq`, oldest first, at most [`CHANGES_PAGE`].
     pub async fn changes_since(&self, seq: i64) -> Result<Vec<(i64, String, String)>> {
-        let rows = sqlx::query("SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2")
-            .bind(seq)
-            .bind(CHANGES_PAGE as i64)
-            .fetch_all(&self.pool)
-            .await?;
-        Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+        self.live(false, async {
+            let rows = sqlx::query("SELECT seq, kind, id FROM changes WHERE seq > $1 ORDER BY seq LIMIT $2")
+                .bind(seq)
+                .bind(CHANGES_PAGE as i64)
+                .fetch_all(&self.pool)
+                .await?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect())
+        })
+        .await
     }
 
-    /// The newest change after `seq` (`seq` itself when none) and whether a change after `seq`
-    /// is to the signing keys: a range read of the new rows only.
-    pub async fn key_changes_since(&self, seq: i64) -> Result<(i64, bool)> {
+    /// The newest change after `seq` (`seq` itself when none), whether a change after `seq` is
+    /// to the signing keys, and whether one is to the encryption keys (`encryption`, an at-rest
+    /// key rotation): a range read of the new rows only.
+    pub async fn key_changes_since(&self, seq: i64) -> Result<(i64, bool, bool)> {
         let row = sqlx::query(
-            "SELECT MAX(seq), COALESCE(MAX(CASE WHEN kind = 'signing_keys' THEN 1 ELSE 0 END), 0) \
-             FROM changes WHERE seq > $1",
+            "SELECT MAX(seq), COALESCE(MAX(CASE WHEN kind = 'signing_keys' THEN 1 ELSE 0 END), 0), \
+             COALESCE(MAX(CASE WHEN kind = 'encryption' THEN 1 ELSE 0 END), 0) FROM changes WHERE seq > $1",
         )
         .bind(seq)
         .fetch_one(&self.pool)
         .await?;
         let last: Option<i64> = row.get(0);
         let keys: i64 = row.get(1);
-        Ok((last.unwrap_or(seq), keys == 1))
+        let encryption: i64 = row.get(2);
+        Ok((last.unwrap_or(seq), keys == 1, encryption == 1))
     }
 
     /// A lock shared by every node (PostgreSQL advisory transaction lock on a hash of `name`),
@@ -295,9 +553,15 @@ impl Store {
     /// A configuration write: on PostgreSQL it first takes the cluster-wide write lock
     /// ([`Store::lock_writes`]), so the nodes' writes run one at a time.
     pub async fn begin(&self) -> Result<StoreTx> {
-        let mut tx = self.begin_write().await?;
-        self.lock_writes(&mut tx).await?;
-        Ok(StoreTx { tx })
+        self.live(true, async {
+            let mut tx = self.begin_write().await?;
+            self.lock_writes(&mut tx).await?;
+            Ok(StoreTx {
+                tx,
+                health: self.health.clone(),
+            })
+        })
+        .await
     }
 
     /// Takes the lock every write to the configuration and the change log holds until its
@@ -403,14 +667,17 @@ impl Store {
 
     /// Stores a single-use value (OAuth state) until `expires_at` (ms).
     pub async fn put_pending(&self, state: &str, purpose: &str, data: &str, expires_at: i64) -> Result<()> {
-        sqlx::query("INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ($1, $2, $3, $4)")
-            .bind(state)
-            .bind(purpose)
-            .bind(data)
-            .bind(expires_at)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        self.live(true, async {
+            sqlx::query("INSERT INTO pending_states (state, purpose, data, expires_at) VALUES ($1, $2, $3, $4)")
+                .bind(state)
+                .bind(purpose)
+                .bind(data)
+                .bind(expires_at)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
     }
 
     /// Deletes the pending values that expired before `now` (a job, so that a flood of unfinished
@@ -428,6 +695,10 @@ impl Store {
 
     /// Takes (deletes and returns) a pending value if it exists, matches `purpose` and is unexpired.
     pub async fn take_pending(&self, state: &str, purpose: &str, now: i64) -> Result<Option<String>> {
+        self.live(true, self.take_pending_now(state, purpose, now)).await
+    }
+
+    async fn take_pending_now(&self, state: &str, purpose: &str, now: i64) -> Result<Option<String>> {
         let mut tx = self.begin_write().await?;
         let row = sqlx::query("SELECT data, expires_at, purpose FROM pending_states WHERE state = $1")
             .bind(state)
@@ -445,6 +716,88 @@ impl Store {
             let (data, exp, p): (String, i64, String) = (r.get(0), r.get(1), r.get(2));
             (exp >= now && p == purpose).then_some(data)
         }))
+    }
+}
+
+/// A running node's row (`nodes`, migration 0006): what it holds, as it said last.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeRow {
+    pub node_id: String,
+    pub host: String,
+    pub pid: i64,
+    pub version: String,
+    pub public_url: String,
+    /// The ids of the encryption keys the node holds (comma-separated).
+    pub key_ids: String,
+    /// The id of the key it seals with.
+    pub active_key: String,
+    pub started_at: i64,
+    pub seen_at: i64,
+}
+
+impl Store {
+    /// Writes a node's row (its start, its heartbeat) and deletes the rows of nodes not seen
+    /// since `forget_before`.
+    pub async fn node_seen(&self, n: &NodeRow, forget_before: i64) -> Result<()> {
+        self.live(true, async {
+            sqlx::query(
+                "INSERT INTO nodes (node_id, host, pid, version, public_url, key_ids, active_key, started_at, seen_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (node_id) DO UPDATE SET \
+                 public_url = excluded.public_url, key_ids = excluded.key_ids, active_key = excluded.active_key, \
+                 seen_at = excluded.seen_at",
+            )
+            .bind(&n.node_id)
+            .bind(&n.host)
+            .bind(n.pid)
+            .bind(&n.version)
+            .bind(&n.public_url)
+            .bind(&n.key_ids)
+            .bind(&n.active_key)
+            .bind(n.started_at)
+            .bind(n.seen_at)
+            .execute(&self.pool)
+            .await?;
+            sqlx::query("DELETE FROM nodes WHERE seen_at < $1")
+                .bind(forget_before)
+                .execute(&self.pool)
+                .await?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Nodes seen since `since` (ms), the most recently seen first.
+    pub async fn nodes_seen_since(&self, since: i64) -> Result<Vec<NodeRow>> {
+        let rows = sqlx::query(
+            "SELECT node_id, host, pid, version, public_url, key_ids, active_key, started_at, seen_at FROM nodes \
+             WHERE seen_at >= $1 ORDER BY seen_at DESC",
+        )
+        .bind(since)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .iter()
+            .map(|r| NodeRow {
+                node_id: r.get(0),
+                host: r.get(1),
+                pid: r.get(2),
+                version: r.get(3),
+                public_url: r.get(4),
+                key_ids: r.get(5),
+                active_key: r.get(6),
+                started_at: r.get(7),
+                seen_at: r.get(8),
+            })
+            .collect())
+    }
+
+    /// A stopping node's row goes at once (a rotation does not wait for it).
+    pub async fn node_gone(&self, node_id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM nodes WHERE node_id = $1")
+            .bind(node_id)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
     }
 }
 
@@ -509,24 +862,35 @@ pub struct ClusterLock {
     _tx: Transaction<'static, Any>,
 }
 
-/// A write transaction over configuration entities and their audit entries.
+/// A write transaction over configuration entities and their audit entries. Each step stops
+/// waiting the moment the database is seen gone ([`live`]).
 pub struct StoreTx {
     tx: Transaction<'static, Any>,
+    health: Arc<Health>,
 }
 
 impl StoreTx {
     /// The next internal sequence number (`id` int32 fields) of a kind.
     pub async fn next_seq(&mut self, kind: &str) -> Result<i64> {
-        let row = sqlx::query(
-            "INSERT INTO sequences (kind, next) VALUES ($1, 1) ON CONFLICT (kind) DO UPDATE SET next = sequences.next + 1 RETURNING next",
-        )
-        .bind(kind)
-        .fetch_one(&mut *self.tx)
-        .await?;
-        Ok(row.get::<i64, _>(0))
+        let health = self.health.clone();
+        live(&health, true, async {
+            let row = sqlx::query(
+                "INSERT INTO sequences (kind, next) VALUES ($1, 1) ON CONFLICT (kind) DO UPDATE SET next = sequences.next + 1 RETURNING next",
+            )
+            .bind(kind)
+            .fetch_one(&mut *self.tx)
+            .await?;
+            Ok(row.get::<i64, _>(0))
+        })
+        .await
     }
 
     pub async fn upsert_entity(&mut self, e: &EntityRow) -> Result<()> {
+        let health = self.health.clone();
+        live(&health, true, self.upsert_entity_now(e)).await
+    }
+
+    async fn upsert_entity_now(&mut self, e: &EntityRow) -> Result<()> {
         sqlx::query(
             "INSERT INTO entities (kind, id, seq, rs, body, secrets, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7) \
              ON CONFLICT (kind, id) DO UPDATE SET seq = excluded.seq, rs = excluded.rs, body = excluded.body, \
@@ -545,6 +909,11 @@ impl StoreTx {
     }
 
     pub async fn delete_entity(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
+        let health = self.health.clone();
+        live(&health, true, self.delete_entity_now(kind, id, at)).await
+    }
+
+    async fn delete_entity_now(&mut self, kind: &str, id: &str, at: i64) -> Result<()> {
         sqlx::query("DELETE FROM entities WHERE kind = $1 AND id = $2")
             .bind(kind)
             .bind(id)
@@ -564,11 +933,16 @@ impl StoreTx {
     }
 
     pub async fn insert_audit(&mut self, a: &AuditRow) -> Result<()> {
-        events::insert_audit(&mut self.tx, a).await
+        let health = self.health.clone();
+        live(&health, true, events::insert_audit(&mut self.tx, a)).await
     }
 
     pub async fn commit(self) -> Result<()> {
-        self.tx.commit().await?;
-        Ok(())
+        let health = self.health.clone();
+        live(&health, true, async {
+            self.tx.commit().await?;
+            Ok(())
+        })
+        .await
     }
 }

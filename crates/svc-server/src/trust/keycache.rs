@@ -154,9 +154,10 @@ async fn fetch_keys(up: &Upstream, url: &str, kind: Kind) -> Result<Loaded, Upst
                 .and_then(Value::as_str)
                 .ok_or_else(|| UpstreamError::Malformed("discovery document has no issuer".into()))?;
             if trim_slash(issuer) != trim_slash(url) {
-                return Err(UpstreamError::Malformed(format!(
-                    "discovery issuer {issuer:?} is not the configured {url:?}"
-                )));
+                // Not the document's value: it is what the URL answered (issue 31).
+                return Err(UpstreamError::Malformed(
+                    "the discovery document names another issuer".into(),
+                ));
             }
             let jwks = doc
                 .get("jwks_uri")

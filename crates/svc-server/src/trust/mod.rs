@@ -179,6 +179,44 @@ pub fn has_evidence(kind: TrustKind, c: &ClientWorkloadDetails) -> bool {
     }
 }
 
+/// Issue 31: a JWT this service signed is evidence only when it is an `oidc-id-token`
+/// credential the service handed to a workload — its `svc` object names the workload and an
+/// `oidc-id-token` provider (`is_id_token_provider`, the caller's lookup in the configuration).
+/// Every JWT the service signs shares the issuer key: a vault login JWT, a federation assertion
+/// or a token minted by a provider's verification, caught at an address a provider's writer
+/// chose, would otherwise sign in as whatever workload its subject named. It holds for a
+/// provider of the service's own issuer (`isSvcTenantOidcToken`) and for any other whose
+/// verified token names the service (`own_issuer`) as its issuer: an `oidcUrl` or a static JWKS
+/// may name the service's keys too.
+pub fn check_own_issued(
+    tp: &CompiledTrust,
+    v: &Verified,
+    own_issuer: &str,
+    is_id_token_provider: impl Fn(uuid::Uuid) -> bool,
+) -> Result<(), TrustError> {
+    let iss = v
+        .claims
+        .as_ref()
+        .and_then(|c| c.get("iss"))
+        .and_then(serde_json::Value::as_str)
+        .map(|i| i.trim_end_matches('/'));
+    if !matches!(tp.keys, compile::KeySource::OwnIssuer) && iss != Some(own_issuer.trim_end_matches('/')) {
+        return Ok(());
+    }
+    let svc = v.claims.as_ref().and_then(|c| c.get("svc"));
+    let id = |k: &str| {
+        svc.and_then(|s| s.get(k))
+            .and_then(serde_json::Value::as_str)
+            .and_then(|s| uuid::Uuid::parse_str(s).ok())
+    };
+    match (id("clientWorkloadId"), id("credentialProviderId")) {
+        (Some(_), Some(cp)) if is_id_token_provider(cp) => Ok(()),
+        _ => Err(TrustError::InvalidEvidence(
+            "the token is no identity token this service issued to a workload".into(),
+        )),
+    }
+}
+
 /// Verifies the request's evidence against one provider, then its match rules.
 pub async fn verify(
     cx: &VerifyCx<'_>,

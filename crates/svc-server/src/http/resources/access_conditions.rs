@@ -4,40 +4,42 @@
 //! referenced integration's type). A condition an active policy references cannot be deleted;
 //! inactive policies lose the reference (§1.10 rules 2 and 3).
 
-use serde_json::{Map, Value, json};
-use svc_api::{FieldError, Obj};
+use serde_json::Value;
+use svc_api::mgmt::{
+    AccessConditionCommon, AccessConditionDto, AccessConditionPatchDto, AccessConditionV2Dto,
+    CloudSecurityAAccessConditionDto, CloudSecurityAConditionFields, GeoIpAccessConditionDto, GeoIpConditionFields,
+    GeoIpLocationDto, GeoIpSubdivisionDto, ScheduleDto, SensorAAccessConditionDto, SensorAConditionFields,
+    TimeAccessConditionDto, TimeConditionFields, TimezoneDto, WeekDay, WeekDayDto,
+};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base, rendered_or_null};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, Resource};
 use super::integrations::{self as ints, vendor_type};
 use crate::app::App;
 use crate::domain::Meta;
 use crate::domain::condition::{
     AccessCondition, CLOUD_SECURITY_A, ConditionSpec, GEOIP, INTEGRATION_TYPES, Integration, Location, SENSOR_A,
-    Subdivision, Timezone, WEEKDAYS, Window, builtin_type,
+    Subdivision, TIME, Timezone, Window, builtin_type,
 };
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn register(api: &mut Api<'_>) {
-    crud::register::<Conditions<false>>(api, "/api/v2/access-conditions");
-    crud::register::<Conditions<true>>(api, "/api/v1/access-conditions");
+    crud::register::<ConditionsV2>(api, "/api/v2/access-conditions");
+    crud::register::<ConditionsV1>(api, "/api/v1/access-conditions");
 }
 
-const RO: &[&str] = &["integration", "accessPolicyCount"];
 const FIELDS: &[&str] = &[
     "integrationType",
     "integrationID",
     "maxLastSeenSeconds",
     "accessPolicyCount",
 ];
-/// §3.10: `maxLastSeenSeconds` 1..31449600 (a year of 364 days).
-const MAX_LAST_SEEN: i32 = 31_449_600;
 
 pub struct Input {
     kind: &'static str,
@@ -68,32 +70,17 @@ fn hhmm(min: u16) -> String {
     format!("{:02}:{:02}", min / 60, min % 60)
 }
 
-fn alpha2(o: &Obj, k: &str, v: Option<String>) -> std::result::Result<Option<String>, FieldError> {
-    match v {
-        Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => Ok(Some(c.to_ascii_uppercase())),
-        Some(_) => Err(FieldError::new(o.path(k), "must be an ISO 3166-1 alpha-2 code")),
-        None => Ok(None),
-    }
-}
-
-fn subdivision(o: &mut Obj, country: Option<&str>) -> std::result::Result<Subdivision, FieldError> {
-    o.ignore(&["id", "geoIPAccessConditionLocationId"]);
-    let name = o.req_str_len("name", 1, 128)?;
-    let a = o.opt_str("alpha2Code")?;
-    let alpha2_code = match a {
+/// The rules of a subdivision its schema cannot state (`at`: its path).
+fn subdivision(d: GeoIpSubdivisionDto, country: Option<&str>, at: &str) -> Result<Subdivision> {
+    let field = |k: &str| format!("{at}.{k}");
+    let alpha2_code = match d.alpha2_code {
         Some(c) if (1..=3).contains(&c.len()) && c.bytes().all(|b| b.is_ascii_alphanumeric()) => {
             Some(c.to_ascii_uppercase())
         }
-        Some(_) => {
-            return Err(FieldError::new(
-                o.path("alpha2Code"),
-                "must be 1 to 3 letters or digits",
-            ));
-        }
+        Some(_) => return Err(Error::field(field("alpha2Code"), "must be 1 to 3 letters or digits")),
         None => None,
     };
-    let code = o.opt_str("subdivisionCode")?;
-    let subdivision_code = match code {
+    let subdivision_code = match d.subdivision_code {
         Some(c) => {
             let ok = c.split_once('-').is_some_and(|(cc, s)| {
                 cc.len() == 2
@@ -102,15 +89,15 @@ fn subdivision(o: &mut Obj, country: Option<&str>) -> std::result::Result<Subdiv
                     && s.bytes().all(|b| b.is_ascii_alphanumeric())
             });
             if !ok {
-                return Err(FieldError::new(
-                    o.path("subdivisionCode"),
+                return Err(Error::field(
+                    field("subdivisionCode"),
                     "must be an ISO 3166-2 code such as US-TX",
                 ));
             }
             let c = c.to_ascii_uppercase();
             if country.is_some_and(|cc| !c.starts_with(&format!("{cc}-"))) {
-                return Err(FieldError::new(
-                    o.path("subdivisionCode"),
+                return Err(Error::field(
+                    field("subdivisionCode"),
                     "must be in the location's country (alpha2Code)",
                 ));
             }
@@ -119,185 +106,225 @@ fn subdivision(o: &mut Obj, country: Option<&str>) -> std::result::Result<Subdiv
         None => None,
     };
     let s = Subdivision {
-        name,
+        name: d.name,
         alpha2_code,
         subdivision_code,
     };
     if s.code(country).is_none() {
-        return Err(FieldError::new(
-            o.path("subdivisionCode"),
+        return Err(Error::field(
+            field("subdivisionCode"),
             "is required (or alpha2Code with the location's alpha2Code)",
         ));
     }
     Ok(s)
 }
 
-fn location(o: &mut Obj) -> std::result::Result<Location, FieldError> {
-    o.ignore(&["id", "geoIPAccessConditionId"]);
-    let short_name = o.req_str_len("shortName", 1, 128)?;
-    let a = o.opt_str("alpha2Code")?;
-    let alpha2_code = alpha2(o, "alpha2Code", a)?;
-    let subdivisions = o
-        .opt_obj_list("subdivisions", |s| subdivision(s, alpha2_code.as_deref()))?
-        .unwrap_or_default();
+fn location(l: GeoIpLocationDto, at: &str) -> Result<Location> {
+    let alpha2_code = match l.alpha2_code {
+        Some(c) if c.len() == 2 && c.bytes().all(|b| b.is_ascii_alphabetic()) => Some(c.to_ascii_uppercase()),
+        Some(_) => {
+            return Err(Error::field(
+                format!("{at}.alpha2Code"),
+                "must be an ISO 3166-1 alpha-2 code",
+            ));
+        }
+        None => None,
+    };
+    let subdivisions = l
+        .subdivisions
+        .unwrap_or_default()
+        .into_iter()
+        .enumerate()
+        .map(|(i, d)| subdivision(d, alpha2_code.as_deref(), &format!("{at}.subdivisions[{i}]")))
+        .collect::<Result<_>>()?;
     Ok(Location {
-        short_name,
+        short_name: l.short_name,
         alpha2_code,
         subdivisions,
     })
 }
 
-fn window(o: &mut Obj) -> std::result::Result<Window, FieldError> {
-    let start_text = o.req_str("startTime")?;
-    let start =
-        clock(&start_text, false).ok_or_else(|| FieldError::new(o.path("startTime"), "must be HH:mm (24 h)"))?;
-    let end_text = o.req_str("endTime")?;
-    let end = clock(&end_text, true).ok_or_else(|| FieldError::new(o.path("endTime"), "must be HH:mm (24 h)"))?;
+fn window(w: ScheduleDto, at: &str) -> Result<Window> {
+    let field = |k: &str| format!("{at}.{k}");
+    let start = clock(&w.start_time, false).ok_or_else(|| Error::field(field("startTime"), "must be HH:mm (24 h)"))?;
+    let end = clock(&w.end_time, true).ok_or_else(|| Error::field(field("endTime"), "must be HH:mm (24 h)"))?;
     if end <= start {
-        return Err(FieldError::new(o.path("endTime"), "must be after startTime"));
+        return Err(Error::field(field("endTime"), "must be after startTime"));
     }
-    let mut d = o.req_obj("weekDay")?;
-    let name = d.opt_enum("name", &WEEKDAYS)?;
-    let ordinal = d.opt_i32_range("ordinal", 0, 6)?;
-    let weekday = match (name, ordinal) {
-        (Some(n), Some(i)) if WEEKDAYS[i as usize] != n => {
-            return Err(FieldError::new(d.path("ordinal"), "does not match name"));
+    let weekday = match (w.week_day.name, w.week_day.ordinal) {
+        (Some(n), Some(i)) if i32::from(n.ordinal()) != i => {
+            return Err(Error::field(field("weekDay.ordinal"), "does not match name"));
         }
         (_, Some(i)) => i as u8,
-        (Some(n), None) => WEEKDAYS.iter().position(|w| *w == n).expect("checked enum") as u8,
-        (None, None) => return Err(FieldError::new(d.path("name"), "is required")),
+        (Some(n), None) => n.ordinal(),
+        (None, None) => return Err(Error::field(field("weekDay.name"), "is required")),
     };
-    d.finish()?;
     Ok(Window { weekday, start, end })
 }
 
-/// The variant fields of `kind` (and `maxLastSeenSeconds`) from `o`.
-fn variant(o: &mut Obj, kind: &str) -> Result<(ConditionSpec, Option<i32>)> {
-    let max_last_seen = o.opt_i32_range("maxLastSeenSeconds", 1, MAX_LAST_SEEN)?;
-    if vendor_type(kind) && max_last_seen.is_none() {
-        return Err(Error::field(o.path("maxLastSeenSeconds"), "is required"));
+/// `maxLastSeenSeconds` is required for the vendor types (`at`: where the variant's fields are).
+fn last_seen(max: Option<i32>, kind: &str, at: &str) -> Result<Option<i32>> {
+    if vendor_type(kind) && max.is_none() {
+        return Err(Error::field(
+            svc_api::reader::join(at, "maxLastSeenSeconds"),
+            "is required",
+        ));
     }
-    let b = |o: &mut Obj, k: &str| o.opt_bool(k).map(|v| v.unwrap_or(false));
-    let spec = match kind {
-        SENSOR_A => ConditionSpec::SensorA {
-            match_local_ip: b(o, "matchLocalIP")?,
-            match_hostname: b(o, "matchHostname")?,
-            match_mac_address: b(o, "matchMacAddress")?,
-            match_serial_number: b(o, "matchSerialNumber")?,
-            prevent_restricted_functionality_mode: b(o, "preventRestrictedFunctionalityMode")?,
-        },
-        CLOUD_SECURITY_A => ConditionSpec::CloudSecurityA {
-            serverless: b(o, "serverless")?,
-            container_cluster_connected: b(o, "containerClusterConnected")?,
-        },
-        GEOIP => {
-            let locations = o.opt_obj_list("locations", location)?.unwrap_or_default();
-            if locations.is_empty() {
-                return Err(Error::field(o.path("locations"), "must have at least one entry"));
-            }
-            ConditionSpec::GeoIp { locations }
-        }
-        _ => {
-            let schedule = o.opt_obj_list("schedule", window)?.unwrap_or_default();
-            if schedule.is_empty() {
-                return Err(Error::field(o.path("schedule"), "must have at least one entry"));
-            }
-            let mut t = o.req_obj("timezone")?;
-            let name = t.req_str_len("timezone", 1, 128)?;
-            if jiff::tz::db().get(&name).is_err() {
-                return Err(Error::field(t.path("timezone"), "unknown IANA time zone"));
-            }
-            let timezone = Timezone {
-                timezone: name,
-                group: t.opt_str_len("group", 0, 128)?,
-                label: t.opt_str_len("label", 0, 256)?,
-            };
-            t.finish()?;
-            ConditionSpec::Time { schedule, timezone }
-        }
-    };
-    Ok((spec, max_last_seen))
+    Ok(max)
 }
 
-fn parse_v2(_: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let given = o.opt_str("integrationType")?;
-    let kind = match (mode, given.as_deref(), stored.map(|s| s.int_type())) {
-        (_, Some(k), Some(s)) if k != s => return Err(Error::field("integrationType", "cannot be changed")),
-        (Mode::Patch, _, Some(s)) => s,
-        (_, None, _) => return Err(Error::field("integrationType", "is required")),
-        (_, Some(k), _) => kind_name(k).ok_or_else(|| {
-            Error::field(
-                "integrationType",
-                format!("must be one of {}", INTEGRATION_TYPES.join(", ")),
-            )
-        })?,
-    };
-    o.ignore(RO);
-    let mut input = Input {
-        kind,
-        integration: None,
-        max_last_seen: None,
-        spec: None,
-    };
-    if mode != Mode::Patch {
-        input.integration = o.opt_uuid("integrationID")?;
-        if input.integration.is_none() && !builtin_type(kind) {
-            return Err(Error::field("integrationID", "is required"));
+/// A variant's fields, read: the rules their schema cannot state.
+enum Fields {
+    SensorA(SensorAConditionFields),
+    CloudSecurityA(CloudSecurityAConditionFields),
+    GeoIp(GeoIpConditionFields),
+    Time(TimeConditionFields),
+}
+
+impl Fields {
+    fn kind(&self) -> &'static str {
+        match self {
+            Fields::SensorA(_) => SENSOR_A,
+            Fields::CloudSecurityA(_) => CLOUD_SECURITY_A,
+            Fields::GeoIp(_) => GEOIP,
+            Fields::Time(_) => TIME,
         }
-        let (spec, max) = variant(&mut o, kind)?;
-        (input.spec, input.max_last_seen) = (Some(spec), max);
     }
-    o.finish()?;
+
+    /// Reads `conditions` (v1) as the variant of `kind`.
+    fn read(kind: &str, conditions: serde_json::Map<String, Value>) -> Result<Fields> {
+        const AT: &str = "conditions";
+        let v = Value::Object(conditions);
+        Ok(match kind {
+            SENSOR_A => Fields::SensorA(svc_api::schema::read_at(v, AT)?),
+            CLOUD_SECURITY_A => Fields::CloudSecurityA(svc_api::schema::read_at(v, AT)?),
+            GEOIP => Fields::GeoIp(svc_api::schema::read_at(v, AT)?),
+            _ => Fields::Time(svc_api::schema::read_at(v, AT)?),
+        })
+    }
+
+    /// The stored spec and `maxLastSeenSeconds` (`at`: where the fields are, for messages).
+    fn spec(self, at: &str) -> Result<(ConditionSpec, Option<i32>)> {
+        let kind = self.kind();
+        let path = |k: &str| svc_api::reader::join(at, k);
+        Ok(match self {
+            Fields::SensorA(f) => (
+                ConditionSpec::SensorA {
+                    match_local_ip: f.match_local_ip,
+                    match_hostname: f.match_hostname,
+                    match_mac_address: f.match_mac_address,
+                    match_serial_number: f.match_serial_number,
+                    prevent_restricted_functionality_mode: f.prevent_restricted_functionality_mode,
+                },
+                last_seen(f.max_last_seen_seconds, kind, at)?,
+            ),
+            Fields::CloudSecurityA(f) => (
+                ConditionSpec::CloudSecurityA {
+                    serverless: f.serverless,
+                    container_cluster_connected: f.container_cluster_connected,
+                },
+                last_seen(f.max_last_seen_seconds, kind, at)?,
+            ),
+            Fields::GeoIp(f) => {
+                let locations = f
+                    .locations
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, l)| location(l, &format!("{}[{i}]", path("locations"))))
+                    .collect::<Result<Vec<_>>>()?;
+                if locations.is_empty() {
+                    return Err(Error::field(path("locations"), "must have at least one entry"));
+                }
+                (ConditionSpec::GeoIp { locations }, f.max_last_seen_seconds)
+            }
+            Fields::Time(f) => {
+                let schedule = f
+                    .schedule
+                    .unwrap_or_default()
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, w)| window(w, &format!("{}[{i}]", path("schedule"))))
+                    .collect::<Result<Vec<_>>>()?;
+                if schedule.is_empty() {
+                    return Err(Error::field(path("schedule"), "must have at least one entry"));
+                }
+                let t = f.timezone;
+                if jiff::tz::db().get(&t.timezone).is_err() {
+                    return Err(Error::field(path("timezone.timezone"), "unknown IANA time zone"));
+                }
+                let timezone = Timezone {
+                    timezone: t.timezone,
+                    group: t.group,
+                    label: t.label,
+                };
+                (ConditionSpec::Time { schedule, timezone }, f.max_last_seen_seconds)
+            }
+        })
+    }
+}
+
+/// A v2 body: the variant's fields at the top level.
+fn parse_v2(dto: AccessConditionV2Dto, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
+    let (common, fields) = match dto {
+        AccessConditionV2Dto::SensorA(v) => (v.common, Fields::SensorA(v.fields)),
+        AccessConditionV2Dto::CloudSecurityAIntegrationApi(v) => (v.common, Fields::CloudSecurityA(v.fields)),
+        AccessConditionV2Dto::SvcGeoIPCondition(v) => (v.common, Fields::GeoIp(v.fields)),
+        AccessConditionV2Dto::SvcTimeCondition(v) => (v.common, Fields::Time(v.fields)),
+    };
+    let kind = fields.kind();
+    if stored.is_some_and(|s| s.int_type() != kind) {
+        return Err(Error::field("integrationType", "cannot be changed"));
+    }
+    let base = base_input(common.base, common.resource_set)?;
+    if common.integration_id.is_none() && !builtin_type(kind) {
+        return Err(Error::field("integrationID", "is required"));
+    }
+    let (spec, max) = fields.spec("")?;
+    let input = Input {
+        kind,
+        integration: common.integration_id,
+        max_last_seen: max,
+        spec: Some(spec),
+    };
     Ok((base, input))
 }
 
-fn parse_v1(app: &App, body: Value, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    o.ignore(RO);
-    // RO in v1; used only to pick a built-in integration when `integrationID` is absent.
-    let hint = o.opt_str("integrationType")?;
-    let mut input = Input {
-        kind: stored.map(|s| s.int_type()).unwrap_or(GEOIP),
-        integration: None,
-        max_last_seen: None,
-        spec: None,
-    };
-    if mode != Mode::Patch {
-        input.integration = o.opt_uuid("integrationID")?;
-        // Ids are unique per type across resource sets (§1.2): the type is read here, the
-        // resource set is checked by `check` against the unit's state.
-        input.kind = match (input.integration, hint.as_deref().and_then(kind_name)) {
-            (Some(id), _) => {
-                let st = app.state();
-                let i = st
-                    .integrations
-                    .get(&id)
-                    .ok_or_else(|| Error::field("integrationID", "unknown integration"))?;
-                kind_name(&i.int_type).expect("stored types are known")
-            }
-            (None, Some(k)) if builtin_type(k) => k,
-            (None, _) => return Err(Error::field("integrationID", "is required")),
-        };
-        if let Some(s) = stored
-            && s.int_type() != input.kind
-        {
-            return Err(Error::field(
-                "integrationID",
-                format!(
-                    "must be a {} integration: a condition's type cannot be changed",
-                    s.int_type()
-                ),
-            ));
+/// A v1 body: the variant chosen by the integration's type, its fields in `conditions`.
+fn parse_v1(app: &App, dto: AccessConditionDto, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
+    let base = base_input(dto.base, dto.resource_set)?;
+    // Ids are unique per type across resource sets (§1.2): the type is read here, the resource
+    // set is checked by `check` against the unit's state.
+    let kind = match (dto.integration_id, dto.integration_type.as_deref().and_then(kind_name)) {
+        (Some(id), _) => {
+            let st = app.state();
+            let i = st
+                .integrations
+                .get(&id)
+                .ok_or_else(|| Error::field("integrationID", "unknown integration"))?;
+            kind_name(&i.int_type).expect("stored types are known")
         }
-        let mut c = o.req_obj("conditions")?;
-        let (spec, max) = variant(&mut c, input.kind)?;
-        c.finish()?;
-        (input.spec, input.max_last_seen) = (Some(spec), max);
+        (None, Some(k)) if builtin_type(k) => k,
+        (None, _) => return Err(Error::field("integrationID", "is required")),
+    };
+    if let Some(s) = stored
+        && s.int_type() != kind
+    {
+        return Err(Error::field(
+            "integrationID",
+            format!(
+                "must be a {} integration: a condition's type cannot be changed",
+                s.int_type()
+            ),
+        ));
     }
-    o.finish()?;
+    let (spec, max) = Fields::read(kind, dto.conditions)?.spec("conditions")?;
+    let input = Input {
+        kind,
+        integration: dto.integration_id,
+        max_last_seen: max,
+        spec: Some(spec),
+    };
     Ok((base, input))
 }
 
@@ -311,10 +338,10 @@ fn resolve_integration(w: &Write<'_>, input: &Input, rs: Option<Uuid>) -> Result
     }
 }
 
-/// The variant fields (and `maxLastSeenSeconds`) as the wire shows them.
-fn variant_json(c: &AccessCondition) -> Map<String, Value> {
-    let mut o = Map::new();
-    o.insert("maxLastSeenSeconds".into(), json!(c.max_last_seen_seconds));
+/// The variant's fields as the wire shows them. `id`s (our choice): locations numbered from 1
+/// within the condition, subdivisions numbered from 1 across the condition.
+fn fields_dto(c: &AccessCondition) -> Fields {
+    let max_last_seen_seconds = c.max_last_seen_seconds;
     match &c.spec {
         ConditionSpec::SensorA {
             match_local_ip,
@@ -322,185 +349,331 @@ fn variant_json(c: &AccessCondition) -> Map<String, Value> {
             match_mac_address,
             match_serial_number,
             prevent_restricted_functionality_mode,
-        } => {
-            o.insert("matchLocalIP".into(), json!(match_local_ip));
-            o.insert("matchHostname".into(), json!(match_hostname));
-            o.insert("matchMacAddress".into(), json!(match_mac_address));
-            o.insert("matchSerialNumber".into(), json!(match_serial_number));
-            o.insert(
-                "preventRestrictedFunctionalityMode".into(),
-                json!(prevent_restricted_functionality_mode),
-            );
-        }
+        } => Fields::SensorA(SensorAConditionFields {
+            max_last_seen_seconds,
+            match_local_ip: *match_local_ip,
+            match_hostname: *match_hostname,
+            match_mac_address: *match_mac_address,
+            match_serial_number: *match_serial_number,
+            prevent_restricted_functionality_mode: *prevent_restricted_functionality_mode,
+        }),
         ConditionSpec::CloudSecurityA {
             serverless,
             container_cluster_connected,
-        } => {
-            o.insert("serverless".into(), json!(serverless));
-            o.insert("containerClusterConnected".into(), json!(container_cluster_connected));
-        }
+        } => Fields::CloudSecurityA(CloudSecurityAConditionFields {
+            max_last_seen_seconds,
+            serverless: *serverless,
+            container_cluster_connected: *container_cluster_connected,
+        }),
         ConditionSpec::GeoIp { locations } => {
-            // `id`s (our choice): locations numbered from 1 within the condition, subdivisions
-            // numbered from 1 across the condition.
             let mut sub_id = 0;
-            let list: Vec<Value> = locations
+            let locations = locations
                 .iter()
                 .enumerate()
                 .map(|(i, l)| {
                     let loc_id = i as i32 + 1;
-                    let subs: Vec<Value> = l
+                    let subdivisions = l
                         .subdivisions
                         .iter()
                         .map(|s| {
                             sub_id += 1;
-                            json!({
-                                "id": sub_id,
-                                "name": s.name,
-                                "alpha2Code": s.alpha2_code,
-                                "subdivisionCode": s.subdivision_code,
-                                "geoIPAccessConditionLocationId": loc_id,
-                            })
+                            GeoIpSubdivisionDto {
+                                id: sub_id,
+                                name: s.name.clone(),
+                                alpha2_code: s.alpha2_code.clone(),
+                                subdivision_code: s.subdivision_code.clone(),
+                                geoip_access_condition_location_id: loc_id,
+                            }
                         })
                         .collect();
-                    json!({
-                        "id": loc_id,
-                        "shortName": l.short_name,
-                        "alpha2Code": l.alpha2_code,
-                        "subdivisions": subs,
-                        "geoIPAccessConditionId": c.meta.seq,
-                    })
+                    GeoIpLocationDto {
+                        id: loc_id,
+                        short_name: l.short_name.clone(),
+                        alpha2_code: l.alpha2_code.clone(),
+                        subdivisions: Some(subdivisions),
+                        geoip_access_condition_id: c.meta.seq,
+                    }
                 })
                 .collect();
-            o.insert("locations".into(), Value::Array(list));
+            Fields::GeoIp(GeoIpConditionFields {
+                max_last_seen_seconds,
+                locations: Some(locations),
+            })
         }
-        ConditionSpec::Time { schedule, timezone } => {
-            let list: Vec<Value> = schedule
-                .iter()
-                .map(|w| {
-                    json!({
-                        "startTime": hhmm(w.start),
-                        "endTime": hhmm(w.end),
-                        "weekDay": {"name": WEEKDAYS[w.weekday as usize], "ordinal": w.weekday},
+        ConditionSpec::Time { schedule, timezone } => Fields::Time(TimeConditionFields {
+            max_last_seen_seconds,
+            schedule: Some(
+                schedule
+                    .iter()
+                    .map(|w| {
+                        let day = WeekDay::ALL[w.weekday as usize];
+                        ScheduleDto {
+                            start_time: hhmm(w.start),
+                            end_time: hhmm(w.end),
+                            week_day: WeekDayDto {
+                                name: Some(day),
+                                ordinal: Some(i32::from(w.weekday)),
+                            },
+                        }
                     })
-                })
-                .collect();
-            o.insert("schedule".into(), Value::Array(list));
-            o.insert(
-                "timezone".into(),
-                json!({"timezone": timezone.timezone, "group": timezone.group, "label": timezone.label}),
-            );
-        }
+                    .collect(),
+            ),
+            timezone: TimezoneDto {
+                timezone: timezone.timezone.clone(),
+                group: timezone.group.clone(),
+                label: timezone.label.clone(),
+            },
+        }),
     }
-    o
 }
 
 pub fn policy_count(st: &Snapshot, id: Uuid) -> usize {
     st.idx.policy_count(RefField::AccessCondition, id)
 }
 
-/// `id`, `integrationID` and the integration in the view's shape (`render`), both views'.
-fn with_integration(
-    st: &Snapshot,
+/// The condition's integration, for a reader who `may` read it by itself (issue 31: embedded
+/// resources follow the reader's permissions); `None` for others, who see `integrationID`.
+fn integration_for<'s>(
+    st: &'s Snapshot,
     c: &AccessCondition,
-    o: &mut Map<String, Value>,
-    render: fn(&Snapshot, &Integration) -> Value,
-) {
-    o.insert("id".into(), json!(c.meta.seq));
-    o.insert("integrationID".into(), json!(c.integration));
-    let integration = rendered_or_null::<Integration>(st, &c.integration, |i| render(st, i));
-    o.insert("integration".into(), integration);
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> Option<&'s crate::domain::condition::Integration> {
+    st.integrations
+        .get(&c.integration)
+        .map(|i| i.as_ref())
+        .filter(|i| may(crate::domain::Perm::Integrations, i.meta.scope()))
 }
 
 /// `AccessConditionV2DTO` (its variant).
-pub fn v2_json(st: &Snapshot, c: &AccessCondition) -> Value {
-    let mut o = Map::new();
-    o.insert("integrationType".into(), json!(c.int_type()));
-    o.extend(base_json(&c.meta, true));
-    with_integration(st, c, &mut o, ints::v2_json);
-    o.insert("accessPolicyCount".into(), json!(policy_count(st, c.meta.id)));
-    o.extend(variant_json(c));
-    Value::Object(o)
+pub fn v2_dto(
+    st: &Snapshot,
+    c: &AccessCondition,
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> AccessConditionV2Dto {
+    let common = AccessConditionCommon {
+        base: base_dto(&c.meta),
+        resource_set: Some(c.meta.scope()),
+        id: c.meta.seq,
+        integration_id: Some(c.integration),
+        integration: integration_for(st, c, may).map(|i| ints::v2_dto(st, i)),
+        access_policy_count: crud::count(policy_count(st, c.meta.id)),
+    };
+    match fields_dto(c) {
+        Fields::SensorA(fields) => AccessConditionV2Dto::SensorA(SensorAAccessConditionDto { common, fields }),
+        Fields::CloudSecurityA(fields) => {
+            AccessConditionV2Dto::CloudSecurityAIntegrationApi(CloudSecurityAAccessConditionDto { common, fields })
+        }
+        Fields::GeoIp(fields) => AccessConditionV2Dto::SvcGeoIPCondition(GeoIpAccessConditionDto { common, fields }),
+        Fields::Time(fields) => AccessConditionV2Dto::SvcTimeCondition(TimeAccessConditionDto { common, fields }),
+    }
 }
 
-/// `AccessConditionDTO` (v1).
-pub fn v1_condition_json(st: &Snapshot, c: &AccessCondition) -> Value {
-    let mut o = base_json(&c.meta, true);
-    with_integration(st, c, &mut o, ints::v1_json);
-    let mut conditions = variant_json(c);
+/// `AccessConditionDTO` (v1): `conditions` holds the variant's fields (without
+/// `maxLastSeenSeconds` for a built-in type that has none).
+pub fn v1_dto(
+    st: &Snapshot,
+    c: &AccessCondition,
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> AccessConditionDto {
+    let fields = match fields_dto(c) {
+        Fields::SensorA(f) => crud::to_json(&f),
+        Fields::CloudSecurityA(f) => crud::to_json(&f),
+        Fields::GeoIp(f) => crud::to_json(&f),
+        Fields::Time(f) => crud::to_json(&f),
+    };
+    let mut conditions = match fields {
+        Value::Object(m) => m,
+        _ => serde_json::Map::new(),
+    };
     if !vendor_type(c.int_type()) && c.max_last_seen_seconds.is_none() {
         conditions.remove("maxLastSeenSeconds");
     }
-    o.insert("conditions".into(), Value::Object(conditions));
-    o.insert("accessPolicyCount".into(), json!(policy_count(st, c.meta.id)));
-    o.insert("integrationType".into(), json!(c.int_type()));
-    Value::Object(o)
+    AccessConditionDto {
+        base: base_dto(&c.meta),
+        resource_set: Some(c.meta.scope()),
+        id: c.meta.seq,
+        integration_id: Some(c.integration),
+        integration: integration_for(st, c, may).map(|i| ints::v1_dto(st, i)),
+        conditions,
+        access_policy_count: crud::count(policy_count(st, c.meta.id)),
+        integration_type: Some(c.int_type().to_string()),
+    }
 }
 
-/// `/api/v2/access-conditions` (`Conditions<false>`) and `/api/v1/access-conditions`
-/// (`Conditions<true>`): two views of the same conditions.
-pub struct Conditions<const V1: bool>;
+/// [`v1_dto`] as JSON, for the DTOs not typed yet (`AccessPolicyDTO.accessConditions`, v1).
+pub fn v1_condition_json(
+    st: &Snapshot,
+    c: &AccessCondition,
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> Value {
+    crud::to_json(&v1_dto(st, c, may))
+}
 
-impl<const V1: bool> Resource for Conditions<V1> {
+/// `/api/v2/access-conditions`: the variants of `AccessConditionV2DTO`.
+pub struct ConditionsV2;
+
+/// `/api/v1/access-conditions`: the same conditions as `AccessConditionDTO`.
+pub struct ConditionsV1;
+
+const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
+    .fields(FIELDS)
+    .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
+
+/// AccessConditionPatchDTO: the base fields; `resourceSet` and (v2: `v2`) `integrationType` may
+/// repeat the stored values. v1 shows `integrationType` read-only: a PATCH ignores it.
+fn parse_patch(p: AccessConditionPatchDto, stored: Option<&AccessCondition>, v2: bool) -> Result<(BaseInput, Input)> {
+    if v2 {
+        crud::discriminator_repeated(
+            "integrationType",
+            p.integration_type.as_deref(),
+            stored.map(|s| s.int_type()),
+        )?;
+    }
+    let base = BaseInput {
+        resource_set: p.resource_set,
+        ..patch_input(p.patch)?
+    };
+    let input = Input {
+        kind: stored.map_or(GEOIP, |s| s.int_type()),
+        integration: None,
+        max_last_seen: None,
+        spec: None,
+    };
+    Ok((base, input))
+}
+
+fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
+    let integration = resolve_integration(w, &input, meta.rs)?;
+    Ok(AccessCondition {
+        meta,
+        integration,
+        max_last_seen_seconds: input.max_last_seen,
+        spec: input.spec.expect("parsed on create"),
+    })
+}
+
+fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
+    c.integration = resolve_integration(w, &input, c.meta.rs)?;
+    c.max_last_seen_seconds = input.max_last_seen;
+    c.spec = input.spec.expect("parsed on replace");
+    Ok(())
+}
+
+/// §1.4 rule 6: the integration is one of the condition's type in its resource set.
+fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
+    let ok =
+        w.st.integrations
+            .get(&c.integration)
+            .is_some_and(|i: &std::sync::Arc<Integration>| i.meta.rs == c.meta.rs && i.int_type == c.int_type());
+    if !ok {
+        return Err(Error::field(
+            "integrationID",
+            format!("unknown {} integration in the condition's resource set", c.int_type()),
+        ));
+    }
+    Ok(())
+}
+
+impl Resource for ConditionsV2 {
     type Record = AccessCondition;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = AccessConditionV2Dto;
+    type Patch = AccessConditionPatchDto;
     const NAME: &'static str = "access conditions";
-    const LIST: ListSpec = ListSpec::new("accessConditions", Base::Scoped)
-        .fields(FIELDS)
-        .filters(&[field_filter("integrationType"), field_filter("integrationID")]);
+    const LIST: ListSpec = LIST;
     const PATCH_NEEDS_STORED: bool = true;
 
-    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-        if V1 {
-            parse_v1(app, body.0, mode, stored)
-        } else {
-            parse_v2(app, body.0, mode, stored)
-        }
+    fn prepare(body: &mut Value, stored: Option<&AccessCondition>) -> Result<()> {
+        crud::discriminator_kept(
+            body,
+            "integrationType",
+            stored.map(|s| s.int_type()),
+            &INTEGRATION_TYPES,
+        )
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&AccessCondition>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    fn parse(
+        _: &App,
+        dto: AccessConditionV2Dto,
+        _: Mode,
+        stored: Option<&AccessCondition>,
+    ) -> Result<(BaseInput, Input)> {
+        parse_v2(dto, stored)
+    }
+
+    fn parse_patch(
+        _: &App,
+        p: AccessConditionPatchDto,
+        stored: Option<&AccessCondition>,
+    ) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, true)
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
-        let integration = resolve_integration(w, &input, meta.rs)?;
-        Ok(AccessCondition {
-            meta,
-            integration,
-            max_last_seen_seconds: input.max_last_seen,
-            spec: input.spec.expect("parsed on create"),
-        })
+        create(w, input, meta)
     }
 
     fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
-        c.integration = resolve_integration(w, &input, c.meta.rs)?;
-        c.max_last_seen_seconds = input.max_last_seen;
-        c.spec = input.spec.expect("parsed on replace");
-        Ok(())
+        replace(w, input, c)
     }
 
-    /// §1.4 rule 6: the integration is one of the condition's type in its resource set.
     fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
-        let ok =
-            w.st.integrations
-                .get(&c.integration)
-                .is_some_and(|i: &std::sync::Arc<Integration>| i.meta.rs == c.meta.rs && i.int_type == c.int_type());
-        if !ok {
-            return Err(Error::field(
-                "integrationID",
-                format!("unknown {} integration in the condition's resource set", c.int_type()),
-            ));
-        }
-        Ok(())
+        check(w, c)
     }
 
     fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
         release(w, author, id, RefField::AccessCondition)
     }
 
-    fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> Untyped {
-        Untyped(if V1 { v1_condition_json(st, c) } else { v2_json(st, c) })
+    fn render(app: &App, st: &Snapshot, c: &AccessCondition) -> AccessConditionV2Dto {
+        v2_dto(st, c, &super::common::reader(app, st))
+    }
+}
+
+impl Resource for ConditionsV1 {
+    type Record = AccessCondition;
+    type Input = Input;
+    type Dto = AccessConditionDto;
+    type Patch = AccessConditionPatchDto;
+    const NAME: &'static str = "access conditions";
+    const LIST: ListSpec = LIST;
+    const PATCH_NEEDS_STORED: bool = true;
+
+    fn parse(
+        app: &App,
+        dto: AccessConditionDto,
+        _: Mode,
+        stored: Option<&AccessCondition>,
+    ) -> Result<(BaseInput, Input)> {
+        parse_v1(app, dto, stored)
+    }
+
+    fn parse_patch(
+        _: &App,
+        p: AccessConditionPatchDto,
+        stored: Option<&AccessCondition>,
+    ) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, false)
+    }
+
+    fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<AccessCondition> {
+        create(w, input, meta)
+    }
+
+    fn replace(w: &mut Write<'_>, input: Input, c: &mut AccessCondition) -> Result<()> {
+        replace(w, input, c)
+    }
+
+    fn check(w: &Write<'_>, c: &AccessCondition) -> Result<()> {
+        check(w, c)
+    }
+
+    fn before_delete(w: &mut Write<'_>, author: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        release(w, author, id, RefField::AccessCondition)
+    }
+
+    fn render(app: &App, st: &Snapshot, c: &AccessCondition) -> AccessConditionDto {
+        v1_dto(st, c, &super::common::reader(app, st))
     }
 }
 

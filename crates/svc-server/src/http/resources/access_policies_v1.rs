@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::access_conditions::v1_condition_json;
 use super::access_policies::{PolicyInput, add_note, create_policy, delete_policy, note_json, update_policy};
 use super::client_workloads::client_json;
-use super::common::{Mode, base_json, parse_base, rendered, rendered_or_null, resolve_rs};
+use super::common::{Mode, base_json, for_reader, parse_base, reader, rendered, rendered_or_null, resolve_rs};
 use super::content_security::cs_json;
 use super::server_workloads::server_json;
 use super::trust_providers::trust_json;
@@ -133,22 +133,32 @@ fn policy_dto(st: &Snapshot, p: &Policy) -> Value {
     Value::Object(o)
 }
 
-/// `PolicyExternalDTO` (reads): referenced entities expanded.
+/// `PolicyExternalDTO` (reads): referenced entities expanded — those the caller may read by
+/// itself; the others as their EntityMetaDTO (issue 31).
 fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
+    let may = reader(app, st);
     let mut o = base_json(&p.meta, true);
-    let client = rendered_or_null::<ClientWorkload>(st, &p.client_workload, |w| client_json(st, w));
+    let client =
+        rendered_or_null::<ClientWorkload>(st, &p.client_workload, |w| for_reader(&may, w, |w| client_json(st, w)));
     o.insert("clientWorkload".into(), client);
-    let server = rendered_or_null::<ServerWorkload>(st, &p.server_workload, |w| server_json(st, w));
+    let server =
+        rendered_or_null::<ServerWorkload>(st, &p.server_workload, |w| for_reader(&may, w, |w| server_json(st, w)));
     o.insert("serverWorkload".into(), server);
-    let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| trust_json(app, st, t, None));
+    let tps = rendered::<TrustProvider>(st, &p.trust_providers, |t| {
+        for_reader(&may, t, |t| trust_json(app, st, t, None))
+    });
     o.insert("trustProviders".into(), tps);
-    let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| v1_condition_json(st, c));
+    let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| {
+        for_reader(&may, c, |c| v1_condition_json(st, c, &may))
+    });
     o.insert("accessConditions".into(), acs);
-    let css = rendered::<ContentSecurity>(st, &p.content_security, |c| cs_json(st, c));
+    let css = rendered::<ContentSecurity>(st, &p.content_security, |c| for_reader(&may, c, |c| cs_json(st, c)));
     o.insert("contentSecurity".into(), css);
-    let cp = single_cp(p)
-        .and_then(|c| st.get::<CredentialProvider>(&c))
-        .map(|c| super::credential_providers::provider_v1_json(st, &app.cfg, c));
+    let cp = single_cp(p).and_then(|c| st.get::<CredentialProvider>(&c)).map(|c| {
+        for_reader(&may, c.as_ref(), |c| {
+            super::credential_providers::provider_v1_json(st, &app.cfg, c)
+        })
+    });
     o.insert("credentialProvider".into(), cp.unwrap_or(Value::Null));
     o.insert(
         "policyNotes".into(),

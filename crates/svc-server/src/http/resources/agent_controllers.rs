@@ -6,18 +6,18 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, parse_tags};
+use super::common::{BaseInput, Mode};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::sso::{AgentController, DEVICE_CODE_TTL_MS, DeviceCode};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm, Timestamp};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Untyped};
+use crate::http::api::{Api, Op};
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::Ctx;
 use crate::http::list::{Base, ListSpec, field_filter};
@@ -36,7 +36,7 @@ pub fn register(api: &mut Api<'_>) {
     )
     .post(
         device_code,
-        Op::new("A new device code for the controller (§3.21)").ok::<Untyped>(201),
+        Op::new("A new device code for the controller (§3.21)").ok::<AgentControllerDeviceCodeDto>(201),
     );
 }
 
@@ -51,18 +51,6 @@ const SPEC: ListSpec = ListSpec::new("agentControllers", Base::Unattributed)
         "allowedTlsHostname",
     ])
     .filters(&[field_filter("trustProviderId"), field_filter("isHealthy")]);
-
-/// Read-only fields of the DTO, accepted and ignored on input.
-const RO: &[&str] = &[
-    "id",
-    "createdAt",
-    "modifiedAt",
-    "tlsCertificates",
-    "trustProvider",
-    "isHealthy",
-    "lastReportedUptime",
-    "lastReportedHealthTime",
-];
 
 pub struct ControllerInput {
     version: Option<String>,
@@ -86,51 +74,22 @@ pub fn hostname_ok(s: &str) -> bool {
         && labels.last().is_some_and(|l| !l.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn parse(
-    app: &App,
-    st: &Snapshot,
-    body: Value,
-    mode: Mode,
-    stored: Option<&AgentController>,
-) -> Result<(BaseInput, ControllerInput)> {
-    let mut o = Obj::root(body)?;
-    let external_id = o.opt_uuid("externalId")?;
-    if mode == Mode::Replace && external_id.is_none() {
-        return Err(Error::field("externalId", "is required"));
-    }
-    o.ignore(RO);
-    let version = o.opt_str("version")?;
-    let is_active = o.opt_bool("isActive")?;
-    let trust_provider = o.opt_uuid("trustProviderId")?;
-    let kept = trust_provider.is_some() && stored.and_then(|s| s.trust_provider) == trust_provider;
-    if let Some(tp) = trust_provider
+/// A named trust provider must be one the caller may read, unless the controller already names
+/// it (`stored`).
+fn check_trust_provider(app: &App, tp: Option<Uuid>, stored: Option<&AgentController>) -> Result<()> {
+    let kept = tp.is_some() && stored.and_then(|s| s.trust_provider) == tp;
+    if let Some(tp) = tp
         && !kept
-        && !may_read(app, st, tp)
+        && !may_read(app, &app.state(), tp)
     {
         return Err(Error::field("trustProviderId", "unknown trust provider"));
     }
-    if mode == Mode::Patch {
-        // AgentControllerPatchDTO: version, isActive, trustProviderId.
-        o.finish()?;
-        let base = BaseInput {
-            external_id,
-            is_active,
-            ..BaseInput::default()
-        };
-        let input = ControllerInput {
-            version,
-            trust_provider,
-            hostname: None,
-        };
-        return Ok((base, input));
-    }
-    let name = o.req_str_len("name", 1, 128)?;
-    let description = o.opt_str("description")?;
-    if let Some(d) = &description {
-        svc_api::reader::check_len("description", d, 0, 1024)?;
-    }
-    let tags = parse_tags(&mut o)?;
-    let hostname = o.opt_str("allowedTlsHostname")?.filter(|h| !h.is_empty());
+    Ok(())
+}
+
+fn parse(app: &App, dto: AgentControllerDto, stored: Option<&AgentController>) -> Result<(BaseInput, ControllerInput)> {
+    check_trust_provider(app, dto.trust_provider_id, stored)?;
+    let hostname = dto.allowed_tls_hostname.filter(|h| !h.is_empty());
     if let Some(h) = &hostname {
         svc_api::reader::check_len("allowedTlsHostname", h, 1, 256)?;
         if !hostname_ok(h) {
@@ -140,19 +99,20 @@ fn parse(
             ));
         }
     }
-    o.finish()?;
-    let base = BaseInput {
-        external_id,
-        name: Some(name),
-        description,
-        // §3.21: isActive defaults to true.
-        is_active: Some(is_active.unwrap_or(true)),
-        tags,
-        resource_set: None,
-    };
+    let base = super::common::base_input(
+        svc_api::mgmt::Base {
+            external_id: dto.external_id,
+            name: dto.name,
+            description: dto.description,
+            is_active: dto.is_active,
+            tags: dto.tags,
+            ..Default::default()
+        },
+        None,
+    )?;
     let input = ControllerInput {
-        version,
-        trust_provider,
+        version: dto.version,
+        trust_provider: dto.trust_provider_id,
         hostname: hostname.map(|h| h.to_ascii_lowercase()),
     };
     Ok((base, input))
@@ -164,39 +124,36 @@ fn parse(
 /// `trustProvider` expanded only where it could read it anyway, and a writer may name only a
 /// provider it can read.
 fn may_read(app: &App, st: &Snapshot, tp: Uuid) -> bool {
-    let Some(rec) = st.trust_providers.get(&tp) else {
-        return false;
-    };
-    let rs = rec.meta.rs.unwrap_or(DEFAULT_RESOURCE_SET);
-    crate::service::escalation::current_caller(app, st).is_none_or(|c| c.can(st, Perm::TrustProviders, false, rs))
+    st.trust_providers
+        .get(&tp)
+        .is_some_and(|rec| super::common::reader(app, st)(Perm::TrustProviders, rec.meta.scope()))
 }
 
 /// `AgentControllerDTO`.
-pub fn controller_json(app: &App, st: &Snapshot, c: &AgentController) -> Value {
+pub fn controller_dto(app: &App, st: &Snapshot, c: &AgentController) -> AgentControllerDto {
     let tp = c
         .trust_provider
         .filter(|id| may_read(app, st, *id))
         .and_then(|id| st.trust_providers.get(&id))
-        .map(|tp| super::trust_providers::trust_json(app, st, tp, None))
-        .unwrap_or(Value::Null);
-    json!({
-        "id": c.meta.seq,
-        "externalId": c.meta.id,
-        "createdAt": c.meta.created_at,
-        "modifiedAt": c.meta.modified_at,
-        "version": c.version,
-        "isActive": c.meta.active,
-        "name": c.meta.name,
-        "description": c.meta.description,
-        "tags": c.meta.tags,
-        "tlsCertificates": [],
-        "trustProviderId": c.trust_provider,
-        "trustProvider": tp,
-        "isHealthy": false,
-        "lastReportedUptime": 0,
-        "lastReportedHealthTime": null,
-        "allowedTlsHostname": c.allowed_tls_hostname,
-    })
+        .map(|tp| super::trust_providers::trust_json(app, st, tp, None));
+    AgentControllerDto {
+        id: c.meta.seq,
+        external_id: Some(c.meta.id),
+        created_at: c.meta.created_at,
+        modified_at: Some(c.meta.modified_at),
+        version: c.version.clone(),
+        is_active: c.meta.active,
+        name: c.meta.name.clone(),
+        description: c.meta.description.clone(),
+        tags: Some(c.meta.tags.clone()),
+        tls_certificates: Vec::new(),
+        trust_provider_id: c.trust_provider,
+        trust_provider: tp,
+        is_healthy: false,
+        last_reported_uptime: 0,
+        last_reported_health_time: None,
+        allowed_tls_hostname: c.allowed_tls_hostname.clone(),
+    }
 }
 
 /// The agent controllers naming trust provider `tp`.
@@ -250,8 +207,8 @@ pub fn release_resource_set(w: &mut Write<'_>, author: &Author, rs: Uuid) {
 impl Resource for AgentControllers {
     type Record = AgentController;
     type Input = ControllerInput;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = AgentControllerDto;
+    type Patch = AgentControllerPatchDto;
     const NAME: &'static str = "agent controllers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
@@ -261,15 +218,30 @@ impl Resource for AgentControllers {
 
     fn parse(
         app: &App,
-        body: Untyped,
-        mode: Mode,
+        dto: AgentControllerDto,
+        _: Mode,
         stored: Option<&AgentController>,
     ) -> Result<(BaseInput, ControllerInput)> {
-        parse(app, &app.state(), body.0, mode, stored)
+        parse(app, dto, stored)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&AgentController>) -> Result<(BaseInput, ControllerInput)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    fn parse_patch(
+        app: &App,
+        patch: AgentControllerPatchDto,
+        stored: Option<&AgentController>,
+    ) -> Result<(BaseInput, ControllerInput)> {
+        check_trust_provider(app, patch.trust_provider_id, stored)?;
+        let base = BaseInput {
+            external_id: patch.external_id,
+            is_active: patch.is_active,
+            ..BaseInput::default()
+        };
+        let input = ControllerInput {
+            version: patch.version,
+            trust_provider: patch.trust_provider_id,
+            hostname: None,
+        };
+        Ok((base, input))
     }
 
     fn create(_: &mut Write<'_>, input: ControllerInput, meta: Meta) -> Result<AgentController> {
@@ -347,8 +319,8 @@ impl Resource for AgentControllers {
         }
     }
 
-    fn render(app: &App, st: &Snapshot, c: &AgentController) -> Untyped {
-        Untyped(controller_json(app, st, c))
+    fn render(app: &App, st: &Snapshot, c: &AgentController) -> AgentControllerDto {
+        controller_dto(app, st, c)
     }
 }
 
@@ -379,7 +351,10 @@ async fn device_code(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respo
         id,
     );
     w.commit().await?;
-    Ok((StatusCode::CREATED, axum::Json(json!({"device_code": code}))).into_response())
+    let dto = AgentControllerDeviceCodeDto {
+        device_code: Some(code),
+    };
+    Ok((StatusCode::CREATED, axum::Json(dto)).into_response())
 }
 
 #[cfg(test)]

@@ -7,7 +7,9 @@ use super::event_query::{EventParams, Span, equal_to, page_response};
 use crate::app::App;
 use crate::domain::Perm;
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Op, Query, Untyped};
+use svc_api::mgmt::AuditLogDto;
+
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::{no_content, ok};
@@ -19,10 +21,12 @@ pub fn register(api: &mut Api<'_>) {
         list,
         Op::new("List audit log entries (§3.23)")
             .query(Query::Events)
-            .list::<Untyped>("auditLogs"),
+            .list::<AuditLogDto>("auditLogs"),
     );
-    api.guarded("/api/v1/audit-logs/{id}", p, Scope::Rs)
-        .get(read, Op::new("Read an audit log entry").ok::<Untyped>(200).empty(204));
+    api.guarded("/api/v1/audit-logs/{id}", p, Scope::Rs).get(
+        read,
+        Op::new("Read an audit log entry").ok::<AuditLogDto>(200).empty(204),
+    );
 }
 
 /// Sortable fields → columns.
@@ -49,7 +53,7 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
         ..p.query()
     };
     let page = app.store.query_events(EventTable::Audit, &query).await?;
-    page_response("auditLogs", page, &p, None)
+    page_response::<AuditLogDto>("auditLogs", page, &p, None)
 }
 
 async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -58,7 +62,10 @@ async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
         .get_event(EventTable::Audit, &ids.one().to_string(), &[ctx.rs.to_string()])
         .await?
     {
-        Some(body) => Ok(ok(serde_json::from_str(&body).map_err(Error::internal)?)),
+        Some(body) => {
+            let entry: AuditLogDto = serde_json::from_str(&body).map_err(Error::internal)?;
+            Ok(ok(super::crud::to_json(&entry)))
+        }
         None => Ok(no_content()),
     }
 }

@@ -195,6 +195,16 @@ impl Resource for ClientWorkloads {
 
     /// `ssoIdentityProviders` must name existing SSO identity providers (§3.3, §1.10 rule 1).
     fn check(w: &Write<'_>, cw: &ClientWorkload) -> Result<()> {
+        // Identities say whose evidence is this workload's: changing them gives the roles its
+        // policies' `svc-access-token` providers hand out (issue 31).
+        if w.st
+            .client_workloads
+            .get(&cw.meta.id)
+            .is_some_and(|old| old.identities != cw.identities)
+        {
+            let policies = crate::service::escalation::policies_of_client(&w.st, cw.meta.id);
+            crate::service::escalation::check_token_roles(w.app(), &w.st, policies)?;
+        }
         match cw
             .sso_identity_providers
             .iter()

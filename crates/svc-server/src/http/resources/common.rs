@@ -203,6 +203,35 @@ pub fn rendered<T: Record>(st: &State, ids: &[Uuid], render: impl Fn(&T) -> Valu
     Value::Array(ids.iter().filter_map(|id| st.get::<T>(id)).map(|v| render(v)).collect())
 }
 
+/// What the caller of this request may read by itself, for a response that embeds other
+/// resources (issue 31: a view must not show what the reader's role does not grant): `(perm,
+/// resource set) → bool`. The service's own renderings see everything; a caller whose token no
+/// longer authenticates sees nothing embedded.
+pub fn reader<'s>(app: &crate::app::App, st: &'s State) -> impl Fn(crate::domain::Perm, Uuid) -> bool + 's {
+    let caller = crate::service::escalation::current_caller(app, st);
+    move |perm, rs| match &caller {
+        Ok(None) => true,
+        Ok(Some(c)) => c.can(st, perm, false, rs),
+        Err(_) => false,
+    }
+}
+
+/// An embedded entity: rendered in full when the reader `may` read its kind in its resource set,
+/// else as its EntityMetaDTO (`externalId`, `name`), which a reader of the embedding resource
+/// may see.
+pub fn for_reader<T: crate::state::MetaRecord>(
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+    v: &T,
+    render: impl Fn(&T) -> Value,
+) -> Value {
+    let m = v.meta();
+    if may(T::KIND.expect_family().perm, m.scope()) {
+        render(v)
+    } else {
+        json!({"externalId": m.id, "name": m.name})
+    }
+}
+
 /// The entity `id` names, rendered; `null` when there is none (a deleted entity).
 pub fn rendered_or_null<T: Record>(st: &State, id: &Uuid, render: impl Fn(&T) -> Value) -> Value {
     st.get::<T>(id).map(|v| render(v)).unwrap_or(Value::Null)

@@ -2,18 +2,18 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use serde_json::{Value, json};
-use svc_api::Obj;
+use svc_api::mgmt::{ComplianceLevel as Level, ComplianceSetting, SettingDto};
 
 use crate::app::App;
-use crate::domain::records::{COMPLIANCE_SETTINGS, ComplianceLevel};
+use crate::domain::records::ComplianceLevel;
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Untyped};
+use crate::http::api::{Api, Op};
 use crate::http::extract::JsonBody;
 use crate::http::guard::{Ctx, Scope};
 use crate::http::ok;
+use crate::http::resources::crud::to_json;
 use crate::service::write::Write;
 
 pub fn register(api: &mut Api<'_>) {
@@ -22,37 +22,48 @@ pub fn register(api: &mut Api<'_>) {
         Perm::GlobalPolicyCompliance,
         Scope::Global,
     )
-    .get(read, Op::new("Compliance settings (§3.22)").ok::<Untyped>(200))
+    .get(read, Op::new("Compliance settings (§3.22)").ok::<Vec<SettingDto>>(200))
     .put(
         update,
         Op::new("Change a compliance setting (§3.22)")
-            .body::<Untyped>()
-            .ok::<Untyped>(200),
+            .body::<SettingDto>()
+            .ok::<SettingDto>(200),
     );
 }
 
+fn level_dto(l: ComplianceLevel) -> Level {
+    match l {
+        ComplianceLevel::Required => Level::Required,
+        ComplianceLevel::Recommended => Level::Recommended,
+        ComplianceLevel::Optional => Level::Optional,
+    }
+}
+
+fn level(l: Level) -> ComplianceLevel {
+    match l {
+        Level::Required => ComplianceLevel::Required,
+        Level::Recommended => ComplianceLevel::Recommended,
+        Level::Optional => ComplianceLevel::Optional,
+    }
+}
+
+/// `SettingDTO[]`: all four, in their documented order.
 async fn read(State(app): State<App>) -> Result<Response> {
     let s = app.state().settings();
-    let items: Vec<Value> = COMPLIANCE_SETTINGS
+    let items: Vec<SettingDto> = ComplianceSetting::ALL
         .iter()
-        .map(|n| json!({"name": n, "value": s.compliance(n).as_str()}))
+        .map(|n| SettingDto {
+            name: *n,
+            value: level_dto(s.compliance(n.as_str())),
+        })
         .collect();
-    Ok(ok(Value::Array(items)))
+    Ok(ok(to_json(&items)))
 }
 
 async fn update(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let mut o = Obj::root(body)?;
-    let name = o.req_str("name")?;
-    let value = o.req_str("value")?;
-    o.finish()?;
-    if !COMPLIANCE_SETTINGS.contains(&name.as_str()) {
-        return Err(Error::field(
-            "name",
-            format!("must be one of {}", COMPLIANCE_SETTINGS.join(", ")),
-        ));
-    }
-    let level = ComplianceLevel::parse(&value)
-        .ok_or_else(|| Error::field("value", "must be one of Required, Recommended, Optional"))?;
+    let dto: SettingDto = svc_api::schema::read(body)?;
+    let name = dto.name.as_str().to_string();
+    let level = level(dto.value);
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut s = (*w.st.settings()).clone();
@@ -70,5 +81,9 @@ async fn update(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         &name,
     );
     w.commit().await?;
-    Ok(ok(json!({"name": name, "value": level.as_str()})))
+    let dto = SettingDto {
+        name: dto.name,
+        value: level_dto(level),
+    };
+    Ok(ok(to_json(&dto)))
 }

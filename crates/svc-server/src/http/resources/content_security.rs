@@ -4,18 +4,18 @@
 //! write-only and sealed. Stored, referenced by policies and reported in authorization events,
 //! with no effect on a decision.
 
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{ContentSecurityDto, ContentSecurityPatchDto, SensorAAidrContentSecurityDto};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::Meta;
 use crate::domain::condition::ContentSecurity;
 use crate::domain::credential::SecretFields;
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, ListSpec, RESOURCE_SET_FILTER, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
@@ -38,43 +38,22 @@ pub struct Input {
     token: Option<String>,
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    if mode == Mode::Patch
-        && let (Some(b), Some(s)) = (base.resource_set, stored)
-        && Some(b) != s.meta.rs
-    {
-        return Err(Error::field("resourceSet", "cannot be changed"));
-    }
-    if let (Some(rs), false) = (base.resource_set, mode == Mode::Patch)
+fn parse(app: &App, dto: ContentSecurityDto) -> Result<(BaseInput, Input)> {
+    let ContentSecurityDto::SensorAAidr(d) = dto;
+    let base = base_input(d.base, d.resource_set)?;
+    if let Some(rs) = base.resource_set
         && !app.state().resource_set_exists(&rs)
     {
         return Err(Error::field("resourceSet", "unknown resource set"));
     }
-    let t = o.opt_str("type")?;
-    match (mode, t.as_deref()) {
-        (_, Some(TYPE)) | (Mode::Patch, None) => {}
-        (_, None) => return Err(Error::field("type", "is required")),
-        (_, Some(_)) => return Err(Error::field("type", format!("must be {TYPE}"))),
-    }
-    o.ignore(&["accessPolicyCount"]);
-    let mut input = Input {
-        base_url: String::new(),
-        fail_open: false,
-        timeout_ms: 30_000,
-        max_retries: 3,
-        token: None,
+    crate::upstream::check_base_url_field("baseUrl", &d.base_url, &app.cfg)?;
+    let input = Input {
+        base_url: d.base_url,
+        fail_open: d.fail_open,
+        timeout_ms: d.timeout_ms,
+        max_retries: d.max_retries,
+        token: d.encrypted_token.filter(|t| !t.is_empty()),
     };
-    if mode != Mode::Patch {
-        input.base_url = o.req_str_len("baseUrl", 1, 2048)?;
-        crate::upstream::check_base_url_field("baseUrl", &input.base_url, &app.cfg)?;
-        input.token = o.opt_str_len("encryptedToken", 0, 8192)?.filter(|t| !t.is_empty());
-        input.fail_open = o.opt_bool("failOpen")?.unwrap_or(false);
-        input.timeout_ms = o.opt_i32_range("timeoutMs", 5000, 600_000)?.unwrap_or(30_000);
-        input.max_retries = o.opt_i32_range("maxRetries", 0, 10)?.unwrap_or(3);
-    }
-    o.finish()?;
     Ok((base, input))
 }
 
@@ -89,27 +68,29 @@ fn apply(input: Input, c: &mut ContentSecurity) {
 }
 
 /// `SensorAAIDRContentSecurityDTO`.
+pub fn cs_dto(st: &Snapshot, c: &ContentSecurity) -> ContentSecurityDto {
+    ContentSecurityDto::SensorAAidr(SensorAAidrContentSecurityDto {
+        base: base_dto(&c.meta),
+        resource_set: Some(c.meta.scope()),
+        base_url: c.base_url.clone(),
+        encrypted_token: None,
+        fail_open: c.fail_open,
+        timeout_ms: c.timeout_ms,
+        max_retries: c.max_retries,
+        access_policy_count: crud::count(st.idx.policy_count(RefField::ContentSecurity, c.meta.id)),
+    })
+}
+
+/// [`cs_dto`] as JSON, for the DTOs not typed yet (`AccessPolicyDTO.contentSecurity`, v1).
 pub fn cs_json(st: &Snapshot, c: &ContentSecurity) -> Value {
-    let mut o = serde_json::Map::new();
-    o.insert("type".into(), json!(c.cs_type));
-    o.extend(base_json(&c.meta, true));
-    o.insert("baseUrl".into(), json!(c.base_url));
-    o.insert("encryptedToken".into(), Value::Null);
-    o.insert("failOpen".into(), json!(c.fail_open));
-    o.insert("timeoutMs".into(), json!(c.timeout_ms));
-    o.insert("maxRetries".into(), json!(c.max_retries));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(RefField::ContentSecurity, c.meta.id)),
-    );
-    Value::Object(o)
+    crud::to_json(&cs_dto(st, c))
 }
 
 impl Resource for ContentSecurities {
     type Record = ContentSecurity;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = ContentSecurityDto;
+    type Patch = ContentSecurityPatchDto;
     const NAME: &'static str = "content security entries";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
@@ -126,12 +107,30 @@ impl Resource for ContentSecurities {
     // §3.13 lists only 204: deleting a missing entry answers it too.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
-        parse(app, body.0, mode, stored)
+    fn parse(app: &App, dto: ContentSecurityDto, _: Mode, _: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
+        parse(app, dto)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&ContentSecurity>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    /// ContentSecurityPatchDTO: the base fields; `resourceSet` and `type` may repeat the stored
+    /// values.
+    fn parse_patch(
+        _: &App,
+        p: ContentSecurityPatchDto,
+        stored: Option<&ContentSecurity>,
+    ) -> Result<(BaseInput, Input)> {
+        if let (Some(b), Some(s)) = (p.resource_set, stored)
+            && Some(b) != s.meta.rs
+        {
+            return Err(Error::field("resourceSet", "cannot be changed"));
+        }
+        let input = Input {
+            base_url: String::new(),
+            fail_open: false,
+            timeout_ms: 30_000,
+            max_retries: 3,
+            token: None,
+        };
+        Ok((patch_input(p.patch)?, input))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ContentSecurity> {
@@ -157,7 +156,7 @@ impl Resource for ContentSecurities {
         release(w, author, id, RefField::ContentSecurity)
     }
 
-    fn render(_: &App, st: &Snapshot, c: &ContentSecurity) -> Untyped {
-        Untyped(cs_json(st, c))
+    fn render(_: &App, st: &Snapshot, c: &ContentSecurity) -> ContentSecurityDto {
+        cs_dto(st, c)
     }
 }

@@ -3,11 +3,14 @@
 //! `cloudB-key-vault-value` providers. `personalAccessToken` is write-only. An integration that a
 //! credential provider references cannot be deleted (§1.10 rule 4).
 
-use serde_json::{Map, Value, json};
-use svc_api::{FieldError, Obj};
+use serde_json::{Map, Value};
+use svc_api::mgmt::{
+    CiBCredentialProviderIntegrationDto, CloudBDirectoryFederationCredentialProviderIntegrationDto,
+    CredentialProviderIntegrationCommon, CredentialProviderIntegrationDto, CredentialProviderIntegrationPatchDto,
+};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, Resource};
 use crate::app::App;
 use crate::config::Config;
@@ -16,12 +19,13 @@ use crate::credential::types::uuid_text;
 use crate::domain::Meta;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider, SecretFields};
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
-const KINDS: &[&str] = &["CiB", "CloudBDirectoryFederation"];
-const RO: &[&str] = &["tokenExpiration", "lastOperationTimestamp", "status", "errorMessage"];
+const CIB: &str = "CiB";
+const CLOUD_B: &str = "CloudBDirectoryFederation";
+const KINDS: &[&str] = &[CIB, CLOUD_B];
 
 /// `/api/v1/credential-integrations` on the shared CRUD layer.
 pub struct CredentialIntegrations;
@@ -83,168 +87,153 @@ fn tld_host(host: &str) -> bool {
         && tld.bytes().all(|b| b.is_ascii_alphabetic())
 }
 
-/// Variant fields of a kind; `full` requires the required ones.
-fn parse_variant(
-    o: &mut Obj,
-    kind: &str,
-    full: bool,
-    cfg: &Config,
-) -> std::result::Result<(Map<String, Value>, Option<String>), FieldError> {
-    let mut m = Map::new();
-    let s = |o: &mut Obj, k: &str, max: usize| {
-        if full {
-            o.req_str_len(k, 1, max).map(Some)
-        } else {
-            o.opt_str_len(k, 1, max)
-        }
-    };
-    let check =
-        |o: &Obj, m: &mut Map<String, Value>, k: &str, v: Option<String>, ok: &dyn Fn(&str) -> bool, rule: &str| {
-            if let Some(v) = v {
-                if !ok(&v) {
-                    return Err(FieldError::new(o.path(k), rule));
-                }
-                m.insert(k.to_string(), json!(v));
-            }
-            Ok(())
-        };
-    let mut secret = None;
-    match kind {
-        "CiB" => {
-            let url = s(o, "url", 2048)?;
-            check(
-                o,
-                &mut m,
-                "url",
-                url,
-                &|u| cib_url(u, cfg),
-                r"must match ^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$",
-            )?;
-            secret = o.opt_str("personalAccessToken")?.filter(|t| !t.is_empty());
-            for k in ["userId", "topLevelGroupId"] {
-                if let Some(v) = o.opt_str_len(k, 0, 256)? {
-                    m.insert(k.into(), json!(v));
-                }
-            }
-        }
-        _ => {
-            let v = s(o, "audience", 2048)?;
-            check(
-                o,
-                &mut m,
-                "audience",
-                v,
-                &|a| !a.chars().any(char::is_whitespace),
-                r"must match ^\S+$",
-            )?;
-            let v = s(o, "subject", 2048)?;
-            check(o, &mut m, "subject", v, &|_| true, "")?;
-            let v = s(o, "cloudBTenant", 36)?;
-            check(
-                o,
-                &mut m,
-                "cloudBTenant",
-                v,
-                &|t| uuid_text(t) && tenant_text(t),
-                "must be a UUID",
-            )?;
-            let v = s(o, "clientId", 36)?;
-            check(o, &mut m, "clientId", v, &uuid_text, "must be a UUID")?;
-            let v = s(o, "keyVaultName", 24)?;
-            check(
-                o,
-                &mut m,
-                "keyVaultName",
-                v,
-                &vault_name,
-                "must match ^[a-zA-Z](?!.*--)[a-zA-Z0-9-]{1,22}[a-zA-Z0-9]$",
-            )?;
-            if let Some(b) = o.opt_bool("fetchSecretNames")? {
-                m.insert("fetchSecretNames".into(), json!(b));
-            }
-        }
+/// `v` must pass `ok`, else `<field>: <rule>`.
+fn checked(field: &str, v: String, ok: impl Fn(&str) -> bool, rule: &str) -> Result<Value> {
+    if !ok(&v) {
+        return Err(Error::field(field, rule));
     }
-    o.ignore(RO);
-    Ok((m, secret))
+    Ok(Value::String(v))
 }
 
 pub struct Input {
-    kind: Option<String>,
+    kind: &'static str,
     config: Map<String, Value>,
     secret: Option<String>,
 }
 
-fn parse(body: Value, mode: Mode, stored_kind: Option<&str>, cfg: &Config) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let kind = o.opt_str("type")?;
-    o.ignore(super::common::BASE_RO);
-    let k = match (mode, kind.as_deref(), stored_kind) {
-        // §1.5: a discriminator cannot change; the stored one may be repeated (a GET sent back).
-        (Mode::Patch, Some(k), Some(s)) if k != s => return Err(Error::field("type", "cannot be changed")),
-        (Mode::Patch, _, Some(s)) => s.to_string(),
-        (_, None, _) => return Err(Error::field("type", "is required")),
-        (_, Some(k), _) if !KINDS.contains(&k) => {
-            return Err(Error::field("type", format!("must be one of {}", KINDS.join(", "))));
+/// The variant's fields as stored (`config`) and the new secret: the rules their schema cannot
+/// state.
+fn parse(dto: CredentialProviderIntegrationDto, cfg: &Config) -> Result<(BaseInput, Input)> {
+    let mut m = Map::new();
+    let (kind, common, secret) = match dto {
+        CredentialProviderIntegrationDto::CiB(d) => {
+            let url_rule = r"must match ^https://[a-zA-Z0-9\-.]+\.[a-zA-Z]{2,}(:\d+)?(/\S*)?$";
+            m.insert("url".into(), checked("url", d.url, |u| cib_url(u, cfg), url_rule)?);
+            for (k, v) in [("userId", d.user_id), ("topLevelGroupId", d.top_level_group_id)] {
+                if let Some(v) = v {
+                    m.insert(k.into(), Value::String(v));
+                }
+            }
+            (CIB, d.common, d.personal_access_token.filter(|t| !t.is_empty()))
         }
-        (_, Some(k), Some(s)) if k != s => return Err(Error::field("type", "cannot be changed")),
-        (_, Some(k), _) => k.to_string(),
+        CredentialProviderIntegrationDto::CloudBDirectoryFederation(d) => {
+            let no_space = |a: &str| !a.chars().any(char::is_whitespace);
+            m.insert(
+                "audience".into(),
+                checked("audience", d.audience, no_space, r"must match ^\S+$")?,
+            );
+            m.insert("subject".into(), Value::String(d.subject));
+            let tenant = |t: &str| uuid_text(t) && tenant_text(t);
+            m.insert(
+                "cloudBTenant".into(),
+                checked("cloudBTenant", d.cloud_b_tenant, tenant, "must be a UUID")?,
+            );
+            m.insert(
+                "clientId".into(),
+                checked("clientId", d.client_id, uuid_text, "must be a UUID")?,
+            );
+            let vault_rule = "must match ^[a-zA-Z](?!.*--)[a-zA-Z0-9-]{1,22}[a-zA-Z0-9]$";
+            m.insert(
+                "keyVaultName".into(),
+                checked("keyVaultName", d.key_vault_name, vault_name, vault_rule)?,
+            );
+            if let Some(b) = d.fetch_secret_names {
+                m.insert("fetchSecretNames".into(), Value::Bool(b));
+            }
+            (CLOUD_B, d.common, None)
+        }
     };
-    let (config, secret) = if mode == Mode::Patch {
-        (Map::new(), None)
-    } else {
-        parse_variant(&mut o, &k, true, cfg)?
-    };
-    o.finish()?;
+    let base = base_input(common.base, common.resource_set)?;
     let input = Input {
-        kind: Some(k),
-        config,
+        kind,
+        config: m,
         secret,
     };
     Ok((base, input))
 }
 
-fn to_json(i: &CredentialIntegration) -> Value {
-    let mut o = Map::new();
-    o.insert("type".into(), json!(i.int_type));
-    o.extend(base_json(&i.meta, true));
-    o.extend(i.config.clone());
-    if i.int_type == "CiB" {
-        o.insert("personalAccessToken".into(), Value::Null);
-        for k in ["userId", "topLevelGroupId"] {
-            o.entry(k).or_insert(Value::Null);
-        }
+fn text(i: &CredentialIntegration, k: &str) -> Option<String> {
+    i.config.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+/// `CredentialProviderIntegrationDTO` (its variant), `personalAccessToken` `null`.
+pub fn integration_dto(i: &CredentialIntegration) -> CredentialProviderIntegrationDto {
+    let common = CredentialProviderIntegrationCommon {
+        base: base_dto(&i.meta),
+        resource_set: Some(i.meta.scope()),
+        token_expiration: i.token_expiration,
+        last_operation_timestamp: i.last_operation,
+        status: i.status.clone(),
+        error_message: i.error_message.clone(),
+    };
+    let t = |k: &str| text(i, k).unwrap_or_default();
+    if i.int_type == CIB {
+        CredentialProviderIntegrationDto::CiB(CiBCredentialProviderIntegrationDto {
+            common,
+            url: t("url"),
+            personal_access_token: None,
+            user_id: text(i, "userId"),
+            top_level_group_id: text(i, "topLevelGroupId"),
+        })
     } else {
-        o.entry("fetchSecretNames").or_insert(json!(false));
+        CredentialProviderIntegrationDto::CloudBDirectoryFederation(
+            CloudBDirectoryFederationCredentialProviderIntegrationDto {
+                common,
+                audience: t("audience"),
+                subject: t("subject"),
+                cloud_b_tenant: t("cloudBTenant"),
+                client_id: t("clientId"),
+                key_vault_name: t("keyVaultName"),
+                fetch_secret_names: Some(
+                    i.config
+                        .get("fetchSecretNames")
+                        .and_then(Value::as_bool)
+                        .unwrap_or(false),
+                ),
+            },
+        )
     }
-    o.insert("tokenExpiration".into(), json!(i.token_expiration));
-    o.insert("lastOperationTimestamp".into(), json!(i.last_operation));
-    o.insert("status".into(), json!(i.status));
-    o.insert("errorMessage".into(), json!(i.error_message));
-    Value::Object(o)
 }
 
 impl Resource for CredentialIntegrations {
     type Record = CredentialIntegration;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = CredentialProviderIntegrationDto;
+    type Patch = CredentialProviderIntegrationPatchDto;
     const NAME: &'static str = "credential-provider integrations";
     const LIST: ListSpec = SPEC;
     // The variant's fields depend on the stored `type`.
     const PATCH_NEEDS_STORED: bool = true;
 
-    fn parse(
-        app: &App,
-        body: Untyped,
-        mode: Mode,
-        stored: Option<&CredentialIntegration>,
-    ) -> Result<(BaseInput, Input)> {
-        parse(body.0, mode, stored.map(|i| i.int_type.as_str()), &app.cfg)
+    fn prepare(body: &mut Value, stored: Option<&CredentialIntegration>) -> Result<()> {
+        crud::discriminator_kept(body, "type", stored.map(|s| s.int_type.as_str()), KINDS)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&CredentialIntegration>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    fn parse(
+        app: &App,
+        dto: CredentialProviderIntegrationDto,
+        _: Mode,
+        _: Option<&CredentialIntegration>,
+    ) -> Result<(BaseInput, Input)> {
+        parse(dto, &app.cfg)
+    }
+
+    fn parse_patch(
+        _: &App,
+        p: CredentialProviderIntegrationPatchDto,
+        stored: Option<&CredentialIntegration>,
+    ) -> Result<(BaseInput, Input)> {
+        crud::discriminator_repeated("type", p.kind.as_deref(), stored.map(|s| s.int_type.as_str()))?;
+        let base = BaseInput {
+            resource_set: p.resource_set,
+            ..patch_input(p.patch)?
+        };
+        let input = Input {
+            kind: CIB,
+            config: Map::new(),
+            secret: None,
+        };
+        Ok((base, input))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<CredentialIntegration> {
@@ -254,7 +243,7 @@ impl Resource for CredentialIntegrations {
         }
         Ok(CredentialIntegration {
             meta,
-            int_type: input.kind.unwrap_or_default(),
+            int_type: input.kind.to_string(),
             config: input.config,
             token_expiration: None,
             last_operation: None,
@@ -273,7 +262,7 @@ impl Resource for CredentialIntegrations {
     }
 
     fn check(_: &Write<'_>, i: &CredentialIntegration) -> Result<()> {
-        if i.int_type == "CiB" && i.secrets.get("personalAccessToken").is_none() {
+        if i.int_type == CIB && i.secrets.get("personalAccessToken").is_none() {
             return Err(Error::field("personalAccessToken", "is required"));
         }
         Ok(())
@@ -297,8 +286,8 @@ impl Resource for CredentialIntegrations {
         }
     }
 
-    fn render(_: &App, _: &Snapshot, i: &CredentialIntegration) -> Untyped {
-        Untyped(to_json(i))
+    fn render(_: &App, _: &Snapshot, i: &CredentialIntegration) -> CredentialProviderIntegrationDto {
+        integration_dto(i)
     }
 }
 

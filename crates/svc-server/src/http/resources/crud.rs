@@ -109,6 +109,15 @@ pub trait Resource: Send + Sync + 'static {
     /// of an id the caller cannot see is a `404` before its body is read.
     const PATCH_NEEDS_STORED: bool = false;
 
+    /// Adjusts a POST or PUT body before it is checked against the DTO's schema (`stored`: the
+    /// entity a PUT names, as for [`Resource::parse`]): the place for an alias a schema cannot
+    /// state (a v2 integration's `type` standing for its `integrationType`, §3.11), and for
+    /// refusing a changed discriminator (§1.5) before the other variant's fields are read
+    /// ([`discriminator_kept`]).
+    fn prepare(_body: &mut Value, _stored: Option<&Self::Record>) -> Result<()> {
+        Ok(())
+    }
+
     /// Reads a POST (`Mode::Create`) or PUT (`Mode::Replace`) body: its base block and the
     /// resource's own fields. `stored` is the entity the request names (PUT: the body's
     /// `externalId`), read before the write unit starts, when the caller's resource set holds
@@ -302,8 +311,9 @@ async fn create<R: Resource>(
     State(app): State<App>,
     ctx: Ctx,
     path: MatchedPath,
-    JsonBody(body): JsonBody,
+    JsonBody(mut body): JsonBody,
 ) -> Result<Response> {
+    R::prepare(&mut body, None)?;
     let body: R::Dto = svc_api::schema::read(body)?;
     let (base, input) = R::parse(&app, body, Mode::Create, None)?;
     let rs = match R::RS {
@@ -334,12 +344,13 @@ async fn create<R: Resource>(
     Ok(with_warnings(response, &warnings))
 }
 
-async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
+async fn replace<R: Resource>(State(app): State<App>, ctx: Ctx, JsonBody(mut body): JsonBody) -> Result<Response> {
     let stored = body
         .get("externalId")
         .and_then(Value::as_str)
         .and_then(svc_api::reader::parse_uuid)
         .and_then(|id| lookup::<R>(&app.state(), &id, &ctx).cloned());
+    R::prepare(&mut body, stored.as_deref())?;
     let body: R::Dto = svc_api::schema::read(body)?;
     let (base, input) = R::parse(&app, body, Mode::Replace, stored.as_deref())?;
     let id = base
@@ -435,6 +446,30 @@ fn render_stored<R: Resource>(app: &App, st: &Snapshot, id: &Uuid) -> Result<Val
     st.get::<R::Record>(id)
         .map(|v| to_json(&R::render(app, st, v)))
         .ok_or_else(|| Error::internal("a committed entity is missing from the state"))
+}
+
+/// §1.5: a PUT cannot change the discriminator `field` of the entity (`stored`: its value), read
+/// before the body's variant is: a known variant other than the stored one is `<field>: cannot
+/// be changed` (an unknown one is left to the schema's `must be one of`).
+pub fn discriminator_kept(body: &Value, field: &str, stored: Option<&str>, known: &[&str]) -> Result<()> {
+    let given = body.get(field).and_then(Value::as_str);
+    match (given, stored) {
+        (Some(g), Some(s)) if g != s && known.contains(&g) => Err(Error::field(field, "cannot be changed")),
+        _ => Ok(()),
+    }
+}
+
+/// A PATCH may repeat the entity's discriminator `field` (a GET body sent back), not change it.
+pub fn discriminator_repeated(field: &str, given: Option<&str>, stored: Option<&str>) -> Result<()> {
+    match (given, stored) {
+        (Some(g), Some(s)) if g != s => Err(Error::field(field, "cannot be changed")),
+        _ => Ok(()),
+    }
+}
+
+/// A count as the DTOs' int32.
+pub fn count(n: usize) -> i32 {
+    n.min(i32::MAX as usize) as i32
 }
 
 /// A DTO as JSON (lists filter and order the JSON of their items).

@@ -7,12 +7,15 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Map, Value, json};
-use svc_api::Obj;
+use serde_json::{Map, Value};
+use svc_api::mgmt::{
+    DiscoveryIntegrationDto, DiscoveryIntegrationJson, DiscoveryIntegrationPatchDto, DiscoveryType,
+    ServerWorkloadDraftDto, ServerWorkloadDraftEndpointDto,
+};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource, RsFrom};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
+use super::crud::{self, OnMissing, Resource, RsFrom, to_json};
 use crate::app::App;
 use crate::credential::types::check_url;
 use crate::domain::condition::{CLOUD_SECURITY_A, DiscoveryIntegration, ServerWorkloadDraft};
@@ -20,7 +23,7 @@ use crate::domain::credential::SecretFields;
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, RESOURCE_SET_FILTER, field_filter, respond};
@@ -48,12 +51,12 @@ pub fn register(api: &mut Api<'_>) {
         list_drafts,
         Op::new("List server-workload drafts (§3.12)")
             .query(Query::List)
-            .list::<Untyped>("serverWorkloadDrafts"),
+            .list::<ServerWorkloadDraftDto>("serverWorkloadDrafts"),
     );
     api.guarded("/api/alpha/server-workload-drafts/{id}", p, s).get(
         read_draft,
         Op::new("Read a server-workload draft (§3.12)")
-            .ok::<Untyped>(200)
+            .ok::<ServerWorkloadDraftDto>(200)
             .empty(204),
     );
 }
@@ -65,48 +68,48 @@ pub struct Input {
     secret: Option<String>,
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    if let (Some(b), Some(s)) = (base.resource_set, stored)
+/// `discoveryIntegrationJSON`: JSON text of a `DiscoveryIntegrationJSON` object.
+fn integration_json(text: &str) -> Result<DiscoveryIntegrationJson> {
+    const AT: &str = "discoveryIntegrationJSON";
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| Error::field(AT, format!("must be JSON text of an object ({e})")))?;
+    if v.is_null() {
+        return Err(Error::field(AT, "must be an object, not null"));
+    }
+    Ok(svc_api::schema::read_at(v, AT)?)
+}
+
+/// A body's `resourceSet`: an existing set, the stored entity's when there is one.
+fn check_resource_set(app: &App, rs: Option<Uuid>, stored: Option<&DiscoveryIntegration>) -> Result<()> {
+    if let (Some(b), Some(s)) = (rs, stored)
         && Some(b) != s.meta.rs
     {
         return Err(Error::field("resourceSet", "cannot be changed"));
     }
-    if let Some(rs) = base.resource_set
+    if let Some(rs) = rs
         && !app.state().resource_set_exists(&rs)
     {
         return Err(Error::field("resourceSet", "unknown resource set"));
     }
-    match (mode, o.opt_str("type")?.as_deref()) {
-        (_, Some(CLOUD_SECURITY_A)) | (Mode::Patch, None) => {}
-        (_, None) => return Err(Error::field("type", "is required")),
-        (_, Some(_)) => return Err(Error::field("type", format!("must be {CLOUD_SECURITY_A}"))),
-    }
-    o.ignore(&["lastSync", "lastSyncStatus"]);
-    let mut input = Input {
-        sync: 0,
-        endpoint: String::new(),
-        config: Map::new(),
-        secret: None,
+    Ok(())
+}
+
+fn parse(app: &App, dto: DiscoveryIntegrationDto, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
+    let base = base_input(dto.base, dto.resource_set)?;
+    check_resource_set(app, base.resource_set, stored)?;
+    crate::upstream::check_base_url_field("endpoint", &dto.endpoint, &app.cfg)?;
+    let j = integration_json(&dto.discovery_integration_json)?;
+    check_url("discoveryIntegrationJSON.tokenUrl", &j.token_url, &app.cfg)?;
+    let mut config = Map::new();
+    config.insert("tokenUrl".into(), Value::String(j.token_url));
+    config.insert("clientId".into(), Value::String(j.client_id));
+    config.insert("audience".into(), Value::String(j.audience));
+    let input = Input {
+        sync: dto.sync_frequency_seconds,
+        endpoint: dto.endpoint,
+        config,
+        secret: j.client_secret.filter(|s| !s.is_empty()),
     };
-    if mode != Mode::Patch {
-        (input.sync, input.endpoint) = super::integrations::common_fields(&mut o, &app.cfg)?;
-        let text = o.req_str("discoveryIntegrationJSON")?;
-        let mut j = Obj::from_json_text(&text, "discoveryIntegrationJSON".into())?;
-        let token_url = j.req_str_len("tokenUrl", 1, 2048)?;
-        check_url(&j.path("tokenUrl"), &token_url, &app.cfg)?;
-        input.config.insert("tokenUrl".into(), json!(token_url));
-        input
-            .config
-            .insert("clientId".into(), json!(j.req_str_len("clientId", 1, 256)?));
-        input.secret = j.opt_str_len("clientSecret", 0, 4096)?.filter(|s| !s.is_empty());
-        input
-            .config
-            .insert("audience".into(), json!(j.req_str_len("audience", 1, 2048)?));
-        j.finish()?;
-    }
-    o.finish()?;
     Ok((base, input))
 }
 
@@ -120,25 +123,31 @@ fn apply(input: Input, d: &mut DiscoveryIntegration) {
 }
 
 /// `DiscoveryIntegrationDTO`: `discoveryIntegrationJSON` as text, without `clientSecret`.
-pub fn discovery_json(d: &DiscoveryIntegration) -> Value {
-    let mut o = base_json(&d.meta, true);
-    o.insert("type".into(), json!(d.dtype));
-    o.insert("syncFrequencySeconds".into(), json!(d.sync_frequency_seconds));
-    o.insert("lastSync".into(), json!(d.last_sync));
-    o.insert("lastSyncStatus".into(), json!(d.last_sync_status));
-    o.insert("endpoint".into(), json!(d.endpoint));
-    o.insert(
-        "discoveryIntegrationJSON".into(),
-        json!(Value::Object(d.config.clone()).to_string()),
-    );
-    Value::Object(o)
+pub fn discovery_dto(d: &DiscoveryIntegration) -> DiscoveryIntegrationDto {
+    let text = |k: &str| d.config.get(k).and_then(Value::as_str).unwrap_or_default().to_string();
+    let json = DiscoveryIntegrationJson {
+        token_url: text("tokenUrl"),
+        client_id: text("clientId"),
+        client_secret: None,
+        audience: text("audience"),
+    };
+    DiscoveryIntegrationDto {
+        base: base_dto(&d.meta),
+        resource_set: Some(d.meta.scope()),
+        kind: DiscoveryType::CloudSecurityAIntegrationApi,
+        sync_frequency_seconds: d.sync_frequency_seconds,
+        last_sync: d.last_sync,
+        last_sync_status: d.last_sync_status.clone(),
+        endpoint: d.endpoint.clone(),
+        discovery_integration_json: serde_json::to_string(&json).expect("a DTO serialises"),
+    }
 }
 
 impl Resource for DiscoveryIntegrations {
     type Record = DiscoveryIntegration;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = DiscoveryIntegrationDto;
+    type Patch = DiscoveryIntegrationPatchDto;
     const NAME: &'static str = "discovery integrations";
     const RS: RsFrom = RsFrom::Body("resourceSet");
     const PATCH_NEEDS_STORED: bool = true;
@@ -151,15 +160,28 @@ impl Resource for DiscoveryIntegrations {
 
     fn parse(
         app: &App,
-        body: Untyped,
-        mode: Mode,
+        dto: DiscoveryIntegrationDto,
+        _: Mode,
         stored: Option<&DiscoveryIntegration>,
     ) -> Result<(BaseInput, Input)> {
-        parse(app, body.0, mode, stored)
+        parse(app, dto, stored)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&DiscoveryIntegration>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    /// DiscoveryIntegrationPatchDTO: the base fields; `resourceSet` and `type` may repeat the
+    /// stored values.
+    fn parse_patch(
+        app: &App,
+        p: DiscoveryIntegrationPatchDto,
+        stored: Option<&DiscoveryIntegration>,
+    ) -> Result<(BaseInput, Input)> {
+        check_resource_set(app, p.resource_set, stored)?;
+        let input = Input {
+            sync: 0,
+            endpoint: String::new(),
+            config: Map::new(),
+            secret: None,
+        };
+        Ok((patch_input(p.patch)?, input))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<DiscoveryIntegration> {
@@ -200,8 +222,8 @@ impl Resource for DiscoveryIntegrations {
         Ok(())
     }
 
-    fn render(_: &App, _: &Snapshot, d: &DiscoveryIntegration) -> Untyped {
-        Untyped(discovery_json(d))
+    fn render(_: &App, _: &Snapshot, d: &DiscoveryIntegration) -> DiscoveryIntegrationDto {
+        discovery_dto(d)
     }
 }
 
@@ -224,21 +246,31 @@ async fn sync_now(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response
 }
 
 /// `ServerWorkloadDraftDTO`.
-fn draft_json(d: &ServerWorkloadDraft) -> Value {
-    let mut o = base_json(&d.meta, true);
-    o.insert("isActive".into(), json!(false));
-    o.insert(
-        "serviceEndpoint".into(),
-        json!({"host": d.host, "port": d.port, "appProtocol": null, "transportProtocol": "TCP", "requestedPort": d.port,
-               "requestedTls": false, "tls": false, "tlsVerification": null, "workloadServiceAuthentication": null,
-               "urlPath": null, "httpHeaders": []}),
-    );
-    o.insert("type".into(), Value::Null);
-    o.insert("accessPolicyCount".into(), json!(0));
-    o.insert("discoveryIntegrationId".into(), json!(d.integration));
-    o.insert("providerUniqueId".into(), json!(d.provider_unique_id));
-    o.insert("lastSeenAt".into(), json!(d.last_seen_at));
-    Value::Object(o)
+fn draft_dto(d: &ServerWorkloadDraft) -> ServerWorkloadDraftDto {
+    let mut base = base_dto(&d.meta);
+    base.is_active = false;
+    ServerWorkloadDraftDto {
+        base,
+        resource_set: d.meta.scope(),
+        service_endpoint: ServerWorkloadDraftEndpointDto {
+            host: d.host.clone(),
+            port: d.port,
+            app_protocol: None,
+            transport_protocol: "TCP".into(),
+            requested_port: d.port,
+            requested_tls: false,
+            tls: false,
+            tls_verification: None,
+            workload_service_authentication: None,
+            url_path: None,
+            http_headers: Vec::new(),
+        },
+        kind: None,
+        access_policy_count: 0,
+        discovery_integration_id: d.integration,
+        provider_unique_id: d.provider_unique_id.clone(),
+        last_seen_at: d.last_seen_at,
+    }
 }
 
 const DRAFTS: ListSpec = ListSpec::new("serverWorkloadDrafts", Base::Scoped)
@@ -262,7 +294,7 @@ async fn list_drafts(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<
         .server_workload_drafts
         .values()
         .filter(|d| sets.contains(&d.meta.rs.unwrap_or(DEFAULT_RESOURCE_SET)))
-        .map(|d| draft_json(d))
+        .map(|d| to_json(&draft_dto(d)))
         .collect();
     Ok(ok(respond(items, &p, &DRAFTS)?))
 }
@@ -270,7 +302,7 @@ async fn list_drafts(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<
 async fn read_draft(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     match st.server_workload_drafts.get(&ids.one()) {
-        Some(d) if ctx.readable_sets(&st).contains(&d.meta.scope()) => Ok(ok(draft_json(d))),
+        Some(d) if ctx.readable_sets(&st).contains(&d.meta.scope()) => Ok(ok(to_json(&draft_dto(d)))),
         _ => Ok(no_content()),
     }
 }

@@ -1,11 +1,16 @@
 //! Query parameters shared by the three event lists (contract §3.26): paging, ordering, `search`
 //! and the time window (absolute dates win over spans; `span-last-minutes` over the unit span).
 
-use crate::events::shape::Shape;
-use axum::response::Response;
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::events::shape::Shape;
 use crate::http::extract::QueryPairs;
 use crate::http::list::{order_direction, parse_int};
 use crate::store::{Columns, EventQuery, QueryPage};
@@ -147,7 +152,11 @@ impl EventParams {
                         if let Some(last) = path.last_mut() {
                             *last = k;
                         }
-                        order_json = Some(path);
+                        // The sibling's own place: a column (`contextId`, migration 0007) or the body.
+                        match shape.leaf_path(&path.join(".")) {
+                            Some((_, Shape::Col(c) | Shape::TimeCol(c))) => order_col = c,
+                            _ => order_json = Some(path),
+                        }
                     }
                     _ => order_json = Some(path),
                 }
@@ -203,31 +212,58 @@ impl EventParams {
     }
 }
 
-/// One page of event bodies; `shape` restores the keys an edge event is stored without
-/// (`events::shape::expand`).
-pub fn page_response(items_key: &str, page: QueryPage, p: &EventParams, shape: Option<Shape>) -> Result<Response> {
-    let items: Vec<Value> = page
+/// A list wrapper (§1.6) of event DTOs, serialised as it is (no JSON tree of the page).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Page<T> {
+    page: i32,
+    per_page: i32,
+    order: Option<String>,
+    status_code: i32,
+    records_total: i32,
+    /// `true` when `records_total` is an estimate (more than `store::EXACT_TOTAL` matches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    records_total_estimated: Option<bool>,
+    /// The items under the list's key (one entry).
+    #[serde(flatten)]
+    items: BTreeMap<&'static str, Vec<T>>,
+}
+
+/// One page of event bodies, each read as its DTO `T` (`event`); `shape` restores the keys an
+/// edge event is stored without (`events::shape::expand`).
+pub fn page_response<T: DeserializeOwned + Serialize>(
+    items_key: &'static str,
+    page: QueryPage,
+    p: &EventParams,
+    shape: Option<Shape>,
+) -> Result<Response> {
+    let items: Vec<T> = page
         .bodies
         .iter()
         .zip(&page.columns)
-        .map(|(b, c)| body_value(b, shape, c))
+        .map(|(b, c)| event(b, shape, c))
         .collect::<Result<_>>()?;
-    let order = format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" });
-    Ok(crate::http::ok(svc_api::common::list_wrapper(
-        items_key,
-        items,
-        p.page,
-        p.per_page,
-        Some(order),
-        page.total as usize,
-    )))
+    let page = Page {
+        page: p.page,
+        per_page: p.per_page,
+        order: Some(format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" })),
+        status_code: 200,
+        records_total: page.total.clamp(0, i64::from(i32::MAX)) as i32,
+        // Above `store::EXACT_TOTAL` matches the total is an estimate, and says so (issue 34;
+        // docs/API-CONVENTIONS.md, Lists).
+        records_total_estimated: page.estimated.then_some(true),
+        items: BTreeMap::from([(items_key, items)]),
+    };
+    Ok((StatusCode::OK, axum::Json(page)).into_response())
 }
 
-/// A stored event body as the API shows it.
-pub fn body_value(body: &str, shape: Option<Shape>, columns: &Columns) -> Result<Value> {
+/// A stored event body as the API shows it: every documented member (`shape` restores those an
+/// edge event is stored without), read as its DTO. A body that is not one is an internal error.
+pub fn event<T: DeserializeOwned>(body: &str, shape: Option<Shape>, columns: &Columns) -> Result<T> {
     let v: Value = serde_json::from_str(body).map_err(Error::internal)?;
-    Ok(match shape {
+    let v = match shape {
         Some(shape) => crate::events::shape::expand(v, shape, columns),
         None => v,
-    })
+    };
+    serde_json::from_value(v).map_err(Error::internal)
 }

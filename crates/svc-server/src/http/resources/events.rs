@@ -4,12 +4,16 @@
 use axum::extract::State;
 use axum::response::Response;
 
-use super::event_query::{EventParams, Span, body_value, equal_to, page_response};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use svc_api::mgmt::{AuthorizationEventDto, EventDto};
+
+use super::event_query::{EventParams, Span, equal_to, event, page_response};
 use crate::app::App;
 use crate::domain::Perm;
 use crate::error::{Error, Result};
 use crate::events::shape::{AUTHORIZATION_EVENT, Shape, WORKLOAD_EVENT};
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, QueryPairs};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::{no_content, ok};
@@ -21,21 +25,23 @@ pub fn register(api: &mut Api<'_>) {
         list_authorization,
         Op::new("List authorization events (§3.24)")
             .query(Query::Events)
-            .list::<Untyped>("authorizationEvents"),
+            .list::<AuthorizationEventDto>("authorizationEvents"),
     );
     api.guarded("/api/v1/authorization-events/{id}", a, Scope::Rs).get(
         read_authorization,
-        Op::new("Read an authorization event").ok::<Untyped>(200).empty(204),
+        Op::new("Read an authorization event")
+            .ok::<AuthorizationEventDto>(200)
+            .empty(204),
     );
     api.guarded("/api/v1/workload-events", w, Scope::Rs).get(
         list_workload,
         Op::new("List workload events (§3.25)")
             .query(Query::Events)
-            .list::<Untyped>("workloadEvents"),
+            .list::<EventDto>("workloadEvents"),
     );
     api.guarded("/api/v1/workload-events/{id}", w, Scope::Rs).get(
         read_workload,
-        Op::new("Read a workload event").ok::<Untyped>(200).empty(204),
+        Op::new("Read a workload event").ok::<EventDto>(200).empty(204),
     );
 }
 
@@ -77,7 +83,7 @@ async fn written(app: &App) {
 async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Response> {
     let p = EventParams::parse(&q, AUTHZ_ORDER, AUTHORIZATION_EVENT, "timestamp", Span::hours(i64::MAX))?;
     let eq = equal_to(&q, &[("severity", "severity"), ("event-type", "event_type")]);
-    list(
+    list::<AuthorizationEventDto>(
         &app,
         &ctx,
         EventTable::Authorization,
@@ -88,7 +94,7 @@ async fn list_authorization(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> 
 }
 
 async fn read_authorization(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    read(&app, &ctx, EventTable::Authorization, ids).await
+    read::<AuthorizationEventDto>(&app, &ctx, EventTable::Authorization, ids).await
 }
 
 /// Repeatable or comma-separated UUID lists.
@@ -131,7 +137,7 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
     if let Some(u) = q.get("user-id") {
         any_of.push(("user_id", vec![u.to_string()]));
     }
-    list(
+    list::<EventDto>(
         &app,
         &ctx,
         EventTable::Workload,
@@ -146,7 +152,7 @@ async fn list_workload(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Resul
 }
 
 async fn read_workload(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
-    read(&app, &ctx, EventTable::Workload, ids).await
+    read::<EventDto>(&app, &ctx, EventTable::Workload, ids).await
 }
 
 /// The items key and the body shape of an event table's API.
@@ -157,8 +163,14 @@ fn shape_of(table: EventTable) -> (&'static str, Shape) {
     }
 }
 
-/// One page of `table`'s events in the caller's resource set.
-async fn list(app: &App, ctx: &Ctx, table: EventTable, p: &EventParams, query: EventQuery) -> Result<Response> {
+/// One page of `table`'s events in the caller's resource set, each as its DTO `T`.
+async fn list<T: DeserializeOwned + Serialize>(
+    app: &App,
+    ctx: &Ctx,
+    table: EventTable,
+    p: &EventParams,
+    query: EventQuery,
+) -> Result<Response> {
     let query = EventQuery {
         rs: vec![ctx.rs.to_string()],
         ..query
@@ -166,17 +178,20 @@ async fn list(app: &App, ctx: &Ctx, table: EventTable, p: &EventParams, query: E
     written(app).await;
     let page = app.store.query_events(table, &query).await?;
     let (items_key, shape) = shape_of(table);
-    page_response(items_key, page, p, Some(shape))
+    page_response::<T>(items_key, page, p, Some(shape))
 }
 
-async fn read(app: &App, ctx: &Ctx, table: EventTable, ids: Ids) -> Result<Response> {
+async fn read<T: DeserializeOwned + Serialize>(app: &App, ctx: &Ctx, table: EventTable, ids: Ids) -> Result<Response> {
     written(app).await;
     match app
         .store
         .get_event_row(table, &ids.one().to_string(), &[ctx.rs.to_string()])
         .await?
     {
-        Some((body, columns)) => Ok(ok(body_value(&body, Some(shape_of(table).1), &columns)?)),
+        Some((body, columns)) => {
+            let e: T = event(&body, Some(shape_of(table).1), &columns)?;
+            Ok(ok(super::crud::to_json(&e)))
+        }
         None => Ok(no_content()),
     }
 }

@@ -1,28 +1,28 @@
-//! `GET /api/v1/health` (contract §3.27): public; reports the user of a valid bearer token.
-
-use std::sync::atomic::Ordering;
+//! `GET /api/v1/health` (contract §3.27): public; reports the user of a valid bearer token, and
+//! (ours, issue 32) in `degraded` what does not work while the database is unusable.
 
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
-use serde_json::json;
+use svc_api::mgmt::{HealthDto, HealthStatus};
 
 use crate::app::App;
-use crate::http::api::{Api, Op, Untyped};
+use crate::http::api::{Api, Op};
 use crate::service::auth::{Principal, authenticate, bearer};
 
 pub fn register(api: &mut Api<'_>) {
     api.public("/api/v1/health").get(
         health,
-        Op::new("Health, and the caller of a valid token (§3.27)").ok::<Untyped>(200),
+        Op::new("Health, and the caller of a valid token (§3.27)").ok::<HealthDto>(200),
     );
 }
 
 async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
-    let status = if app.healthy.load(Ordering::Relaxed) {
-        "Healthy"
+    let degraded = app.store.health().condition().degraded();
+    let status = if degraded.is_none() {
+        HealthStatus::Healthy
     } else {
-        "Unhealthy"
+        HealthStatus::Unhealthy
     };
     let host = headers.get(axum::http::header::HOST).and_then(|v| v.to_str().ok());
     let caller = bearer(
@@ -38,14 +38,16 @@ async fn health(State(app): State<App>, headers: HeaderMap) -> Response {
         },
         None => (None, None, None),
     };
-    super::super::ok(json!({
-        "status": status,
-        "version": env!("CARGO_PKG_VERSION"),
-        "gitSHA": option_env!("SVC_GIT_SHA").unwrap_or("unknown"),
-        "host": host,
-        "user": user,
-        "userFullName": full_name,
-        "tenant": app.cfg.tenant,
-        "sessionExpiresAt": exp.map(svc_api::Timestamp::from_secs),
-    }))
+    let dto = HealthDto {
+        status,
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        git_sha: option_env!("SVC_GIT_SHA").unwrap_or("unknown").to_string(),
+        host: host.map(str::to_string),
+        user,
+        user_full_name: full_name,
+        tenant: app.cfg.tenant.clone(),
+        session_expires_at: exp.map(svc_api::Timestamp::from_secs),
+        degraded: degraded.map(str::to_string),
+    };
+    super::super::ok(super::crud::to_json(&dto))
 }

@@ -5,11 +5,14 @@
 //! integration an access condition uses cannot be deleted (§1.10 rule 4).
 
 use axum::http::StatusCode;
-use serde_json::{Map, Value, json};
-use svc_api::Obj;
+use serde_json::{Map, Value};
+use svc_api::mgmt::{
+    CloudSecurityAIntegrationDto, GeoIpIntegrationDto, IntegrationCommon, IntegrationDto, IntegrationJson,
+    IntegrationPatchDto, IntegrationType, IntegrationV2Dto, SensorAIntegrationDto, TimeIntegrationDto,
+};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnMissing, Resource};
 use crate::app::App;
 use crate::config::Config;
@@ -18,17 +21,16 @@ use crate::domain::Meta;
 use crate::domain::condition::{CLOUD_SECURITY_A, INTEGRATION_TYPES, Integration, SENSOR_A, builtin_type};
 use crate::domain::credential::SecretFields;
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
 
 pub fn register(api: &mut Api<'_>) {
-    crud::register::<Integrations<false>>(api, "/api/v2/integrations");
-    crud::register::<Integrations<true>>(api, "/api/v1/integrations");
+    crud::register::<IntegrationsV2>(api, "/api/v2/integrations");
+    crud::register::<IntegrationsV1>(api, "/api/v1/integrations");
 }
 
-const RO: &[&str] = &["lastSync", "lastSyncStatus", "accessConditionsCount"];
 const FIELDS: &[&str] = &[
     "type",
     "integrationType",
@@ -51,76 +53,46 @@ pub struct Input {
     secret_path: &'static str,
 }
 
-/// The discriminator of a request against the stored one (§1.5: it cannot change; a PATCH may
-/// repeat it). `field` names it in messages.
-fn kind_of(given: Option<String>, mode: Mode, stored: Option<&Integration>, field: &str) -> Result<String> {
-    let stored_kind = stored.map(|s| s.int_type.as_str());
-    match (mode, given.as_deref(), stored_kind) {
-        (Mode::Patch, Some(k), Some(s)) if k != s => Err(Error::field(field, "cannot be changed")),
-        (Mode::Patch, _, Some(s)) => Ok(s.to_string()),
-        (_, None, _) => Err(Error::field(field, "is required")),
-        (_, Some(k), _) if !INTEGRATION_TYPES.contains(&k) => Err(Error::field(
-            field,
-            format!("must be one of {}", INTEGRATION_TYPES.join(", ")),
-        )),
-        (_, Some(k), Some(s)) if k != s => Err(Error::field(field, "cannot be changed")),
-        (Mode::Create, Some(k), _) if builtin_type(k) => Err(Error::field(field, BUILTIN_CREATE)),
-        (_, Some(k), _) => Ok(k.to_string()),
+/// The discriminator of a POST or PUT against the stored one (§1.5: it cannot change). `field`
+/// names it in messages.
+fn kind_of(given: IntegrationType, mode: Mode, stored: Option<&Integration>, field: &str) -> Result<String> {
+    let k = given.as_str();
+    match stored.map(|s| s.int_type.as_str()) {
+        Some(s) if k != s => Err(Error::field(field, "cannot be changed")),
+        _ if mode == Mode::Create && builtin_type(k) => Err(Error::field(field, BUILTIN_CREATE)),
+        _ => Ok(k.to_string()),
     }
 }
 
-/// The vendor fields (`clientId`, `clientSecret`, `tokenUrl`, `audience`) of `kind` from `o`.
-fn vendor_fields(o: &mut Obj, kind: &str, cfg: &Config) -> Result<(Map<String, Value>, Option<String>)> {
+/// The vendor fields as stored: `clientId`, `tokenUrl`, `audience` (`null` when none), and the
+/// new `clientSecret` (an empty one is none). `at`: where the fields are (`` or
+/// `integrationJSON`); `tokenUrl` must be a URL the service may call.
+fn vendor_config(
+    client_id: String,
+    token_url: String,
+    audience: Option<String>,
+    secret: Option<String>,
+    at: &str,
+    cfg: &Config,
+) -> Result<(Map<String, Value>, Option<String>)> {
+    check_url(&svc_api::reader::join(at, "tokenUrl"), &token_url, cfg)?;
     let mut m = Map::new();
-    let client_id = o.req_str_len("clientId", 1, 256)?;
-    m.insert("clientId".into(), json!(client_id));
-    let secret = o.opt_str_len("clientSecret", 0, 4096)?.filter(|s| !s.is_empty());
-    let token_url = o.req_str_len("tokenUrl", 1, 2048)?;
-    check_url(&o.path("tokenUrl"), &token_url, cfg)?;
-    m.insert("tokenUrl".into(), json!(token_url));
-    let audience = if kind == CLOUD_SECURITY_A {
-        Some(o.req_str_len("audience", 1, 2048)?)
-    } else {
-        o.opt_str_len("audience", 0, 2048)?.filter(|a| !a.is_empty())
-    };
-    m.insert("audience".into(), json!(audience));
-    Ok((m, secret))
+    m.insert("clientId".into(), Value::String(client_id));
+    m.insert("tokenUrl".into(), Value::String(token_url));
+    m.insert(
+        "audience".into(),
+        audience.filter(|a| !a.is_empty()).map_or(Value::Null, Value::String),
+    );
+    Ok((m, secret.filter(|s| !s.is_empty())))
 }
 
-/// The fields shared by both views, and by discovery integrations (§3.12):
-/// `syncFrequencySeconds`, `endpoint`.
-pub fn common_fields(o: &mut Obj, cfg: &Config) -> Result<(i32, String)> {
-    let sync = o.req_i32_range("syncFrequencySeconds", 300, 3600)?;
-    let endpoint = o.req_str_len("endpoint", 1, 2048)?;
+/// `syncFrequencySeconds` and `endpoint`, shared by both views.
+fn common_input(kind: String, sync: i32, endpoint: String, cfg: &Config, v1: bool) -> Result<Input> {
     crate::upstream::check_base_url_field("endpoint", &endpoint, cfg)?;
-    Ok((sync, endpoint))
-}
-
-/// A body of either view: v1 (`v1`: the discriminator is `type`, the vendor fields are in
-/// `integrationJSON`) or v2 (`integrationType`, vendor fields at the top level).
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, v1: bool) -> Result<(BaseInput, Input)> {
-    if stored.is_some_and(|s| s.builtin) {
-        return Err(Error::bad(BUILTIN_CHANGE));
-    }
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let kind = if v1 {
-        kind_of(o.opt_str("type")?, mode, stored, "type")?
-    } else {
-        let it = o.opt_str("integrationType")?;
-        let t = o.opt_str("type")?;
-        let given = match (it, t) {
-            (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
-            (Some(a), _) | (None, Some(a)) => Some(a),
-            (None, None) => None,
-        };
-        kind_of(given, mode, stored, "integrationType")?
-    };
-    o.ignore(RO);
-    let mut input = Input {
+    Ok(Input {
         kind,
-        sync: 0,
-        endpoint: String::new(),
+        sync,
+        endpoint,
         config: Map::new(),
         secret: None,
         secret_path: if v1 {
@@ -128,19 +100,55 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&Integration>, v1: b
         } else {
             "clientSecret"
         },
+    })
+}
+
+/// A v2 body: the variant's fields at the top level.
+fn parse_v2(app: &App, dto: IntegrationV2Dto, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+    let given = dto.kind();
+    let (base, mut input) = {
+        let c = dto.common().clone();
+        let base = base_input(c.base, c.resource_set)?;
+        let kind = kind_of(given, mode, stored, "integrationType")?;
+        (
+            base,
+            common_input(kind, c.sync_frequency_seconds, c.endpoint, &app.cfg, false)?,
+        )
     };
-    if mode != Mode::Patch {
-        (input.sync, input.endpoint) = common_fields(&mut o, &app.cfg)?;
-        (input.config, input.secret) = if v1 {
-            let mut j = o.req_obj("integrationJSON")?;
-            let fields = vendor_fields(&mut j, &input.kind, &app.cfg)?;
-            j.finish()?;
-            fields
-        } else {
-            vendor_fields(&mut o, &input.kind, &app.cfg)?
-        };
+    (input.config, input.secret) = match dto {
+        IntegrationV2Dto::SensorA(v) => {
+            vendor_config(v.client_id, v.token_url, v.audience, v.client_secret, "", &app.cfg)?
+        }
+        IntegrationV2Dto::CloudSecurityAIntegrationApi(v) => vendor_config(
+            v.client_id,
+            v.token_url,
+            Some(v.audience),
+            v.client_secret,
+            "",
+            &app.cfg,
+        )?,
+        IntegrationV2Dto::SvcGeoIPCondition(_) | IntegrationV2Dto::SvcTimeCondition(_) => (Map::new(), None),
+    };
+    Ok((base, input))
+}
+
+/// A v1 body: the vendor fields in `integrationJSON`, required as the type needs them.
+fn parse_v1(app: &App, dto: IntegrationDto, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+    let base = base_input(dto.base, dto.resource_set)?;
+    let kind = kind_of(dto.kind, mode, stored, "type")?;
+    let mut input = common_input(kind, dto.sync_frequency_seconds, dto.endpoint, &app.cfg, true)?;
+    if vendor_type(&input.kind) {
+        const AT: &str = "integrationJSON";
+        let j = dto.integration_json;
+        let required = |v: Option<String>, k: &str| v.ok_or_else(|| Error::field(format!("{AT}.{k}"), "is required"));
+        let client_id = required(j.client_id, "clientId")?;
+        let token_url = required(j.token_url, "tokenUrl")?;
+        let audience = j.audience.flatten();
+        if input.kind == CLOUD_SECURITY_A && audience.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::field(format!("{AT}.audience"), "is required"));
+        }
+        (input.config, input.secret) = vendor_config(client_id, token_url, audience, j.client_secret, AT, &app.cfg)?;
     }
-    o.finish()?;
     Ok((base, input))
 }
 
@@ -148,134 +156,275 @@ pub fn conditions_count(st: &Snapshot, id: Uuid) -> usize {
     st.access_conditions.values().filter(|c| c.integration == id).count()
 }
 
-/// The fields both views share after the base block.
-fn common_json(st: &Snapshot, i: &Integration, o: &mut Map<String, Value>) {
-    o.insert("syncFrequencySeconds".into(), json!(i.sync_frequency_seconds));
-    o.insert("lastSync".into(), json!(i.last_sync));
-    o.insert("lastSyncStatus".into(), json!(i.last_sync_status));
-    o.insert("endpoint".into(), json!(i.endpoint));
-    o.insert("accessConditionsCount".into(), json!(conditions_count(st, i.meta.id)));
+fn kind(i: &Integration) -> IntegrationType {
+    IntegrationType::parse(&i.int_type).expect("stored types are known")
 }
 
-/// The vendor fields with `clientSecret` as `null` (v2) or removed (v1 `integrationJSON`).
-fn vendor_json(i: &Integration, with_secret: bool) -> Map<String, Value> {
-    let mut o = Map::new();
-    if i.builtin {
-        return o;
+fn text(i: &Integration, key: &str) -> String {
+    i.config_str(key).unwrap_or_default().to_string()
+}
+
+/// The fields every v2 variant shows.
+fn common_dto(st: &Snapshot, i: &Integration) -> IntegrationCommon {
+    IntegrationCommon {
+        base: base_dto(&i.meta),
+        resource_set: Some(i.meta.scope()),
+        kind: Some(kind(i)),
+        sync_frequency_seconds: i.sync_frequency_seconds,
+        last_sync: i.last_sync,
+        last_sync_status: i.last_sync_status.clone(),
+        endpoint: i.endpoint.clone(),
+        access_conditions_count: crud::count(conditions_count(st, i.meta.id)),
     }
-    o.insert(
-        "clientId".into(),
-        i.config.get("clientId").cloned().unwrap_or(Value::Null),
-    );
-    if with_secret {
-        o.insert("clientSecret".into(), Value::Null);
+}
+
+/// `IntegrationV2DTO` (its variant), `clientSecret` `null`.
+pub fn v2_dto(st: &Snapshot, i: &Integration) -> IntegrationV2Dto {
+    let common = common_dto(st, i);
+    match kind(i) {
+        IntegrationType::SensorA => IntegrationV2Dto::SensorA(SensorAIntegrationDto {
+            common,
+            client_id: text(i, "clientId"),
+            client_secret: None,
+            token_url: text(i, "tokenUrl"),
+            audience: i.config_str("audience").map(str::to_string),
+        }),
+        IntegrationType::CloudSecurityAIntegrationApi => {
+            IntegrationV2Dto::CloudSecurityAIntegrationApi(CloudSecurityAIntegrationDto {
+                common,
+                client_id: text(i, "clientId"),
+                client_secret: None,
+                token_url: text(i, "tokenUrl"),
+                audience: text(i, "audience"),
+            })
+        }
+        IntegrationType::SvcGeoIPCondition => IntegrationV2Dto::SvcGeoIPCondition(GeoIpIntegrationDto { common }),
+        IntegrationType::SvcTimeCondition => IntegrationV2Dto::SvcTimeCondition(TimeIntegrationDto { common }),
     }
-    o.insert(
-        "tokenUrl".into(),
-        i.config.get("tokenUrl").cloned().unwrap_or(Value::Null),
-    );
-    o.insert(
-        "audience".into(),
-        i.config.get("audience").cloned().unwrap_or(Value::Null),
-    );
-    o
 }
 
-/// `IntegrationV2DTO` (its variant).
-pub fn v2_json(st: &Snapshot, i: &Integration) -> Value {
-    let mut o = Map::new();
-    o.insert("integrationType".into(), json!(i.int_type));
-    o.insert("type".into(), json!(i.int_type));
-    o.extend(base_json(&i.meta, true));
-    common_json(st, i, &mut o);
-    o.extend(vendor_json(i, true));
-    Value::Object(o)
+/// `IntegrationDTO` (v1): the vendor fields in `integrationJSON`, without `clientSecret`.
+pub fn v1_dto(st: &Snapshot, i: &Integration) -> IntegrationDto {
+    let c = common_dto(st, i);
+    let integration_json = if i.builtin {
+        IntegrationJson::default()
+    } else {
+        IntegrationJson {
+            client_id: Some(text(i, "clientId")),
+            client_secret: None,
+            token_url: Some(text(i, "tokenUrl")),
+            audience: Some(i.config_str("audience").map(str::to_string)),
+        }
+    };
+    IntegrationDto {
+        base: c.base,
+        resource_set: c.resource_set,
+        kind: kind(i),
+        sync_frequency_seconds: c.sync_frequency_seconds,
+        last_sync: c.last_sync,
+        last_sync_status: c.last_sync_status,
+        endpoint: c.endpoint,
+        access_conditions_count: c.access_conditions_count,
+        integration_json,
+    }
 }
 
-/// `IntegrationDTO` (v1).
-pub fn v1_json(st: &Snapshot, i: &Integration) -> Value {
-    let mut o = base_json(&i.meta, true);
-    o.insert("type".into(), json!(i.int_type));
-    common_json(st, i, &mut o);
-    o.insert("integrationJSON".into(), Value::Object(vendor_json(i, false)));
-    Value::Object(o)
+/// The one discriminator of a v2 body (§3.11): `type` fills a missing `integrationType` and the
+/// other way round; two different values are refused.
+fn align_type(body: &mut Value) -> Result<()> {
+    let Some(o) = body.as_object_mut() else { return Ok(()) };
+    let present = |v: Option<&Value>| v.filter(|v| !v.is_null()).cloned();
+    match (present(o.get("integrationType")), present(o.get("type"))) {
+        (Some(a), Some(b)) if a != b => Err(Error::field("type", "must equal integrationType")),
+        (Some(a), None) => {
+            o.insert("type".into(), a);
+            Ok(())
+        }
+        (None, Some(b)) => {
+            o.insert("integrationType".into(), b);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
 }
 
-/// `/api/v2/integrations` (`Integrations<false>`) and `/api/v1/integrations`
-/// (`Integrations<true>`): two views of the same entities.
-pub struct Integrations<const V1: bool>;
+/// `/api/v2/integrations`: the variants of `IntegrationV2DTO`.
+pub struct IntegrationsV2;
 
-impl<const V1: bool> Resource for Integrations<V1> {
+/// `/api/v1/integrations`: the same integrations as `IntegrationDTO`.
+pub struct IntegrationsV1;
+
+fn create(input: Input, meta: Meta) -> Result<Integration> {
+    let mut secrets = SecretFields::default();
+    match input.secret {
+        Some(s) => secrets.set("clientSecret", s),
+        None => return Err(Error::field(input.secret_path, "is required")),
+    }
+    Ok(Integration {
+        meta,
+        int_type: input.kind,
+        sync_frequency_seconds: input.sync,
+        endpoint: input.endpoint,
+        config: input.config,
+        builtin: false,
+        last_sync: None,
+        last_sync_status: None,
+        secrets,
+    })
+}
+
+fn replace(input: Input, i: &mut Integration) {
+    i.sync_frequency_seconds = input.sync;
+    i.endpoint = input.endpoint;
+    i.config = input.config;
+    if let Some(s) = input.secret {
+        i.secrets.set("clientSecret", s);
+    }
+}
+
+/// The built-in integrations cannot be changed (checked before a body is read further).
+fn editable(stored: Option<&Integration>) -> Result<()> {
+    match stored {
+        Some(i) if i.builtin => Err(Error::bad(BUILTIN_CHANGE)),
+        _ => Ok(()),
+    }
+}
+
+/// IntegrationPatchDTO: the base fields; `resourceSet` and the discriminator (`integrationType`
+/// or `type`, `field` in messages) may repeat the stored values.
+fn parse_patch(p: IntegrationPatchDto, stored: Option<&Integration>, field: &str) -> Result<(BaseInput, Input)> {
+    editable(stored)?;
+    let given = match (p.integration_type.as_deref(), p.kind.as_deref()) {
+        (Some(a), Some(b)) if a != b => return Err(Error::field("type", "must equal integrationType")),
+        (a, b) => a.or(b),
+    };
+    crud::discriminator_repeated(field, given, stored.map(|s| s.int_type.as_str()))?;
+    let base = BaseInput {
+        resource_set: p.resource_set,
+        ..patch_input(p.patch)?
+    };
+    let input = Input {
+        kind: stored.map(|s| s.int_type.clone()).unwrap_or_default(),
+        sync: 0,
+        endpoint: String::new(),
+        config: Map::new(),
+        secret: None,
+        secret_path: "clientSecret",
+    };
+    Ok((base, input))
+}
+
+/// §1.10 rule 4: an integration an access condition uses stays.
+fn before_delete(w: &Write<'_>, id: Uuid) -> Result<()> {
+    match w.st.access_conditions.values().find(|c| c.integration == id) {
+        Some(c) => Err(Error::field(
+            "accessConditions",
+            format!("referenced by access condition {}", c.meta.named()),
+        )),
+        None => Ok(()),
+    }
+}
+
+impl Resource for IntegrationsV2 {
     type Record = Integration;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = IntegrationV2Dto;
+    type Patch = IntegrationPatchDto;
     const NAME: &'static str = "integrations";
     const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
         .fields(FIELDS)
-        .filters(if V1 { V1_FILTERS } else { V2_FILTERS });
+        .filters(V2_FILTERS);
     // §3.11: DELETE answers 200 (also for an id the set does not hold, §1.5).
     const DELETE: Option<StatusCode> = Some(StatusCode::OK);
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
     const PATCH_NEEDS_STORED: bool = true;
 
-    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
-        parse(app, body.0, mode, stored, V1)
+    fn prepare(body: &mut Value, stored: Option<&Integration>) -> Result<()> {
+        align_type(body)?;
+        crud::discriminator_kept(
+            body,
+            "integrationType",
+            stored.map(|s| s.int_type.as_str()),
+            &INTEGRATION_TYPES,
+        )
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    fn parse(app: &App, dto: IntegrationV2Dto, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        editable(stored)?;
+        parse_v2(app, dto, mode, stored)
+    }
+
+    fn parse_patch(_: &App, p: IntegrationPatchDto, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, "integrationType")
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
-        let mut secrets = SecretFields::default();
-        match input.secret {
-            Some(s) => secrets.set("clientSecret", s),
-            None => return Err(Error::field(input.secret_path, "is required")),
-        }
-        Ok(Integration {
-            meta,
-            int_type: input.kind,
-            sync_frequency_seconds: input.sync,
-            endpoint: input.endpoint,
-            config: input.config,
-            builtin: false,
-            last_sync: None,
-            last_sync_status: None,
-            secrets,
-        })
+        create(input, meta)
     }
 
     fn replace(_: &mut Write<'_>, input: Input, i: &mut Integration) -> Result<()> {
-        i.sync_frequency_seconds = input.sync;
-        i.endpoint = input.endpoint;
-        i.config = input.config;
-        if let Some(s) = input.secret {
-            i.secrets.set("clientSecret", s);
-        }
+        replace(input, i);
         Ok(())
     }
 
     fn editable(i: &Integration) -> Result<()> {
-        if i.builtin {
-            return Err(Error::bad(BUILTIN_CHANGE));
-        }
+        editable(Some(i))
+    }
+
+    fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        before_delete(w, id)
+    }
+
+    fn render(_: &App, st: &Snapshot, i: &Integration) -> IntegrationV2Dto {
+        v2_dto(st, i)
+    }
+}
+
+impl Resource for IntegrationsV1 {
+    type Record = Integration;
+    type Input = Input;
+    type Dto = IntegrationDto;
+    type Patch = IntegrationPatchDto;
+    const NAME: &'static str = "integrations";
+    const LIST: ListSpec = ListSpec::new("integrations", Base::Scoped)
+        .fields(FIELDS)
+        .filters(V1_FILTERS);
+    const DELETE: Option<StatusCode> = Some(StatusCode::OK);
+    const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
+    const PATCH_NEEDS_STORED: bool = true;
+
+    fn prepare(body: &mut Value, stored: Option<&Integration>) -> Result<()> {
+        crud::discriminator_kept(body, "type", stored.map(|s| s.int_type.as_str()), &INTEGRATION_TYPES)
+    }
+
+    fn parse(app: &App, dto: IntegrationDto, mode: Mode, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        editable(stored)?;
+        parse_v1(app, dto, mode, stored)
+    }
+
+    fn parse_patch(_: &App, p: IntegrationPatchDto, stored: Option<&Integration>) -> Result<(BaseInput, Input)> {
+        parse_patch(p, stored, "type")
+    }
+
+    fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<Integration> {
+        create(input, meta)
+    }
+
+    fn replace(_: &mut Write<'_>, input: Input, i: &mut Integration) -> Result<()> {
+        replace(input, i);
         Ok(())
     }
 
-    /// §1.10 rule 4: an integration an access condition uses stays.
-    fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
-        match w.st.access_conditions.values().find(|c| c.integration == id) {
-            Some(c) => Err(Error::field(
-                "accessConditions",
-                format!("referenced by access condition {}", c.meta.named()),
-            )),
-            None => Ok(()),
-        }
+    fn editable(i: &Integration) -> Result<()> {
+        editable(Some(i))
     }
 
-    fn render(_: &App, st: &Snapshot, i: &Integration) -> Untyped {
-        Untyped(if V1 { v1_json(st, i) } else { v2_json(st, i) })
+    fn before_delete(w: &mut Write<'_>, _: &Author, _: Uuid, id: Uuid) -> Result<()> {
+        before_delete(w, id)
+    }
+
+    fn render(_: &App, st: &Snapshot, i: &Integration) -> IntegrationDto {
+        v1_dto(st, i)
     }
 }
 

@@ -4,18 +4,22 @@
 //! (§1.9: `authenticationToken`, `apiKey`). A stream's delivery row is created and removed with
 //! it, in its write unit.
 
-use serde_json::{Map, Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{
+    EntityPatch, LogStreamCommon, LogStreamDataType, LogStreamDto, LogStreamLogAnalyticsADestinationDto,
+    LogStreamObjectStorageADestinationDto, LogStreamObjectStorageCDestinationDto, LogStreamSensorADestinationDto,
+    TlsVerification,
+};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::Meta;
 use crate::domain::credential::SecretFields;
 use crate::domain::stream::{BucketA, BucketC, DataType, Destination, Hec, LogStream};
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -34,18 +38,6 @@ const TYPES: &[&str] = &[
     "LogAnalyticsAHttpEventCollector",
     "SensorAHttpEventCollector",
 ];
-
-const DATA_TYPES: &[&str] = &["AuditLogs", "AccessAuthorizationEvents", "WorkloadEvents"];
-
-/// Read-only fields of the DTO (besides the base block's), accepted and ignored.
-const RO: &[&str] = &[
-    "inProgTransactionCount",
-    "completedTransactionCount",
-    "erroredTransactionCount",
-];
-
-/// `tokenLifetime` when absent (our choice: cloudC's own default for `generateAccessToken`).
-const DEFAULT_TOKEN_LIFETIME: i32 = 3600;
 
 /// A POST or PUT body beyond the base block; `None` on PATCH (LogStreamPatchDTO is
 /// EntityPatchDTO).
@@ -119,160 +111,174 @@ fn api_key_ok(s: &str) -> bool {
     (32..=40).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
 }
 
-/// `field` when present: within `min..max` characters and passing `ok`, else `must match …`.
-fn matching(
-    o: &mut Obj,
-    field: &str,
-    min: usize,
-    max: usize,
-    ok: fn(&str) -> bool,
-    pattern: &str,
-) -> Result<Option<String>> {
-    let v = o.opt_str_len(field, min, max)?;
-    if let Some(s) = &v
-        && !ok(s)
-    {
+/// `v` must pass `ok`, else `<field>: must match <pattern>`.
+fn matching(field: &str, v: &str, ok: fn(&str) -> bool, pattern: &str) -> Result<()> {
+    if !ok(v) {
         return Err(Error::field(field, format!("must match {pattern}")));
     }
-    Ok(v)
+    Ok(())
 }
 
-fn required<T>(field: &str, v: Option<T>) -> Result<T> {
-    v.ok_or_else(|| Error::field(field, "is required"))
+/// A collector's write-only secret: its field, the value given, and the value's rule.
+struct HecSecret {
+    field: &'static str,
+    value: Option<String>,
+    ok: fn(&str) -> bool,
+    rule: &'static str,
 }
 
-/// The fields of an HTTP event collector; `secret`/`check`: its write-only field and format.
+/// The fields of an HTTP event collector and its secret.
 fn parse_hec(
     app: &App,
-    o: &mut Obj,
+    host_port: String,
+    source_name: String,
+    tls: bool,
+    verification: TlsVerification,
+    secret: HecSecret,
     mode: Mode,
-    secret: &'static str,
-    check: (fn(&str) -> bool, &'static str),
 ) -> Result<(Hec, Option<String>)> {
-    let host_port = matching(o, "hecHostPort", 1, 260, host_port_ok, r"^[a-zA-Z0-9\-\.]+:[0-9]{1,5}$")?;
-    let host_port = required("hecHostPort", host_port)?;
-    let source_name = o.req_str_len("hecSourceName", 1, 256)?;
-    let tls = o.opt_bool("tls")?.unwrap_or(true);
-    let verify = o
-        .opt_enum("tlsVerification", &["full", "none"])?
-        .is_none_or(|v| v == "full");
+    matching(
+        "hecHostPort",
+        &host_port,
+        host_port_ok,
+        r"^[a-zA-Z0-9\-\.]+:[0-9]{1,5}$",
+    )?;
+    let host = host_port.rsplit_once(':').map_or(host_port.as_str(), |(h, _)| h);
+    crate::upstream::check_address_field("hecHostPort", host, &app.cfg)?;
     if !tls && !app.cfg.allow_insecure_upstream {
         return Err(Error::field("tls", "plain http needs SVC_ALLOW_INSECURE_UPSTREAM=true"));
     }
-    let value = o.opt_str(secret)?.filter(|s| !s.is_empty());
+    let HecSecret { field, value, ok, rule } = secret;
+    let value = value.filter(|s| !s.is_empty());
     if let Some(v) = &value
-        && !(check.0)(v)
+        && !ok(v)
     {
-        return Err(Error::field(secret, check.1));
+        return Err(Error::field(field, rule));
     }
     // The stored secret stays with the collector it was given for: the write unit refuses a
     // move to another host, port or TLS setting without a new one (issue 31). A PUT of an
     // unknown id is 404, found later; a stored stream without its secret, `check`.
     if value.is_none() && mode == Mode::Create {
-        return Err(Error::field(secret, "is required"));
+        return Err(Error::field(field, "is required"));
     }
-    Ok((
-        Hec {
-            host_port,
-            source_name,
-            tls,
-            verify,
-        },
-        value,
-    ))
+    let hec = Hec {
+        host_port,
+        source_name,
+        tls,
+        verify: verification == TlsVerification::Full,
+    };
+    Ok((hec, value))
 }
 
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, false)?;
-    o.ignore(RO);
-    if mode == Mode::Patch {
-        o.finish()?;
-        return Ok((base, None));
+fn data_type(d: LogStreamDataType) -> DataType {
+    match d {
+        LogStreamDataType::AuditLogs => DataType::AuditLogs,
+        LogStreamDataType::AccessAuthorizationEvents => DataType::AccessAuthorizationEvents,
+        LogStreamDataType::WorkloadEvents => DataType::WorkloadEvents,
     }
-    let ty = o.req_enum("type", TYPES)?;
-    if mode == Mode::Replace
-        && let Some(s) = stored
-        && s.dest.type_name() != ty
-    {
-        return Err(Error::field("type", "cannot be changed"));
+}
+
+fn data_type_dto(d: DataType) -> LogStreamDataType {
+    match d {
+        DataType::AuditLogs => LogStreamDataType::AuditLogs,
+        DataType::AccessAuthorizationEvents => LogStreamDataType::AccessAuthorizationEvents,
+        DataType::WorkloadEvents => LogStreamDataType::WorkloadEvents,
     }
-    let data_type = o.req_enum("dataType", DATA_TYPES)?;
-    let data_type = DataType::parse(&data_type).expect("one of DATA_TYPES");
-    let (dest, secret) = match ty.as_str() {
-        "ObjectStorageABucket" => {
-            let region = matching(&mut o, "objectStorageABucketRegion", 8, 30, region_ok, r"^[a-z\-\d]+$")?;
-            let bucket = matching(
-                &mut o,
+}
+
+fn parse(app: &App, dto: LogStreamDto, mode: Mode) -> Result<(BaseInput, Input)> {
+    let common = dto.common().clone();
+    let base = base_input(common.base, None)?;
+    let (dest, secret) = match dto {
+        LogStreamDto::ObjectStorageABucket(d) => {
+            matching("objectStorageABucketRegion", &d.region, region_ok, r"^[a-z\-\d]+$")?;
+            matching(
                 "objectStorageABucketName",
-                3,
-                63,
+                &d.bucket,
                 bucket_a_ok,
                 r"^[a-z\d]+[a-z\-\.\d]*[a-z\d]+$",
             )?;
-            let prefix = o.opt_str("objectStorageAPathPrefix")?.filter(|p| !p.is_empty());
+            let prefix = d.prefix.filter(|p| !p.is_empty());
             if let Some(p) = &prefix {
                 svc_api::reader::check_len("objectStorageAPathPrefix", p, 3, 800)?;
-            }
-            if prefix.as_deref().is_some_and(|p| !prefix_a_ok(p)) {
-                return Err(Error::field(
-                    "objectStorageAPathPrefix",
-                    "must not contain \\ { } ^ % ` ' \" ~ # [ ] < > | or characters beyond ASCII",
-                ));
+                if !prefix_a_ok(p) {
+                    return Err(Error::field(
+                        "objectStorageAPathPrefix",
+                        "must not contain \\ { } ^ % ` ' \" ~ # [ ] < > | or characters beyond ASCII",
+                    ));
+                }
             }
             let dest = Destination::ObjectStorageABucket(BucketA {
-                region: required("objectStorageABucketRegion", region)?,
-                bucket: required("objectStorageABucketName", bucket)?,
+                region: d.region,
+                bucket: d.bucket,
                 prefix,
             });
             (dest, None)
         }
-        "ObjectStorageCBucket" => {
-            let bucket = o.opt_str("objectStorageCBucketName")?.filter(|s| !s.is_empty());
+        LogStreamDto::ObjectStorageCBucket(d) => {
+            let bucket = d.bucket.filter(|s| !s.is_empty());
             if bucket.as_deref().is_some_and(|b| !bucket_c_ok(b)) {
                 return Err(Error::field(
                     "objectStorageCBucketName",
                     r"must match ^[a-z\-_\d]{3,63}$ or ^(?=.*\.)[a-z\-\._\d]{3,222}$",
                 ));
             }
-            let prefix = o
-                .opt_str_len("objectStorageCPathPrefix", 0, 256)?
-                .filter(|s| !s.is_empty());
+            let prefix = d.prefix.filter(|s| !s.is_empty());
             if prefix.as_deref().is_some_and(|p| !prefix_c_ok(p)) {
                 return Err(Error::field(
                     "objectStorageCPathPrefix",
                     "must not contain # [ ] * ? : \" < > or |",
                 ));
             }
-            let audience = o.opt_str_len("audience", 0, 256)?.filter(|s| !s.is_empty());
-            let email = o.opt_str_len("serviceAccountEmail", 0, 90)?.filter(|s| !s.is_empty());
-            let lifetime = o.opt_i32_range("tokenLifetime", 15, 3600)?;
             let dest = Destination::ObjectStorageCBucket(BucketC {
                 bucket,
                 prefix,
-                audience,
-                service_account_email: email,
-                token_lifetime: lifetime.unwrap_or(DEFAULT_TOKEN_LIFETIME),
+                audience: d.audience.filter(|s| !s.is_empty()),
+                service_account_email: d.service_account_email.filter(|s| !s.is_empty()),
+                token_lifetime: d.token_lifetime,
             });
             (dest, None)
         }
-        "LogAnalyticsAHttpEventCollector" => {
-            let check = (
-                (|s: &str| svc_api::reader::parse_uuid(s).is_some()) as fn(&str) -> bool,
-                "must be a GUID (8-4-4-4-12 hexadecimal digits)",
-            );
-            let (hec, secret) = parse_hec(app, &mut o, mode, "authenticationToken", check)?;
+        LogStreamDto::LogAnalyticsAHttpEventCollector(d) => {
+            let guid = |s: &str| svc_api::reader::parse_uuid(s).is_some();
+            let secret = HecSecret {
+                field: "authenticationToken",
+                value: d.authentication_token,
+                ok: guid,
+                rule: "must be a GUID (8-4-4-4-12 hexadecimal digits)",
+            };
+            let (hec, secret) = parse_hec(
+                app,
+                d.hec_host_port,
+                d.hec_source_name,
+                d.tls,
+                d.tls_verification,
+                secret,
+                mode,
+            )?;
             (Destination::LogAnalyticsAHttpEventCollector(hec), secret)
         }
-        _ => {
-            let check = (api_key_ok as fn(&str) -> bool, "must match ^[a-zA-Z0-9-]{32,40}$");
-            let (hec, secret) = parse_hec(app, &mut o, mode, "apiKey", check)?;
+        LogStreamDto::SensorAHttpEventCollector(d) => {
+            let secret = HecSecret {
+                field: "apiKey",
+                value: d.api_key,
+                ok: api_key_ok,
+                rule: "must match ^[a-zA-Z0-9-]{32,40}$",
+            };
+            let (hec, secret) = parse_hec(
+                app,
+                d.hec_host_port,
+                d.hec_source_name,
+                d.tls,
+                d.tls_verification,
+                secret,
+                mode,
+            )?;
             (Destination::SensorAHttpEventCollector(hec), secret)
         }
     };
-    o.finish()?;
     let input = StreamBody {
-        data_type,
+        data_type: data_type(common.data_type),
         dest,
         secret,
     };
@@ -299,47 +305,71 @@ fn start(s: &LogStream) -> CursorOp {
 }
 
 /// The stream's DTO (its variant), the secret always `null`, the counters as last read.
-pub fn stream_json(app: &App, s: &LogStream) -> Value {
-    let mut o = Map::new();
-    o.insert("type".into(), json!(s.dest.type_name()));
-    o.extend(base_json(&s.meta, false));
-    o.insert("id".into(), json!(s.meta.seq));
-    o.insert("dataType".into(), json!(s.data_type.as_str()));
+pub fn stream_dto(app: &App, s: &LogStream) -> LogStreamDto {
     let c = app.streams.counters(s.meta.id);
-    o.insert("inProgTransactionCount".into(), json!(c.in_progress));
-    o.insert("completedTransactionCount".into(), json!(c.completed));
-    o.insert("erroredTransactionCount".into(), json!(c.errored));
+    let n = |v: i64| v.clamp(0, i64::from(i32::MAX)) as i32;
+    let common = LogStreamCommon {
+        base: base_dto(&s.meta),
+        id: s.meta.seq,
+        data_type: data_type_dto(s.data_type),
+        in_prog_transaction_count: n(c.in_progress),
+        completed_transaction_count: n(c.completed),
+        errored_transaction_count: n(c.errored),
+    };
+    let verification = |h: &Hec| {
+        if h.verify {
+            TlsVerification::Full
+        } else {
+            TlsVerification::None
+        }
+    };
     match &s.dest {
         Destination::ObjectStorageABucket(b) => {
-            o.insert("objectStorageABucketRegion".into(), json!(b.region));
-            o.insert("objectStorageABucketName".into(), json!(b.bucket));
-            o.insert("objectStorageAPathPrefix".into(), json!(b.prefix));
+            LogStreamDto::ObjectStorageABucket(LogStreamObjectStorageADestinationDto {
+                common,
+                region: b.region.clone(),
+                bucket: b.bucket.clone(),
+                prefix: b.prefix.clone(),
+            })
         }
         Destination::ObjectStorageCBucket(b) => {
-            o.insert("objectStorageCBucketName".into(), json!(b.bucket));
-            o.insert("objectStorageCPathPrefix".into(), json!(b.prefix));
-            o.insert("audience".into(), json!(b.audience));
-            o.insert("serviceAccountEmail".into(), json!(b.service_account_email));
-            o.insert("tokenLifetime".into(), json!(b.token_lifetime));
+            LogStreamDto::ObjectStorageCBucket(LogStreamObjectStorageCDestinationDto {
+                common,
+                bucket: b.bucket.clone(),
+                prefix: b.prefix.clone(),
+                audience: b.audience.clone(),
+                service_account_email: b.service_account_email.clone(),
+                token_lifetime: b.token_lifetime,
+            })
         }
-        Destination::LogAnalyticsAHttpEventCollector(h) | Destination::SensorAHttpEventCollector(h) => {
-            o.insert("hecHostPort".into(), json!(h.host_port));
-            if let Some(f) = s.dest.secret_field() {
-                o.insert(f.into(), Value::Null);
-            }
-            o.insert("hecSourceName".into(), json!(h.source_name));
-            o.insert("tls".into(), json!(h.tls));
-            o.insert("tlsVerification".into(), json!(if h.verify { "full" } else { "none" }));
+        Destination::LogAnalyticsAHttpEventCollector(h) => {
+            LogStreamDto::LogAnalyticsAHttpEventCollector(LogStreamLogAnalyticsADestinationDto {
+                common,
+                hec_host_port: h.host_port.clone(),
+                authentication_token: None,
+                hec_source_name: h.source_name.clone(),
+                tls: h.tls,
+                tls_verification: verification(h),
+            })
+        }
+        Destination::SensorAHttpEventCollector(h) => {
+            LogStreamDto::SensorAHttpEventCollector(LogStreamSensorADestinationDto {
+                common,
+                hec_host_port: h.host_port.clone(),
+                api_key: None,
+                hec_source_name: h.source_name.clone(),
+                tls: h.tls,
+                tls_verification: verification(h),
+            })
         }
     }
-    Value::Object(o)
 }
 
 impl Resource for LogStreams {
     type Record = LogStream;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = LogStreamDto;
+    type Patch = EntityPatch;
     const NAME: &'static str = "log streams";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = ListSpec::new("logStreams", Base::Global)
@@ -367,12 +397,17 @@ impl Resource for LogStreams {
     /// §3.14 lists only `204` for DELETE: an id already gone answers it too (§1.5).
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
-        parse(app, body.0, mode, stored)
+    fn prepare(body: &mut Value, stored: Option<&LogStream>) -> Result<()> {
+        crud::discriminator_kept(body, "type", stored.map(|s| s.dest.type_name()), TYPES)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&LogStream>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    fn parse(app: &App, dto: LogStreamDto, mode: Mode, _: Option<&LogStream>) -> Result<(BaseInput, Input)> {
+        parse(app, dto, mode)
+    }
+
+    /// LogStreamPatchDTO is the EntityPatchDTO.
+    fn parse_patch(_: &App, patch: EntityPatch, _: Option<&LogStream>) -> Result<(BaseInput, Input)> {
+        Ok((patch_input(patch)?, None))
     }
 
     fn create(w: &mut Write<'_>, input: Input, meta: Meta) -> Result<LogStream> {
@@ -415,8 +450,8 @@ impl Resource for LogStreams {
         Ok(())
     }
 
-    fn render(app: &App, _: &Snapshot, s: &LogStream) -> Untyped {
-        Untyped(stream_json(app, s))
+    fn render(app: &App, _: &Snapshot, s: &LogStream) -> LogStreamDto {
+        stream_dto(app, s)
     }
 }
 

@@ -5,8 +5,7 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::json;
-use svc_api::Obj;
+use svc_api::mgmt::{TotpEnrolmentDto, TotpVerificationDto};
 
 use crate::app::App;
 use crate::crypto::totp;
@@ -14,20 +13,23 @@ use crate::domain::records::{TotpSeed, UserToken};
 use crate::domain::{DEFAULT_RESOURCE_SET, Perm, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Untyped};
+use crate::http::api::{Api, Op};
 use crate::http::extract::{Ids, JsonBody};
 use crate::http::guard::{Ctx, Scope};
+use crate::http::resources::crud::to_json;
 use crate::service::write::Write;
 use svc_api::GenericResponse;
 
 pub fn register(api: &mut Api<'_>) {
     // The permission is not consulted for Scope::Me; any signed-in user may enrol.
-    api.guarded("/api/v1/me/totp", Perm::Users, Scope::Me)
-        .post(enrol, Op::new("Enrol a TOTP authenticator (§2.4)").ok::<Untyped>(201));
+    api.guarded("/api/v1/me/totp", Perm::Users, Scope::Me).post(
+        enrol,
+        Op::new("Enrol a TOTP authenticator (§2.4)").ok::<TotpEnrolmentDto>(201),
+    );
     api.guarded("/api/v1/me/totp/{id}/verify", Perm::Users, Scope::Me).post(
         verify,
         Op::new("Verify a TOTP authenticator (§2.4)")
-            .body::<Untyped>()
+            .body::<TotpVerificationDto>()
             .ok::<GenericResponse>(200),
     );
     api.guarded("/api/v1/me/sign-out", Perm::Users, Scope::Me).post(
@@ -78,15 +80,17 @@ async fn enrol(State(app): State<App>, ctx: Ctx) -> Result<Response> {
     Ok(crate::http::created(
         StatusCode::CREATED,
         format!("/api/v1/me/totp/{id}"),
-        json!({"id": id, "secret": secret, "otpauthUri": uri}),
+        to_json(&TotpEnrolmentDto {
+            id,
+            secret,
+            otpauth_uri: uri,
+        }),
     ))
 }
 
 async fn verify(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let user = ctx.caller.user().cloned().ok_or(Error::Forbidden)?;
-    let mut o = Obj::root(body)?;
-    let code = o.req_str("code")?;
-    o.finish()?;
+    let code = svc_api::schema::read::<TotpVerificationDto>(body)?.code;
     let token_id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
@@ -111,7 +115,7 @@ async fn verify(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): Json
     w.put(u.clone());
     w.audit(&author, DEFAULT_RESOURCE_SET, "Users", Activity::Updated, u.id);
     w.commit().await?;
-    Ok(crate::http::ok(
-        json!({"success": true, "message": "TOTP authenticator verified.", "id": 0}),
-    ))
+    Ok(crate::http::ok(to_json(&GenericResponse::ok(
+        "TOTP authenticator verified.",
+    ))))
 }

@@ -4,11 +4,12 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{EntityPatch, ResourceSetCounts, ResourceSetDto, RoleResourceSetDto};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, base_dto, base_input, patch_input};
+use super::crud::{self, to_json};
 use crate::app::App;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::domain::policy::Policy;
@@ -18,7 +19,7 @@ use crate::domain::workload::{ClientWorkload, ServerWorkload};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, ListParams, ListSpec, respond};
@@ -34,23 +35,31 @@ pub fn register(api: &mut Api<'_>) {
         list,
         Op::new("List resource sets (§3.15)")
             .query(Query::List)
-            .list::<Untyped>("entities"),
+            .list::<ResourceSetDto>("entities"),
     );
     api.guarded("/api/v1/resource-sets", p, Scope::Global)
         .post(
             create,
-            Op::new("Create a resource set").body::<Untyped>().ok::<Untyped>(201),
+            Op::new("Create a resource set")
+                .body::<ResourceSetDto>()
+                .ok::<ResourceSetDto>(201),
         )
         .put(
             replace,
-            Op::new("Replace a resource set").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Replace a resource set")
+                .body::<ResourceSetDto>()
+                .ok::<ResourceSetDto>(200),
         );
-    api.guarded("/api/v1/resource-sets/{id}", p, Scope::Entity)
-        .get(read, Op::new("Read a resource set").ok::<Untyped>(200).empty(204));
+    api.guarded("/api/v1/resource-sets/{id}", p, Scope::Entity).get(
+        read,
+        Op::new("Read a resource set").ok::<ResourceSetDto>(200).empty(204),
+    );
     api.guarded("/api/v1/resource-sets/{id}", p, Scope::Global)
         .patch(
             patch,
-            Op::new("Patch a resource set").body::<Untyped>().ok::<Untyped>(200),
+            Op::new("Patch a resource set")
+                .body::<EntityPatch>()
+                .ok::<ResourceSetDto>(200),
         )
         .delete(remove, Op::new("Delete a resource set and what it holds").empty(204));
 }
@@ -67,61 +76,78 @@ const COUNTS: &[&str] = &[
 
 const SPEC: ListSpec = ListSpec::new("entities", Base::Global).fields(COUNTS);
 
-fn count<T: Record>(st: &Snapshot, rs: Uuid) -> usize {
-    T::table(st).values().filter(|v| v.rs() == Some(rs)).count()
+fn count<T: Record>(st: &Snapshot, rs: Uuid) -> i32 {
+    crud::count(T::table(st).values().filter(|v| v.rs() == Some(rs)).count())
 }
 
-/// `ResourceSetDTO`; `deep` also expands the roles that reach it (`rolesDetails`).
-pub fn resource_set_json(st: &Snapshot, s: &ResourceSet, deep: bool) -> Value {
-    let id = s.meta.id;
-    let mut o = base_json(&s.meta, false);
-    o.insert("serverWorkloadCount".into(), json!(count::<ServerWorkload>(st, id)));
-    o.insert("clientWorkloadCount".into(), json!(count::<ClientWorkload>(st, id)));
-    o.insert("accessPolicyCount".into(), json!(count::<Policy>(st, id)));
-    o.insert("trustProviderCount".into(), json!(count::<TrustProvider>(st, id)));
-    o.insert(
-        "accessConditionCount".into(),
-        json!(count::<crate::domain::condition::AccessCondition>(st, id)),
-    );
-    o.insert(
-        "credentialProviderCount".into(),
-        json!(count::<CredentialProvider>(st, id)),
-    );
-    if !deep {
-        // Inside a RoleDTO (and so in every UserDTO): not expanded again. Arrays are never
-        // `null` (§1.1); empty here, since filling them would put every user's e-mail in the
-        // roles list and cost a scan of roles and users per nested set.
-        for k in ["roles", "rolesDetails", "users"] {
-            o.insert(k.into(), json!([]));
-        }
-        return Value::Object(o);
+fn counts(st: &Snapshot, id: Uuid) -> ResourceSetCounts {
+    ResourceSetCounts {
+        server_workload_count: count::<ServerWorkload>(st, id),
+        client_workload_count: count::<ClientWorkload>(st, id),
+        access_policy_count: count::<Policy>(st, id),
+        trust_provider_count: count::<TrustProvider>(st, id),
+        access_condition_count: count::<crate::domain::condition::AccessCondition>(st, id),
+        credential_provider_count: count::<CredentialProvider>(st, id),
     }
+}
+
+/// `ResourceSetDTO`, with the roles that reach it expanded (`rolesDetails`) and their users'
+/// e-mails — to a reader who may read roles (`roles`, `rolesDetails`) and users (`users`) by
+/// itself; to others these are empty (issue 31: any permission in a set must not list its
+/// administrators).
+pub fn resource_set_dto(st: &Snapshot, s: &ResourceSet, may: &impl Fn(Perm, Uuid) -> bool) -> ResourceSetDto {
+    let id = s.meta.id;
     let mut roles: Vec<_> = st.roles.values().filter(|r| r.covers(id)).collect();
     roles.sort_by_key(|r| r.meta.seq);
     let role_ids: Vec<Uuid> = roles.iter().map(|r| r.meta.id).collect();
-    let mut users: Vec<String> = st
-        .users
-        .values()
-        .filter(|u| u.roles.iter().any(|r| role_ids.contains(r)))
-        .map(|u| u.email.clone())
-        .collect();
-    users.sort();
-    o.insert("roles".into(), json!(role_ids));
-    o.insert(
-        "rolesDetails".into(),
-        Value::Array(roles.iter().map(|r| super::roles::role_json(st, r)).collect()),
-    );
-    o.insert("users".into(), json!(users));
-    Value::Object(o)
+    let mut users: Vec<String> = Vec::new();
+    if may(Perm::Users, DEFAULT_RESOURCE_SET) {
+        users = st
+            .users
+            .values()
+            .filter(|u| u.roles.iter().any(|r| role_ids.contains(r)))
+            .map(|u| u.email.clone())
+            .collect();
+        users.sort();
+    }
+    let read_roles = may(Perm::Roles, DEFAULT_RESOURCE_SET);
+    ResourceSetDto {
+        base: base_dto(&s.meta),
+        counts: counts(st, id),
+        roles: if read_roles { role_ids } else { Vec::new() },
+        roles_details: if read_roles {
+            roles.iter().map(|r| super::roles::role_dto(st, r)).collect()
+        } else {
+            Vec::new()
+        },
+        users,
+    }
 }
 
-fn parse(body: Value, mode: Mode) -> Result<BaseInput> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, false)?;
-    o.ignore(COUNTS);
-    o.ignore(&["roles", "rolesDetails", "users"]);
-    o.finish()?;
-    Ok(base)
+/// A resource set inside a `RoleDTO` (and so in every `UserDTO`): not expanded again. Arrays are
+/// never `null` (§1.1); empty here, since filling them would put every user's e-mail in the
+/// roles list and cost a scan of roles and users per nested set.
+pub fn nested_dto(st: &Snapshot, s: &ResourceSet) -> RoleResourceSetDto {
+    let m = &s.meta;
+    RoleResourceSetDto {
+        external_id: m.id,
+        name: m.name.clone(),
+        description: m.description.clone(),
+        is_active: m.active,
+        tags: Some(m.tags.clone()),
+        created_at: m.created_at,
+        modified_at: Some(m.modified_at),
+        created_by: m.created_by.as_ref().map(|l| l.to_string()),
+        modified_by: m.modified_by.as_ref().map(|l| l.to_string()),
+        counts: counts(st, m.id),
+        roles: Vec::new(),
+        roles_details: Vec::new(),
+        users: Vec::new(),
+    }
+}
+
+fn parse(body: Value) -> Result<BaseInput> {
+    base_input(svc_api::schema::read::<ResourceSetDto>(body)?.base, None)
 }
 
 /// Visible: all with `Resource Sets` read, else those where the caller holds any permission.
@@ -143,11 +169,12 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
     let p = ListParams::parse(&q)?;
     let st = app.state();
     may_read_any(&ctx, &st)?;
+    let may = super::common::reader(&app, &st);
     let items = st
         .resource_sets
         .values()
         .filter(|s| visible(&ctx, &st, s.meta.id))
-        .map(|s| resource_set_json(&st, s, true))
+        .map(|s| to_json(&resource_set_dto(&st, s, &may)))
         .collect();
     Ok(ok(respond(items, &p, &SPEC)?))
 }
@@ -156,14 +183,18 @@ async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     may_read_any(&ctx, &st)?;
     match st.resource_sets.get(&ids.one()) {
-        Some(s) if visible(&ctx, &st, s.meta.id) => Ok(ok(resource_set_json(&st, s, true))),
+        Some(s) if visible(&ctx, &st, s.meta.id) => Ok(ok(to_json(&resource_set_dto(
+            &st,
+            s,
+            &super::common::reader(&app, &st),
+        )))),
         Some(_) => Err(Error::Forbidden),
         None => Ok(no_content()),
     }
 }
 
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Create)?;
+    let input = parse(body)?;
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let id = new_external_id(input.external_id, |id| w.st.resource_sets.contains_key(id))?;
@@ -176,7 +207,11 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     Ok(created(
         StatusCode::CREATED,
         format!("/api/v1/resource-sets/{id}"),
-        resource_set_json(&st, &st.resource_sets[&id], true),
+        to_json(&resource_set_dto(
+            &st,
+            &st.resource_sets[&id],
+            &super::common::reader(&app, &st),
+        )),
     ))
 }
 
@@ -190,8 +225,10 @@ fn editable(st: &Snapshot, id: &Uuid) -> Result<ResourceSet> {
 }
 
 async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Replace)?;
-    let id = input.external_id.expect("required on replace");
+    let input = parse(body)?;
+    let id = input
+        .external_id
+        .ok_or_else(|| Error::field("externalId", "is required"))?;
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut s = editable(&w.st, &id)?;
@@ -200,11 +237,15 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     w.put(s);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
     let st = w.commit().await?;
-    Ok(ok(resource_set_json(&st, &st.resource_sets[&id], true)))
+    Ok(ok(to_json(&resource_set_dto(
+        &st,
+        &st.resource_sets[&id],
+        &super::common::reader(&app, &st),
+    ))))
 }
 
 async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(body, Mode::Patch)?;
+    let input = patch_input(svc_api::schema::read::<EntityPatch>(body)?)?;
     let id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
@@ -214,7 +255,11 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     w.put(s);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);
     let st = w.commit().await?;
-    Ok(ok(resource_set_json(&st, &st.resource_sets[&id], true)))
+    Ok(ok(to_json(&resource_set_dto(
+        &st,
+        &st.resource_sets[&id],
+        &super::common::reader(&app, &st),
+    ))))
 }
 
 /// Deletes every entity of type `T` in `rs`, auditing each. The entries go to the default resource

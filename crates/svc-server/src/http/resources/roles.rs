@@ -1,17 +1,17 @@
 //! Roles (contract §3.16, §2.6): permissions × resource sets. System roles are read-only.
 
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{AccessLevel, EntityPatch, PermissionDto, RoleDto};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::records::{Grant, Role};
 use crate::domain::{DEFAULT_RESOURCE_SET, Meta, Perm};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
@@ -27,34 +27,32 @@ const SPEC: ListSpec = ListSpec::new("roles", Base::Global)
     .fields(&["usersCount", "credentialProvidersCount", "isSystem"])
     .filters(&[field_filter("isSystem")]);
 
-fn access_level(read: bool, write: bool) -> &'static str {
+fn access_level(read: bool, write: bool) -> AccessLevel {
     match (read, write) {
-        (_, true) => "Read/Write",
-        (true, false) => "Read-Only",
-        _ => "No Access",
+        (_, true) => AccessLevel::ReadWrite,
+        (true, false) => AccessLevel::ReadOnly,
+        _ => AccessLevel::NoAccess,
     }
 }
 
 /// `PermissionDTO[]`: all 23 permissions in §2.7 order.
-pub fn permissions_json(grants: &[Grant]) -> Value {
-    Value::Array(
-        Perm::ALL
-            .iter()
-            .map(|p| {
-                let g = grants.iter().find(|g| g.perm == *p);
-                let write = g.is_some_and(|g| g.write) && !p.read_only();
-                let read = g.is_some_and(|g| g.read) || write;
-                json!({
-                    "name": p.name(),
-                    "read": read,
-                    "write": write,
-                    "isReadable": true,
-                    "isWritable": !p.read_only(),
-                    "accessLevel": access_level(read, write),
-                })
-            })
-            .collect(),
-    )
+pub fn permissions_dto(grants: &[Grant]) -> Vec<PermissionDto> {
+    Perm::ALL
+        .iter()
+        .map(|p| {
+            let g = grants.iter().find(|g| g.perm == *p);
+            let write = g.is_some_and(|g| g.write) && !p.read_only();
+            let read = g.is_some_and(|g| g.read) || write;
+            PermissionDto {
+                name: p.name().to_string(),
+                read,
+                write,
+                is_readable: true,
+                is_writable: !p.read_only(),
+                access_level: access_level(read, write),
+            }
+        })
+        .collect()
 }
 
 /// The resource sets a role covers, in creation order.
@@ -73,8 +71,7 @@ pub fn role_sets(st: &Snapshot, r: &Role) -> Vec<Uuid> {
 }
 
 /// `RoleDTO`. Nested resource sets are summaries (no roles inside them, to avoid recursion).
-pub fn role_json(st: &Snapshot, r: &Role) -> Value {
-    let mut o = base_json(&r.meta, false);
+pub fn role_dto(st: &Snapshot, r: &Role) -> RoleDto {
     let users = st.users.values().filter(|u| u.roles.contains(&r.meta.id)).count();
     let cps = st
         .credential_providers
@@ -84,17 +81,24 @@ pub fn role_json(st: &Snapshot, r: &Role) -> Value {
                 && c.config.get("roleId").and_then(Value::as_str) == Some(&r.meta.id.to_string())
         })
         .count();
-    o.insert("usersCount".into(), json!(users));
-    o.insert("credentialProvidersCount".into(), json!(cps));
-    o.insert("isSystem".into(), json!(r.system));
-    o.insert("permissions".into(), permissions_json(&r.grants));
-    let sets: Vec<Value> = role_sets(st, r)
+    let sets = role_sets(st, r)
         .iter()
         .filter_map(|id| st.resource_sets.get(id))
-        .map(|s| super::resource_sets::resource_set_json(st, s, false))
+        .map(|s| super::resource_sets::nested_dto(st, s))
         .collect();
-    o.insert("resourceSets".into(), Value::Array(sets));
-    Value::Object(o)
+    RoleDto {
+        base: base_dto(&r.meta),
+        users_count: crud::count(users),
+        credential_providers_count: crud::count(cps),
+        is_system: r.system,
+        permissions: Some(permissions_dto(&r.grants)),
+        resource_sets: Some(sets),
+    }
+}
+
+/// [`role_dto`] as JSON, for the DTOs not typed yet (`UserDTO.rolesDetails`).
+pub fn role_json(st: &Snapshot, r: &Role) -> Value {
+    crud::to_json(&role_dto(st, r))
 }
 
 pub struct RoleInput {
@@ -102,56 +106,56 @@ pub struct RoleInput {
     sets: Option<Vec<Uuid>>,
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoleInput)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, false)?;
-    o.ignore(&["usersCount", "credentialProvidersCount", "isSystem"]);
-    if mode == Mode::Patch {
-        o.finish()?;
-        return Ok((
-            base,
-            RoleInput {
-                grants: None,
-                sets: None,
-            },
-        ));
-    }
-    let grants = o.opt_obj_list("permissions", |p| {
-        let name = p.req_str("name")?;
-        let perm = Perm::parse(&name)
-            .ok_or_else(|| svc_api::FieldError::new(p.path("name"), format!("unknown permission '{name}'")))?;
-        let read = p.opt_bool("read")?.unwrap_or(false);
-        let write = p.opt_bool("write")?.unwrap_or(false);
-        if write && perm.read_only() {
-            return Err(svc_api::FieldError::new(
-                p.path("write"),
-                format!("'{name}' is read-only"),
-            ));
-        }
-        p.ignore(&["isReadable", "isWritable", "accessLevel"]);
-        Ok(Grant {
-            perm,
-            read: read || write,
-            write,
-        })
-    })?;
-    if let Some(g) = &grants {
-        for (i, x) in g.iter().enumerate() {
-            if g[..i].iter().any(|y| y.perm == x.perm) {
-                return Err(Error::field(format!("permissions[{i}].name"), "duplicate permission"));
+/// `name` must be a permission of §2.7 (a known one, once), `write` only where it can be granted.
+fn parse(st: &Snapshot, dto: RoleDto) -> Result<(BaseInput, RoleInput)> {
+    let base = base_input(dto.base, None)?;
+    let grants = match dto.permissions {
+        None => None,
+        Some(list) => {
+            let mut grants: Vec<Grant> = Vec::with_capacity(list.len());
+            for (i, p) in list.into_iter().enumerate() {
+                let perm = Perm::parse(&p.name).ok_or_else(|| {
+                    Error::field(
+                        format!("permissions[{i}].name"),
+                        format!("unknown permission '{}'", p.name),
+                    )
+                })?;
+                if p.write && perm.read_only() {
+                    return Err(Error::field(
+                        format!("permissions[{i}].write"),
+                        format!("'{}' is read-only", p.name),
+                    ));
+                }
+                grants.push(Grant {
+                    perm,
+                    read: p.read || p.write,
+                    write: p.write,
+                });
             }
+            for (i, x) in grants.iter().enumerate() {
+                if grants[..i].iter().any(|y| y.perm == x.perm) {
+                    return Err(Error::field(format!("permissions[{i}].name"), "duplicate permission"));
+                }
+            }
+            Some(grants)
         }
-    }
-    let sets = o.opt_list("resourceSets", |v, path| {
-        // Only `externalId` of each element is read; the other ResourceSetDTO fields are ignored.
-        let mut e = Obj::nested(v, path)?;
-        let id = e.req_uuid("externalId")?;
-        if !st.resource_set_exists(&id) {
-            return Err(svc_api::FieldError::new(e.path("externalId"), "unknown resource set"));
+    };
+    let sets = match dto.resource_sets {
+        None => None,
+        Some(list) => {
+            let mut ids = Vec::with_capacity(list.len());
+            for (i, s) in list.into_iter().enumerate() {
+                if !st.resource_set_exists(&s.external_id) {
+                    return Err(Error::field(
+                        format!("resourceSets[{i}].externalId"),
+                        "unknown resource set",
+                    ));
+                }
+                ids.push(s.external_id);
+            }
+            Some(ids)
         }
-        Ok(id)
-    })?;
-    o.finish()?;
+    };
     Ok((base, RoleInput { grants, sets }))
 }
 
@@ -168,19 +172,24 @@ fn normalise_sets(sets: Option<Vec<Uuid>>) -> Vec<Uuid> {
 impl Resource for Roles {
     type Record = Role;
     type Input = RoleInput;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = RoleDto;
+    type Patch = EntityPatch;
     const NAME: &'static str = "roles";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Untyped, mode: Mode, _stored: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
-        parse(&app.state(), body.0, mode)
+    fn parse(app: &App, dto: RoleDto, _: Mode, _: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
+        parse(&app.state(), dto)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    /// RolePatchDTO is the EntityPatchDTO.
+    fn parse_patch(_: &App, patch: EntityPatch, _: Option<&Role>) -> Result<(BaseInput, RoleInput)> {
+        let input = RoleInput {
+            grants: None,
+            sets: None,
+        };
+        Ok((patch_input(patch)?, input))
     }
 
     fn create(_: &mut Write<'_>, input: RoleInput, meta: Meta) -> Result<Role> {
@@ -238,7 +247,7 @@ impl Resource for Roles {
         Ok(())
     }
 
-    fn render(_: &App, st: &Snapshot, r: &Role) -> Untyped {
-        Untyped(role_json(st, r))
+    fn render(_: &App, st: &Snapshot, r: &Role) -> RoleDto {
+        role_dto(st, r)
     }
 }

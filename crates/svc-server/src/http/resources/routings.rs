@@ -1,17 +1,16 @@
 //! Routings (contract §3.17): an HTTP(S) proxy per resource set. No DELETE; a missing routing is
 //! `404`; the permission is checked in the routing's own `resourceSetId`.
 
-use serde_json::{Value, json};
-use svc_api::Obj;
+use svc_api::mgmt::{EntityPatch, RoutingDto};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnMissing, Resource, RsFrom};
 use crate::app::App;
 use crate::domain::Meta;
 use crate::domain::sso::Routing;
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::service::write::Write;
 use crate::state::State as Snapshot;
@@ -52,30 +51,23 @@ pub fn proxy_url_ok(s: &str) -> bool {
     host_ok && port.parse::<u16>().is_ok_and(|p| p > 0) && url::Url::parse(s).is_ok()
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoutingInput)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, false)?;
-    if mode == Mode::Patch {
-        // RoutingPatchDTO is the EntityPatchDTO.
-        o.finish()?;
-        let input = RoutingInput {
-            rs: None,
-            proxy_url: None,
-        };
-        return Ok((base, input));
-    }
-    let rs = o.req_uuid("resourceSetId")?;
-    if !st.resource_set_exists(&rs) {
+fn parse(app: &App, dto: RoutingDto) -> Result<(BaseInput, RoutingInput)> {
+    let base = base_input(dto.base, None)?;
+    if !app.state().resource_set_exists(&dto.resource_set_id) {
         return Err(Error::field("resourceSetId", "unknown resource set"));
     }
-    let proxy_url = o.req_str_len("proxyUrl", 1, 255)?;
-    if !proxy_url_ok(&proxy_url) {
+    if !proxy_url_ok(&dto.proxy_url) {
         return Err(Error::field("proxyUrl", "must be http(s)://host:port"));
     }
-    o.finish()?;
+    if let Some(host) = url::Url::parse(&dto.proxy_url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+    {
+        crate::upstream::check_address_field("proxyUrl", &host, &app.cfg)?;
+    }
     let input = RoutingInput {
-        rs: Some(rs),
-        proxy_url: Some(proxy_url),
+        rs: Some(dto.resource_set_id),
+        proxy_url: Some(dto.proxy_url),
     };
     Ok((base, input))
 }
@@ -83,8 +75,8 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<(BaseInput, RoutingIn
 impl Resource for Routings {
     type Record = Routing;
     type Input = RoutingInput;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = RoutingDto;
+    type Patch = EntityPatch;
     const NAME: &'static str = "routings";
     const RS: RsFrom = RsFrom::Body("resourceSetId");
     const LIST: ListSpec = SPEC;
@@ -92,28 +84,37 @@ impl Resource for Routings {
     const DELETE: Option<axum::http::StatusCode> = None;
     const HIDDEN_ELSEWHERE: bool = false;
 
-    fn parse(app: &App, body: Untyped, mode: Mode, _stored: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
-        parse(&app.state(), body.0, mode)
+    fn parse(app: &App, dto: RoutingDto, _: Mode, _: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
+        parse(app, dto)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    /// RoutingPatchDTO is the EntityPatchDTO.
+    fn parse_patch(_: &App, patch: EntityPatch, _: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
+        let input = RoutingInput {
+            rs: None,
+            proxy_url: None,
+        };
+        Ok((patch_input(patch)?, input))
     }
 
     fn own_rs(_: &BaseInput, input: &RoutingInput) -> Option<Uuid> {
         input.rs
     }
 
-    fn create(_: &mut Write<'_>, input: RoutingInput, mut meta: Meta) -> Result<Routing> {
+    fn create(w: &mut Write<'_>, input: RoutingInput, mut meta: Meta) -> Result<Routing> {
         meta.rs = input.rs;
         Ok(Routing {
             meta,
             proxy_url: input.proxy_url.unwrap_or_default(),
+            trusted: crate::service::escalation::holds_everything(w.app(), &w.st)?,
         })
     }
 
-    fn replace(_: &mut Write<'_>, input: RoutingInput, r: &mut Routing) -> Result<()> {
+    /// A PUT decides anew whether the proxy may carry the set's plain-`http` calls; a PATCH
+    /// (name, description, tags, `isActive`) keeps the proxy and that decision.
+    fn replace(w: &mut Write<'_>, input: RoutingInput, r: &mut Routing) -> Result<()> {
         r.proxy_url = input.proxy_url.unwrap_or_default();
+        r.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(())
     }
 
@@ -138,13 +139,12 @@ impl Resource for Routings {
         Ok(())
     }
 
-    fn render(_: &App, _: &Snapshot, r: &Routing) -> Untyped {
-        Untyped({
-            let mut o = base_json(&r.meta, false);
-            o.insert("resourceSetId".into(), json!(r.meta.rs));
-            o.insert("proxyUrl".into(), json!(r.proxy_url));
-            Value::Object(o)
-        })
+    fn render(_: &App, _: &Snapshot, r: &Routing) -> RoutingDto {
+        RoutingDto {
+            base: base_dto(&r.meta),
+            resource_set_id: r.meta.scope(),
+            proxy_url: r.proxy_url.clone(),
+        }
     }
 }
 

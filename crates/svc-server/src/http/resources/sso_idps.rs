@@ -340,7 +340,9 @@ impl Resource for SsoIdps {
             secrets: IdpSecrets::default(),
         };
         apply(&mut idp, b);
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        // Trust is given by a body that names the URL, never by a PATCH of the base block (an
+        // administrator renaming an IdP someone else moved must not make it trusted).
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(idp)
     }
 
@@ -350,13 +352,7 @@ impl Resource for SsoIdps {
             return Err(Error::field("type", "cannot be changed"));
         }
         apply(idp, b);
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
-        Ok(())
-    }
-
-    /// A PATCH changes only the base block, but whoever writes the IdP last answers for it.
-    fn patch(w: &mut Write<'_>, _: IdpInput, idp: &mut SsoIdp) -> Result<()> {
-        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st);
+        idp.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(())
     }
 
@@ -381,7 +377,7 @@ impl Resource for SsoIdps {
         }
         // A caller can grant only what it holds (issue 22): mapped roles are given at sign-in.
         let mapped: Vec<Uuid> = idp.mappings.iter().map(|m| m.role).collect();
-        crate::service::escalation::check_mapped_roles(w.app(), st, idp.meta.id, &mapped)?;
+        crate::service::escalation::check_mapped_roles(w.app(), st, &mapped)?;
         Ok(())
     }
 

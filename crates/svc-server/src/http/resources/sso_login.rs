@@ -8,18 +8,19 @@
 use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use serde_json::json;
+use svc_api::mgmt::{LoginResponseDto, SsoExchangeDto, SsoProviderDto, SsoProviderListDto, SsoTotpRequiredDto};
 
 use crate::app::App;
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
+use crate::http::resources::crud::to_json;
 use crate::service::sso::{CONSOLE_RETURN, Finished, Return};
 
 pub fn register(api: &mut Api<'_>) {
     api.public("/api/v1/sso/providers").get(
         providers,
-        Op::new("The identity providers a sign-in page offers, by name (ext)").ok::<Untyped>(200),
+        Op::new("The identity providers a sign-in page offers, by name (ext)").ok::<SsoProviderListDto>(200),
     );
     api.public("/api/v1/sso/login/{idpId}")
         .get(login, Op::new("Start SSO sign-in (§2.3)").redirect().errors(&[429]));
@@ -27,15 +28,16 @@ pub fn register(api: &mut Api<'_>) {
         callback,
         Op::new("Finish SSO sign-in (§2.3)")
             .query(Query::Callback)
-            .ok::<Untyped>(200)
+            .ok::<LoginResponseDto>(200)
+            .ok::<SsoTotpRequiredDto>(401)
             .redirect()
             .errors(&[401, 429]),
     );
     api.public("/api/v1/sso/exchange").post(
         exchange,
         Op::new("Exchange a completed SSO sign-in's code (and a TOTP code it owes) for a token")
-            .body::<Untyped>()
-            .ok::<Untyped>(200)
+            .body::<SsoExchangeDto>()
+            .ok::<LoginResponseDto>(200)
             .errors(&[401, 429]),
     );
 }
@@ -47,11 +49,14 @@ async fn providers(State(app): State<App>) -> Response {
     let st = app.state();
     let mut list: Vec<_> = st.sso_idps.values().filter(|i| i.offers_sign_in()).collect();
     list.sort_by_key(|a| (a.meta.name.to_lowercase(), a.meta.id));
-    let providers: Vec<_> = list
+    let providers = list
         .iter()
-        .map(|i| serde_json::json!({"externalId": i.meta.id, "name": i.meta.name}))
+        .map(|i| SsoProviderDto {
+            external_id: i.meta.id,
+            name: i.meta.name.clone(),
+        })
         .collect();
-    let mut r = crate::http::ok(serde_json::json!({ "providers": providers }));
+    let mut r = crate::http::ok(to_json(&SsoProviderListDto { providers }));
     r.headers_mut().insert(
         axum::http::header::CACHE_CONTROL,
         axum::http::HeaderValue::from_static("no-store"),
@@ -93,17 +98,15 @@ async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs)
     let get = |k: &str| q.get(k).map(str::to_string);
     let done = crate::service::sso::callback(&app, get("code"), get("state"), get("error"), &client).await?;
     match (done.ret, done.result) {
-        (Return::Api, Ok(Finished::Token(t))) => Ok(no_store(crate::http::ok(
-            serde_json::to_value(t).map_err(Error::internal)?,
-        ))),
+        (Return::Api, Ok(Finished::Token(t))) => Ok(no_store(crate::http::ok(to_json(&t)))),
         // The API's caller owes a TOTP code: the code to exchange with it.
         (Return::Api, Ok(Finished::Code { code, .. })) => {
-            let body = json!({
-                "success": false,
-                "message": crate::service::login::TOTP_REQUIRED,
-                "id": 0,
-                "ssoCode": code,
-            });
+            let body = SsoTotpRequiredDto {
+                success: false,
+                message: Some(crate::service::login::TOTP_REQUIRED.to_string()),
+                id: 0,
+                sso_code: code,
+            };
             Ok(no_store((StatusCode::UNAUTHORIZED, axum::Json(body)).into_response()))
         }
         (Return::Api, Err(e)) => Err(e),
@@ -119,8 +122,7 @@ async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs)
 }
 
 async fn exchange(State(app): State<App>, Client(client): Client, JsonBody(body): JsonBody) -> Result<Response> {
-    let t = crate::service::sso::exchange_code(&app, body, &client).await?;
-    Ok(no_store(crate::http::ok(
-        serde_json::to_value(t).map_err(Error::internal)?,
-    )))
+    let req: SsoExchangeDto = svc_api::schema::read(body)?;
+    let t = crate::service::sso::exchange_code(&app, req, &client).await?;
+    Ok(no_store(crate::http::ok(to_json(&t))))
 }

@@ -422,8 +422,13 @@ impl Resource for TrustProviders {
         Ok(())
     }
 
+    /// The provider's rules; and whoever writes a trust provider decides whose evidence the
+    /// policies accepting it see: they give the roles those policies' `svc-access-token`
+    /// providers hand out (issue 31), which the caller must hold.
     fn check(w: &Write<'_>, tp: &TrustProvider) -> Result<()> {
-        validate(w.app(), tp)
+        validate(w.app(), tp)?;
+        let trusting = crate::service::escalation::policies_trusting(&w.st, tp.meta.id, tp.meta.scope());
+        crate::service::escalation::check_token_roles(w.app(), &w.st, trusting)
     }
 
     /// Records a deactivation: tokens issued so far stay revoked after any reactivation.
@@ -495,6 +500,9 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
     let mut tp: TrustProvider = for_update(&w.st, &tp_id, ctx.rs)?;
+    // A new key makes evidence the policies accepting the provider see (issue 31).
+    let trusting = crate::service::escalation::policies_trusting(&w.st, tp.meta.id, tp.meta.scope());
+    crate::service::escalation::check_token_roles(w.app(), &w.st, trusting)?;
     if !tp.kind.accepts_secrets() {
         return Err(Error::field(
             "secret",

@@ -91,6 +91,10 @@ pub fn user_json(st: &Snapshot, u: &User) -> Value {
         "isLocked": u.is_locked(crate::clock::now_millis()),
         "tags": u.tags,
         "userTokens": tokens,
+        // Read-only (ext, issue 31): the identity-provider accounts this user signs in as.
+        "ssoIdentities": u.sso_links.iter().map(|l| json!({
+            "identityProviderId": l.idp, "issuer": l.issuer, "subject": l.subject,
+        })).collect::<Vec<_>>(),
         "password": null,
     })
 }
@@ -149,7 +153,14 @@ fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
         }
         u.two_factor = o.opt_bool("twoFactorEnabled")?;
         u.tags = parse_tags(&mut o)?;
-        o.ignore(&["rolesDetails", "createdAt", "isLocked", "userTokens", "modifiedAt"]);
+        o.ignore(&[
+            "rolesDetails",
+            "createdAt",
+            "isLocked",
+            "userTokens",
+            "modifiedAt",
+            "ssoIdentities",
+        ]);
         for f in ["email", "firstName", "lastName"] {
             if !match f {
                 "email" => u.email.is_some(),
@@ -239,8 +250,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
         active: input.is_active.unwrap_or(true),
         locked: false,
         failed_logins: 0,
-        locked_until: None,
-        lockouts: 0,
+        source_locks: vec![],
         sso_links: vec![],
         tags: input.tags.unwrap_or_default(),
         tokens: vec![],
@@ -425,10 +435,7 @@ async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     let mut w = Write::begin(&app).await?;
     let mut u = (**w.st.users.get(&id).ok_or(Error::NotFound)?).clone();
     crate::service::escalation::check_may_act_on(&ctx.caller, &w.st, &u)?;
-    u.locked = false;
-    u.locked_until = None;
-    u.lockouts = 0;
-    u.failed_logins = 0;
+    u.unlock();
     u.mfa_grace_from = w.now;
     w.put(u);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Unlocked, id);

@@ -44,7 +44,7 @@ async fn content_security_entries_are_stored_referenced_and_reported() {
         b
     };
     for (b, message) in [
-        (with("type", json!("Other")), "type: must be SensorAAIDR"),
+        (with("type", json!("Other")), "type: must be one of SensorAAIDR"),
         (with("type", Value::Null), "type: is required"),
         (with("timeoutMs", json!(4999)), "timeoutMs: must be 5000..600000"),
         (with("maxRetries", json!(11)), "maxRetries: must be 0..10"),

@@ -60,7 +60,7 @@ async fn a_discovery_integration_keeps_one_draft_per_discovered_host_and_port() 
     };
     t.post("/api/v1/discovery-integrations", with("type", json!("SensorA")))
         .await
-        .expect_error(400, "type: must be CloudSecurityAIntegrationApi");
+        .expect_error(400, "type: must be one of CloudSecurityAIntegrationApi");
     t.post(
         "/api/v1/discovery-integrations",
         with("syncFrequencySeconds", json!(60)),

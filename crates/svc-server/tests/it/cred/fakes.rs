@@ -709,7 +709,8 @@ async fn cib_managed_account_is_provisioned_issues_tokens_and_revokes_on_delete(
     let cp = r.expect(201)["externalId"].as_str().unwrap().to_string();
     let v = wait_status(&t, &cp).await;
     assert_eq!(v["status"], "Error");
-    assert!(v["errorMessage"].as_str().unwrap().contains("403"), "{v}");
+    // Only that the upstream refused (issue 31: the provider's writer chose its URL).
+    assert_eq!(v["errorMessage"], "the upstream did not issue a credential", "{v}");
     rig.attach(&t, &cp).await;
     let r = rig.request(&t, "OAuthToken", json!({})).await;
     assert_eq!(

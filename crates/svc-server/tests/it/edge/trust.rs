@@ -324,14 +324,43 @@ async fn key_sources_inline_jwks_pem_and_own_issuer() {
     .await;
 
     // This service's own issuer: tokens signed with its published ES256 key.
+    // Evidence is an identity token it handed to a workload: its `svc` object names the
+    // workload and an `oidc-id-token` provider.
     let (_, cid) = provider(&t, json!({"provider": "OidcIdToken", "isSvcTenantOidcToken": true})).await;
+    let id_token = t
+        .post(
+            "/api/v2/credential-providers",
+            json!({"type": "oidc-id-token", "name": "id", "isActive": true, "audience": aud, "subject": "self"}),
+        )
+        .await
+        .expect(201)["externalId"]
+        .clone();
     let now = svc_server::clock::now_secs();
-    let claims = json!({"iss": t.base, "sub": "self", "aud": aud, "iat": now, "exp": now + 60});
+    let mut claims = json!({"iss": t.base, "sub": "self", "aud": aud, "iat": now, "exp": now + 60,
+                            "svc": {"clientWorkloadId": uuid::Uuid::new_v4(), "credentialProviderId": id_token}});
     let key = t.app.keys().ec_signer(svc_server::clock::now_millis());
-    let own = svc_server::crypto::jose::sign_es256(&key.pair, &key.kid, claims.to_string().as_bytes());
-    auth_oidc(&t, &cid, &own).await;
+    let sign_own =
+        |c: &serde_json::Value| svc_server::crypto::jose::sign_es256(&key.pair, &key.kid, c.to_string().as_bytes());
+    auth_oidc(&t, &cid, &sign_own(&claims)).await;
     // The same claims signed by someone else's key are refused.
     refused(&t, &cid, oidc(&iss.sign(&claims)), "InvalidSignature").await;
+    // A JWT the service signed for anything else (a vault login, a federation assertion) is no
+    // evidence (issue 31).
+    for svc in [
+        json!(null),
+        json!({"clientWorkloadId": uuid::Uuid::new_v4(), "credentialProviderId": uuid::Uuid::new_v4()}),
+    ] {
+        claims["svc"] = svc;
+        refused(&t, &cid, oidc(&sign_own(&claims)), "InvalidEvidence").await;
+    }
+    // The same holds for a provider that names the service's published keys itself (a static
+    // JWKS copied from svcJwksUrl): the token names the service as its issuer.
+    let own_jwks = t.get("/.well-known/jwks.json").await.expect(200).to_string();
+    let (_, copied) = provider(&t, json!({"provider": "OidcIdToken", "jwks": own_jwks})).await;
+    claims["svc"] = json!(null);
+    refused(&t, &copied, oidc(&sign_own(&claims)), "InvalidEvidence").await;
+    claims["svc"] = json!({"clientWorkloadId": uuid::Uuid::new_v4(), "credentialProviderId": id_token});
+    auth_oidc(&t, &copied, &sign_own(&claims)).await;
 }
 
 #[tokio::test]

@@ -274,3 +274,197 @@ async fn a_users_admin_cannot_take_over_a_super_admin() {
     .await
     .expect(200);
 }
+
+/// A SuperAdmin's `svc-access-token` provider (role SuperAdmin) exists; a caller holding only
+/// `Access Policies` write names it in a policy for a workload it runs: routing a role to a
+/// workload is giving it, so the policy is refused and the workload gets no token. A SuperAdmin
+/// may route it.
+#[tokio::test]
+async fn a_policy_writer_cannot_route_a_super_admin_access_token_to_its_workload() {
+    use crate::support::cred::Rig;
+    let t = TestApp::start().await;
+    let rig = Rig::new(&t).await; // the attacker's CI job is this client workload
+    let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "svc-access-token", "name": "automation", "isActive": true,
+                   "roleId": super_admin, "lifetimeInSeconds": 600}),
+        )
+        .await;
+    let attacker = t
+        .user_with_role(
+            "policy-admin@example.test",
+            json!([{"name": "Access Policies", "read": true, "write": true}]),
+        )
+        .await;
+    let policy = json!({"name": "mine", "isActive": true, "clientWorkload": rig.client_workload,
+                        "serverWorkload": rig.server_workload, "trustProviders": [rig.trust_provider],
+                        "credentialProviders": [{"credentialProviderId": cp, "mappingType": "None"}]});
+    t.post_as(&attacker, "/api/v2/access-policies", policy.clone())
+        .await
+        .expect_error(403, "Forbidden.");
+    let r = rig.request(&t, "OAuthToken", json!({})).await;
+    assert_eq!(r.status, 404, "{}", r.text);
+    // Nor through an existing policy of the workload: switching its provider, or switching it
+    // on, is routing the role too.
+    let mut harmless = policy.clone();
+    harmless["credentialProviders"] = json!([]);
+    harmless["isActive"] = json!(false);
+    let pid = id(t
+        .post_as(&attacker, "/api/v2/access-policies", harmless)
+        .await
+        .expect(200));
+    t.put("/api/v2/access-policies", {
+        let mut p = policy.clone();
+        p["externalId"] = json!(pid);
+        p["isActive"] = json!(false);
+        p
+    })
+    .await
+    .expect(200);
+    t.patch_as(
+        &attacker,
+        &format!("/api/v2/access-policies/{pid}"),
+        json!({"isActive": true}),
+    )
+    .await
+    .expect_error(403, "Forbidden.");
+    t.patch_as(
+        &attacker,
+        &format!("/api/v1/access-policies/{pid}"),
+        json!({"isActive": true}),
+    )
+    .await
+    .expect_error(403, "Forbidden.");
+    // The SuperAdmin switches it on: the workload receives the token it was meant to.
+    t.patch(&format!("/api/v2/access-policies/{pid}"), json!({"isActive": true}))
+        .await
+        .expect(200);
+    let v = rig.issue(&t, "OAuthToken").await;
+    let token = v["data"]["token"].as_str().unwrap();
+    t.post_as(token, "/api/v1/roles", json!({"name": "automated", "isActive": true}))
+        .await
+        .expect(201);
+}
+
+/// A caller holding only `Trust Providers` write points the trust provider of a policy that
+/// hands out a SuperAdmin token at an issuer it runs (or adds a key of its own to it), to mint
+/// the workload's evidence: deciding whose evidence the policy accepts is giving its roles, so
+/// both are refused and forged evidence gets nothing.
+#[tokio::test]
+async fn a_trust_provider_writer_cannot_reach_a_super_admin_access_token() {
+    use crate::support::cred::{Rig, SUBJECT};
+    use crate::support::edge::auth;
+    use crate::support::fake_issuer::FakeIssuer;
+    let t = TestApp::start().await;
+    let rig = Rig::new(&t).await;
+    let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "svc-access-token", "name": "automation", "isActive": true,
+                   "roleId": super_admin, "lifetimeInSeconds": 600}),
+        )
+        .await;
+    rig.attach(&t, &cp).await;
+    let attacker = t
+        .user_with_role(
+            "tp-admin@example.test",
+            json!([{"name": "Trust Providers", "read": true, "write": true}]),
+        )
+        .await;
+    let evil = FakeIssuer::start().await;
+    let path = format!("/api/v1/trust-providers/{}", rig.trust_provider);
+    let stored = t.get(&path).await.body.clone();
+    let mut moved = stored.clone();
+    moved["oidcUrl"] = json!(evil.url);
+    t.put_as(&attacker, "/api/v1/trust-providers", moved)
+        .await
+        .expect_error(403, "Forbidden.");
+    t.patch_as(&attacker, &path, json!({"oidcUrl": evil.url}))
+        .await
+        .expect_error(403, "Forbidden.");
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["attacker.example".into()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap()
+        .pem();
+    let cert = svc_server::crypto::b64std(cert.as_bytes());
+    t.post_as(&attacker, &format!("{path}/secrets"), json!({"secret": cert}))
+        .await
+        .expect_error(403, "Forbidden.");
+    assert_eq!(t.get(&path).await.body["oidcUrl"], stored["oidcUrl"]);
+    // Evidence minted by the attacker's issuer is refused.
+    let mut claims = evil.claims(&t.base, SUBJECT);
+    claims["team"] = json!("platform");
+    let forged = evil.sign(&claims);
+    let r = auth(&t, &rig.client_id, json!({"oidc": {"identityToken": forged}})).await;
+    assert_ne!(r.status, 200, "{}", r.text);
+    // Trust providers no such policy accepts, it administers.
+    let r = t
+        .post_as(
+            &attacker,
+            "/api/v1/trust-providers",
+            json!({"name": "other", "isActive": true, "provider": "OidcIdToken", "oidcUrl": evil.url}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
+#[tokio::test]
+async fn a_trust_provider_writer_cannot_open_a_paused_policy_by_deleting_its_trust_provider() {
+    use crate::support::cred::Rig;
+    let t = TestApp::start().await;
+    let rig = Rig::new(&t).await;
+    let cp = rig
+        .provider(
+            &t,
+            json!({"type": "svc-access-token", "name": "automation", "isActive": true,
+                   "roleId": svc_server::domain::records::SUPER_ADMIN_ROLE, "lifetimeInSeconds": 600}),
+        )
+        .await;
+    let policy = rig.attach(&t, &cp).await;
+    let policy_path = format!("/api/v2/access-policies/{policy}");
+    t.patch(&policy_path, json!({"isActive": false})).await.expect(200);
+    let attacker = t
+        .user_with_role(
+            "tp-admin@example.test",
+            json!([{"name": "Trust Providers", "read": true, "write": true}]),
+        )
+        .await;
+    // Deleting the paused policy's only trust provider would leave it accepting every provider
+    // of the set: refused to a caller without the roles its tokens give; nothing changes.
+    let path = format!("/api/v1/trust-providers/{}", rig.trust_provider);
+    let r = t.call(reqwest::Method::DELETE, &path, Some(&attacker), None).await;
+    r.expect_error(403, "Forbidden.");
+    t.get(&path).await.expect(200);
+    let p = t.get(&policy_path).await;
+    assert_eq!(
+        p.expect(200)["trustProviders"][0]["externalId"],
+        json!(rig.trust_provider),
+        "{}",
+        p.text
+    );
+    // A provider that is not a paused policy's last one goes (the policy keeps the other)...
+    let (other, _) =
+        crate::support::edge::provider(&t, json!({"provider": "OidcIdToken", "oidcUrl": rig._iss.url})).await;
+    t.patch(&policy_path, json!({"trustProviders": [rig.trust_provider, other]}))
+        .await
+        .expect(200);
+    let r = t
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/api/v1/trust-providers/{other}"),
+            Some(&attacker),
+            None,
+        )
+        .await;
+    assert!(r.status < 300, "{} {}", r.status, r.text);
+    // ...and a SuperAdmin may delete the last one (the contract's rule: the paused policy then
+    // names none).
+    let r = t.delete(&path).await;
+    assert!(r.status < 300, "{} {}", r.status, r.text);
+    assert_eq!(t.get(&policy_path).await.body["trustProviders"], json!([]));
+}

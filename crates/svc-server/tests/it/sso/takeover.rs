@@ -102,10 +102,18 @@ async fn an_identity_provider_admin_cannot_change_the_roles_of_accounts_it_did_n
             json!([{"name": "Identity Providers", "read": true, "write": true}, {"name": "Roles", "read": true}]),
         )
         .await;
-    let mut body = t.get(&format!("{IDPS}/{id}")).await.body.clone();
+    let stored = t.get(&format!("{IDPS}/{id}")).await.body.clone();
+    let mut body = stored.clone();
     body["ssoStatementRoleMappings"] =
         json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": viewer}]);
     let _ = t.put_as(&attacker, IDPS, body).await;
+    // The IdP its administrator wrote is no longer trusted: it signs in no account holding a
+    // role it does not map (issue 31, third read) — the SuperAdmin is refused, not demoted.
+    sign_in(&t, &idp, &id, ADMIN_EMAIL, |_| {})
+        .await
+        .expect_error(401, "SSO sign-in failed.");
+    // Once a SuperAdmin writes it back (trusting it), the SuperAdmin signs in, still itself.
+    t.put(IDPS, stored).await.expect(200);
     let admin_token = sign_in(&t, &idp, &id, ADMIN_EMAIL, |_| {}).await.expect(200)["accessToken"]
         .as_str()
         .unwrap()
@@ -330,4 +338,386 @@ async fn a_console_sign_in_ends_in_the_console_with_a_one_time_code() {
     t.get(&format!("/api/v1/sso/login/{id}?redirect=https://evil.example"))
         .await
         .expect_error(400, "redirect: must be console");
+}
+
+/// An `Identity Providers` administrator sends back a SuperAdmin's IdP with its SuperAdmin
+/// mapping kept and the URL moved to a server it controls: keeping a mapping is giving it (the
+/// server decides who matches), so the write is refused and the IdP stays where it was.
+#[tokio::test]
+async fn an_idp_admin_cannot_keep_a_super_admin_mapping() {
+    let t = TestApp::start().await;
+    let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+    let corp = TestIdp::start().await;
+    // A SuperAdmin may map SuperAdmin: the corporate group "svc-admins".
+    let mut body = corp.body();
+    body["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "svc-admins", "roleExternalId": super_admin}]);
+    let id = t.post(IDPS, body).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let attacker = idp_admin(&t).await;
+    let evil = TestIdp::start().await;
+    let stored = t.get(&format!("{IDPS}/{id}")).await.body.clone();
+    let mut moved = stored.clone();
+    moved["oidcBaseURL"] = json!(evil.url);
+    moved["clientSecret"] = json!("attacker-secret");
+    t.put_as(&attacker, IDPS, moved).await.expect_error(403, "Forbidden.");
+    // Nor may it merely rename the IdP while the mapping is there (a PUT names the mapping).
+    let mut renamed = stored.clone();
+    renamed["name"] = json!("renamed");
+    t.put_as(&attacker, IDPS, renamed).await.expect_error(403, "Forbidden.");
+    assert_eq!(
+        t.get(&format!("{IDPS}/{id}")).await.body["oidcBaseURL"],
+        json!(corp.url)
+    );
+    // The corporate group still makes SuperAdmins.
+    let r = sign_in(&t, &corp, &id, "new.admin@example.test", |c| {
+        c["groups"] = json!(["svc-admins"])
+    })
+    .await;
+    let token = r.expect(200)["accessToken"].as_str().unwrap().to_string();
+    t.post_as(
+        &token,
+        "/api/v1/roles",
+        json!({"name": "by the new admin", "isActive": true}),
+    )
+    .await
+    .expect(201);
+}
+
+/// A `Users` administrator creates, with a password it knows, the account of a new member of
+/// the group a trusted IdP maps to SuperAdmin, before that person's first SSO sign-in. Binding
+/// the account by its verified e-mail drops the password the administrator set.
+#[tokio::test]
+async fn an_account_pre_created_by_a_users_admin_loses_its_password_when_a_trusted_idp_binds_it() {
+    let t = TestApp::start().await;
+    let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+    let corp = TestIdp::start().await;
+    let mut body = corp.body();
+    body["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "svc-admins", "roleExternalId": super_admin}]);
+    let id = t.post(IDPS, body).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let attacker = t
+        .user_with_role(
+            "users-admin@example.test",
+            json!([{"name": "Users", "read": true, "write": true}]),
+        )
+        .await;
+    const PW: &str = "attacker-knows-this";
+    const HIRE: &str = "new.hire@example.test";
+    t.post_as(
+        &attacker,
+        "/api/v1/users",
+        json!({"email": HIRE, "firstName": "New", "lastName": "Hire", "password": PW, "roles": []}),
+    )
+    .await
+    .expect(201);
+    let before = t.login(HIRE, PW).await;
+    // The new hire's first SSO sign-in binds the account and maps SuperAdmin.
+    let hire = sign_in(&t, &corp, &id, HIRE, |c| c["groups"] = json!(["svc-admins"])).await;
+    let hire = hire.expect(200)["accessToken"].as_str().unwrap().to_string();
+    t.post_anon("/api/v1/login", json!({"email": HIRE, "password": PW}))
+        .await
+        .expect_error(401, "Invalid email or password.");
+    // The administrator's session on the account ended with the binding.
+    t.get_as(&before, "/api/v1/users").await.expect(401);
+    // The new hire is the SuperAdmin it was meant to be.
+    t.post_as(
+        &hire,
+        "/api/v1/roles",
+        json!({"name": "by the new hire", "isActive": true}),
+    )
+    .await
+    .expect(201);
+}
+
+/// The same pre-hijack by an `Identity Providers` administrator: its own IdP creates the account
+/// first; the trusted IdP binds it and maps SuperAdmin; the administrator's IdP no longer signs
+/// it in (the binding replaced every other).
+#[tokio::test]
+async fn an_account_an_idp_admin_created_through_its_own_idp_is_not_its_once_a_trusted_idp_binds_it() {
+    let t = TestApp::start().await;
+    let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+    let corp = TestIdp::start().await;
+    let mut body = corp.body();
+    body["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "svc-admins", "roleExternalId": super_admin}]);
+    let corp_id = t.post(IDPS, body).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let own_role = role(
+        &t,
+        "idp admins",
+        json!([{"name": "Identity Providers", "read": true, "write": true}]),
+    )
+    .await;
+    const PW: &str = "a-long-enough-password";
+    t.create_user("idp-admin@example.test", PW, &[&own_role]).await;
+    let attacker = t.login("idp-admin@example.test", PW).await;
+    let evil = TestIdp::start().await;
+    let mut eb = evil.body();
+    eb["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "x", "roleExternalId": own_role}]);
+    let evil_id = t.post_as(&attacker, IDPS, eb).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    const HIRE: &str = "new.hire@example.test";
+    sign_in(&t, &evil, &evil_id, HIRE, |c| c["groups"] = json!(["x"]))
+        .await
+        .expect(200);
+    let hire = sign_in(&t, &corp, &corp_id, HIRE, |c| c["groups"] = json!(["svc-admins"])).await;
+    let hire = hire.expect(200)["accessToken"].as_str().unwrap().to_string();
+    sign_in(&t, &evil, &evil_id, HIRE, |c| c["groups"] = json!([]))
+        .await
+        .expect_error(401, "SSO sign-in failed.");
+    assert!(
+        last_failure(&t.audit("").await).contains("may not sign in an account it is not bound to"),
+        "{}",
+        last_failure(&t.audit("").await)
+    );
+    t.post_as(
+        &hire,
+        "/api/v1/roles",
+        json!({"name": "by the new hire", "isActive": true}),
+    )
+    .await
+    .expect(201);
+}
+
+/// An `Identity Providers` administrator moves a trusted IdP to its server (untrusted now); a
+/// SuperAdmin's routine PATCH (a description) does not make it trusted again, so it does not
+/// bind the SuperAdmin's account for the attacker. A SuperAdmin's PUT, which names the URL, does.
+#[tokio::test]
+async fn a_super_admins_patch_does_not_trust_a_moved_idp() {
+    let t = TestApp::start().await;
+    let corp = TestIdp::start().await;
+    let id = t.post(IDPS, corp.body()).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let attacker = idp_admin(&t).await;
+    let evil = TestIdp::start().await;
+    let mut moved = t.get(&format!("{IDPS}/{id}")).await.body.clone();
+    moved["oidcBaseURL"] = json!(evil.url);
+    moved["clientSecret"] = json!("attacker-secret");
+    t.put_as(&attacker, IDPS, moved).await.expect(200);
+    t.patch(&format!("{IDPS}/{id}"), json!({"description": "corporate SSO"}))
+        .await
+        .expect(200);
+    sign_in(&t, &evil, &id, ADMIN_EMAIL, |_| {})
+        .await
+        .expect_error(401, "SSO sign-in failed.");
+    assert!(
+        last_failure(&t.audit("").await).contains("may not sign in an account it is not bound to"),
+        "{}",
+        last_failure(&t.audit("").await)
+    );
+    // Written again by the SuperAdmin with the URL in the body: trusted.
+    let mut body = t.get(&format!("{IDPS}/{id}")).await.body.clone();
+    body["oidcBaseURL"] = json!(corp.url);
+    body["clientSecret"] = json!("s3cr:t /x");
+    t.put(IDPS, body).await.expect(200);
+    sign_in(&t, &corp, &id, ADMIN_EMAIL, |_| {}).await.expect(200);
+}
+
+/// A stranger's wrong passwords lock the account only for the stranger's address: the owner,
+/// bound to the IdP, still signs in through it from its own (and is refused from the
+/// stranger's, as a password sign-in would be).
+#[tokio::test]
+async fn a_strangers_wrong_passwords_do_not_lock_the_owner_out_of_sso() {
+    let t = TestApp::start_with(|env| {
+        env.insert("SVC_TRUSTED_PROXIES".into(), "127.0.0.1/32".into());
+    })
+    .await;
+    const STRANGER: &str = "203.0.113.66";
+    const OWNER: &str = "198.51.100.20";
+    let corp = TestIdp::start().await;
+    let id = t.post(IDPS, corp.body()).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sso_from = |from: &'static str| {
+        let (t, corp, id) = (&t, &corp, id.clone());
+        async move {
+            let (state, nonce, _) = begin(t, &id).await;
+            corp.answer_with(corp.sign(&corp.claims(&nonce, ADMIN_EMAIL)));
+            let url = t.url(&format!("/api/v1/sso/callback?code=the-code&state={state}"));
+            t.send(t.client.get(url).header("x-forwarded-for", from)).await
+        }
+    };
+    sso_from(OWNER).await.expect(200); // bound
+    for _ in 0..5 {
+        let r = t
+            .send(
+                t.client
+                    .post(t.url("/api/v1/login"))
+                    .header("x-forwarded-for", STRANGER)
+                    .json(&json!({"email": ADMIN_EMAIL, "password": "whatever-guess-1"})),
+            )
+            .await;
+        r.expect_error(401, "Invalid email or password.");
+    }
+    sso_from(OWNER).await.expect(200);
+    sso_from(STRANGER).await.expect_error(401, "The account is locked.");
+}
+
+/// An `Identity Providers` administrator points IdPs at addresses inside the network and reads
+/// their verification: an internal service's error text (even one shaped like a protocol error
+/// code) never comes back, and a closed port reads the same as an answering one.
+#[tokio::test]
+async fn an_internal_error_token_is_not_read_back() {
+    use crate::support::cred::{Answer, Recorder};
+    let t = TestApp::start().await;
+    let attacker = idp_admin(&t).await;
+    let internal = Recorder::start(Answer::Fixed(
+        403,
+        "application/json",
+        br#"{"error": "vault-root-token:s.AbCdEf123456"}"#.to_vec(),
+        std::time::Duration::ZERO,
+    ))
+    .await;
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut said = Vec::new();
+    for base in [internal.url.clone(), format!("http://127.0.0.1:{closed}")] {
+        let mut body = TestIdp::start().await.body();
+        body["oidcBaseURL"] = json!(base);
+        let id = t.post_as(&attacker, IDPS, body).await.expect(201)["externalId"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let v = t.get_as(&attacker, &format!("{IDPS}/{id}/verification")).await;
+        said.push(v.body["message"].as_str().unwrap().to_string());
+    }
+    assert_eq!(internal.count(), 1, "the internal service was asked once");
+    assert!(!said[0].contains("vault-root-token"), "{said:?}");
+    assert!(!said[0].contains("403"), "{said:?}");
+    assert_eq!(said[0], said[1]);
+    // A reachable, complete IdP still verifies.
+    let good = TestIdp::start().await;
+    let id = t.post_as(&attacker, IDPS, good.body()).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let v = t.get_as(&attacker, &format!("{IDPS}/{id}/verification")).await;
+    assert_eq!(
+        v.body["message"],
+        "The OIDC identity provider is reachable and completely configured."
+    );
+}
+
+#[tokio::test]
+async fn an_untrusted_idp_does_not_keep_an_account_given_roles_it_does_not_map() {
+    let t = TestApp::start().await;
+    let own_role = role(
+        &t,
+        "idp admins",
+        json!([{"name": "Identity Providers", "read": true, "write": true}]),
+    )
+    .await;
+    const PW: &str = "a-long-enough-password";
+    t.create_user("idp-admin@example.test", PW, &[&own_role]).await;
+    let attacker = t.login("idp-admin@example.test", PW).await;
+    // The administrator's own (untrusted) IdP creates an account for a new e-mail.
+    let evil = TestIdp::start().await;
+    let mut body = evil.body();
+    body["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "x", "roleExternalId": own_role}]);
+    let evil_id = t.post_as(&attacker, IDPS, body.clone()).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    sign_in(&t, &evil, &evil_id, "new.hire@example.test", |c| {
+        c["groups"] = json!(["x"])
+    })
+    .await
+    .expect(200);
+    // A SuperAdmin gives the new hire's account SuperAdmin (the normal way to grant more).
+    let u = user_by_email(&t, "new.hire@example.test").await.unwrap();
+    let mut put = u.clone();
+    put["roles"] = json!([svc_server::domain::records::SUPER_ADMIN_ROLE.to_string()]);
+    t.put(&format!("/api/v1/users/{}", u["externalId"].as_str().unwrap()), put)
+        .await
+        .expect(200);
+    // The user shows which IdP account it signs in as.
+    let u = user_by_email(&t, "new.hire@example.test").await.unwrap();
+    assert_eq!(u["ssoIdentities"][0]["identityProviderId"], json!(evil_id), "{u}");
+    // The administrator's IdP no longer signs it in, with or without the mapped claim.
+    for groups in [json!([]), json!(["x"])] {
+        sign_in(&t, &evil, &evil_id, "new.hire@example.test", |c| c["groups"] = groups)
+            .await
+            .expect_error(401, "SSO sign-in failed.");
+    }
+    // Once a SuperAdmin writes the IdP (trusting it), the account signs in through it.
+    t.put(IDPS, t.get(&format!("{IDPS}/{evil_id}")).await.body.clone())
+        .await
+        .expect(200);
+    let tok = sign_in(&t, &evil, &evil_id, "new.hire@example.test", |_| {})
+        .await
+        .expect(200)["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post_as(&tok, "/api/v1/roles", json!({"name": "granted", "isActive": true}))
+        .await
+        .expect(201);
+}
+
+#[tokio::test]
+async fn a_token_expiring_inside_the_write_unit_is_not_the_service() {
+    use svc_server::service::admission::{ADMITTED, Admitted, Guard, Scope};
+    let t = TestApp::start().await;
+    let attacker = idp_admin(&t).await;
+    let exp = crate::support::edge::jwt_payload(&attacker)["exp"].as_i64().unwrap();
+    let now = svc_server::clock::scope(t.app.clock.clone(), async { svc_server::clock::now_millis() }).await;
+    t.advance_clock((exp + 31) * 1000 - now);
+    // The write unit's checks ask who the admitted caller is: no longer anyone, so refused —
+    // never the service's own write, for which every check passes.
+    let admitted = Admitted {
+        token: attacker,
+        guard: Guard {
+            perm: svc_server::domain::Perm::IdentityProviders,
+            scope: Scope::Rs,
+            write: None,
+        },
+        write: true,
+        rs: svc_server::domain::DEFAULT_RESOURCE_SET,
+    };
+    let st = t.app.state();
+    let caller = svc_server::clock::scope(
+        t.app.clock.clone(),
+        ADMITTED.scope(admitted, async {
+            svc_server::service::escalation::current_caller(&t.app, &st).map(|c| c.is_some())
+        }),
+    )
+    .await;
+    assert!(
+        matches!(caller, Err(svc_server::error::Error::Unauthenticated)),
+        "{caller:?}"
+    );
+    let mapped = [svc_server::domain::records::SUPER_ADMIN_ROLE];
+    let admitted_again = Admitted {
+        token: String::from("not a token"),
+        guard: Guard {
+            perm: svc_server::domain::Perm::IdentityProviders,
+            scope: Scope::Rs,
+            write: None,
+        },
+        write: true,
+        rs: svc_server::domain::DEFAULT_RESOURCE_SET,
+    };
+    let check = ADMITTED
+        .scope(admitted_again, async {
+            svc_server::service::escalation::check_mapped_roles(&t.app, &st, &mapped)
+        })
+        .await;
+    assert!(check.is_err(), "{check:?}");
 }

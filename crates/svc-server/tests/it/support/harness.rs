@@ -261,9 +261,15 @@ impl TestApp {
 
     /// Stops the server (graceful) and starts a new one on the same database and key file, with
     /// the same public URL (the issuer that tokens name), listening on a new port.
-    pub async fn restart(mut self) -> TestApp {
+    pub async fn restart(self) -> TestApp {
+        self.restart_with(|_| {}).await
+    }
+
+    /// [`TestApp::restart`] with the configuration changed by `f` (new keys, say).
+    pub async fn restart_with(mut self, f: impl FnOnce(&mut BTreeMap<String, String>)) -> TestApp {
         self.shutdown().await;
-        let env = self.env.clone();
+        let mut env = self.env.clone();
+        f(&mut env);
         let public = env.get("SVC_PUBLIC_URL").cloned();
         let (dir, db) = (self.dir.clone(), self.db_url.clone());
         // The directory must outlive this handle: disarm its cleanup.
@@ -289,6 +295,8 @@ impl TestApp {
         if let Some(t) = self.task.take() {
             let _ = tokio::time::timeout(Duration::from_secs(10), t).await;
         }
+        // As `svc serve` does once stopped.
+        svc_server::service::nodes::leave(&self.app).await;
         self.app.store.close().await;
     }
 
@@ -445,6 +453,20 @@ impl Drop for TestApp {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// Runs the built `svc` with exactly `env` as its environment (a host command on a test server's
+/// database and keys: `svc admin backup`, `keys rotate-encryption`, …).
+#[allow(dead_code)]
+pub async fn host_command(env: &BTreeMap<String, String>, args: &[&str]) -> std::process::Output {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_svc"))
+        .args(args)
+        .env_clear()
+        .envs(env)
+        .env("SVC_LOG", std::env::var("SVC_TEST_HOST_LOG").unwrap_or("error".into()))
+        .output()
+        .await
+        .expect("run svc")
 }
 
 pub fn contains(haystack: &[u8], needle: &str) -> bool {
