@@ -186,7 +186,7 @@ async fn authenticate(
     // Verified as /auth verifies: through the routing of the provider's resource set, with the
     // own-issuer evidence rule.
     let up = app.upstream_for(tp.rs);
-    let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&st, id);
+    let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(st, id);
     let outcome = match trust::verify_evidence(&app.verify_cx_via(&up), &tp, client)
         .await
         .and_then(|v| trust::check_own_issued(&tp, &v, app.cfg.issuer(), is_id_token).map(|()| v))
