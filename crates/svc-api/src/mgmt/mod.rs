@@ -18,6 +18,7 @@ pub mod content_security;
 pub mod credential_integrations;
 pub mod credential_providers;
 pub mod discovery;
+pub mod evaluate;
 pub mod events;
 pub mod integrations;
 pub mod issuer;
