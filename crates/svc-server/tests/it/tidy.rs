@@ -248,3 +248,54 @@ fn a_test_folder_missing_from_testing_md_is_named() {
         ["crates/svc-server/tests/it/edge_client/", "crates/svc-api/tests/"]
     );
 }
+
+/// The Markdown pages of the repository's documentation: README.md and everything under docs/.
+fn doc_pages(root: &Path) -> Vec<File> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<File>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                let path = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+                out.push(File {
+                    path,
+                    text: std::fs::read_to_string(&p).unwrap(),
+                });
+            }
+        }
+    }
+    let mut out = vec![File {
+        path: "README.md".into(),
+        text: std::fs::read_to_string(root.join("README.md")).unwrap(),
+    }];
+    walk(&root.join("docs"), root, &mut out);
+    out
+}
+
+/// Citations a reader of the repository cannot follow: the design documents the service was
+/// written from are not part of it, so the docs cite docs pages and the OpenAPI document.
+fn outside_citations(f: &File) -> Vec<String> {
+    ["shared/design", "shared/spec", "api-contract", "contract §"]
+        .iter()
+        .filter(|c| f.text.contains(**c))
+        .map(|c| format!("{}: cites `{c}`", f.path))
+        .collect()
+}
+
+#[test]
+fn the_docs_cite_only_what_the_repository_holds() {
+    let pages = doc_pages(&workspace_root());
+    assert!(pages.len() > 20, "the docs were not found");
+    let found: Vec<String> = pages.iter().flat_map(outside_citations).collect();
+    assert!(found.is_empty(), "cite a docs page instead:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_citation_of_the_design_documents_is_found() {
+    let page = File {
+        path: "docs/new.md".into(),
+        text: "As the contract §4.8 says (shared/design/api-contract.md, shared/spec/edge-api.md).\n".into(),
+    };
+    assert_eq!(outside_citations(&page).len(), 4);
+}
