@@ -24,6 +24,7 @@ pub mod resource_sets;
 pub mod roles;
 pub mod routings;
 pub mod settings;
+pub mod trust_providers;
 
 pub use agent_controllers::{
     AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
@@ -71,4 +72,10 @@ pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
 pub use routings::RoutingDto;
 pub use settings::{
     ComplianceLevel, ComplianceSetting, GetSignInPolicyDto, MfaSignInPolicyDto, SettingDto, SsoSignInPolicyDto,
+};
+pub use trust_providers::{
+    CiTrustProviderDto, CloudAMetadataServiceTrustProviderDto, KeyMaterial, PemType, PlatformTrustProviderDto,
+    PublicKeyValidationDto, TokenIssuerTrustProviderDto, TrustProviderCommon, TrustProviderDto, TrustProviderKind,
+    TrustProviderMatchRuleDto, TrustProviderPatchDto, TrustProviderSecretDto, TrustProviderSecretSlimDto,
+    TrustProviderSecretType,
 };
