@@ -25,6 +25,7 @@ pub mod roles;
 pub mod routings;
 pub mod settings;
 pub mod trust_providers;
+pub mod workloads;
 
 pub use agent_controllers::{
     AgentControllerDeviceCodeDto, AgentControllerDto, AgentControllerPatchDto, AgentControllerTlsCertificateDto,
@@ -78,4 +79,9 @@ pub use trust_providers::{
     PublicKeyValidationDto, TokenIssuerTrustProviderDto, TrustProviderCommon, TrustProviderDto, TrustProviderKind,
     TrustProviderMatchRuleDto, TrustProviderPatchDto, TrustProviderSecretDto, TrustProviderSecretSlimDto,
     TrustProviderSecretType,
+};
+pub use workloads::{
+    AppProtocol, AuthMethod, ClientIdentifierDto, ClientWorkloadDto, ClientWorkloadIdentityDto, ClientWorkloadPatchDto,
+    ServerWorkloadDto, ServerWorkloadPatchDto, TransportProtocol, WorkloadServiceAuthenticationDto,
+    WorkloadServiceEndpointDto,
 };

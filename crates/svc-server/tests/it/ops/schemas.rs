@@ -137,6 +137,8 @@ fn converted_resources_stay_typed() {
         "/api/v1/sso/providers",
         "/api/openapi.json",
         "/api/v1/trust-providers",
+        "/api/v1/client-workloads",
+        "/api/v1/server-workloads",
     ];
     let regressed: Vec<String> = offenders()
         .into_iter()
