@@ -25,6 +25,7 @@ pub mod roles;
 pub mod routings;
 pub mod settings;
 pub mod trust_providers;
+pub mod users;
 pub mod workloads;
 
 pub use agent_controllers::{
@@ -80,6 +81,7 @@ pub use trust_providers::{
     TrustProviderMatchRuleDto, TrustProviderPatchDto, TrustProviderSecretDto, TrustProviderSecretSlimDto,
     TrustProviderSecretType,
 };
+pub use users::{UserDto, UserPatchDto, UserSsoIdentityDto, UserTokensDto};
 pub use workloads::{
     AppProtocol, AuthMethod, ClientIdentifierDto, ClientWorkloadDto, ClientWorkloadIdentityDto, ClientWorkloadPatchDto,
     ServerWorkloadDto, ServerWorkloadPatchDto, TransportProtocol, WorkloadServiceAuthenticationDto,
