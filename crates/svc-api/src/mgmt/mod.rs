@@ -24,6 +24,7 @@ pub mod resource_sets;
 pub mod roles;
 pub mod routings;
 pub mod settings;
+pub mod sso_idps;
 pub mod trust_providers;
 pub mod users;
 pub mod workloads;
@@ -74,6 +75,10 @@ pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
 pub use routings::RoutingDto;
 pub use settings::{
     ComplianceLevel, ComplianceSetting, GetSignInPolicyDto, MfaSignInPolicyDto, SettingDto, SsoSignInPolicyDto,
+};
+pub use sso_idps::{
+    OidcAuthType, OidcIdentityProviderDto, SamlIdentityProviderDto, SsoIdentityProviderCommon, SsoIdentityProviderDto,
+    SsoStatementRoleMappingDto,
 };
 pub use trust_providers::{
     CiTrustProviderDto, CloudAMetadataServiceTrustProviderDto, KeyMaterial, PemType, PlatformTrustProviderDto,
