@@ -58,6 +58,17 @@
 #                latency (GET /v1/credentials answered from the cache, c=10 and c=50) and the load
 #                it puts on the server while it keeps the 100 entries fresh for AGENT_IDLE seconds
 #                (default 300; 20 with --smoke): /auth and /credentials calls per minute
+#   --events-scale N[,N...]  issue 34: events at fleet scale, on SQLite and then on PostgreSQL
+#                (BENCH_EVENTS_DBS, default "sqlite postgres"; PostgreSQL at BENCH_PG_URL, default
+#                the test peers' SVC_TEST_POSTGRES_URL, in a fresh database dropped afterwards). A
+#                fleet of BENCH_FLEET (default 1000) workloads (bench/lib/events_scale.py setup),
+#                BENCH_AUDIT (default 100000) audit entries, then /edge/v1/credentials through
+#                the edge (wrk, c=50, bench/wrk/fill.lua: 3 authorization events and 1 workload
+#                event each) until each N authorization events are stored; at each N the bytes of
+#                database per request and every query of events_scale.py timed through the API
+#                (median of 3, BENCH_QUERY_TIMEOUT s at most, default 120). Also, with --stream, a
+#                HEC stream inactive during the fill is activated at the last N and its catch-up
+#                timed. Results: DIR/events.jsonl, DIR/report.md
 #   --no-build   use the existing target/release/svc
 #   --svc-bin F  measure the svc binary F (no build); e.g. the debug build for a smoke run
 #   --keep-data  keep DIR/svc-data (the SQLite database: gigabytes of events after a full run)
@@ -94,6 +105,7 @@ AGENT=0
 CONDITIONS=0
 STREAM=0
 INSTRUCTIONS=0
+EVENTS_SCALE=
 # --conditions: what the GeoIP database says of 127.0.0.0/8 and the GeoIP condition asks for
 # (country, its English name, subdivision, the subdivision's name).
 GEOIP=(US "United States" TX Texas)
@@ -121,6 +133,11 @@ while (($#)); do
     ;;
   --conditions) CONDITIONS=1 ;;
   --stream) STREAM=1 ;;
+  --events-scale)
+    EVENTS_SCALE=$2
+    BAO=0
+    shift
+    ;;
   --no-build) BUILD=0 ;;
   --keep-data) KEEP_DATA=1 ;;
   --svc-bin)
@@ -154,6 +171,9 @@ if ((CONDITIONS && AGENT)); then
 fi
 if [[ $MODE == smoke ]]; then
   DURATION=1 WARMUP=0 ID_TOKENS=300 ACCESS_TOKENS=100 MID=1000 BIG=1000 WORKERS=4
+elif [[ -n $EVENTS_SCALE ]]; then
+  # The fleet's workloads mint their own tokens (events_scale.py setup).
+  ID_TOKENS=10 ACCESS_TOKENS=0 MID=0 BIG=0 WORKERS=8
 else
   ID_TOKENS=${BENCH_ID_TOKENS:-5000} ACCESS_TOKENS=2000 MID=10000 BIG=100000 WORKERS=8
 fi
@@ -306,7 +326,7 @@ json.dump({"mode": "$MODE", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmt
            "commit": "$GIT_COMMIT$GIT_DIRTY", "duration_s": $DURATION, "load_before": load,
            "cpus": os.cpu_count(), "id_tokens": $ID_TOKENS, "access_tokens": $ACCESS_TOKENS,
            "policies": [10, $MID, $BIG], "conditions": bool($CONDITIONS),
-           "instructions": bool($INSTRUCTIONS)}, open(sys.argv[1], "w"))
+           "instructions": bool($INSTRUCTIONS), "events_scale": "$EVENTS_SCALE"}, open(sys.argv[1], "w"))
 PY
 log "mode $MODE$( ((CONDITIONS)) && echo ' with conditions'), ${DURATION}s per point, load average $(cut -d' ' -f1-3 /proc/loadavg), output $OUT"
 
@@ -469,6 +489,104 @@ PIDS+=($!)
 "$PY" "$BENCH/lib/issuer.py" mint "$OUT/issuer" --iss "$ISSUER" --aud "$SVC" --sub system:job:bench \
   --count "$ID_TOKENS" --ttl 7200 --out "$OUT/id-tokens.txt"
 for _ in $(seq 1 100); do curl -sf -o /dev/null "$ISSUER/jwks" && break || sleep 0.1; done
+
+# ------------------------------------------------------------------------------------------------
+# --events-scale (issue 34): events at fleet scale, one database after the other.
+
+if [[ -n $EVENTS_SCALE ]]; then
+  EV=$OUT/events.jsonl
+  : >"$EV"
+  ev_extra() { "$PY" -c 'import json,sys; print(json.dumps(dict(json.loads(sys.argv[2]), kind=sys.argv[1])))' "$1" "$2" >>"$EV"; }
+  FLEET=${BENCH_FLEET:-1000}
+  AUDIT_N=${BENCH_AUDIT:-100000}
+  IFS=, read -r -a CHECKPOINTS <<<"$EVENTS_SCALE"
+  if ((STREAM)); then
+    read -r HEC_PORT <<<"$(free_ports 1)"
+    taskset -c "$LOAD_CPU" "$PY" "$BENCH/lib/hec_sink.py" "$HEC_PORT" >"$OUT/hec.log" 2>&1 &
+    PIDS+=($!)
+  fi
+  for DB in ${BENCH_EVENTS_DBS:-sqlite postgres}; do
+    PG_DB_URL=
+    if [[ $DB == postgres ]]; then
+      PG_ADMIN=${BENCH_PG_URL:-${SVC_TEST_POSTGRES_URL:-}}
+      if [[ -z $PG_ADMIN && -f $ROOT/target/peers-run/env ]]; then
+        PG_ADMIN=$(. "$ROOT/target/peers-run/env" && echo "$SVC_TEST_POSTGRES_URL")
+      fi
+      [[ -n $PG_ADMIN ]] || die "--events-scale on PostgreSQL needs BENCH_PG_URL (or scripts/peers.sh start)"
+      PG_NAME=svc_bench_$(date +%s)
+      psql "$PG_ADMIN" -qc "CREATE DATABASE $PG_NAME" >/dev/null || die "cannot create database $PG_NAME"
+      PG_DB_URL=${PG_ADMIN%/*}/$PG_NAME
+      DB_URL=$PG_DB_URL
+      DB_ENV=(SVC_ENCRYPTION_KEY="$(head -c 32 /dev/urandom | base64)")
+      dbsize() { "$PY" "$BENCH/lib/events_scale.py" dbsize --postgres "$PG_DB_URL"; }
+    else
+      rm -rf "$OUT/svc-data"
+      DB_URL=sqlite://$SVC_DB
+      DB_ENV=()
+      dbsize() { "$PY" "$BENCH/lib/events_scale.py" dbsize --sqlite "$SVC_DB"; }
+    fi
+    log "events-scale on $DB: starting svc (CPU $SERVER_CPU) on $SVC"
+    env SVC_DATABASE_URL="$DB_URL" SVC_LISTEN_ADDR="127.0.0.1:$SVC_PORT" SVC_PUBLIC_URL="$SVC" \
+      SVC_BOOTSTRAP_ADMIN_EMAIL=bench@svc.test SVC_BOOTSTRAP_ADMIN_PASSWORD=bench-password-0123456789 \
+      SVC_ALLOW_INSECURE_UPSTREAM=true SVC_TRUSTED_PROXIES=127.0.0.1/32 SVC_EDGE_TOKEN_TTL_SECONDS=86400 \
+      SVC_EDGE_AUTH_RATE=10000000 SVC_EDGE_AUTH_BURST=10000000 \
+      SVC_EDGE_CREDENTIALS_RATE=10000000 SVC_EDGE_CREDENTIALS_BURST=10000000 SVC_LOG_STREAM_INTERVAL_SECONDS=1 \
+      "${DB_ENV[@]}" taskset -c "$SERVER_CPU" "$SVC_BIN" serve >>"$OUT/svc-$DB.log" 2>&1 &
+    SVC_PID=$!
+    SERVER_PID=$SVC_PID
+    PIDS+=("$SVC_PID")
+    "$PY" "$BENCH/lib/svcbench.py" wait-healthy --base "$SVC" --since-ns "$(date +%s%N)" --timeout 120 >/dev/null
+    "$PY" "$BENCH/lib/events_scale.py" setup --base "$SVC" --issuer-dir "$OUT/issuer" --issuer "$ISSUER" \
+      --workloads "$FLEET" --state "$OUT/fleet-$DB.json" --pool "$OUT/pool-fleet-$DB.txt" >&2
+    if ((STREAM)); then
+      "$PY" "$BENCH/lib/svcbench.py" stream --base "$SVC" --hec "127.0.0.1:$HEC_PORT" --inactive >"$OUT/stream-$DB.json"
+    fi
+    if ((AUDIT_N > 0)); then
+      log "$DB: $AUDIT_N audit entries"
+      ev_extra audit_fill "$(on_load "$PY" "$BENCH/lib/events_scale.py" audit --base "$SVC" --count "$AUDIT_N")"
+    fi
+    settle
+    SIZE0=$(dbsize)
+    AUTHZ=$FLEET REQS=0
+    for N in "${CHECKPOINTS[@]}"; do
+      RATE=0
+      while ((AUTHZ < N)); do
+        LEFT=$(((N - AUTHZ + 2) / 3))
+        if ((RATE > 0)); then DUR=$(((LEFT + RATE - 1) / RATE)); else DUR=10; fi
+        ((DUR >= 1)) || DUR=1
+        ((DUR <= 120)) || DUR=120
+        BENCH_PATH=/edge/v1/credentials BENCH_POOL=$OUT/pool-fleet-$DB.txt \
+          on_load wrk -t1 -c50 -d"${DUR}s" --timeout 10s -s "$BENCH/wrk/fill.lua" "$SVC" >"$OUT/fill.log" 2>&1 ||
+          die "wrk failed during the fill (see $OUT/fill.log)"
+        read -r OKN NON2XX US <<<"$("$PY" -c 'import json,sys; r=json.loads(open(sys.argv[1]).read().split("BENCH_RESULT ",1)[1].splitlines()[0]); print(r["requests"]-r["non_2xx"], r["non_2xx"], r["duration_us"])' "$OUT/fill.log")"
+        ((NON2XX == 0)) || die "$DB: $NON2XX non-2xx answers during the fill (see $OUT/svc-$DB.log)"
+        REQS=$((REQS + OKN))
+        AUTHZ=$((AUTHZ + 3 * OKN))
+        RATE=$((OKN * 1000000 / (US > 0 ? US : 1)))
+        log "$DB: fill +$OKN requests in ${DUR}s ($RATE req/s): $AUTHZ authorization events"
+      done
+      settle
+      SIZE=$(dbsize)
+      ev_extra size "{\"db\": \"$DB\", \"authz\": $AUTHZ, \"requests\": $REQS, \"bytes\": $SIZE, \"bytes_before_fill\": $SIZE0, \"fill_rate\": $RATE, \"load\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
+      log "$DB at $AUTHZ authorization events: $(((SIZE - SIZE0) / (REQS > 0 ? REQS : 1))) bytes per request; timing queries"
+      "$PY" "$BENCH/lib/events_scale.py" queries --base "$SVC" --state "$OUT/fleet-$DB.json" \
+        --label "$DB $AUTHZ" --timeout "${BENCH_QUERY_TIMEOUT:-120}" >>"$EV"
+    done
+    if ((STREAM)); then
+      curl -sf -X POST "http://127.0.0.1:$HEC_PORT/reset" >/dev/null
+      T0=$(date +%s%N)
+      "$PY" "$BENCH/lib/svcbench.py" stream-activate --base "$SVC" --state "$OUT/stream-$DB.json" >&2
+      "$PY" "$BENCH/lib/svcbench.py" stream-wait --hec "127.0.0.1:$HEC_PORT" --events "$((3 * REQS))" --since-ns "$T0" \
+        --timeout 3600 >"$OUT/catchup-$DB.json" || log "$DB: the stream did not catch up in time"
+      ev_extra catchup "$(cat "$OUT/catchup-$DB.json")"
+    fi
+    stop_pid "$SVC_PID"
+    if [[ -n $PG_DB_URL && $KEEP_DATA == 0 ]]; then psql "$PG_ADMIN" -qc "DROP DATABASE $PG_NAME" >/dev/null || true; fi
+    if [[ $DB == sqlite && $KEEP_DATA == 0 ]]; then rm -rf "$OUT/svc-data"; fi
+  done
+  "$PY" "$BENCH/lib/report.py" "$OUT" | tee "$OUT/report.md"
+  exit 0
+fi
 
 # ------------------------------------------------------------------------------------------------
 # Svc

@@ -39,15 +39,101 @@ def instructions(d: str, run: dict) -> int:
     for label, base, other in rows:
         print(f"| {label} | {'n/a' if not base or not other else f'{base / other * 100:.1f}%'} |")
     if "svc.cred@10+hec" in pts and per("svc.cred@10"):
-        # Issue 19: one HEC stream adds at most 10% to /credentials' CPU per request.
+        # Issue 34 accepted a HEC stream's cost while its lag stays under 5 s: shown, not judged.
         extra_pct = (per("svc.cred@10+hec") / per("svc.cred@10") - 1) * 100
-        print(f"| one HEC stream: instructions added to /credentials (delivery included), target ≤ 10% | {extra_pct:+.1f}% |")
+        print(f"| one HEC stream: instructions added to /credentials (delivery included; informational) | {extra_pct:+.1f}% |")
+    print()
+    # Issue 34: the edge write path's guard is its instruction budget (it retired "≥ 30% of health").
+    cred = per("svc.cred@10")
+    if cred:
+        verdict = "PASS" if cred <= 200_000 else "FAIL"
+        print("| target (issue 34) | measured | verdict |")
+        print("|---|---:|---|")
+        print(f"| instructions per /edge/v1/credentials (10 policies) ≤ 200,000 | {cred:,} | **{verdict}** |")
+    return 0
+
+
+def events_scale(d: str, run: dict) -> int:
+    """bench/run.sh --events-scale (issue 34): the database's bytes per /credentials request and
+    each query's time at each size, per database, with issue 34's targets judged."""
+    sizes, queries, extra = [], [], []
+    for line in open(f"{d}/events.jsonl"):
+        if not line.strip():
+            continue
+        r = json.loads(line)
+        if r.get("kind") == "size":
+            sizes.append(r)
+        elif "query" in r:
+            queries.append(r)
+        else:
+            extra.append(r)
+    print(f"## {run['date']} · commit {run['commit']} · --events-scale {run['events_scale']}")
+    print()
+    print(f"Load before: {' / '.join(run['load_before'])}. Each query through the API, the median of 3 "
+          "(wall time of the HTTP exchange); `recordsTotal` as answered (`~`: estimated).")
+    print()
+    for r in extra:
+        print(f"- {r.get('kind')}: {json.dumps({k: v for k, v in r.items() if k != 'kind'})}")
+    print()
+    print("| database | authorization events | /credentials requests | database bytes | bytes per request (fill) | fill req/s |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for s in sizes:
+        per = (s["bytes"] - s["bytes_before_fill"]) / max(s["requests"], 1)
+        print(f"| {s['db']} | {s['authz']:,} | {s['requests']:,} | {s['bytes']:,} | {per:,.0f} | {s['fill_rate']:,} |")
+    print()
+    labels = list(dict.fromkeys(q["label"] for q in queries))
+    whats = list(dict.fromkeys(q["query"] for q in queries))
+    by = {(q["label"], q["query"]): q for q in queries}
+    print("| query | " + " | ".join(labels) + " |")
+    print("|---|" + "---:|" * len(labels))
+    for w in whats:
+        cells = []
+        for lab in labels:
+            q = by.get((lab, w))
+            if not q:
+                cells.append("")
+            elif q["ms"] is None:
+                cells.append(f"> {q['timeout_s']:.0f} s")
+            else:
+                tot = q.get("total")
+                t = "" if tot is None else f" ({'~' if q.get('estimated') else ''}{tot:,})"
+                cells.append(f"{q['ms']:,.0f} ms{t}")
+        print(f"| {w} | " + " | ".join(cells) + " |")
+    print()
+    # Issue 34's targets, judged on the largest size of each database.
+    def limit(w):
+        if w.startswith(("one event", "workload events: one", "audit: one")):
+            return 5
+        if "search matching nothing" in w:
+            return 300
+        if "search matching many" in w:
+            return 100
+        return 50
+    print("| target (issue 34), at the largest size measured | database | measured | verdict |")
+    print("|---|---|---:|---|")
+    for db in dict.fromkeys(s["db"] for s in sizes):
+        lab = [lb for lb in labels if lb.startswith(db + " ")]
+        if not lab:
+            continue
+        lab = lab[-1]
+        for w in whats:
+            q = by.get((lab, w))
+            if not q:
+                continue
+            ok = q["ms"] is not None and q["ms"] <= limit(w)
+            shown = f"> {q['timeout_s']:.0f} s" if q["ms"] is None else f"{q['ms']:,.1f} ms"
+            print(f"| {w} ≤ {limit(w)} ms | {db} ({lab.split(' ', 1)[1]}) | {shown} | **{'PASS' if ok else 'FAIL'}** |")
+        last = [s for s in sizes if s["db"] == db][-1]
+        per = (last["bytes"] - last["bytes_before_fill"]) / max(last["requests"], 1)
+        print(f"| ≤ 700 bytes of database per /credentials request | {db} | {per:,.0f} | **{'PASS' if per <= 700 else 'FAIL'}** |")
     return 0
 
 
 def main() -> int:
     d = sys.argv[1]
     run = json.load(open(f"{d}/run.json"))
+    if run.get("events_scale"):
+        return events_scale(d, run)
     points, extra = {}, {}
     for line in open(f"{d}/results.jsonl"):
         if not line.strip():
@@ -145,8 +231,8 @@ def main() -> int:
         # "Without": the mean of svc.cred@10 and svc.cred@10+again, the points on either side.
         ("/edge/v1/credentials with a time and a GeoIP condition ÷ without (10 policies)",
          [ratio(rps(cred10 + "+cond", c), bracket(cred10, cred10 + "+again", c)) for c in concs], True),
-        # --stream (issue 19): server CPU per request with one HEC stream ÷ without (≤ 110%).
-        ("server CPU per /edge/v1/credentials with one HEC log stream ÷ without",
+        # --stream (issue 19; informational since issue 34: accepted while the lag stays < 5 s).
+        ("server CPU per /edge/v1/credentials with one HEC log stream ÷ without (informational)",
          [ratio(cpu_of(cred10 + "+hec", c), cpu_of(cred10, c)) for c in concs], True),
     ]
     w("| ratio | " + " | ".join(f"c={c}" for c in concs) + " |")
@@ -211,11 +297,8 @@ def main() -> int:
     hec = extra.get("hec") if isinstance(extra.get("hec"), dict) else None
     targets19 = [
         ("/edge/v1/credentials ≥ 10x OpenBao kv-v2 read (both c)", worst(ratios[1][1]), lambda v: v >= 10, lambda v: fmt(v)),
-        ("/edge/v1/credentials ≥ 30% of health (both c)", worst(ratios[2][1]), lambda v: v >= 0.3, lambda v: fmt(v, True)),
         ("/edge/v1/auth ≥ 6x OpenBao jwt login (both c)", worst(ratios[0][1]), lambda v: v >= 6, lambda v: fmt(v)),
         ("p99 /edge/v1/credentials ≤ 3 ms at c=10 (10 policies)", p99(cred10, 10), lambda v: v <= 3, lambda v: f"{v:.2f} ms"),
-        ("one HEC stream adds ≤ 10% server CPU per /credentials (both c)",
-         max([v for v in ratios[8][1] if v is not None], default=None), lambda v: v <= 1.1, lambda v: fmt(v, True)),
         ("HEC delivery lag < 5 s during the point (max)", hec["max_lag_s"] if hec else None, lambda v: v < 5,
          lambda v: f"{v:.2f} s ({hec['events']:,} events in {hec['batches']} batches)"),
     ]

@@ -390,13 +390,47 @@ def mem(a) -> None:
 
 
 def stream(a) -> None:
-    """--stream: one active HEC log stream of the authorization events to the loopback sink."""
+    """--stream: one HEC log stream of the authorization events to the loopback sink (active, or
+    with --inactive created inactive, its cursor at its creation, and its id printed as JSON)."""
     api = Api(a.base, login(a.base))
     _, b = api.call("POST", "/api/v1/log-streams", {
-        "type": "LogAnalyticsAHttpEventCollector", "name": "bench-hec", "isActive": True,
+        "type": "LogAnalyticsAHttpEventCollector", "name": "bench-hec", "isActive": not a.inactive,
         "dataType": "AccessAuthorizationEvents", "hecHostPort": a.hec, "hecSourceName": "svc-bench",
         "authenticationToken": "0f8fad5b-d9cb-469f-a165-70867728950e", "tls": False})
-    print(f"log stream {b['externalId']} -> {a.hec}")
+    if a.inactive:
+        print(json.dumps({"stream": b["externalId"]}))
+    else:
+        print(f"log stream {b['externalId']} -> {a.hec}")
+
+
+def stream_activate(a) -> None:
+    """Activates the stream `stream --inactive` created: it delivers its backlog (issue 34)."""
+    with open(a.state) as f:
+        sid = json.load(f)["stream"]
+    api = Api(a.base, login(a.base))
+    api.call("PATCH", f"/api/v1/log-streams/{sid}", {"isActive": True}, expect=(200,))
+    print(f"log stream {sid} activated", file=sys.stderr)
+
+
+def stream_wait(a) -> None:
+    """Polls the HEC sink until it has `events` records; prints {events, seconds, per_second}
+    counted from `since_ns` (a `date +%s%N`)."""
+    host, port = a.hec.split(":")
+    deadline = time.monotonic() + a.timeout
+    n = 0
+    while time.monotonic() < deadline:
+        c = http.client.HTTPConnection(host, int(port), timeout=10)
+        c.request("GET", "/stats")
+        n = json.loads(c.getresponse().read())["events"]
+        c.close()
+        if n >= a.events:
+            break
+        time.sleep(0.2)
+    secs = (time.time_ns() - a.since_ns) / 1e9
+    print(json.dumps({"events": n, "expected": a.events, "seconds": round(secs, 1),
+                      "per_second": round(n / secs) if secs > 0 else None}))
+    if n < a.events:
+        raise SystemExit(1)
 
 
 def main() -> int:
@@ -444,7 +478,16 @@ def main() -> int:
     at.add_argument("--out", required=True)
     er = sp.add_parser("edge-requests")
     er.add_argument("--db", required=True)
+    sa = sp.add_parser("stream-activate")
+    sa.add_argument("--base", required=True)
+    sa.add_argument("--state", required=True)
+    sw = sp.add_parser("stream-wait")
+    sw.add_argument("--hec", required=True)
+    sw.add_argument("--events", type=int, required=True)
+    sw.add_argument("--since-ns", type=int, required=True)
+    sw.add_argument("--timeout", type=float, default=3600)
     st = sp.add_parser("stream")
+    st.add_argument("--inactive", action="store_true")
     st.add_argument("--base", required=True)
     st.add_argument("--hec", required=True)
     m = sp.add_parser("mem")
@@ -452,7 +495,8 @@ def main() -> int:
     a = p.parse_args()
     {"configure": configure, "load": load, "auth-pool": auth_pool, "cred-pool": cred_pool,
      "bao-pool": bao_pool, "bao-configure": bao_configure, "wait-healthy": wait_healthy, "mem": mem,
-     "agent-targets": agent_targets, "edge-requests": edge_requests, "stream": stream}[a.cmd](a)
+     "agent-targets": agent_targets, "edge-requests": edge_requests, "stream": stream,
+     "stream-activate": stream_activate, "stream-wait": stream_wait}[a.cmd](a)
     return 0
 
 

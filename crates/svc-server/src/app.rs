@@ -139,18 +139,19 @@ impl App {
 
     /// The upstream client for calls made for an entity of `rs`: through the proxy of the set's
     /// active routing (§3.17), else direct. A routing whose proxy cannot be used gives a client
-    /// that fails every call (the call must not bypass the proxy).
+    /// that fails every call (the call must not bypass the proxy). A routing not written by a
+    /// caller holding everything refuses plain-`http` calls ([`crate::domain::Routing::trusted`]).
     pub fn upstream_for(&self, rs: Uuid) -> Arc<crate::upstream::Upstream> {
         let st = self.state();
         let Some(r) = st.routings.values().find(|r| r.meta.active && r.meta.rs == Some(rs)) else {
             return self.upstream.clone();
         };
-        match self.routes.client(&self.cfg, &r.proxy_url) {
+        match self.routes.client(&self.cfg, &r.proxy_url, r.trusted) {
             Ok(u) => u,
             Err(e) => {
                 tracing::warn!(routing = %r.meta.id, error = %e, "routing proxy unusable");
                 self.routes
-                    .client(&self.cfg, "http://127.0.0.1:0")
+                    .client(&self.cfg, "http://127.0.0.1:0", false)
                     .unwrap_or_else(|_| self.upstream.clone())
             }
         }

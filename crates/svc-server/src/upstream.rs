@@ -30,6 +30,8 @@ pub struct Upstream {
     hosts: Vec<&'static str>,
     /// `SVC_UPSTREAM_ALLOWED_NETWORKS`: link-local or metadata networks entity URLs may reach.
     allowed_networks: Arc<Vec<IpNet>>,
+    /// A routing's client that may not carry plain-`http` calls ([`Upstream::via`]).
+    refuse_plaintext: bool,
 }
 
 /// Networks an entity's URL may not reach unless `SVC_UPSTREAM_ALLOWED_NETWORKS` names them
@@ -419,9 +421,14 @@ impl Upstream {
     }
 
     /// The client of a routing (§3.17): every call through the HTTP(S) proxy `proxy`
-    /// (absolute-form requests for `http`, CONNECT for `https`).
-    pub fn via(cfg: &Config, proxy: &str) -> Result<Upstream, String> {
-        Self::build(cfg, Some(proxy), true)
+    /// (absolute-form requests for `http`, CONNECT for `https`). Unless `plaintext`, a call to
+    /// an `http` URL is refused: through an absolute-form request the proxy reads what the call
+    /// carries (stored secrets) and may answer it itself (a trust provider's keys), which only a
+    /// routing a caller holding everything wrote may do (issue 31).
+    pub fn via(cfg: &Config, proxy: &str, plaintext: bool) -> Result<Upstream, String> {
+        let mut u = Self::build(cfg, Some(proxy), true)?;
+        u.refuse_plaintext = !plaintext;
+        Ok(u)
     }
 
     /// A client that does not verify the server's certificate: only for a log stream whose
@@ -475,6 +482,7 @@ impl Upstream {
             config_http,
             hosts,
             allowed_networks,
+            refuse_plaintext: false,
         })
     }
 
@@ -528,6 +536,9 @@ impl Upstream {
     pub async fn send(&self, req: reqwest::RequestBuilder) -> Result<Fetched, UpstreamError> {
         let (client, req) = req.build_split();
         let req = req.map_err(|e| UpstreamError::BadUrl(describe(&e)))?;
+        if self.refuse_plaintext && req.url().scheme() == "http" {
+            return Err(UpstreamError::BadUrl(PLAINTEXT_REFUSED.into()));
+        }
         if !crate::metrics::enabled() {
             return Self::execute(client, req).await;
         }
@@ -628,6 +639,20 @@ pub fn check_url_field(field: &str, url: &str, cfg: &Config) -> Result<(), crate
         return bad("must not be a link-local or metadata address");
     }
     Ok(())
+}
+
+/// An address an entity names outside a URL (a routing's proxy, a collector's `host:port`):
+/// not a link-local or metadata IP address (issue 31), as [`check_url_field`] says of URLs. A
+/// name is resolved when it is called, through the guarded resolver.
+pub fn check_address_field(field: &str, host: &str, cfg: &Config) -> Result<(), crate::error::Error> {
+    let h = host.trim_start_matches('[').trim_end_matches(']');
+    match h.parse::<IpAddr>() {
+        Ok(ip) if forbidden(ip, &cfg.upstream_allowed_networks) => Err(crate::error::Error::field(
+            field,
+            "must not be a link-local or metadata address",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// [`check_url_field`] for a base URL, which paths are added to ([`join`]): it has no query and
@@ -881,19 +906,26 @@ mod tests {
     }
 }
 
-/// The upstream clients of the routings' proxies (§3.17), built once per proxy URL.
+/// Why a routing's client refused a plain-`http` call ([`Upstream::via`]).
+pub const PLAINTEXT_REFUSED: &str =
+    "a plain-http call goes through a routing's proxy only when a caller holding every role wrote the routing";
+
+/// The upstream clients of the routings' proxies (§3.17), built once per proxy URL and
+/// whether they carry plain-`http` calls.
 #[derive(Default)]
-pub struct Routes(std::sync::Mutex<std::collections::HashMap<String, std::sync::Arc<Upstream>>>);
+#[allow(clippy::type_complexity)]
+pub struct Routes(std::sync::Mutex<std::collections::HashMap<(String, bool), std::sync::Arc<Upstream>>>);
 
 impl Routes {
     /// The client for `proxy`, built on first use.
-    pub fn client(&self, cfg: &Config, proxy: &str) -> Result<std::sync::Arc<Upstream>, String> {
+    pub fn client(&self, cfg: &Config, proxy: &str, plaintext: bool) -> Result<std::sync::Arc<Upstream>, String> {
         let mut m = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(u) = m.get(proxy) {
+        let key = (proxy.to_string(), plaintext);
+        if let Some(u) = m.get(&key) {
             return Ok(u.clone());
         }
-        let u = std::sync::Arc::new(Upstream::via(cfg, proxy)?);
-        m.insert(proxy.to_string(), u.clone());
+        let u = std::sync::Arc::new(Upstream::via(cfg, proxy, plaintext)?);
+        m.insert(key, u.clone());
         Ok(u)
     }
 }

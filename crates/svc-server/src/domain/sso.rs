@@ -11,6 +11,11 @@ pub struct Routing {
     /// `rs` is the routing's `resourceSetId` (it is the set the routing is checked and audited in).
     pub meta: Meta,
     pub proxy_url: String,
+    /// Its last POST or PUT came from a caller holding everything SuperAdmin holds (or from the
+    /// service): only then do plain-`http` calls of the set go through its proxy, which reads and
+    /// may answer them (issue 31). Routings stored before the rule are untrusted.
+    #[serde(default)]
+    pub trusted: bool,
 }
 
 /// An agent controller. Its device code is kept only as a SHA-256 hash.

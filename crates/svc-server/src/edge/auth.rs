@@ -129,7 +129,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&st, id);
         let verified = match trust::verify_evidence(&app.verify_cx_via(&app.upstream_for(tp.rs)), &tp, client)
             .await
-            .and_then(|v| trust::check_own_issued(&tp, &v, is_id_token).map(|()| v))
+            .and_then(|v| trust::check_own_issued(&tp, &v, app.cfg.issuer(), is_id_token).map(|()| v))
         {
             Ok(v) => match trust::rules::check(&tp.rules, &v) {
                 Ok(()) => Ok(v),

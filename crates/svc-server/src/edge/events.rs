@@ -86,27 +86,18 @@ pub struct Parts {
     pub credential_provider: Option<CpResult>,
 }
 
-/// `clientIP`, `timestamp`, `eventType`, `eventId`, `resourceSetId` and `severity` are columns
-/// of the row and `directiveId` equals `contextId`: none of them is stored in the body, the shape
-/// restores them (`Col`, `TimeCol`, `Sibling`).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Meta {
-    context_id: Uuid,
-}
-
 /// `result` is the row's `result` column.
 #[derive(Serialize)]
 struct Outcome<'a> {
     reason: &'a str,
 }
 
-/// `sourceIP` is the row's `client_ip`; `transportProtocol` (always `TCP`) and `proxyPort`
-/// (always 0) are not stored either: the shape restores them (`Col`, `Fixed`).
+/// `sourceIP` is the row's `client_ip` and `sourcePort` its `source_port`; `transportProtocol`
+/// (always `TCP`) and `proxyPort` (always 0) are not stored either: the shape restores them
+/// (`Col`, `Fixed`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Network<'a> {
-    source_port: u16,
     #[serde(skip_serializing_if = "Option::is_none")]
     target_host: Option<&'a str>,
     target_port: i32,
@@ -119,11 +110,15 @@ struct ClientRequest<'a> {
 }
 
 /// What every authorization event of a request has in common, stored once with the request
-/// (`Recorder::share`) and merged into each body when it is read.
+/// (`Recorder::share`) and merged into each body when it is read. The meta block is all columns
+/// (`clientIP`, `timestamp`, `eventType`, `eventId`, `resourceSetId`, `severity`, and the
+/// request's `contextId`, which `directiveId` equals): the shape restores it (`Col`, `TimeCol`,
+/// `Sibling`). Without the request's own values (`contextId`, `sourcePort`, which its row holds:
+/// `Recorder::context`) this is the same for a workload's requests, and stored once for them all
+/// (`store::RequestRow`, migration 0007).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Shared<'a> {
-    meta: Meta,
     client_request: ClientRequest<'a>,
     environment: &'a RawValue,
 }
@@ -242,14 +237,11 @@ fn to_json<T: Serialize>(v: &T) -> std::sync::Arc<str> {
 /// Sets the request's shared parts (once): merged into its authorization events when read, and
 /// where its workload events' `meta.connectionId` is read from.
 fn share(rec: &mut Recorder, info: &RequestInfo) {
+    rec.context(info.context_id, info.source_port);
     rec.share_once(|| {
         to_json(&Shared {
-            meta: Meta {
-                context_id: info.context_id,
-            },
             client_request: ClientRequest {
                 network: Network {
-                    source_port: info.source_port,
                     target_host: info.target_host.as_deref(),
                     target_port: info.target_port,
                 },
@@ -336,7 +328,6 @@ pub fn workload(rec: &mut Recorder, info: &RequestInfo, w: WorkloadEvent) {
     let body = WorkloadEventBody {
         meta: WorkloadMeta { policy_id: w.policy },
         network: WorkloadNetwork {
-            client_workload_port: info.source_port,
             server_workload_port: w.server_port,
         },
         outcome: WorkloadOutcome {
@@ -387,11 +378,11 @@ impl WorkloadMeta {
     }
 }
 
-/// `clientWorkloadIP` is the row's `client_ip`: the shape restores it (`Col`).
+/// `clientWorkloadIP` and `clientWorkloadPort` are the row's `client_ip` and `source_port`: the
+/// shape restores them (`Col`).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct WorkloadNetwork {
-    client_workload_port: u16,
     // `serverWorkloadIP` and `proxyPort` (always null) are not stored: the shape restores them.
     server_workload_port: i32,
 }
@@ -531,10 +522,8 @@ mod tests {
             serde_json::value::to_raw_value(&Env::default()).unwrap()
         };
         let shared = Shared {
-            meta: Meta { context_id: id },
             client_request: ClientRequest {
                 network: Network {
-                    source_port: 1,
                     target_host: full.then_some("h"),
                     target_port: 443,
                 },
@@ -573,6 +562,8 @@ mod tests {
         c.insert("severity", "Info".into());
         c.insert("result", "Authorized".into());
         c.insert("client_ip", client_ip.map_or(Value::Null, |ip| ip.into()));
+        c.insert("context_id", Uuid::nil().to_string().into());
+        c.insert("source_port", 1.into());
         c
     }
 
@@ -687,7 +678,7 @@ mod tests {
             assert_eq!(written(&merged, None, AUTHORIZATION_EVENT, &cols), expected);
             let mut own = merged.as_object().unwrap().clone();
             let mut shared = serde_json::Map::new();
-            for k in ["meta", "clientRequest", "environment"] {
+            for k in ["clientRequest", "environment"] {
                 shared.insert(k.into(), own.remove(k).unwrap());
             }
             assert_eq!(
@@ -729,7 +720,6 @@ mod tests {
         let workload = serde_json::to_value(WorkloadEventBody {
             meta: WorkloadMeta { policy_id: None },
             network: WorkloadNetwork {
-                client_workload_port: 1,
                 server_workload_port: 443,
             },
             outcome: WorkloadOutcome { result: "Success" },
@@ -879,7 +869,6 @@ mod tests {
                     policy_id: full.then_some(id),
                 },
                 network: WorkloadNetwork {
-                    client_workload_port: 1,
                     server_workload_port: 443,
                 },
                 outcome: WorkloadOutcome { result: "Success" },

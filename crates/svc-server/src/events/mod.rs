@@ -54,6 +54,9 @@ pub struct Recorder {
     rows: Vec<EventRow>,
     /// What the request's authorization events share, stored once ([`RequestRow::shared`]).
     shared: Option<Arc<str>>,
+    /// The request's `contextId` and client port, kept out of its stored template
+    /// ([`RequestRow::context`]).
+    context: Option<crate::store::RequestContext>,
 }
 
 impl Recorder {
@@ -84,6 +87,16 @@ impl Recorder {
     /// `meta.contextId`, `clientRequest`, `environment`).
     pub fn share_once(&mut self, make: impl FnOnce() -> Arc<str>) {
         self.shared.get_or_insert_with(make);
+    }
+
+    /// Sets the request's `contextId` and client port (its events' `meta.contextId`,
+    /// `clientRequest.network.sourcePort`, a workload event's `connectionId` and
+    /// `clientWorkloadPort`), stored in its row rather than its template.
+    pub fn context(&mut self, context_id: uuid::Uuid, source_port: u16) {
+        self.context = Some(crate::store::RequestContext {
+            context_id,
+            source_port,
+        });
     }
 }
 
@@ -235,7 +248,7 @@ impl EventSink {
         }
         let n = rec.rows.len() as u64;
         // The rows are built here, on the request's own thread, not by the one writer.
-        let requests = RequestRow::group(&rec.rows, rec.shared.as_ref());
+        let requests = RequestRow::group(&rec.rows, rec.shared.as_ref(), rec.context);
         let (waiter, done) = if self.durability.fail_open {
             (None, None)
         } else {

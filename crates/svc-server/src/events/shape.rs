@@ -30,7 +30,8 @@ pub enum Shape {
     List(&'static [(&'static str, Shape)]),
     /// A value the writer never stores because it is always the same: this JSON literal.
     Fixed(&'static str),
-    /// A value the writer never stores because the row has it in this column (text or null).
+    /// A value the writer never stores because the row has it in this column (text or null;
+    /// `source_port` a number).
     Col(&'static str),
     /// A time the writer never stores because the row has it in this column (milliseconds),
     /// shown as RFC 3339.
@@ -170,7 +171,7 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
             ("eventType", Col("event_type")),
             ("eventId", Col("id")),
             ("resourceSetId", Col("rs")),
-            ("contextId", Leaf),
+            ("contextId", Col("context_id")),
             ("directiveId", Sibling("contextId")),
             ("severity", Col("severity")),
         ]),
@@ -184,7 +185,7 @@ pub const AUTHORIZATION_EVENT: Shape = Obj(&[
                 "network",
                 Obj(&[
                     ("sourceIP", Col("client_ip")),
-                    ("sourcePort", Leaf),
+                    ("sourcePort", Col("source_port")),
                     ("transportProtocol", Fixed("\"TCP\"")),
                     ("proxyPort", Fixed("0")),
                     ("targetHost", Leaf),
@@ -230,7 +231,7 @@ pub const WORKLOAD_EVENT: Shape = Obj(&[
         "network",
         Obj(&[
             ("clientWorkloadIP", Col("client_ip")),
-            ("clientWorkloadPort", Leaf),
+            ("clientWorkloadPort", Col("source_port")),
             ("serverWorkloadIP", Leaf),
             ("serverWorkloadPort", Leaf),
             ("proxyPort", Leaf),
@@ -286,7 +287,7 @@ pub fn expand(value: serde_json::Value, shape: Shape, columns: &Columns) -> serd
 
 /// The columns an event's whole request shares (its row's): a part of a request's shared parts
 /// that names no other column renders the same for each of its events.
-const ROW_COLUMNS: &[&str] = &["client_ip", "rs", "ts", "context_id"];
+const ROW_COLUMNS: &[&str] = &["client_ip", "rs", "ts", "context_id", "source_port"];
 
 /// Whether `shape` takes values from no column but the row's ([`ROW_COLUMNS`]).
 pub(crate) fn row_level(shape: Shape) -> bool {
@@ -545,9 +546,11 @@ pub fn write_expanded(
                     Some(ms) => value(out, &Value::String(svc_api::Timestamp::from_millis(ms).to_rfc3339())),
                     None => out.extend_from_slice(b"null"),
                 },
-                (Sibling(s), None) => match lookup(s) {
-                    Some(v) => v.write(out),
-                    None => out.extend_from_slice(b"null"),
+                (Sibling(s), None) => match (lookup(s), fields.iter().find(|(k, _)| k == s)) {
+                    (Some(v), _) => v.write(out),
+                    // A sibling the row holds in a column (`directiveId` = `contextId`).
+                    (None, Some((_, Col(c)))) => value(out, cols.get(c).unwrap_or(&Value::Null)),
+                    _ => out.extend_from_slice(b"null"),
                 },
                 (Obj(f), Some(v)) => {
                     if !nested(out, v, f, cols) {

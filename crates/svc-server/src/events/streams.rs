@@ -1,7 +1,8 @@
 //! Log-stream delivery (contract §3.14, §5.4). Every `SVC_LOG_STREAM_INTERVAL_SECONDS` (60 s by
 //! default) each active stream sends, as one transaction, the records of its `dataType` stored
-//! since its last successful transaction (every resource set, at most [`MAX_RECORDS`]; a full
-//! transaction acknowledged is followed at once by the next), each the exact DTO the event lists return (`events::shape` puts back what a row
+//! since its last successful transaction (every resource set, at most [`MAX_RECORDS`]; an
+//! acknowledged transaction is followed at once by the next while records stored before the cycle
+//! began wait), each the exact DTO the event lists return (`events::shape` puts back what a row
 //! is stored without). A transaction is counted in progress, then completed (2xx) or errored:
 //! an errored one is sent again, with the same records, every cycle until it succeeds or its
 //! first attempt is [`GIVE_UP_MS`] old, when it is dropped and the cursor moves past it.
@@ -159,14 +160,16 @@ pub async fn run(app: App) {
 
 /// One cycle: the counters of every stream read again, then one transaction per active stream
 /// this node delivers (the streams in parallel: a slow sink delays only its own stream), and
-/// more at once while a stream's transactions come back full and acknowledged: a backlog of more
-/// than [`MAX_RECORDS`] is sent in transactions of that size one after the other, not one per
-/// cycle (docs/API-CONVENTIONS.md: a stream keeps up with the events it carries).
+/// more at once while a stream's transactions come back acknowledged and records stored before
+/// the cycle began are still waiting: a backlog (of more than [`MAX_RECORDS`], or the records
+/// stored while a sink was failing, after its retried transaction) is sent in transactions one
+/// after the other, not one per cycle (docs/API-CONVENTIONS.md: a stream catches up at once).
 pub async fn cycle(app: &App) {
     let _running = app.streams.cycle.lock().await;
     if app.streams.stopping() {
         return;
     }
+    let began = crate::clock::now_millis();
     let rows = match app.store.stream_cursors().await {
         Ok(rows) => rows,
         Err(e) => {
@@ -183,7 +186,7 @@ pub async fn cycle(app: &App) {
     futures_util::future::join_all(
         active
             .into_iter()
-            .map(|s| async move { while deliver(app, s.clone()).await && !app.streams.stopping() {} }),
+            .map(|s| async move { while deliver(app, s.clone(), began).await && !app.streams.stopping() {} }),
     )
     .await;
 }
@@ -208,8 +211,10 @@ pub async fn retention_floors(app: &App) -> Result<Vec<(EventTable, i64)>, Store
 }
 
 /// One stream's transaction of this cycle, if this node delivers it and it has records: `true`
-/// when it was acknowledged and full (more may be waiting).
-async fn deliver(app: &App, s: Arc<LogStream>) -> bool {
+/// when it was acknowledged and more records are waiting that were stored before the cycle
+/// `began` (ms), or it was full (issue 34: a retried transaction carries only the records of its
+/// first attempt, and those stored during the fault follow at once, not a period later).
+async fn deliver(app: &App, s: Arc<LogStream>, began: i64) -> bool {
     let id = s.meta.id;
     match app.streams.deliverer.claim(id).await {
         Ok(true) => {}
@@ -343,11 +348,13 @@ async fn deliver(app: &App, s: Arc<LogStream>) -> bool {
     } else {
         last
     };
+    let mut behind = false;
     if let Ok(oldest) = app.store.first_time_after(table, delivered).await {
         let lag = oldest.map_or(0, |t| (ended - t).max(0));
         crate::metrics::log_stream_lag(s.meta.seq, lag as f64 / 1000.0);
+        behind = oldest.is_some_and(|t| t <= began);
     }
-    outcome == Outcome::Completed && count as i64 == MAX_RECORDS
+    outcome == Outcome::Completed && (count as i64 == MAX_RECORDS || behind)
 }
 
 /// Writes a stored record as the event lists show it: `body` and `shared` (its request's shared

@@ -115,6 +115,8 @@ fn list_schema(items: &str, item: Value) -> Value {
         "order": {"type": ["string", "null"]},
         "statusCode": {"type": "integer", "format": "int32"},
         "recordsTotal": {"type": "integer", "format": "int32"},
+        "recordsTotalEstimated": {"type": "boolean", "const": true,
+            "description": "Event lists only (audit logs, authorization and workload events): present when more than 10,000 records match and `recordsTotal` is an estimate."},
         items: {"type": "array", "items": item}
     }})
 }

@@ -6,7 +6,11 @@
 //!
 //! The manifest (in the backup's `meta` table, `backup_manifest`, and printed) records the
 //! format, the svc version and schema version, the time, the source, the id of the key the
-//! secrets are sealed with (never the key) and the row counts of the copy.
+//! secrets are sealed with (never the key) and the row counts of the copy, and authenticates
+//! the copy: `mac` is an HMAC-SHA256, under a key derived from the at-rest key, of the rest of
+//! the manifest and a digest of every row (issue 31: only the secrets are sealed, so without it
+//! whoever could edit a backup file could give its own account SuperAdmin, and verify and
+//! restore would take it).
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -15,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use crate::config::{Config, DatabaseUrl};
-use crate::crypto::aead::{Cipher, kid_of};
+use crate::crypto::aead::{Cipher, key_id, kid_of};
 use crate::store::backup::{MANIFEST_KEY, sqlite_in_use};
 use crate::store::files::{create_private_file, data_dir};
 use crate::store::sealed::{CHECK_KEY, SEALED, meta_label};
@@ -23,6 +27,39 @@ use crate::store::{Store, StoreError};
 
 /// The manifest's `format`.
 pub const FORMAT: &str = "svc-backup 1";
+
+/// The manifest's MAC (see the module's doc): over the manifest without `mac` (its keys in
+/// order, as serde_json writes them) and the copy's [`Store::content_digest`].
+fn manifest_mac(key: &[u8; 32], manifest: &Value, digest: &[u8; 32]) -> String {
+    use aws_lc_rs::{hkdf, hmac};
+    let mut unsigned = manifest.clone();
+    if let Some(m) = unsigned.as_object_mut() {
+        m.remove("mac");
+    }
+    struct Len;
+    impl hkdf::KeyType for Len {
+        fn len(&self) -> usize {
+            32
+        }
+    }
+    let mut derived = [0u8; 32];
+    hkdf::Salt::new(hkdf::HKDF_SHA256, b"svc backup")
+        .extract(key)
+        .expand(&[b"svc backup manifest mac v1"], Len)
+        .and_then(|okm| okm.fill(&mut derived))
+        .expect("HKDF-SHA256 of 32 bytes");
+    let k = hmac::Key::new(hmac::HMAC_SHA256, &derived);
+    let mut ctx = hmac::Context::with_key(&k);
+    ctx.update(unsigned.to_string().as_bytes());
+    ctx.update(b"\n");
+    ctx.update(digest);
+    crate::crypto::hex(ctx.sign().as_ref())
+}
+
+/// The at-rest key whose id is `kid`, among `keys`.
+fn key_with_id<'k>(keys: &'k [[u8; 32]], kid: &str) -> Option<&'k [u8; 32]> {
+    keys.iter().find(|k| key_id(k) == kid)
+}
 
 /// A failure: the message and whether the command line was wrong for this configuration (exit 2)
 /// rather than the command failing (exit 1).
@@ -83,6 +120,7 @@ pub async fn backup(cfg: &Config, out: &Path, force: bool) -> Result<Value, Refu
     if out.exists() && !force {
         return Err(format!("{} exists: give another file, or --force to replace it", out.display()).into());
     }
+    let keys = keys_for(cfg, None)?;
     let store = Store::open_existing(&cfg.database_url).await?;
     let dir = data_dir(out);
     let name = out.file_name().and_then(|n| n.to_str()).unwrap_or("backup");
@@ -102,15 +140,23 @@ pub async fn backup(cfg: &Config, out: &Path, force: bool) -> Result<Value, Refu
             )));
         }
         let now = crate::clock::now_millis();
-        let manifest = json!({
+        let kid = kid_of(&check).unwrap_or_default().to_string();
+        let key = key_with_id(&keys, &kid).ok_or_else(|| {
+            StoreError::other(format!(
+                "the database's secrets are sealed with key id {kid}, which the configuration does not hold"
+            ))
+        })?;
+        let mut manifest = json!({
             "format": FORMAT,
             "svcVersion": env!("CARGO_PKG_VERSION"),
             "schemaVersion": schema,
             "createdAt": svc_api::Timestamp::from_millis(now).to_string(),
             "source": db.display().to_string(),
-            "keyId": kid_of(&check),
+            "keyId": kid,
             "counts": copy.counts().await?,
         });
+        let mac = manifest_mac(key, &manifest, &copy.content_digest().await?);
+        manifest["mac"] = json!(mac);
         copy.meta_put(MANIFEST_KEY, &manifest.to_string()).await?;
         copy.close().await;
         Ok(manifest)
@@ -278,9 +324,21 @@ async fn verify_sqlite(cfg: &Config, file: &Path, keys: &[[u8; 32]]) -> Result<V
         .into());
     }
     let integrity = f.integrity_check().await?;
+    let digest = f.content_digest().await;
     f.close().await;
     if integrity != "ok" {
         return Err(format!("{} fails SQLite's integrity check: {integrity}", file.display()).into());
+    }
+    let kid = manifest["keyId"].as_str().unwrap_or_default();
+    let key = key_with_id(keys, kid).ok_or_else(|| {
+        format!("the backup was made under key id {kid}; the keys given are not it: give its key file (--key-file FILE) or SVC_ENCRYPTION_KEY")
+    })?;
+    if manifest["mac"].as_str() != Some(manifest_mac(key, &manifest, &digest?).as_str()) {
+        return Err(format!(
+            "{} does not match its manifest's MAC: it was changed after svc admin backup made it",
+            file.display()
+        )
+        .into());
     }
     let scratch = Scratch::new()?;
     let copy = scratch.0.join("svc.db");

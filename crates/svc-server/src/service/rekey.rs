@@ -44,7 +44,7 @@ pub enum Source {
 }
 
 pub fn key_file_path(db: &Path) -> PathBuf {
-    crate::store::files::data_dir(db).join("svc-encryption.key")
+    crate::store::files::key_file(db)
 }
 
 /// The keys of the configuration, the newest first.

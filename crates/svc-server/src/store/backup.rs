@@ -62,6 +62,7 @@ impl Store {
             pool,
             dialect: Dialect::Sqlite,
             events: None,
+            templates: Default::default(),
             health: Default::default(),
             probe_dsn: None,
         })
@@ -100,6 +101,48 @@ impl Store {
         .execute(self.pool())
         .await?;
         Ok(())
+    }
+
+    /// A SHA-256 over every row of every table of a SQLite database file, in rowid order, but
+    /// the manifest's own row (`MANIFEST_KEY`): what a backup's manifest authenticates
+    /// (`service::backup`, issue 31: a backup changed after it was made is refused).
+    pub async fn content_digest(&self) -> Result<[u8; 32]> {
+        let mut h = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
+        let tables: Vec<String> = sqlx::query(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        )
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(|r| r.get::<String, _>(0))
+        .collect();
+        for t in tables {
+            let quoted = format!("\"{}\"", t.replace('"', "\"\""));
+            let cols: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA table_info({quoted})")))
+                .fetch_all(self.pool())
+                .await?
+                .iter()
+                .map(|r| format!("quote(\"{}\")", r.get::<String, _>(1).replace('"', "\"\"")))
+                .collect();
+            let skip = if t == "meta" {
+                format!(" WHERE key <> '{MANIFEST_KEY}'")
+            } else {
+                String::new()
+            };
+            let sql = format!(
+                "SELECT {} FROM {quoted}{skip} ORDER BY rowid",
+                cols.join(" || char(31) || ")
+            );
+            h.update(t.as_bytes());
+            h.update(b"\n");
+            for r in sqlx::query(sqlx::AssertSqlSafe(sql)).fetch_all(self.pool()).await? {
+                h.update(r.get::<String, _>(0).as_bytes());
+                h.update(b"\n");
+            }
+        }
+        let mut out = [0u8; 32];
+        out.copy_from_slice(h.finish().as_ref());
+        Ok(out)
     }
 
     /// SQLite's own consistency check (`ok` when sound).

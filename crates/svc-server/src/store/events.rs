@@ -87,7 +87,16 @@ impl EventTable {
     fn restored_columns(self) -> &'static [&'static str] {
         match self {
             EventTable::Audit => &[],
-            EventTable::Authorization => &["id", "rs", "event_type", "severity", "result", "client_ip"],
+            EventTable::Authorization => &[
+                "id",
+                "rs",
+                "event_type",
+                "severity",
+                "result",
+                "client_ip",
+                "context_id",
+                "source_port",
+            ],
             EventTable::Workload => &[
                 "id",
                 "rs",
@@ -99,6 +108,7 @@ impl EventTable {
                 "app_protocol",
                 "client_ip",
                 "context_id",
+                "source_port",
             ],
         }
     }
@@ -115,6 +125,11 @@ impl EventTable {
         if self != EventTable::Audit {
             cols.insert("ts", row.get::<i64, _>(1).into());
             for (i, name) in self.restored_columns().iter().enumerate() {
+                if NUMERIC_COLUMNS.contains(name) {
+                    let v: Option<i64> = row.try_get(i + 2).ok().flatten();
+                    cols.insert(name, v.map_or(serde_json::Value::Null, Into::into));
+                    continue;
+                }
                 // Text or null; anything else (a number where the body held one) shows as null.
                 let v: Option<String> = row.try_get(i + 2).ok().flatten();
                 cols.insert(name, v.map_or(serde_json::Value::Null, serde_json::Value::String));
@@ -123,6 +138,10 @@ impl EventTable {
         cols
     }
 }
+
+/// The event views' columns that hold numbers (the client port, migration 0007); the others
+/// hold text.
+pub(super) const NUMERIC_COLUMNS: &[&str] = &["source_port"];
 
 /// The columns of one stored event by name (see [`EventTable::row_columns`]): a handful, looked
 /// up by a scan (no hashing, no key allocated; the log streams build one per record).
@@ -203,8 +222,16 @@ pub struct QueryPage {
     pub bodies: Vec<String>,
     /// Each body's columns (edge events; empty maps for audit entries).
     pub columns: Vec<Columns>,
+    /// The number of matching records: exact up to [`EXACT_TOTAL`], else an estimate (`estimated`).
     pub total: i64,
+    /// `total` is an estimate: more than [`EXACT_TOTAL`] records match (docs/API-CONVENTIONS.md,
+    /// `recordsTotalEstimated`).
+    pub estimated: bool,
 }
+
+/// A list's total is counted exactly up to this many records; beyond, it is estimated (issue 34:
+/// counting millions of events took longer than reading the page).
+pub const EXACT_TOTAL: i64 = 10_000;
 
 fn escape_like(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -287,6 +314,19 @@ pub struct RequestRow {
     /// How many authorization and workload events the row holds.
     pub authorization: i64,
     pub workload: i64,
+    /// The first event's id: `meta` leaves it out (the others are derived from it,
+    /// [`nth_event_id`], or stored when they are not).
+    pub first_id: Uuid,
+    /// What the request's events carry per request besides their ids and time, left out of
+    /// `shared` and `bodies` (migration 0007): its `meta.contextId` and client port.
+    pub context: Option<RequestContext>,
+}
+
+/// The values of one request that its stored template leaves out (migration 0007).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RequestContext {
+    pub context_id: Uuid,
+    pub source_port: u16,
 }
 
 /// An element's kind and severity when its `meta` leaves them out (migration 0005's views say
@@ -334,7 +374,7 @@ impl RequestRow {
     /// and client IP share one row (an edge request's events all do), up to
     /// [`EVENTS_PER_REQUEST`]. `shared`: what the authorization events' bodies were written
     /// without (see [`RequestRow::shared`]).
-    pub fn group(events: &[EventRow], shared: Option<&Arc<str>>) -> Vec<RequestRow> {
+    pub fn group(events: &[EventRow], shared: Option<&Arc<str>>, context: Option<RequestContext>) -> Vec<RequestRow> {
         let mut out = Vec::with_capacity(1);
         let mut rest = events;
         while let Some(first) = rest.first() {
@@ -356,6 +396,8 @@ impl RequestRow {
                 bodies,
                 authorization: n as i64 - workload,
                 workload,
+                first_id: first.id,
+                context,
             });
         }
         out
@@ -374,7 +416,8 @@ fn elements(events: &[EventRow]) -> (Arc<str>, Arc<str>) {
             bodies.push(b',');
         }
         let workload = e.table == EventTable::Workload;
-        let derived = i > 0 && e.id == nth_event_id(events[0].id, i);
+        // The first id is the row's (`RequestRow::first_id`), the others derived from it.
+        let derived = i == 0 || e.id == nth_event_id(events[0].id, i);
         let el = Element {
             k: Some(kind_of(e.table)).filter(|k| *k != DEFAULT_KIND),
             id: (!derived).then_some(e.id),
@@ -407,6 +450,10 @@ pub(super) struct StoredRequest<'a> {
     pub shared: Option<&'a str>,
     pub meta: &'a str,
     pub bodies: &'a str,
+    /// Migration 0007's row columns: the first event's id, `meta.contextId`, the client port.
+    pub first_id: Option<&'a str>,
+    pub ctx: Option<&'a str>,
+    pub port: Option<i64>,
 }
 
 /// An element of a stored request's `meta`, as read (see migration 0004 for its keys; the
@@ -459,13 +506,19 @@ impl StoredRequest<'_> {
             .shared
             .and_then(|s| serde_json::from_str::<Shared>(s).ok())
             .and_then(|s| s.meta);
-        let context_id = shared_meta.as_ref().and_then(|m| m.context_id.as_deref());
+        let context_id = self
+            .ctx
+            .or_else(|| shared_meta.as_ref().and_then(|m| m.context_id.as_deref()));
         let shared: Option<Arc<str>> = self
             .shared
             .filter(|_| table == EventTable::Authorization)
             .map(Arc::from);
         // The first event's id, from which the others' are derived when not stored.
-        let first = elements.first().and_then(|e| Uuid::try_parse(e.id.as_deref()?).ok());
+        let first = elements
+            .first()
+            .and_then(|e| e.id.as_deref())
+            .or(self.first_id)
+            .and_then(|id| Uuid::try_parse(id).ok());
         let mut out = Vec::new();
         let text = |s: Option<&str>| s.map_or(Value::Null, |s| Value::String(s.to_string()));
         for (i, e) in elements.iter().enumerate() {
@@ -481,6 +534,7 @@ impl StoredRequest<'_> {
                 }
                 _ => None,
             };
+            let port = self.port.map_or(Value::Null, Value::from);
             // The columns the view gives this table (`row_columns`), from the element and row.
             let mut cols = Columns::new();
             cols.insert("ts", self.ts.into());
@@ -496,6 +550,10 @@ impl StoredRequest<'_> {
                     "client_workload" => e.cw.as_deref(),
                     "server_workload" => e.sw.as_deref(),
                     "app_protocol" => e.p.as_deref(),
+                    "source_port" => {
+                        cols.insert(name, port.clone());
+                        continue;
+                    }
                     _ => None,
                 };
                 cols.insert(name, text(v));
@@ -513,22 +571,28 @@ impl StoredRequest<'_> {
     }
 }
 
-const REQUEST_COLUMNS: &[&str] = &["rs", "ts", "na", "nw", "client_ip", "meta", "shared", "bodies"];
+const REQUEST_COLUMNS: &[&str] = &["rs", "ts", "na", "nw", "tpl", "eid", "ctx", "port", "meta", "bodies"];
 
-/// Binds one request row's values in the order of [`REQUEST_COLUMNS`]; `$text` turns each
-/// text, a shared `Arc<str>`, into what the statement's driver takes.
+/// What a request row stores of its events when they are in its template (migration 0007).
+const NO_ELEMENTS: &str = "[]";
+
+/// Binds one request row's values in the order of [`REQUEST_COLUMNS`], with its template's id;
+/// `$text` turns each text, a shared `Arc<str>`, into what the statement's driver takes.
 macro_rules! bind_request {
-    ($q:expr, $r:expr, $text:expr) => {{
+    ($q:expr, $r:expr, $tpl:expr, $text:expr) => {{
         let r: &RequestRow = $r;
         let text = $text;
+        let none: Arc<str> = Arc::from(NO_ELEMENTS);
         $q.bind(text(rs_text(r.rs)))
             .bind(r.ts)
             .bind(r.authorization)
             .bind(r.workload)
-            .bind(r.client_ip.clone().map(&text))
-            .bind(text(r.meta.clone()))
-            .bind(r.shared.clone().map(&text))
-            .bind(text(r.bodies.clone()))
+            .bind($tpl)
+            .bind(text(uuid_text(r.first_id)))
+            .bind(r.context.map(|c| text(uuid_text(c.context_id))))
+            .bind(r.context.map(|c| i64::from(c.source_port)))
+            .bind(text(none.clone()))
+            .bind(text(none))
     }};
 }
 
@@ -555,15 +619,16 @@ fn rs_text(rs: Uuid) -> Arc<str> {
     })
 }
 
-/// Rows in the slices one `INSERT` each takes (see [`insert_size`]).
-fn insert_chunks(mut rest: &[RequestRow]) -> impl Iterator<Item = &[RequestRow]> {
+/// The index ranges of `rows` rows that one `INSERT` each takes (see [`insert_size`]).
+fn insert_chunks(rows: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
+    let mut at = 0;
     std::iter::from_fn(move || {
-        if rest.is_empty() {
+        if at == rows {
             return None;
         }
-        let (chunk, tail) = rest.split_at(insert_size(rest.len()));
-        rest = tail;
-        Some(chunk)
+        let n = insert_size(rows - at);
+        at += n;
+        Some(at - n..at)
     })
 }
 
@@ -571,10 +636,169 @@ fn request_insert_sql(dialect: Dialect, rows: usize) -> String {
     multi_insert_sql(dialect, "edge_requests", REQUEST_COLUMNS, rows)
 }
 
-async fn insert_request_rows(tx: &mut Transaction<'static, Any>, dialect: Dialect, rows: &[RequestRow]) -> Result<()> {
+// ------------------------------------------------------------------------------------------------
+// Templates (migration 0007): what a request's events say besides their ids, time and client port,
+// stored once and referred to by id.
+
+/// A template's content: the texts a request row held before migration 0007, but its first id,
+/// `meta.contextId` and client port.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub(super) struct TemplateKey {
+    client_ip: Option<Arc<str>>,
+    meta: Arc<str>,
+    shared: Option<Arc<str>>,
+    bodies: Arc<str>,
+}
+
+impl TemplateKey {
+    fn of(r: &RequestRow) -> TemplateKey {
+        TemplateKey {
+            client_ip: r.client_ip.clone(),
+            meta: r.meta.clone(),
+            shared: r.shared.clone(),
+            bodies: r.bodies.clone(),
+        }
+    }
+
+    /// Its key in `edge_templates` for `day`: a SHA-256 of the day and every part (with its
+    /// length), so every node names the same template alike and no chosen content (a client
+    /// reports its own environment) can take another's place.
+    fn digest(&self, day: i64) -> String {
+        let mut buf = Vec::with_capacity(self.meta.len() + self.bodies.len() + 1024);
+        buf.extend_from_slice(format!("svc-template-1\n{day}\n").as_bytes());
+        for part in [
+            self.client_ip.as_deref(),
+            Some(&*self.meta),
+            self.shared.as_deref(),
+            Some(&*self.bodies),
+        ] {
+            match part {
+                Some(p) => {
+                    buf.extend_from_slice(format!("{}:", p.len()).as_bytes());
+                    buf.extend_from_slice(p.as_bytes());
+                }
+                None => buf.push(b'-'),
+            }
+        }
+        crate::crypto::hex(&crate::crypto::sha256(&buf))
+    }
+}
+
+/// The ids of the templates the event writer used lately, for one day: a request whose template
+/// is here stores its id without a database read; a template the writer stores is added once its
+/// batch committed (a rolled-back id is never handed out).
+///
+/// Hashed with foldhash (seeded per process): a lookup hashes the whole template, ~1.5 KB per
+/// `/credentials` request, and SipHash took ~2.5 instructions a byte of it (issue 34's
+/// instruction budget, docs/PERFORMANCE.md); a hit is then compared byte for byte.
+#[derive(Default)]
+pub(super) struct TemplateCache {
+    day: i64,
+    ids: std::collections::HashMap<TemplateKey, i64, foldhash::fast::RandomState>,
+}
+
+/// Templates the cache holds at most (it starts over when full).
+const TEMPLATE_CACHE: usize = 65_536;
+
+/// The UTC day of a time in milliseconds.
+fn day_of(ms: i64) -> i64 {
+    ms.div_euclid(86_400_000)
+}
+
+const TEMPLATE_INSERT: &str = "INSERT INTO edge_templates (digest, day, client_ip, meta, shared, bodies) \
+     VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO UPDATE SET day = excluded.day RETURNING id";
+
+/// The template ids of `batch`'s rows, storing the templates not known yet in the batch's
+/// transaction `$tx`; `$text` as in [`bind_request`]. Evaluates to `Result<(Vec<i64>, Vec<(i64,
+/// TemplateKey, i64)>)>`: the ids, and the templates stored (day, content, id) for the cache.
+macro_rules! resolve_templates {
+    ($store:expr, $tx:expr, $batch:expr, $text:expr) => {{
+        let store: &Store = $store;
+        let batch: &[RequestRow] = $batch;
+        let text = $text;
+        let mut ids: Vec<Option<i64>> = Vec::with_capacity(batch.len());
+        {
+            let cache = store
+                .templates
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for r in batch {
+                let known = (day_of(r.ts) == cache.day)
+                    .then(|| cache.ids.get(&TemplateKey::of(r)).copied())
+                    .flatten();
+                ids.push(known);
+            }
+        }
+        let mut stored: Vec<(i64, TemplateKey, i64)> = Vec::new();
+        let mut failed = None;
+        for (i, r) in batch.iter().enumerate() {
+            if ids[i].is_some() {
+                continue;
+            }
+            let (day, key) = (day_of(r.ts), TemplateKey::of(r));
+            if let Some((_, _, id)) = stored.iter().find(|(d, k, _)| *d == day && *k == key) {
+                ids[i] = Some(*id);
+                continue;
+            }
+            let row = sqlx::query(TEMPLATE_INSERT)
+                .bind(key.digest(day))
+                .bind(day)
+                .bind(key.client_ip.clone().map(&text))
+                .bind(text(key.meta.clone()))
+                .bind(key.shared.clone().map(&text))
+                .bind(text(key.bodies.clone()))
+                .fetch_one(&mut **$tx)
+                .await;
+            match row {
+                Ok(row) => {
+                    let id: i64 = row.get(0);
+                    ids[i] = Some(id);
+                    stored.push((day, key, id));
+                }
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        match failed {
+            Some(e) => Err(super::StoreError::from(e)),
+            None => Ok((
+                ids.into_iter().map(|i| i.unwrap_or_default()).collect::<Vec<i64>>(),
+                stored,
+            )),
+        }
+    }};
+}
+
+impl Store {
+    /// Adds the templates a committed batch stored to the cache.
+    fn remember_templates(&self, stored: Vec<(i64, TemplateKey, i64)>) {
+        let mut cache = self.templates.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        for (day, key, id) in stored {
+            if day > cache.day {
+                cache.day = day;
+                cache.ids.clear();
+            }
+            if day == cache.day {
+                if cache.ids.len() >= TEMPLATE_CACHE {
+                    cache.ids.clear();
+                }
+                cache.ids.insert(key, id);
+            }
+        }
+    }
+}
+
+async fn insert_request_rows(
+    tx: &mut Transaction<'static, Any>,
+    dialect: Dialect,
+    rows: &[RequestRow],
+    tpls: &[i64],
+) -> Result<()> {
     let mut q = sqlx::query(sqlx::AssertSqlSafe(request_insert_sql(dialect, rows.len())));
-    for r in rows {
-        q = bind_request!(q, r, |s: Arc<str>| s.to_string());
+    for (r, t) in rows.iter().zip(tpls) {
+        q = bind_request!(q, r, *t, |s: Arc<str>| s.to_string());
     }
     q.execute(&mut **tx).await?;
     Ok(())
@@ -583,10 +807,14 @@ async fn insert_request_rows(tx: &mut Transaction<'static, Any>, dialect: Dialec
 /// The same through a native SQLite connection: the `Any` driver copies every bound string
 /// twice before SQLite sees it (its own argument value, then the SQLite mapping's); bound
 /// natively, every text is a shared `Arc<str>`, not copied.
-async fn insert_request_rows_sqlite(tx: &mut Transaction<'static, Sqlite>, rows: &[RequestRow]) -> Result<()> {
+async fn insert_request_rows_sqlite(
+    tx: &mut Transaction<'static, Sqlite>,
+    rows: &[RequestRow],
+    tpls: &[i64],
+) -> Result<()> {
     let mut q = sqlx::query(sqlx::AssertSqlSafe(request_insert_sql(Dialect::Sqlite, rows.len())));
-    for r in rows {
-        q = bind_request!(q, r, |s: Arc<str>| s);
+    for (r, t) in rows.iter().zip(tpls) {
+        q = bind_request!(q, r, *t, |s: Arc<str>| s);
     }
     q.execute(&mut **tx).await?;
     Ok(())
@@ -599,11 +827,12 @@ impl Store {
         if events.iter().any(|e| e.table == EventTable::Audit) {
             return Err(super::StoreError::other("audit rows are written with their entity"));
         }
-        self.insert_requests(&RequestRow::group(events, None)).await
+        self.insert_requests(&RequestRow::group(events, None, None)).await
     }
 
-    /// Stores a batch of edge requests in one transaction (fails at once while the database is
-    /// unusable: `Store::live`).
+    /// Stores a batch of edge requests in one transaction, each row referring to its template
+    /// (stored in the same transaction when new); fails at once while the database is unusable
+    /// (`Store::live`).
     pub async fn insert_requests(&self, batch: &[RequestRow]) -> Result<()> {
         self.live(true, self.insert_requests_now(batch)).await
     }
@@ -613,26 +842,31 @@ impl Store {
         // happen (a lost connection) stores those events twice: there is no unique `id`.
         if let Some(pool) = &self.events {
             let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
-            for chunk in insert_chunks(batch) {
-                insert_request_rows_sqlite(&mut tx, chunk).await?;
+            let (tpls, stored) = resolve_templates!(self, &mut tx, batch, |s: Arc<str>| s)?;
+            for range in insert_chunks(batch.len()) {
+                insert_request_rows_sqlite(&mut tx, &batch[range.clone()], &tpls[range]).await?;
             }
             tx.commit().await?;
+            self.remember_templates(stored);
             return Ok(());
         }
         let mut tx = self.begin_write().await?;
         if self.dialect() == Dialect::Postgres {
             // One event transaction at a time across nodes: `seq` (a sequence, handed out at
             // insert) then grows in commit order, so a reader that follows `seq` (a log
-            // stream's cursor) never passes a row that commits later.
+            // stream's cursor) never passes a row that commits later. Templates are stored
+            // under the same lock, so a template's id never shows before its rows can.
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(super::EVENTS_LOCK)
                 .execute(&mut *tx)
                 .await?;
         }
-        for chunk in insert_chunks(batch) {
-            insert_request_rows(&mut tx, self.dialect(), chunk).await?;
+        let (tpls, stored) = resolve_templates!(self, &mut tx, batch, |s: Arc<str>| s.to_string())?;
+        for range in insert_chunks(batch.len()) {
+            insert_request_rows(&mut tx, self.dialect(), &batch[range.clone()], &tpls[range]).await?;
         }
         tx.commit().await?;
+        self.remember_templates(stored);
         Ok(())
     }
 
@@ -653,41 +887,16 @@ impl Store {
         Ok(())
     }
 
-    pub async fn query_events(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
-        self.live(false, self.query_events_now(table, q)).await
-    }
-
-    async fn query_events_now(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
-        let mut conds: Vec<String> = Vec::new();
-        let mut binds: Vec<BindValue> = Vec::new();
-        let mut n = 0;
-        let mut next = |binds: &mut Vec<BindValue>, v: BindValue| {
+    /// The conditions of `q` on the events' own fields (equality, `any_of`, `search`), their
+    /// values appended to `binds` (numbered after what `binds` holds).
+    fn event_conds(&self, table: EventTable, q: &EventQuery, binds: &mut Vec<BindValue>) -> Vec<String> {
+        let mut conds = Vec::new();
+        let next = |binds: &mut Vec<BindValue>, v: BindValue| {
             binds.push(v);
-            n += 1;
-            format!("${n}")
+            format!("${}", binds.len())
         };
-        if q.rs.is_empty() {
-            return Ok(QueryPage {
-                bodies: vec![],
-                columns: vec![],
-                total: 0,
-            });
-        }
-        let list: Vec<String> =
-            q.rs.iter()
-                .map(|r| next(&mut binds, BindValue::Text(r.clone())))
-                .collect();
-        conds.push(format!("rs IN ({})", list.join(", ")));
-        if let Some(from) = q.from {
-            let p = next(&mut binds, BindValue::Int(from));
-            conds.push(format!("{} >= {p}", table.time_col()));
-        }
-        if let Some(to) = q.to {
-            let p = next(&mut binds, BindValue::Int(to));
-            conds.push(format!("{} < {p}", table.time_col()));
-        }
         for (col, v) in &q.eq {
-            let p = next(&mut binds, BindValue::Text(v.to_lowercase()));
+            let p = next(binds, BindValue::Text(v.to_lowercase()));
             conds.push(format!("LOWER({col}) = {p}"));
         }
         for (col, vs) in &q.any_of {
@@ -695,14 +904,11 @@ impl Store {
                 conds.push("1 = 0".into());
                 continue;
             }
-            let ps: Vec<String> = vs
-                .iter()
-                .map(|v| next(&mut binds, BindValue::Text(v.clone())))
-                .collect();
+            let ps: Vec<String> = vs.iter().map(|v| next(binds, BindValue::Text(v.clone()))).collect();
             conds.push(format!("{col} IN ({})", ps.join(", ")));
         }
         if let Some(s) = q.search.as_ref().filter(|s| !s.is_empty()) {
-            let p = next(&mut binds, BindValue::Text(escape_like(s)));
+            let p = next(binds, BindValue::Text(escape_like(s)));
             // An edge event's `search` holds only what its columns do not (see
             // `EventRow::search`); rows stored before hold everything and match as before.
             let like = |col: &str| format!("{col} LIKE {p} ESCAPE '\\'");
@@ -730,21 +936,188 @@ impl Store {
                 ),
             });
         }
+        conds
+    }
+
+    /// Issue 34: an edge list filtered on its events' own fields first runs the filter over the
+    /// request templates (migration 0007, a few thousand rows where the requests are millions),
+    /// then counts the matches from the window's rows and their templates, without reading a
+    /// row's events (see [`TemplateFilter`]). Rows that predate templates are not covered by them:
+    /// with any in the window, `Any`.
+    async fn template_filter(
+        &self,
+        table: EventTable,
+        q: &EventQuery,
+        window: &[String],
+        window_binds: &[BindValue],
+    ) -> Result<TemplateFilter> {
+        let mut binds = Vec::new();
+        let conds = self.event_conds(table, q, &mut binds);
+        let kind = kind_of(table);
+        let sql = format!(
+            "SELECT tpl, COUNT(*) FROM template_events WHERE kind = '{kind}' AND {} GROUP BY tpl",
+            conds.join(" AND ")
+        );
+        let mut tq = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+        for b in &binds {
+            tq = b.bind(tq);
+        }
+        // Each matching template with how many of its events match.
+        let per: std::collections::HashMap<i64, i64> = tq
+            .fetch_all(self.pool())
+            .await?
+            .iter()
+            .map(|r| (r.get::<i64, _>(0), r.get::<i64, _>(1)))
+            .collect();
+        let window_sql = window.join(" AND ");
+        let run = |sql: String| {
+            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
+            for b in window_binds {
+                q = b.bind(q);
+            }
+            q
+        };
+        let legacy = run(format!(
+            "SELECT 1 FROM edge_requests WHERE {window_sql} AND tpl IS NULL LIMIT 1"
+        ))
+        .fetch_optional(self.pool())
+        .await?;
+        if legacy.is_some() {
+            return Ok(TemplateFilter::Any);
+        }
+        if per.is_empty() {
+            return Ok(TemplateFilter::Empty);
+        }
+        let mut ids: Vec<i64> = per.keys().copied().collect();
+        ids.sort_unstable();
+        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        // The first `EXACT_TOTAL + 1` matching rows, in the order of the `(rs, tpl, ts)` index
+        // (a few rows: read through it); when there are more, the oldest (in one resource set),
+        // as the count of `query_events` samples them for its estimate.
+        let cap = EXACT_TOTAL + 1;
+        let sample = |oldest: &str| {
+            run(format!(
+                "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}){oldest} LIMIT {cap}"
+            ))
+        };
+        let mut rows = sample("").fetch_all(self.pool()).await?;
+        if rows.len() as i64 >= cap && q.rs.len() == 1 {
+            rows = sample(" ORDER BY ts").fetch_all(self.pool()).await?;
+        }
+        let counted: i64 = rows
+            .iter()
+            .map(|r| per.get(&r.get::<i64, _>(0)).copied().unwrap_or(0))
+            .sum();
+        let seqs = rows.iter().map(|r| r.get::<i64, _>(1));
+        let span = (seqs.clone().min(), seqs.max());
+        let few = (rows.len() as i64) < cap;
+        let (total, estimated) = if few {
+            (counted, false)
+        } else {
+            (
+                self.estimate_total(table, q, counted, span).await?.max(EXACT_TOTAL + 1),
+                true,
+            )
+        };
+        Ok(TemplateFilter::Some {
+            list,
+            few,
+            total,
+            estimated,
+        })
+    }
+
+    pub async fn query_events(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
+        self.live(false, self.query_events_now(table, q)).await
+    }
+
+    async fn query_events_now(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
+        let mut conds: Vec<String> = Vec::new();
+        let mut binds: Vec<BindValue> = Vec::new();
+        let empty = || QueryPage {
+            bodies: vec![],
+            columns: vec![],
+            total: 0,
+            estimated: false,
+        };
+        if q.rs.is_empty() {
+            return Ok(empty());
+        }
+        let next = |binds: &mut Vec<BindValue>, v: BindValue| {
+            binds.push(v);
+            format!("${}", binds.len())
+        };
+        let list: Vec<String> =
+            q.rs.iter()
+                .map(|r| next(&mut binds, BindValue::Text(r.clone())))
+                .collect();
+        conds.push(format!("rs IN ({})", list.join(", ")));
+        if let Some(from) = q.from {
+            let p = next(&mut binds, BindValue::Int(from));
+            conds.push(format!("{} >= {p}", table.time_col()));
+        }
+        if let Some(to) = q.to {
+            let p = next(&mut binds, BindValue::Int(to));
+            conds.push(format!("{} < {p}", table.time_col()));
+        }
+        let event_filters =
+            !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());
+        // The total when the templates gave it; whether the list reads only a few templates' rows.
+        let mut counted = None;
+        let mut few_rows = false;
+        if event_filters && table != EventTable::Audit {
+            match self.template_filter(table, q, &conds, &binds).await? {
+                TemplateFilter::Empty => return Ok(empty()),
+                TemplateFilter::Some {
+                    list,
+                    few,
+                    total,
+                    estimated,
+                } => {
+                    // Few rows: read only theirs (the `(rs, tpl, ts)` index), and sort them.
+                    if few {
+                        conds.push(format!("tpl IN ({list})"));
+                        few_rows = true;
+                    }
+                    counted = Some((total, estimated));
+                }
+                TemplateFilter::Any => {}
+            }
+        }
+        conds.extend(self.event_conds(table, q, &mut binds));
         let where_ = conds.join(" AND ");
         let name = table.name();
         let edge = table != EventTable::Audit;
-        let event_filters =
-            !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());
-        // Without a filter on the events' own fields, an edge list's total is the sum of its
-        // requests' counts (the conditions are then on `rs` and `ts` only): no JSON is read.
+        // The total, counted over the first `EXACT_TOTAL + 1` matching rows at most (the index's
+        // order), with the span of their sequence numbers for an estimate beyond. Without a
+        // filter on the events' own fields, an edge list counts its requests' events (the
+        // conditions are then on `rs` and `ts` only): no JSON is read.
+        let cap = EXACT_TOTAL + 1;
+        // In one resource set the sample is the oldest matches, read off the `(rs, time)` index
+        // in order (a contiguous stretch of rows, as the estimate assumes; PostgreSQL's plan
+        // would otherwise be free to sample anywhere).
+        let time = table.time_col();
+        let oldest = if q.rs.len() == 1 {
+            format!(" ORDER BY {time}")
+        } else {
+            String::new()
+        };
         let count_sql = match table {
-            EventTable::Authorization if !event_filters => {
-                format!("SELECT COALESCE(SUM(na), 0) FROM edge_requests WHERE {where_}")
+            EventTable::Authorization | EventTable::Workload if !event_filters => {
+                let n = if table == EventTable::Authorization { "na" } else { "nw" };
+                format!(
+                    "SELECT COUNT(*), COALESCE(SUM(n), 0), MIN(seq), MAX(seq) FROM \
+                     (SELECT {n} AS n, seq FROM edge_requests WHERE {where_} AND {n} > 0{oldest} LIMIT {cap}) AS sample"
+                )
             }
-            EventTable::Workload if !event_filters => {
-                format!("SELECT COALESCE(SUM(nw), 0) FROM edge_requests WHERE {where_}")
-            }
-            _ => format!("SELECT COUNT(*) FROM {name} WHERE {where_}"),
+            EventTable::Audit => format!(
+                "SELECT COUNT(*), COUNT(*), MIN(seq), MAX(seq) FROM \
+                 (SELECT seq FROM audit_logs WHERE {where_}{oldest} LIMIT {cap}) AS sample"
+            ),
+            _ => format!(
+                "SELECT COUNT(*), COUNT(*), MIN(rseq), MAX(rseq) FROM \
+                 (SELECT rseq FROM {name} WHERE {where_}{oldest} LIMIT {cap}) AS sample"
+            ),
         };
         let dir = if q.desc { "DESC" } else { "ASC" };
         let by_time = q.order_json.is_none() && q.order_col == table.time_col();
@@ -755,7 +1128,8 @@ impl Store {
         // table). Descending, each request's run of events is reversed after the read
         // ([`newest_first`]). Several resource sets (and PostgreSQL, which sorts the rows of one
         // time incrementally) order on all three.
-        let straight = edge && by_time && q.rs.len() == 1 && self.dialect() == Dialect::Sqlite;
+        // (A few templates' rows are read through `(rs, tpl, ts)` and sorted instead.)
+        let straight = edge && by_time && q.rs.len() == 1 && self.dialect() == Dialect::Sqlite && !few_rows;
         // Ties: audit entries on `externalId` ascending (§1.6); events have no `externalId`, so
         // they keep the order they were written in, newest first when descending
         // (docs/API-CONVENTIONS.md): the events of one request share its time.
@@ -777,7 +1151,11 @@ impl Store {
         // ordered as it is: anything more would keep the databases from reading the default
         // order (`ts DESC`) straight off the `(rs, ts)` index.
         let keys = match (&q.order_json, self.dialect()) {
+            // `+ 0`: not the `(rs, ts)` index's order, so the planner reads a few templates'
+            // rows through `(rs, tpl, ts)` rather than the whole window in time order.
+            (None, _) if few_rows && by_time => format!("({} + 0) {dir}", q.order_col),
             (None, _) if q.order_col == table.time_col() => format!("{} {dir}", q.order_col),
+            (None, _) if NUMERIC_COLUMNS.contains(&q.order_col) => format!("{} {dir}{nulls}", q.order_col),
             // Every other column is text.
             (None, Dialect::Sqlite) => format!("{c} COLLATE NOCASE {dir}, {c} {dir}", c = q.order_col),
             // "Exactly" is byte order, as SQLite's: not the database's locale.
@@ -822,7 +1200,22 @@ impl Store {
             count = b.bind(count);
             page = b.bind(page);
         }
-        let total: i64 = count.fetch_one(self.pool()).await?.get(0);
+        let (total, estimated) = match counted {
+            Some(c) => c,
+            None => {
+                let sample = count.fetch_one(self.pool()).await?;
+                let (rows_seen, counted): (i64, i64) = (sample.get(0), sample.get(1));
+                if rows_seen >= cap {
+                    let span = (sample.get::<Option<i64>, _>(2), sample.get::<Option<i64>, _>(3));
+                    (
+                        self.estimate_total(table, q, counted, span).await?.max(EXACT_TOTAL + 1),
+                        true,
+                    )
+                } else {
+                    (counted, false)
+                }
+            }
+        };
         let mut rows = page.fetch_all(self.pool()).await?;
         if straight && q.desc {
             rows = newest_first(rows, |r| r.get::<i64, _>(r.len() - 1));
@@ -834,7 +1227,54 @@ impl Store {
         }
         let bodies = rows.iter().map(|r| r.get::<String, _>(0)).collect();
         let columns = rows.iter().map(|r| table.row_columns(r)).collect();
-        Ok(QueryPage { bodies, columns, total })
+        Ok(QueryPage {
+            bodies,
+            columns,
+            total,
+            estimated,
+        })
+    }
+
+    /// An estimate of a list's total when more than [`EXACT_TOTAL`] records match: the `counted`
+    /// records of the sample (the first matches in the index's order, spanning the sequence
+    /// numbers `span` of their rows) scaled by how many rows the window holds, from the sequence
+    /// numbers of its first and last row in time (two index reads per resource set). Assumes the
+    /// matches are spread over the window as in the sample; rows of other resource sets between
+    /// these numbers count too, so it errs high when sets interleave.
+    async fn estimate_total(
+        &self,
+        table: EventTable,
+        q: &EventQuery,
+        counted: i64,
+        span: (Option<i64>, Option<i64>),
+    ) -> Result<i64> {
+        let (Some(lo), Some(hi)) = span else { return Ok(counted) };
+        let (name, time) = match table {
+            EventTable::Audit => ("audit_logs", "created_at"),
+            _ => ("edge_requests", "ts"),
+        };
+        let mut window = 0i64;
+        for rs in &q.rs {
+            let mut ends = [None, None];
+            for (i, dir) in ["ASC", "DESC"].into_iter().enumerate() {
+                let sql = format!(
+                    "SELECT seq FROM {name} WHERE rs = $1 AND {time} >= $2 AND {time} < $3 \
+                     ORDER BY {time} {dir} LIMIT 1"
+                );
+                let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+                    .bind(rs.as_str())
+                    .bind(q.from.unwrap_or(i64::MIN))
+                    .bind(q.to.unwrap_or(i64::MAX))
+                    .fetch_optional(self.pool())
+                    .await?;
+                ends[i] = row.map(|r| r.get::<i64, _>(0));
+            }
+            if let [Some(a), Some(b)] = ends {
+                window += (a - b).abs() + 1;
+            }
+        }
+        let sampled = (hi - lo + 1).max(1);
+        Ok(((counted as f64) * (window.max(sampled) as f64) / (sampled as f64)).round() as i64)
     }
 
     /// One record by id within the given resource sets.
@@ -932,6 +1372,18 @@ impl Store {
                 tokio::task::yield_now().await;
             }
         }
+        // The templates no request row can refer to any more (migration 0007): a row refers to a
+        // template of its own day, and the rows left start at the head; a day more is kept for a
+        // row written out of order.
+        let head: Option<i64> = sqlx::query("SELECT ts FROM edge_requests ORDER BY seq LIMIT 1")
+            .fetch_optional(self.pool())
+            .await?
+            .map(|r| r.get(0));
+        let keep_from = day_of(head.map_or(before, |h| h.min(before))) - 1;
+        sqlx::query("DELETE FROM edge_templates WHERE day < $1")
+            .bind(keep_from)
+            .execute(self.pool())
+            .await?;
         Ok(total)
     }
 }
@@ -982,6 +1434,23 @@ pub const PURGE_CHUNK: usize = 2000;
 enum BindValue {
     Text(String),
     Int(i64),
+}
+
+/// What the request templates say of an edge list's filter (see `Store::template_filter`).
+enum TemplateFilter {
+    /// No template matches: the list is empty.
+    Empty,
+    /// The matching templates' ids (SQL list text) and the list's total. `few`: their rows in the
+    /// window are at most [`EXACT_TOTAL`], and the list reads only them (the `(rs, tpl, ts)`
+    /// index); else the window is read in time order, where the matches are dense.
+    Some {
+        list: String,
+        few: bool,
+        total: i64,
+        estimated: bool,
+    },
+    /// Rows without a template are in the window: the filter runs over the events, as before.
+    Any,
 }
 
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;

@@ -100,13 +100,21 @@ pub fn create_private_file(path: &Path) -> std::io::Result<()> {
     opts.open(path).map(|_| ())
 }
 
-/// Sets the database, its WAL and shared-memory files to 0600 where an older version left them
-/// more open (they hold the sealed secrets and every event).
+/// The at-rest key file of the SQLite database `db` (when no `SVC_ENCRYPTION_KEY` is set).
+pub fn key_file(db: &Path) -> PathBuf {
+    data_dir(db).join("svc-encryption.key")
+}
+
+/// Sets the database, its WAL and shared-memory files and the key file beside it to 0600 where
+/// an older version left them more open (they hold the sealed secrets, every event, the key).
 pub fn tighten(db: &Path) {
     #[cfg(unix)]
-    for suffix in ["", "-wal", "-shm"] {
+    for path in ["", "-wal", "-shm"]
+        .iter()
+        .map(|suffix| PathBuf::from(format!("{}{suffix}", db.display())))
+        .chain([key_file(db)])
+    {
         use std::os::unix::fs::PermissionsExt;
-        let path = PathBuf::from(format!("{}{suffix}", db.display()));
         let Ok(meta) = std::fs::metadata(&path) else { continue };
         if meta.permissions().mode() & 0o077 != 0 {
             match std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {

@@ -55,6 +55,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0006_nodes.sql"),
         postgres: include_str!("../../migrations/postgres/0006_nodes.sql"),
     },
+    Migration {
+        version: 7,
+        name: "request_templates",
+        sqlite: include_str!("../../migrations/sqlite/0007_request_templates.sql"),
+        postgres: include_str!("../../migrations/postgres/0007_request_templates.sql"),
+    },
 ];
 
 /// The schema version this binary writes: its newest migration.

@@ -16,8 +16,8 @@ mod streams;
 
 pub(crate) use events::v7_millis;
 pub use events::{
-    AuditRow, Columns, EVENTS_PER_REQUEST, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage, RequestRow,
-    nth_event_id,
+    AuditRow, Columns, EVENTS_PER_REQUEST, EXACT_TOTAL, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage,
+    RequestContext, RequestRow, nth_event_id,
 };
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 
@@ -165,6 +165,8 @@ pub struct Store {
     /// SQLite only: one native connection for the event writer's inserts (see
     /// `events::insert_event_rows_sqlite`).
     events: Option<sqlx::SqlitePool>,
+    /// The event writer's recent request templates (migration 0007, `events::TemplateCache`).
+    templates: std::sync::Arc<std::sync::Mutex<events::TemplateCache>>,
     /// Whether the database can be used now (the probe's finding), shared by the clones.
     health: Arc<Health>,
     /// PostgreSQL: where the probe connects (its own connection, not the pool's).
@@ -278,6 +280,7 @@ impl Store {
             pool,
             dialect,
             events: None,
+            templates: Default::default(),
             health: Arc::new(Health::default()),
             probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
         })

@@ -223,7 +223,9 @@ impl Store {
         while out.len() < limit {
             let rows = self
                 .seq_range(
-                    "SELECT seq, rs, ts, client_ip, shared, meta, bodies FROM edge_requests WHERE seq >= $1",
+                    "SELECT r.seq, r.rs, r.ts, COALESCE(t.client_ip, r.client_ip), COALESCE(t.shared, r.shared), \
+                     COALESCE(t.meta, r.meta), COALESCE(t.bodies, r.bodies), r.eid, r.ctx, r.port \
+                     FROM edge_requests AS r LEFT JOIN edge_templates AS t ON t.id = r.tpl WHERE r.seq >= $1",
                     from,
                     last_request,
                     CHUNK,
@@ -238,6 +240,9 @@ impl Store {
                     shared: r.get(4),
                     meta: r.get(5),
                     bodies: r.get(6),
+                    first_id: r.get(7),
+                    ctx: r.get(8),
+                    port: r.get(9),
                 };
                 for rec in request.records(table) {
                     if rec.seq <= after || through.is_some_and(|t| rec.seq > t) {

@@ -145,18 +145,28 @@ pub fn has_evidence(kind: TrustKind, c: &ClientWorkloadDetails) -> bool {
     }
 }
 
-/// Issue 31: a JWT this service signed is evidence (`isSvcTenantOidcToken`) only when it is an
-/// `oidc-id-token` credential the service handed to a workload — its `svc` object names the
-/// workload and an `oidc-id-token` provider (`is_id_token_provider`, the caller's lookup in the
-/// configuration). Every JWT the service signs shares the issuer key: a vault login JWT, a
-/// federation assertion or a token minted by a provider's verification, caught at an address a
-/// provider's writer chose, would otherwise sign in as whatever workload its subject named.
+/// Issue 31: a JWT this service signed is evidence only when it is an `oidc-id-token`
+/// credential the service handed to a workload — its `svc` object names the workload and an
+/// `oidc-id-token` provider (`is_id_token_provider`, the caller's lookup in the configuration).
+/// Every JWT the service signs shares the issuer key: a vault login JWT, a federation assertion
+/// or a token minted by a provider's verification, caught at an address a provider's writer
+/// chose, would otherwise sign in as whatever workload its subject named. It holds for a
+/// provider of the service's own issuer (`isSvcTenantOidcToken`) and for any other whose
+/// verified token names the service (`own_issuer`) as its issuer: an `oidcUrl` or a static JWKS
+/// may name the service's keys too.
 pub fn check_own_issued(
     tp: &CompiledTrust,
     v: &Verified,
+    own_issuer: &str,
     is_id_token_provider: impl Fn(uuid::Uuid) -> bool,
 ) -> Result<(), TrustError> {
-    if !matches!(tp.keys, compile::KeySource::OwnIssuer) {
+    let iss = v
+        .claims
+        .as_ref()
+        .and_then(|c| c.get("iss"))
+        .and_then(serde_json::Value::as_str)
+        .map(|i| i.trim_end_matches('/'));
+    if !matches!(tp.keys, compile::KeySource::OwnIssuer) && iss != Some(own_issuer.trim_end_matches('/')) {
         return Ok(());
     }
     let svc = v.claims.as_ref().and_then(|c| c.get("svc"));

@@ -431,14 +431,31 @@ pub fn policy_count(st: &Snapshot, id: Uuid) -> usize {
     st.idx.policy_count(RefField::AccessCondition, id)
 }
 
+/// The condition's integration, for a reader who `may` read it by itself (issue 31: embedded
+/// resources follow the reader's permissions); `None` for others, who see `integrationID`.
+fn integration_for<'s>(
+    st: &'s Snapshot,
+    c: &AccessCondition,
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> Option<&'s crate::domain::condition::Integration> {
+    st.integrations
+        .get(&c.integration)
+        .map(|i| i.as_ref())
+        .filter(|i| may(crate::domain::Perm::Integrations, i.meta.scope()))
+}
+
 /// `AccessConditionV2DTO` (its variant).
-pub fn v2_dto(st: &Snapshot, c: &AccessCondition) -> AccessConditionV2Dto {
+pub fn v2_dto(
+    st: &Snapshot,
+    c: &AccessCondition,
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> AccessConditionV2Dto {
     let common = AccessConditionCommon {
         base: base_dto(&c.meta),
         resource_set: Some(c.meta.scope()),
         id: c.meta.seq,
         integration_id: Some(c.integration),
-        integration: st.integrations.get(&c.integration).map(|i| ints::v2_dto(st, i)),
+        integration: integration_for(st, c, may).map(|i| ints::v2_dto(st, i)),
         access_policy_count: crud::count(policy_count(st, c.meta.id)),
     };
     match fields_dto(c) {
@@ -453,7 +470,11 @@ pub fn v2_dto(st: &Snapshot, c: &AccessCondition) -> AccessConditionV2Dto {
 
 /// `AccessConditionDTO` (v1): `conditions` holds the variant's fields (without
 /// `maxLastSeenSeconds` for a built-in type that has none).
-pub fn v1_dto(st: &Snapshot, c: &AccessCondition) -> AccessConditionDto {
+pub fn v1_dto(
+    st: &Snapshot,
+    c: &AccessCondition,
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> AccessConditionDto {
     let fields = match fields_dto(c) {
         Fields::SensorA(f) => crud::to_json(&f),
         Fields::CloudSecurityA(f) => crud::to_json(&f),
@@ -472,7 +493,7 @@ pub fn v1_dto(st: &Snapshot, c: &AccessCondition) -> AccessConditionDto {
         resource_set: Some(c.meta.scope()),
         id: c.meta.seq,
         integration_id: Some(c.integration),
-        integration: st.integrations.get(&c.integration).map(|i| ints::v1_dto(st, i)),
+        integration: integration_for(st, c, may).map(|i| ints::v1_dto(st, i)),
         conditions,
         access_policy_count: crud::count(policy_count(st, c.meta.id)),
         integration_type: Some(c.int_type().to_string()),
@@ -480,8 +501,12 @@ pub fn v1_dto(st: &Snapshot, c: &AccessCondition) -> AccessConditionDto {
 }
 
 /// [`v1_dto`] as JSON, for the DTOs not typed yet (`AccessPolicyDTO.accessConditions`, v1).
-pub fn v1_condition_json(st: &Snapshot, c: &AccessCondition) -> Value {
-    crud::to_json(&v1_dto(st, c))
+pub fn v1_condition_json(
+    st: &Snapshot,
+    c: &AccessCondition,
+    may: &impl Fn(crate::domain::Perm, Uuid) -> bool,
+) -> Value {
+    crud::to_json(&v1_dto(st, c, may))
 }
 
 /// `/api/v2/access-conditions`: the variants of `AccessConditionV2DTO`.
@@ -600,8 +625,8 @@ impl Resource for ConditionsV2 {
         release(w, author, id, RefField::AccessCondition)
     }
 
-    fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> AccessConditionV2Dto {
-        v2_dto(st, c)
+    fn render(app: &App, st: &Snapshot, c: &AccessCondition) -> AccessConditionV2Dto {
+        v2_dto(st, c, &super::common::reader(app, st))
     }
 }
 
@@ -647,8 +672,8 @@ impl Resource for ConditionsV1 {
         release(w, author, id, RefField::AccessCondition)
     }
 
-    fn render(_: &App, st: &Snapshot, c: &AccessCondition) -> AccessConditionDto {
-        v1_dto(st, c)
+    fn render(app: &App, st: &Snapshot, c: &AccessCondition) -> AccessConditionDto {
+        v1_dto(st, c, &super::common::reader(app, st))
     }
 }
 

@@ -149,7 +149,7 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> Value {
     });
     o.insert("trustProviders".into(), tps);
     let acs = rendered::<AccessCondition>(st, &p.access_conditions, |c| {
-        for_reader(&may, c, |c| v1_condition_json(st, c))
+        for_reader(&may, c, |c| v1_condition_json(st, c, &may))
     });
     o.insert("accessConditions".into(), acs);
     let css = rendered::<ContentSecurity>(st, &p.content_security, |c| for_reader(&may, c, |c| cs_json(st, c)));

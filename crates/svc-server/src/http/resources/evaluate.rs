@@ -404,7 +404,7 @@ async fn authenticate(
     let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&st, id);
     let outcome = match trust::verify_evidence(&app.verify_cx(), &tp, client)
         .await
-        .and_then(|v| trust::check_own_issued(&tp, &v, is_id_token).map(|()| v))
+        .and_then(|v| trust::check_own_issued(&tp, &v, app.cfg.issuer(), is_id_token).map(|()| v))
     {
         Ok(v) => trust::rules::check(&tp.rules, &v).map(|()| v),
         Err(e) => Err(e),

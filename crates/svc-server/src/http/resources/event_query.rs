@@ -152,7 +152,11 @@ impl EventParams {
                         if let Some(last) = path.last_mut() {
                             *last = k;
                         }
-                        order_json = Some(path);
+                        // The sibling's own place: a column (`contextId`, migration 0007) or the body.
+                        match shape.leaf_path(&path.join(".")) {
+                            Some((_, Shape::Col(c) | Shape::TimeCol(c))) => order_col = c,
+                            _ => order_json = Some(path),
+                        }
                     }
                     _ => order_json = Some(path),
                 }
@@ -217,6 +221,9 @@ struct Page<T> {
     order: Option<String>,
     status_code: i32,
     records_total: i32,
+    /// `true` when `records_total` is an estimate (more than `store::EXACT_TOTAL` matches).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    records_total_estimated: Option<bool>,
     /// The items under the list's key (one entry).
     #[serde(flatten)]
     items: BTreeMap<&'static str, Vec<T>>,
@@ -242,6 +249,9 @@ pub fn page_response<T: DeserializeOwned + Serialize>(
         order: Some(format!("{} {}", p.order_field, if p.desc { "desc" } else { "asc" })),
         status_code: 200,
         records_total: page.total.clamp(0, i64::from(i32::MAX)) as i32,
+        // Above `store::EXACT_TOTAL` matches the total is an estimate, and says so (issue 34;
+        // docs/API-CONVENTIONS.md, Lists).
+        records_total_estimated: page.estimated.then_some(true),
         items: BTreeMap::from([(items_key, items)]),
     };
     Ok((StatusCode::OK, axum::Json(page)).into_response())

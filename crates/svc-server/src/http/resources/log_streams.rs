@@ -143,6 +143,8 @@ fn parse_hec(
         host_port_ok,
         r"^[a-zA-Z0-9\-\.]+:[0-9]{1,5}$",
     )?;
+    let host = host_port.rsplit_once(':').map_or(host_port.as_str(), |(h, _)| h);
+    crate::upstream::check_address_field("hecHostPort", host, &app.cfg)?;
     if !tls && !app.cfg.allow_insecure_upstream {
         return Err(Error::field("tls", "plain http needs SVC_ALLOW_INSECURE_UPSTREAM=true"));
     }

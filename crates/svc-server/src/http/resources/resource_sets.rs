@@ -91,24 +91,35 @@ fn counts(st: &Snapshot, id: Uuid) -> ResourceSetCounts {
     }
 }
 
-/// `ResourceSetDTO`, with the roles that reach it expanded (`rolesDetails`).
-pub fn resource_set_dto(st: &Snapshot, s: &ResourceSet) -> ResourceSetDto {
+/// `ResourceSetDTO`, with the roles that reach it expanded (`rolesDetails`) and their users'
+/// e-mails — to a reader who may read roles (`roles`, `rolesDetails`) and users (`users`) by
+/// itself; to others these are empty (issue 31: any permission in a set must not list its
+/// administrators).
+pub fn resource_set_dto(st: &Snapshot, s: &ResourceSet, may: &impl Fn(Perm, Uuid) -> bool) -> ResourceSetDto {
     let id = s.meta.id;
     let mut roles: Vec<_> = st.roles.values().filter(|r| r.covers(id)).collect();
     roles.sort_by_key(|r| r.meta.seq);
     let role_ids: Vec<Uuid> = roles.iter().map(|r| r.meta.id).collect();
-    let mut users: Vec<String> = st
-        .users
-        .values()
-        .filter(|u| u.roles.iter().any(|r| role_ids.contains(r)))
-        .map(|u| u.email.clone())
-        .collect();
-    users.sort();
+    let mut users: Vec<String> = Vec::new();
+    if may(Perm::Users, DEFAULT_RESOURCE_SET) {
+        users = st
+            .users
+            .values()
+            .filter(|u| u.roles.iter().any(|r| role_ids.contains(r)))
+            .map(|u| u.email.clone())
+            .collect();
+        users.sort();
+    }
+    let read_roles = may(Perm::Roles, DEFAULT_RESOURCE_SET);
     ResourceSetDto {
         base: base_dto(&s.meta),
         counts: counts(st, id),
-        roles: role_ids,
-        roles_details: roles.iter().map(|r| super::roles::role_dto(st, r)).collect(),
+        roles: if read_roles { role_ids } else { Vec::new() },
+        roles_details: if read_roles {
+            roles.iter().map(|r| super::roles::role_dto(st, r)).collect()
+        } else {
+            Vec::new()
+        },
         users,
     }
 }
@@ -158,11 +169,12 @@ async fn list(State(app): State<App>, ctx: Ctx, q: QueryPairs) -> Result<Respons
     let p = ListParams::parse(&q)?;
     let st = app.state();
     may_read_any(&ctx, &st)?;
+    let may = super::common::reader(&app, &st);
     let items = st
         .resource_sets
         .values()
         .filter(|s| visible(&ctx, &st, s.meta.id))
-        .map(|s| to_json(&resource_set_dto(&st, s)))
+        .map(|s| to_json(&resource_set_dto(&st, s, &may)))
         .collect();
     Ok(ok(respond(items, &p, &SPEC)?))
 }
@@ -171,7 +183,11 @@ async fn read(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
     let st = app.state();
     may_read_any(&ctx, &st)?;
     match st.resource_sets.get(&ids.one()) {
-        Some(s) if visible(&ctx, &st, s.meta.id) => Ok(ok(to_json(&resource_set_dto(&st, s)))),
+        Some(s) if visible(&ctx, &st, s.meta.id) => Ok(ok(to_json(&resource_set_dto(
+            &st,
+            s,
+            &super::common::reader(&app, &st),
+        )))),
         Some(_) => Err(Error::Forbidden),
         None => Ok(no_content()),
     }
@@ -191,7 +207,11 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     Ok(created(
         StatusCode::CREATED,
         format!("/api/v1/resource-sets/{id}"),
-        to_json(&resource_set_dto(&st, &st.resource_sets[&id])),
+        to_json(&resource_set_dto(
+            &st,
+            &st.resource_sets[&id],
+            &super::common::reader(&app, &st),
+        )),
     ))
 }
 
@@ -217,7 +237,11 @@ async fn replace(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> 
     w.put(s);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Updated, id);
     let st = w.commit().await?;
-    Ok(ok(to_json(&resource_set_dto(&st, &st.resource_sets[&id]))))
+    Ok(ok(to_json(&resource_set_dto(
+        &st,
+        &st.resource_sets[&id],
+        &super::common::reader(&app, &st),
+    ))))
 }
 
 async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
@@ -231,7 +255,11 @@ async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonB
     w.put(s);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Patched, id);
     let st = w.commit().await?;
-    Ok(ok(to_json(&resource_set_dto(&st, &st.resource_sets[&id]))))
+    Ok(ok(to_json(&resource_set_dto(
+        &st,
+        &st.resource_sets[&id],
+        &super::common::reader(&app, &st),
+    ))))
 }
 
 /// Deletes every entity of type `T` in `rs`, auditing each. The entries go to the default resource

@@ -51,13 +51,19 @@ pub fn proxy_url_ok(s: &str) -> bool {
     host_ok && port.parse::<u16>().is_ok_and(|p| p > 0) && url::Url::parse(s).is_ok()
 }
 
-fn parse(st: &Snapshot, dto: RoutingDto) -> Result<(BaseInput, RoutingInput)> {
+fn parse(app: &App, dto: RoutingDto) -> Result<(BaseInput, RoutingInput)> {
     let base = base_input(dto.base, None)?;
-    if !st.resource_set_exists(&dto.resource_set_id) {
+    if !app.state().resource_set_exists(&dto.resource_set_id) {
         return Err(Error::field("resourceSetId", "unknown resource set"));
     }
     if !proxy_url_ok(&dto.proxy_url) {
         return Err(Error::field("proxyUrl", "must be http(s)://host:port"));
+    }
+    if let Some(host) = url::Url::parse(&dto.proxy_url)
+        .ok()
+        .and_then(|u| u.host_str().map(str::to_string))
+    {
+        crate::upstream::check_address_field("proxyUrl", &host, &app.cfg)?;
     }
     let input = RoutingInput {
         rs: Some(dto.resource_set_id),
@@ -79,7 +85,7 @@ impl Resource for Routings {
     const HIDDEN_ELSEWHERE: bool = false;
 
     fn parse(app: &App, dto: RoutingDto, _: Mode, _: Option<&Routing>) -> Result<(BaseInput, RoutingInput)> {
-        parse(&app.state(), dto)
+        parse(app, dto)
     }
 
     /// RoutingPatchDTO is the EntityPatchDTO.
@@ -95,16 +101,20 @@ impl Resource for Routings {
         input.rs
     }
 
-    fn create(_: &mut Write<'_>, input: RoutingInput, mut meta: Meta) -> Result<Routing> {
+    fn create(w: &mut Write<'_>, input: RoutingInput, mut meta: Meta) -> Result<Routing> {
         meta.rs = input.rs;
         Ok(Routing {
             meta,
             proxy_url: input.proxy_url.unwrap_or_default(),
+            trusted: crate::service::escalation::holds_everything(w.app(), &w.st)?,
         })
     }
 
-    fn replace(_: &mut Write<'_>, input: RoutingInput, r: &mut Routing) -> Result<()> {
+    /// A PUT decides anew whether the proxy may carry the set's plain-`http` calls; a PATCH
+    /// (name, description, tags, `isActive`) keeps the proxy and that decision.
+    fn replace(w: &mut Write<'_>, input: RoutingInput, r: &mut Routing) -> Result<()> {
         r.proxy_url = input.proxy_url.unwrap_or_default();
+        r.trusted = crate::service::escalation::holds_everything(w.app(), &w.st)?;
         Ok(())
     }
 

@@ -265,6 +265,14 @@ async fn key_sources_inline_jwks_pem_and_own_issuer() {
         claims["svc"] = svc;
         refused(&t, &cid, oidc(&sign_own(&claims)), "InvalidEvidence").await;
     }
+    // The same holds for a provider that names the service's published keys itself (a static
+    // JWKS copied from svcJwksUrl): the token names the service as its issuer.
+    let own_jwks = t.get("/.well-known/jwks.json").await.expect(200).to_string();
+    let (_, copied) = provider(&t, json!({"provider": "OidcIdToken", "jwks": own_jwks})).await;
+    claims["svc"] = json!(null);
+    refused(&t, &copied, oidc(&sign_own(&claims)), "InvalidEvidence").await;
+    claims["svc"] = json!({"clientWorkloadId": uuid::Uuid::new_v4(), "credentialProviderId": id_token});
+    auth_oidc(&t, &copied, &sign_own(&claims)).await;
 }
 
 #[tokio::test]

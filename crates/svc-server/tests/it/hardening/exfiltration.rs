@@ -414,3 +414,105 @@ async fn a_policy_reader_sees_only_the_names_of_providers_it_may_not_read() {
     assert!(full.text.contains("vault.internal.example"), "{}", full.text);
     assert!(full.text.contains(&rig._iss.url), "{}", full.text);
 }
+
+#[tokio::test]
+async fn a_condition_reader_does_not_read_the_integration_it_may_not_read() {
+    let t = TestApp::start().await;
+    let sensor = id(t
+        .post(
+            "/api/v2/integrations",
+            json!({"name": "sensor", "isActive": true, "integrationType": "SensorA", "syncFrequencySeconds": 300,
+                   "endpoint": "https://api.sensor.internal.test", "clientId": "sensor-client-7f3a",
+                   "clientSecret": "not-shown", "tokenUrl": "https://idp.internal.test/oauth/token"}),
+        )
+        .await
+        .expect(201));
+    let cond = id(t
+        .post(
+            "/api/v2/access-conditions",
+            json!({"name": "managed device", "isActive": true, "integrationType": "SensorA", "integrationID": sensor,
+                   "maxLastSeenSeconds": 600}),
+        )
+        .await
+        .expect(201));
+    let reader = t
+        .user_with_role(
+            "conditions-reader@example.test",
+            json!([{"name": "Access Conditions", "read": true}]),
+        )
+        .await;
+    let both = t
+        .user_with_role(
+            "conditions-and-integrations@example.test",
+            json!([{"name": "Access Conditions", "read": true}, {"name": "Integrations", "read": true}]),
+        )
+        .await;
+    for path in [
+        format!("/api/v2/access-conditions/{cond}"),
+        format!("/api/v1/access-conditions/{cond}"),
+        "/api/v2/access-conditions".to_string(),
+    ] {
+        let r = t.get_as(&reader, &path).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        for hidden in ["sensor-client-7f3a", "idp.internal.test", "api.sensor.internal.test"] {
+            assert!(!r.text.contains(hidden), "{hidden} in {}", r.text);
+        }
+        assert!(r.text.contains(&sensor), "the integration's id stays: {}", r.text);
+        // A reader of both reads the integration in the condition.
+        let r = t.get_as(&both, &path).await;
+        assert!(r.text.contains("sensor-client-7f3a"), "{}", r.text);
+    }
+}
+
+#[tokio::test]
+async fn a_resource_set_reader_does_not_list_its_administrators() {
+    use crate::support::harness::{ADMIN_EMAIL, DEFAULT_RS};
+    let t = TestApp::start().await;
+    let reader = t
+        .user_with_role(
+            "events-reader@example.test",
+            json!([{"name": "Workload Events", "read": true}]),
+        )
+        .await;
+    let path = format!("/api/v1/resource-sets/{DEFAULT_RS}");
+    let r = t.get_as(&reader, &path).await;
+    let body = r.expect(200).clone();
+    assert_eq!(body["users"], json!([]), "{}", r.text);
+    assert_eq!(body["roles"], json!([]), "{}", r.text);
+    assert_eq!(body["rolesDetails"], json!([]), "{}", r.text);
+    let l = t.get_as(&reader, "/api/v1/resource-sets").await;
+    assert!(!l.text.contains(ADMIN_EMAIL), "{}", l.text);
+    // Users read shows the users, Roles read the roles.
+    let admin = t
+        .user_with_role(
+            "people@example.test",
+            json!([{"name": "Users", "read": true}, {"name": "Roles", "read": true}]),
+        )
+        .await;
+    let r = t.get_as(&admin, &path).await;
+    assert!(r.text.contains(ADMIN_EMAIL), "{}", r.text);
+    assert!(
+        r.body["rolesDetails"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|role| role["name"] == "SuperAdmin"),
+        "{}",
+        r.text
+    );
+}
+
+#[tokio::test]
+async fn a_collector_is_not_a_link_local_address() {
+    let t = TestApp::start().await;
+    for host in ["169.254.169.254:80", "168.63.129.16:443"] {
+        t.post(
+            "/api/v1/log-streams",
+            json!({"type": "LogAnalyticsAHttpEventCollector", "name": "siem", "isActive": true, "dataType": "AuditLogs",
+                   "hecHostPort": host, "authenticationToken": uuid::Uuid::new_v4().to_string(),
+                   "hecSourceName": "x", "tls": false}),
+        )
+        .await
+        .expect_error(400, "hecHostPort: must not be a link-local or metadata address");
+    }
+}

@@ -4,7 +4,9 @@
 //! re-activation, a lock-out after failed sign-ins ends by itself and ends no session, sign-in
 //! throttling per source address (the right-most untrusted `X-Forwarded-For` entry), stored
 //! secrets that never follow a moved URL, upstream answers never echoed, no service-signed JWT for
-//! another workload's subject, strict request bodies,
+//! another workload's subject, routings that carry plain calls only when a caller holding every
+//! role wrote them, views that embed only what their reader may read, tamper-evident backups,
+//! strict request bodies,
 //! `Connection: close` on answers that close, and a bounded graceful stop.
 
 mod bodies;
@@ -12,6 +14,7 @@ mod escalation;
 mod exfiltration;
 mod lockout;
 mod minting;
+mod routing;
 mod server;
 mod sessions;
 mod throttle;

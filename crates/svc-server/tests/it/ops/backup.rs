@@ -355,3 +355,81 @@ async fn on_postgresql_a_pg_dump_is_verified_to_restore_and_decrypt() {
     assert_eq!(o.status.code(), Some(2));
     assert!(err(&o).contains("pg_dump"), "{}", err(&o));
 }
+
+/// Issue 31, the fourth read: only a backup's secrets are sealed, so its manifest authenticates
+/// the rest. Whoever can write a backup file (it is kept apart from the key) must not be able to
+/// give its own account SuperAdmin in it and have verify and restore take it.
+#[tokio::test]
+async fn a_backup_changed_after_it_was_made_is_refused() {
+    if use_postgres() {
+        eprintln!("svc admin backup --out is SQLite's");
+        return;
+    }
+    let t = TestApp::start().await;
+    let me = "auditor-intern@example.test";
+    t.user_with_role(me, json!([{"name": "Workload Events", "read": true}]))
+        .await;
+    let users = t.get(&format!("/api/v1/users?filter=email:{me}")).await;
+    let my_id = users.expect(200)["users"][0]["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let dir = temp_dir();
+    let file = dir.join("svc.backup");
+    let file_s = file.display().to_string();
+    let o = host_command(&t.env, &["admin", "backup", "--out", &file_s]).await;
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("\"mac\""),
+        "the manifest printed has its MAC"
+    );
+    let verified = host_command(&t.env, &["admin", "backup", "--verify", &file_s]).await;
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    // The attacker edits the file: no key needed.
+    {
+        use sqlx::Connection;
+        let opts = <sqlx::sqlite::SqliteConnectOptions as std::str::FromStr>::from_str(&format!(
+            "sqlite://{}",
+            file.display()
+        ))
+        .unwrap()
+        .journal_mode(sqlx::sqlite::SqliteJournalMode::Delete);
+        let mut c = sqlx::SqliteConnection::connect_with(&opts).await.unwrap();
+        let super_admin = svc_server::domain::records::SUPER_ADMIN_ROLE.to_string();
+        let done = sqlx::query(
+            "UPDATE entities SET body = json_set(body, '$.roles', json_array(?)) WHERE kind = 'user' AND id = ?",
+        )
+        .bind(&super_admin)
+        .bind(&my_id)
+        .execute(&mut c)
+        .await
+        .unwrap();
+        assert_eq!(done.rows_affected(), 1);
+        c.close().await.unwrap();
+    }
+    let refused = "does not match its manifest's MAC: it was changed after svc admin backup made it";
+    let v = host_command(&t.env, &["admin", "backup", "--verify", &file_s]).await;
+    assert!(!v.status.success());
+    assert!(
+        String::from_utf8_lossy(&v.stderr).contains(refused),
+        "{}",
+        String::from_utf8_lossy(&v.stderr)
+    );
+    let fresh = temp_dir();
+    let db2 = fresh.join("svc-data/svc.db");
+    let env2: BTreeMap<String, String> =
+        [("SVC_DATABASE_URL".to_string(), format!("sqlite://{}", db2.display()))].into();
+    let key_file = t.dir.join("svc-encryption.key").display().to_string();
+    let r = host_command(&env2, &["admin", "restore", "--in", &file_s, "--key-file", &key_file]).await;
+    assert!(!r.status.success());
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains(refused),
+        "{}",
+        String::from_utf8_lossy(&r.stderr)
+    );
+    assert!(!db2.exists(), "nothing restored");
+}

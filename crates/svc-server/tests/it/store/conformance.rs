@@ -1000,20 +1000,22 @@ async fn request_rows_leave_out_what_the_views_derive_and_read_it_back() {
     events[1].body = r#"{"clientWorkload":{"name":"Ünïcode-Job"}}"#.into();
     events[2].body = r#"{"network":{"clientWorkloadPort":1},"outcome":{"result":"Success"}}"#.into();
     let shared: std::sync::Arc<str> = format!(r#"{{"meta":{{"contextId":"{context}"}}}}"#).into();
-    s.insert_requests(&RequestRow::group(&events, Some(&shared)))
+    s.insert_requests(&RequestRow::group(&events, Some(&shared), None))
         .await
         .unwrap();
 
-    // What is stored.
+    // What is stored: the row's first id, its template's elements and bodies (migration 0007).
     sqlx::any::install_default_drivers();
     let raw = sqlx::AnyPool::connect(&url).await.unwrap();
-    let (meta, bodies): (String, String) = sqlx::query_as("SELECT meta, bodies FROM edge_requests")
-        .fetch_one(&raw)
-        .await
-        .unwrap();
+    let (meta, bodies, eid): (String, String, String) = sqlx::query_as(
+        "SELECT t.meta, t.bodies, r.eid FROM edge_requests AS r JOIN edge_templates AS t ON t.id = r.tpl",
+    )
+    .fetch_one(&raw)
+    .await
+    .unwrap();
     raw.close().await;
-    assert_eq!(meta.matches("\"id\"").count(), 1, "{meta}");
-    assert!(meta.contains(&first.to_string()), "{meta}");
+    assert_eq!(meta.matches("\"id\"").count(), 0, "{meta}");
+    assert_eq!(eid, first.to_string());
     for left_out in ["\"k\":\"a\"", "\"Info\"", "10.9.8.7", "build-job"] {
         assert!(!meta.contains(left_out), "{left_out} in {meta}");
     }
@@ -1132,4 +1134,357 @@ async fn request_rows_leave_out_what_the_views_derive_and_read_it_back() {
             .unwrap()
             .is_some()
     );
+}
+
+/// Issue 34: an event list counts its total exactly up to 10,000 matches; past that it counts the
+/// first 10,001 and estimates the rest (`estimated`), from the rows the window holds. With one
+/// resource set written in order the estimate is the exact figure.
+#[tokio::test]
+async fn totals_are_exact_up_to_ten_thousand_then_estimated() {
+    let (s, _dir) = open().await;
+    let rs = uuid::Uuid::from_u128(0x34);
+    let t0 = 1_700_000_000_000i64;
+    // 11,000 requests of one authorization event each, one per millisecond.
+    let rows: Vec<EventRow> = (0..11_000)
+        .map(|i| {
+            let mut e = edge_event(
+                EventTable::Authorization,
+                svc_server::util::uuid_v7(t0 + i),
+                rs,
+                t0 + i,
+                None,
+            );
+            if i % 100 == 0 {
+                e.search = Some("rare-name".into());
+            }
+            e
+        })
+        .collect();
+    for chunk in rows.chunks(500) {
+        // Each event its own request (different times): one row each.
+        s.insert_events(chunk).await.unwrap();
+    }
+    let q = EventQuery {
+        rs: vec![rs.to_string()],
+        order_col: "ts",
+        desc: true,
+        limit: 5,
+        ..Default::default()
+    };
+    let all = s.query_events(EventTable::Authorization, &q).await.unwrap();
+    assert!(all.estimated, "11,000 matches: estimated");
+    // One set written in order: the estimate is the true total.
+    let near = |total: i64, truth: i64| total == truth;
+    assert!(near(all.total, 11_000), "{}", all.total);
+    assert_eq!(all.bodies.len(), 5);
+    let typed = EventQuery {
+        eq: vec![("event_type", "ACCESS.authorization".into())],
+        ..q.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &typed).await.unwrap();
+    assert!(page.estimated);
+    assert!(near(page.total, 11_000), "{}", page.total);
+    let rare = EventQuery {
+        search: Some("RARE-".into()),
+        ..q.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &rare).await.unwrap();
+    assert!(!page.estimated, "110 matches: exact");
+    assert_eq!(page.total, 110);
+    // Read through their templates' rows, newest first.
+    let times: Vec<i64> = page.columns.iter().map(|c| c["ts"].as_i64().unwrap()).collect();
+    assert_eq!(times, [10_900, 10_800, 10_700, 10_600, 10_500].map(|d| t0 + d));
+    let oldest = EventQuery {
+        desc: false,
+        ..rare.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &oldest).await.unwrap();
+    let times: Vec<i64> = page.columns.iter().map(|c| c["ts"].as_i64().unwrap()).collect();
+    assert_eq!(times, [0, 100, 200, 300, 400].map(|d| t0 + d));
+    let window = EventQuery {
+        from: Some(t0 + 1_000),
+        to: Some(t0 + 11_000),
+        ..q.clone()
+    };
+    let page = s.query_events(EventTable::Authorization, &window).await.unwrap();
+    assert!(!page.estimated, "exactly 10,000: exact");
+    assert_eq!(page.total, 10_000);
+
+    // Audit entries alike.
+    let entries: Vec<AuditRow> = (0..10_500)
+        .map(|i| audit(&format!("e{i:05}"), "rs34", t0 + i, "Roles", "x"))
+        .collect();
+    s.insert_audit_now(&entries).await.unwrap();
+    let audit_q = EventQuery {
+        rs: vec!["rs34".into()],
+        order_col: "created_at",
+        desc: true,
+        limit: 3,
+        ..Default::default()
+    };
+    let page = s.query_events(EventTable::Audit, &audit_q).await.unwrap();
+    assert!(page.estimated);
+    assert!(near(page.total, 10_500), "{}", page.total);
+    let one = EventQuery {
+        eq: vec![("category", "roles".into())],
+        from: Some(t0 + 10_000),
+        ..audit_q
+    };
+    let page = s.query_events(EventTable::Audit, &one).await.unwrap();
+    assert!(!page.estimated);
+    assert_eq!(page.total, 500);
+}
+
+/// Issue 34: a database written by the build before request templates (migrations 1–5, request
+/// rows holding their texts) migrates to 7 with nothing lost: its rows read as before (the same
+/// expanded events, ids, `contextId`, ports), beside new rows that keep their texts in templates;
+/// both sort, filter and search together, a log stream's cursor goes on from where it was, and a
+/// single read finds either.
+#[tokio::test]
+async fn a_database_of_the_build_before_templates_migrates_with_nothing_lost() {
+    use svc_server::events::shape::{AUTHORIZATION_EVENT, WORKLOAD_EVENT, expand};
+    use svc_server::store::{RequestContext, RequestRow};
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
+    let sqlite = url.starts_with("sqlite:");
+    sqlx::any::install_default_drivers();
+    let pool = sqlx::any::AnyPoolOptions::new()
+        .max_connections(1)
+        .connect(&if sqlite { format!("{url}?mode=rwc") } else { url.clone() })
+        .await
+        .unwrap();
+    let before: [&str; 5] = if sqlite {
+        [
+            include_str!("../../../migrations/sqlite/0001_init.sql"),
+            include_str!("../../../migrations/sqlite/0002_event_rows.sql"),
+            include_str!("../../../migrations/sqlite/0003_log_streams.sql"),
+            include_str!("../../../migrations/sqlite/0004_edge_requests.sql"),
+            include_str!("../../../migrations/sqlite/0005_request_rows_compact.sql"),
+        ]
+    } else {
+        [
+            include_str!("../../../migrations/postgres/0001_init.sql"),
+            include_str!("../../../migrations/postgres/0002_event_rows.sql"),
+            include_str!("../../../migrations/postgres/0003_log_streams.sql"),
+            include_str!("../../../migrations/postgres/0004_edge_requests.sql"),
+            include_str!("../../../migrations/postgres/0005_request_rows_compact.sql"),
+        ]
+    };
+    // Each in a transaction of its own, as `store::migrate` applies them.
+    // On one connection, statement by statement (comments dropped): SQLite's schema changes
+    // through a pool of several connections did not take here.
+    for (i, sql) in before.into_iter().enumerate() {
+        let text: String = sql
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        for stmt in text.split(";\n").map(str::trim).filter(|s| !s.is_empty()) {
+            sqlx::raw_sql(sqlx::AssertSqlSafe(stmt.trim_end_matches(';').to_string()))
+                .execute(&pool)
+                .await
+                .unwrap_or_else(|e| panic!("migration {}: {stmt}: {e}", i + 1));
+        }
+    }
+    sqlx::raw_sql(
+        "CREATE TABLE schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_at BIGINT NOT NULL);
+         INSERT INTO schema_migrations (version, name, applied_at) VALUES
+             (1, 'init', 0), (2, 'event_rows', 0), (3, 'log_streams', 0), (4, 'edge_requests', 0), (5, 'request_rows_compact', 0);",
+    )
+    .execute(&pool)
+    .await
+    .unwrap();
+    let rs = uuid::Uuid::from_u128(0x77);
+    let (cw, sw) = (uuid::Uuid::from_u128(0xc1), uuid::Uuid::from_u128(0x51));
+    let t0 = 1_700_000_100_000i64;
+    // A `/credentials` request as the build before stored it: ids, `contextId` and the client
+    // port inside its texts.
+    let old_first = svc_server::util::uuid_v7(t0);
+    let old_ctx = uuid::Uuid::from_u128(0x0c);
+    let meta = |first: Option<uuid::Uuid>| {
+        let id = first.map(|f| format!(r#""id":"{f}","#)).unwrap_or_default();
+        format!(
+            r#"[{{{id}"t":"access.request","r":"Received"}},{{"t":"access.authorization","r":"Authorized"}},{{"t":"access.credential","r":"Authorized"}},{{"k":"w","t":"workload.credential","r":"CredentialIssued","cw":"{cw}","sw":"{sw}","p":"HTTP"}}]"#
+        )
+    };
+    let bodies = |port: Option<u16>| {
+        let port = port
+            .map(|p| format!(r#""clientWorkloadPort":{p},"#))
+            .unwrap_or_default();
+        format!(
+            r#"[{{}},{{"clientWorkload":{{"id":"{cw}","name":"Legacy-Job","result":"Identified"}}}},{{"credentialProvider":{{"id":"{sw}","name":"key","result":"Retrieved","type":"apikey"}}}},{{"network":{{{port}"serverWorkloadPort":443}},"outcome":{{"result":"Success"}}}}]"#
+        )
+    };
+    let shared = |ctx: Option<uuid::Uuid>, port: Option<u16>| {
+        let meta = ctx
+            .map(|c| format!(r#""meta":{{"contextId":"{c}"}},"#))
+            .unwrap_or_default();
+        let port = port.map(|p| format!(r#""sourcePort":{p},"#)).unwrap_or_default();
+        format!(
+            r#"{{{meta}"clientRequest":{{"network":{{{port}"targetHost":"api.example","targetPort":443}}}},"environment":{{"oidc":{{"sub":"job"}}}}}}"#
+        )
+    };
+    let stream = uuid::Uuid::from_u128(0x5a);
+    let p = |n: usize| if sqlite { "?".to_string() } else { format!("${n}") };
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO edge_requests (rs, ts, na, nw, client_ip, meta, shared, bodies) VALUES ({}, {}, 3, 1, '10.1.1.1', {}, {}, {})",
+        p(1),
+        p(2),
+        p(3),
+        p(4),
+        p(5)
+    )))
+    .bind(rs.to_string())
+    .bind(t0)
+    .bind(meta(Some(old_first)))
+    .bind(shared(Some(old_ctx), Some(5001)))
+    .bind(bodies(Some(5001)))
+    .execute(&pool)
+    .await
+    .unwrap();
+    // A stream that delivered nothing yet.
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "INSERT INTO log_stream_cursors (stream, data_type, delivered, updated_at) VALUES ({}, 'AccessAuthorizationEvents', 0, 0)",
+        p(1)
+    )))
+    .bind(stream.to_string())
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+
+    let db = match url.strip_prefix("sqlite://") {
+        Some(p) => DatabaseUrl::Sqlite(p.into()),
+        None => DatabaseUrl::Postgres(url.clone()),
+    };
+    let s = Store::open(&db).await.expect("migrates");
+    // The same request stored now: its texts in a template, its own values in its row.
+    let new_first = svc_server::util::uuid_v7(t0 + 10);
+    let new_ctx = uuid::Uuid::from_u128(u128::MAX - 1);
+    let row = RequestRow {
+        rs,
+        ts: t0 + 10,
+        client_ip: Some("10.1.1.1".into()),
+        shared: Some(shared(None, None).into()),
+        meta: meta(None).into(),
+        bodies: bodies(None).into(),
+        authorization: 3,
+        workload: 1,
+        first_id: new_first,
+        context: Some(RequestContext {
+            context_id: new_ctx,
+            source_port: 5002,
+        }),
+    };
+    s.insert_requests(std::slice::from_ref(&row)).await.unwrap();
+
+    let list = |table, order: &'static str, desc: bool, search: Option<&str>| {
+        let q = EventQuery {
+            rs: vec![rs.to_string()],
+            order_col: order,
+            desc,
+            limit: 20,
+            search: search.map(Into::into),
+            ..Default::default()
+        };
+        let s = s.clone();
+        async move { s.query_events(table, &q).await.unwrap() }
+    };
+    let expanded = |p: &QueryPage, shape| -> Vec<serde_json::Value> {
+        p.bodies
+            .iter()
+            .zip(&p.columns)
+            .map(|(b, c)| expand(serde_json::from_str(b).unwrap(), shape, c))
+            .collect()
+    };
+    let a = list(EventTable::Authorization, "ts", false, None).await;
+    assert_eq!(a.total, 6);
+    let events = expanded(&a, AUTHORIZATION_EVENT);
+    for (i, e) in events.iter().enumerate() {
+        let (ctx, port, first) = if i < 3 {
+            (old_ctx, 5001, old_first)
+        } else {
+            (new_ctx, 5002, new_first)
+        };
+        assert_eq!(e["meta"]["contextId"], ctx.to_string(), "{e}");
+        assert_eq!(e["meta"]["directiveId"], ctx.to_string());
+        assert_eq!(e["clientRequest"]["network"]["sourcePort"], port);
+        assert_eq!(e["clientRequest"]["network"]["targetHost"], "api.example");
+        assert_eq!(e["environment"]["oidc"]["sub"], "job");
+        assert_eq!(e["meta"]["clientIP"], "10.1.1.1");
+        assert_eq!(
+            e["meta"]["eventId"],
+            svc_server::store::nth_event_id(first, i % 3).to_string()
+        );
+    }
+    // The old and the new request's events are the same but for their own values.
+    let strip = |mut e: serde_json::Value| {
+        for k in ["contextId", "directiveId", "eventId", "timestamp"] {
+            e["meta"][k] = serde_json::Value::Null;
+        }
+        e["clientRequest"]["network"]["sourcePort"] = serde_json::Value::Null;
+        e
+    };
+    for i in 0..3 {
+        assert_eq!(strip(events[i].clone()), strip(events[i + 3].clone()));
+    }
+    let w = list(EventTable::Workload, "ts", false, None).await;
+    let wl = expanded(&w, WORKLOAD_EVENT);
+    assert_eq!(wl.len(), 2);
+    assert_eq!(wl[0]["meta"]["connectionId"], old_ctx.to_string());
+    assert_eq!(wl[0]["network"]["clientWorkloadPort"], 5001);
+    assert_eq!(wl[1]["meta"]["connectionId"], new_ctx.to_string());
+    assert_eq!(wl[1]["network"]["clientWorkloadPort"], 5002);
+    assert_eq!(wl[1]["network"]["clientWorkloadIP"], "10.1.1.1");
+    // Sorting on the values a new row holds in columns takes the old rows' from their texts.
+    let ctx_desc = list(EventTable::Authorization, "context_id", true, None).await;
+    assert_eq!(ctx_desc.columns[0]["context_id"], new_ctx.to_string());
+    assert_eq!(ctx_desc.columns[5]["context_id"], old_ctx.to_string());
+    let port_desc = list(EventTable::Workload, "source_port", true, None).await;
+    assert_eq!(port_desc.columns[0]["source_port"], 5002);
+    assert_eq!(port_desc.columns[1]["source_port"], 5001);
+    // Filters and search see both.
+    assert_eq!(
+        list(EventTable::Authorization, "ts", false, Some("LEGACY-job"))
+            .await
+            .total,
+        2
+    );
+    let typed = EventQuery {
+        rs: vec![rs.to_string()],
+        order_col: "ts",
+        limit: 20,
+        eq: vec![("event_type", "access.credential".into())],
+        ..Default::default()
+    };
+    assert_eq!(
+        s.query_events(EventTable::Authorization, &typed).await.unwrap().total,
+        2
+    );
+    // The stream's cursor: every record, the old request's first.
+    let cursor = s.stream_cursor(stream).await.unwrap().unwrap().delivered;
+    let next = s
+        .records_after(EventTable::Authorization, cursor, None, 10)
+        .await
+        .unwrap();
+    let ids: Vec<String> = next
+        .iter()
+        .map(|r| r.columns["id"].as_str().unwrap().to_string())
+        .collect();
+    let want: Vec<String> = [old_first, new_first]
+        .iter()
+        .flat_map(|f| (0..3).map(|n| svc_server::store::nth_event_id(*f, n).to_string()))
+        .collect();
+    assert_eq!(ids, want);
+    assert_eq!(next[3].columns["context_id"], new_ctx.to_string());
+    assert_eq!(next[3].columns["source_port"], 5002);
+    // Single reads.
+    for id in [old_first, new_first] {
+        let got = s
+            .get_event(EventTable::Authorization, &id.to_string(), &[rs.to_string()])
+            .await
+            .unwrap();
+        assert!(got.is_some(), "{id}");
+    }
+    s.close().await;
 }

@@ -360,6 +360,45 @@ async fn a_backlog_is_sent_in_consecutive_transactions_within_one_cycle() {
     assert_eq!(counts(&t, &sid).await, (0, 4, 1));
 }
 
+/// Issue 34: after a failed transaction, the records stored during the fault do not wait a period
+/// more. The retry carries the records of its first attempt (§3.14), and once it is acknowledged
+/// the rest follows in the same cycle, however small it is: a stream that was down catches up
+/// without waiting for periods.
+#[tokio::test]
+async fn after_a_fault_the_records_stored_meanwhile_follow_the_retry_in_the_same_cycle() {
+    let t = manual().await;
+    let token = guid();
+    let c = Collector::start(&format!("Splunk {token}")).await;
+    c.set(Answer::Status(500));
+    let s = create(&t, la(&c, "AuditLogs", &token)).await;
+    let sid = id(&s);
+    let m = marker(&t).await;
+    touch(&t, &m, 2).await;
+    cycle(&t).await;
+    assert_eq!(counts(&t, &sid).await, (0, 0, 1));
+    // Written during the fault, after the first attempt: not part of the failing transaction.
+    touch(&t, &m, 3).await;
+    cycle(&t).await;
+    assert_eq!(counts(&t, &sid).await, (0, 0, 2));
+    let failed = c.requests();
+    assert!(
+        failed.iter().all(|r| r.body == failed[0].body),
+        "a retry carries the same records"
+    );
+    let first = failed[0].objects().len();
+    c.set(Answer::Accept);
+    cycle(&t).await;
+    // One cycle: the retry, then at once everything stored meanwhile.
+    let expected = audit_since(&t, &s["createdAt"]).await;
+    delivered_exactly(&c, &expected).await;
+    let sizes: Vec<usize> = c.accepted().iter().map(|r| r.objects().len()).collect();
+    assert_eq!(sizes, [first, expected.len() - first], "the retry, then the rest");
+    assert_eq!(counts(&t, &sid).await, (0, 2, 2));
+    // Caught up: the next cycle has nothing to send.
+    cycle(&t).await;
+    assert_eq!(c.accepted().len(), 2);
+}
+
 #[tokio::test]
 async fn a_restart_in_the_middle_of_a_transaction_resumes_without_loss_or_duplicates() {
     let t = app().await;
