@@ -145,6 +145,10 @@ pub struct AuthorizationEventOutcomeDto {
     /// `Authorized`, `Unauthorized`, `Error`, or `Received` (`access.request`).
     pub result: String,
     pub reason: Option<String>,
+    /// (ext) An `access.request` refused before the decision (`InvalidToken`, `InvalidRequest`):
+    /// the check that refused it, in a few words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// The Edge API request an authorization event belongs to.
@@ -341,6 +345,10 @@ pub struct AttestationResultDto {
     pub expected_values: Option<Vec<String>>,
     /// Only the compared fact, never evidence.
     pub actual_value: Option<String>,
+    /// (ext) A refused trust provider's failed check in one line, never the evidence; absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// `CPResult`: the credential provider an event names.

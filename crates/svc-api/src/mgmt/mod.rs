@@ -16,6 +16,7 @@ pub mod conditions;
 pub mod content_security;
 pub mod credential_integrations;
 pub mod discovery;
+pub mod evaluate;
 pub mod events;
 pub mod integrations;
 pub mod issuer;

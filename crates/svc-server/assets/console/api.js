@@ -54,9 +54,10 @@ function qs(query) {
 
 /**
  * One API call. Resolves to {status, data, headers}; rejects with ApiError for every status ≥ 400
- * (and for 401 on a signed-in call, after forgetting the token).
+ * (and for 401 on a signed-in call, after forgetting the token). `binding`: send the SSO binding
+ * cookie (only `POST /api/v1/sso/exchange`).
  */
-export async function api(method, path, { body, query, rs, auth = true } = {}) {
+export async function api(method, path, { body, query, rs, auth = true, binding = false } = {}) {
   const headers = { Accept: 'application/json' };
   const t = token();
   if (auth && t) headers.Authorization = `Bearer ${t}`;
@@ -66,7 +67,9 @@ export async function api(method, path, { body, query, rs, auth = true } = {}) {
   try {
     res = await fetch(path + qs(query), {
       method, headers, body: body === undefined ? undefined : JSON.stringify(body),
-      credentials: 'omit', cache: 'no-store', redirect: 'error',
+      // Cookies only for an SSO sign-in's exchange: its HttpOnly binding cookie ties the code to
+      // the browser that started the sign-in (docs/sso.md). The token is never a cookie.
+      credentials: binding ? 'same-origin' : 'omit', cache: 'no-store', redirect: 'error',
     });
   } catch (e) {
     throw new ApiError(0, 'The service cannot be reached. Check that it runs and try again.');

@@ -164,6 +164,15 @@ impl Api {
             .await
             .map_err(|e| Failure::failed(format!("cannot reach {}: {}", self.base, innermost(&e))))?;
         let status = resp.status().as_u16();
+        if let Some(w) = resp
+            .headers()
+            .get(svc_server::http::COMPLIANCE_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            for line in compliance_warnings(&method, path, w) {
+                eprintln!("{line}");
+            }
+        }
         let location = resp
             .headers()
             .get(reqwest::header::LOCATION)
@@ -252,6 +261,33 @@ impl Api {
     }
 }
 
+/// What a compliance setting a write did not meet means (§3.22; docs/API-CONVENTIONS.md).
+fn compliance_meaning(setting: &str) -> Option<&'static str> {
+    Some(match setting {
+        "ap_trust_prov_governance" => {
+            "the access policy lists no trust provider, so it accepts an edge token from any trust provider of its resource set: the evidence of any of them whose facts match the client workload's identities"
+        }
+        "ap_access_cond_governance" => "the access policy has no access condition",
+        "edge_trust_prov_governance" => "the agent controller names no trust provider (trustProviderId)",
+        "edge_tls_hostname_governance" => "the agent controller allows any TLS host name (allowedTlsHostname)",
+        _ => return None,
+    })
+}
+
+/// The lines `svc` prints on standard error for a write's `X-Svc-Compliance-Warning` (the
+/// `Recommended` compliance settings it did not meet; the write was made): one per setting.
+fn compliance_warnings(method: &Method, path: &str, header: &str) -> Vec<String> {
+    header
+        .split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|setting| {
+            let meaning = compliance_meaning(setting).unwrap_or("a Recommended compliance setting is not met");
+            format!("svc: warning: {method} {path}: compliance setting {setting}: {meaning}")
+        })
+        .collect()
+}
+
 /// An error answer as a failure: `PUT /api/v1/roles: 400 name: is required` (§1.8's message).
 fn refusal(method: &Method, path: &str, status: u16, body: &Value) -> Failure {
     let message = match body {
@@ -279,6 +315,26 @@ fn innermost(e: &reqwest::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_compliance_warning_is_one_line_saying_what_it_means() {
+        let lines = compliance_warnings(
+            &Method::POST,
+            "/api/v2/access-policies",
+            "ap_trust_prov_governance, ap_access_cond_governance, future_setting",
+        );
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert!(
+            lines[0].starts_with(
+                "svc: warning: POST /api/v2/access-policies: compliance setting ap_trust_prov_governance: the access policy lists no trust provider"
+            ),
+            "{lines:?}"
+        );
+        assert!(lines[0].contains("any trust provider of its resource set"));
+        assert!(lines[1].ends_with("the access policy has no access condition"));
+        assert!(lines[2].ends_with("future_setting: a Recommended compliance setting is not met"));
+        assert!(compliance_warnings(&Method::PUT, "/x", " ").is_empty());
+    }
 
     #[test]
     fn a_token_is_taken_from_a_login_response_or_as_given() {

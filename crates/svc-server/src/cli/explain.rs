@@ -152,7 +152,9 @@ fn render(answer: &Value) -> String {
 }
 
 /// A step's detail in a few words: what it chose (or the entry it checked) and how many
-/// candidates there were, explain's own note, else the detail's JSON, shortened.
+/// candidates there were, the check that refused (its attribute, the values it expected and the
+/// one it found, and what failed), the conditions that failed, explain's own note, else the
+/// detail's JSON, shortened.
 fn detail(d: &Value) -> String {
     let named = |v: &Value| v["name"].as_str().map(|n| format!("{n} ({})", table::text(&v["id"])));
     let mut parts = Vec::new();
@@ -170,6 +172,38 @@ fn detail(d: &Value) -> String {
     if let Some(tp) = d.get("trustProvider").and_then(named) {
         parts.push(format!("trust provider: {tp}"));
     }
+    let content: Vec<&str> = d["contentSecurity"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    if !content.is_empty() {
+        parts.push(format!("content security: {}", content.join(", ")));
+    }
+    if let Some(check) = failed_check(d) {
+        parts.push(check);
+    }
+    let failed: Vec<String> = d["conditions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .filter(|c| c["result"] == "Failed")
+        .map(|c| {
+            let name = c["name"].as_str().unwrap_or("-");
+            failed_check(c).map_or_else(|| format!("{name} failed"), |check| format!("{name} failed: {check}"))
+        })
+        .collect();
+    parts.extend(failed);
+    // A refusal's description, or a note, beside what was named (step 2, a trust provider's
+    // check).
+    if !parts.is_empty()
+        && let Some(m) = d["message"].as_str()
+    {
+        parts.push(m.to_string());
+    }
     if parts.is_empty() {
         let d = strip_nulls(d);
         // A note of explain's own: its text.
@@ -184,7 +218,21 @@ fn detail(d: &Value) -> String {
             s
         };
     }
-    parts.join("; ")
+    table::text(&Value::String(parts.join("; ")))
+}
+
+/// A failed check that compares a value: `aud: expected [svc-edge], got "other"`.
+fn failed_check(d: &Value) -> Option<String> {
+    let attribute = d["attribute"].as_str()?;
+    let expected: Vec<&str> = d["expectedValues"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let actual = match d["actualValue"].as_str() {
+        Some(a) => format!("{a:?}"),
+        None => "nothing".to_string(),
+    };
+    Some(format!("{attribute}: expected [{}], got {actual}", expected.join(", ")))
 }
 
 fn strip_nulls(v: &Value) -> Value {
@@ -207,6 +255,9 @@ mod tests {
     fn a_step_detail_reads_as_a_few_words() {
         let d = json!({"candidates": [{"id": "a", "name": "x"}], "chosen": {"id": "a", "name": "x"}});
         assert_eq!(detail(&d), "chosen: x (a); 1 candidate");
+        let d = json!({"candidates": [{"id": "a", "name": "x"}], "chosen": {"id": "a", "name": "x"},
+                       "contentSecurity": [{"id": "c", "name": "aidr"}]});
+        assert_eq!(detail(&d), "chosen: x (a); 1 candidate; content security: aidr");
         assert_eq!(detail(&json!({"id": "t", "name": "ci"})), "ci (t)");
         assert_eq!(
             detail(&json!({"requested": "ApiKey", "unresolvable": null})),
@@ -215,5 +266,36 @@ mod tests {
         assert_eq!(detail(&Value::Null), "-");
         assert_eq!(detail(&json!({})), "-");
         assert_eq!(detail(&json!({"message": "not reached", "x": null})), "not reached");
+    }
+
+    #[test]
+    fn a_refused_check_reads_as_what_was_expected_and_found() {
+        let step2 = json!({"clientId": "svc:x", "authStatus": 401, "message": "aud does not contain an accepted audience",
+                           "trustProvider": {"id": "t", "name": "ci", "provider": "OidcIdToken"},
+                           "attribute": "aud", "expectedValues": ["https://svc"], "actualValue": "other"});
+        assert_eq!(
+            detail(&step2),
+            "trust provider: ci (t); aud: expected [https://svc], got \"other\"; aud does not contain an accepted audience"
+        );
+        let malformed = json!({"clientId": "svc:x", "authStatus": 401, "message": "malformed token: not three parts",
+                               "trustProvider": {"id": "t", "name": "ci", "provider": "OidcIdToken"}});
+        assert_eq!(
+            detail(&malformed),
+            "trust provider: ci (t); malformed token: not three parts"
+        );
+        let check = json!({"id": "s", "name": "strict", "provider": "OidcIdToken", "result": "Unauthorized",
+                           "attribute": "OidcSubject", "expectedValues": ["a", "b"], "message": "match rule on OidcSubject failed"});
+        assert_eq!(
+            detail(&check),
+            "strict (s); OidcSubject: expected [a, b], got nothing; match rule on OidcSubject failed"
+        );
+        let conditions = json!({"conditions": [
+            {"id": "1", "name": "office-hours", "result": "Passed"},
+            {"id": "2", "name": "geo", "result": "Failed", "reason": "ConditionFailed",
+             "attribute": "GeoIPCountry", "expectedValues": ["US"], "actualValue": "DE"}]});
+        assert_eq!(
+            detail(&conditions),
+            "geo failed: GeoIPCountry: expected [US], got \"DE\""
+        );
     }
 }

@@ -12,6 +12,7 @@ use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::domain::trust::TrustKind;
+use crate::policy::decide::trust_result;
 use crate::trust::{self, Facts, TrustError};
 
 pub const INVALID_REQUEST: &str = "The authentication request is invalid.";
@@ -42,29 +43,6 @@ struct Outcome {
     result: &'static str,
     reason: Option<String>,
     provider: Option<AttestationResult>,
-}
-
-fn attestation(tp: &trust::CompiledTrust, err: Option<&TrustError>) -> AttestationResult {
-    let mut a = AttestationResult {
-        id: tp.id,
-        name: tp.name.clone(),
-        result: if err.is_none() { "Attested" } else { "Unauthorized" },
-        ..Default::default()
-    };
-    if let Some(e) = err {
-        a.reason = Some(e.reason().to_string());
-        if let TrustError::MatchRuleFailed {
-            attribute,
-            expected,
-            actual,
-        } = e
-        {
-            a.attribute = Some(attribute.clone());
-            a.expected_values = Some(expected.clone());
-            a.actual_value = actual.clone();
-        }
-    }
-    a
 }
 
 pub async fn auth(State(app): State<App>, req: Request) -> Response {
@@ -158,7 +136,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
                     message: "",
                     result: "Authorized",
                     reason: None,
-                    provider: Some(attestation(&tp, None)),
+                    provider: Some(trust_result(&tp, None)),
                 }
             }
             Err(e) => {
@@ -172,7 +150,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
                     message,
                     result,
                     reason: Some(e.reason().to_string()),
-                    provider: Some(attestation(&tp, Some(&e))),
+                    provider: Some(trust_result(&tp, Some(&e))),
                 }
             }
         }

@@ -1,6 +1,7 @@
-//! `POST /edge/v1/credentials` (contract §4.8): the handler that drives the decision steps of
-//! [`crate::policy::decide`], verifies the evidence step 8 asks for, issues after step 11, and
-//! records each step's events (§4.11) with its status (§4.9). Reads only the in-memory state.
+//! `POST /edge/v1/credentials` (contract §4.8): the handler. Steps 1–2 (rate limit, bearer
+//! token) are its own; steps 3–12 are the one driver the explain endpoint runs too
+//! ([`super::pipeline`]), which fetches the credential for it; the handler answers from the run and
+//! records its events (§4.11) with its status (§4.9). Reads only the in-memory state.
 
 use std::sync::Arc;
 
@@ -11,17 +12,21 @@ use svc_api::edge::{ApiCredentialsRequest, ApiCredentialsResponse};
 
 use super::events::{self, CpResult, Parts, RequestInfo, WorkloadEvent};
 use super::identity::Subject;
+use super::pipeline::{self, Fetch, Input};
 use super::token::{self, Token};
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
-use crate::credential::{CompiledCredential, IssueCx, Issued};
+use crate::credential::{CompiledCredential, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::events::Recorder;
-use crate::policy::decide::{self, Attestation, Decision, Identified, NOT_APPLICABLE, validate_body};
+use crate::policy::decide::{self, Decision, Identified, Run};
 use crate::trust::Facts;
 
 pub const UNAUTHORIZED: &str = "Unauthorized access.";
 pub const INTERNAL: &str = "Failed to retrieve credentials due to an internal error.";
+/// An `InvalidRequest` event's detail when the body could not be read at all.
+const UNREADABLE: &str =
+    "the body is missing, too large, not JSON announced as such, repeats a key, or is not of the Edge API's shape";
 
 fn status_of(d: &Decision) -> StatusCode {
     StatusCode::from_u16(d.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -70,36 +75,24 @@ pub async fn credentials(State(app): State<App>, req: Request) -> Response {
     let bytes = super::read_body(&parts, body).await;
     let room = app.events.reserve().await;
     let mut rec = Recorder::default();
-    let response = answer(&app, &parts, bytes, (bearer, known), (peer_ip, peer_port), &mut rec).await;
-    super::settle(&app, room, rec, response).await
-}
 
-/// Steps 2–12 of one admitted request: its answer, with its events in `rec`.
-async fn answer(
-    app: &App,
-    parts: &axum::http::request::Parts,
-    bytes: Option<axum::body::Bytes>,
-    (bearer, known): (Option<&str>, Option<token::Known>),
-    (peer_ip, peer_port): (Option<std::net::IpAddr>, u16),
-    rec: &mut Recorder,
-) -> Response {
     let parsed: Option<ApiCredentialsRequest> = bytes.as_ref().and_then(|b| svc_api::edge::parse_body(b).ok());
     let st = app.state_full();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
-    let source_ip = super::effective_ip(app, peer_ip, &parts.headers, client);
-    let source_ip_text = source_ip.map(super::ip_text);
+    let source_ip = super::effective_ip(&app, peer_ip, &parts.headers, client);
     let selected_rs = select_rs(&st, &parts.headers, client);
-
     // Step 2: the bearer token.
-    let token: Option<Arc<Token>> = bearer.and_then(|b| token::validate(app, &st, b, known));
-    let server = parsed.as_ref().and_then(|r| r.server.as_ref());
-    let empty = Facts::new();
+    let token: Result<Arc<Token>, &str> = match bearer {
+        Some(b) => token::validate(&app, &st, b, known),
+        None => Err("no bearer token (Authorization: Bearer <token>)"),
+    };
+    let valid_token = token.as_ref().ok();
     // The subject's pod and service account, for every event of the request (`access.request`
     // included): from the token's facts and claims, and the request's reported pod name.
     // Built once: once step 3 has validated the body, `client` is the request's client and this
     // is the subject step 5 identifies (its claims are parsed at most once).
     let no_client = svc_api::edge::ClientWorkloadDetails::default();
-    let subject = token.as_ref().map(|t| {
+    let subject = valid_token.map(|t| {
         Subject::new(
             &t.svc.facts,
             t.svc.tpk,
@@ -108,14 +101,60 @@ async fn answer(
             source_ip,
         )
     });
-    let ids = subject.as_ref().map_or((None, None), super::environment::subject_ids);
-    let info = RequestInfo {
+    let info = request_info(
+        &parsed,
+        valid_token,
+        subject.as_ref(),
+        selected_rs,
+        source_ip,
+        peer_port,
+    );
+    let response = match (valid_token, subject) {
+        (Some(token), Some(subject)) => {
+            // Steps 3–12, driven here rather than in a function of their own: the run's future
+            // then sits in the handler's, not in one more future moved into it.
+            let mut ev = Parts::default();
+            let input = Input {
+                st: &st,
+                parsed: &parsed,
+                selected_rs,
+                tp: token.svc.tp,
+                kind: token.svc.tpk,
+                token_rs: token.svc.rs,
+                facts: &token.svc.facts,
+                subject,
+                source_ip,
+            };
+            let run = pipeline::run(&app, input, Fetch::Yes, &mut ev).await;
+            answer(&mut rec, &info, run, &ev)
+        }
+        _ => {
+            let why = token.as_ref().err().copied().unwrap_or_default();
+            events::request_refused(&mut rec, &info, "InvalidToken", why);
+            generic(StatusCode::UNAUTHORIZED, UNAUTHORIZED)
+        }
+    };
+    super::settle(&app, room, rec, response).await
+}
+
+/// What every event of the request shares.
+fn request_info(
+    parsed: &Option<ApiCredentialsRequest>,
+    token: Option<&Arc<Token>>,
+    subject: Option<&Subject<'_>>,
+    selected_rs: Option<uuid::Uuid>,
+    source_ip: Option<std::net::IpAddr>,
+    peer_port: u16,
+) -> RequestInfo {
+    let empty = Facts::new();
+    let client = parsed.as_ref().and_then(|r| r.client.as_ref());
+    let server = parsed.as_ref().and_then(|r| r.server.as_ref());
+    let ids = subject.map_or((None, None), super::environment::subject_ids);
+    RequestInfo {
         context_id: crate::util::uuid_v4(),
         ts: crate::clock::now_millis(),
-        rs: selected_rs
-            .or(token.as_ref().map(|t| t.svc.rs))
-            .unwrap_or(DEFAULT_RESOURCE_SET),
-        client_ip: source_ip_text,
+        rs: selected_rs.or(token.map(|t| t.svc.rs)).unwrap_or(DEFAULT_RESOURCE_SET),
+        client_ip: source_ip.map(super::ip_text),
         source_port: peer_port,
         target_host: server.and_then(|s| s.host.clone()),
         target_port: server
@@ -123,165 +162,45 @@ async fn answer(
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
         environment: super::environment::environment(
-            token.as_ref().map(|t| &t.svc.facts).unwrap_or(&empty),
+            token.map(|t| &t.svc.facts).unwrap_or(&empty),
             ids,
             client,
-            token.as_ref().map(|t| t.sub.as_str()),
+            token.map(|t| t.sub.as_str()),
         ),
-    };
-    let (Some(token), Some(subject)) = (token.as_ref(), subject) else {
-        events::authorization(
-            rec,
-            &info,
-            "access.request",
-            "Unauthorized",
-            Some("InvalidToken"),
-            "Warning",
-            &Parts::default(),
-        );
-        return generic(StatusCode::UNAUTHORIZED, UNAUTHORIZED);
-    };
+    }
+}
 
-    // Step 3: the body.
-    let valid = match validate_body(&parsed) {
-        Ok(v) => v,
-        Err(message) => {
-            events::authorization(
-                rec,
-                &info,
-                "access.request",
-                "Unauthorized",
-                Some("InvalidRequest"),
-                "Warning",
-                &Parts::default(),
-            );
-            return (
-                StatusCode::BAD_REQUEST,
-                axum::Json(svc_api::GenericResponse::error(message)),
-            )
-                .into_response();
-        }
-    };
-    events::authorization(
-        rec,
-        &info,
-        "access.request",
-        "Received",
-        None,
-        "Info",
-        &Parts::default(),
-    );
-
-    let client = valid.req.client.as_ref().expect("validated");
-
-    let mut ev = Parts::default();
-    let mut workload_event: Option<Identified> = None;
-    let mut issued: Option<Result<Issued, String>> = None;
-    let mut chosen_cp: Option<Arc<CompiledCredential>> = None;
-
-    let decision = 'd: {
-        let matched = match decide::match_policy(
-            &st,
-            selected_rs,
-            token.svc.rs,
-            &subject,
-            &valid,
-            &mut ev,
-            &mut workload_event,
-        ) {
-            Ok(m) => m,
-            Err(d) => break 'd d,
+/// The answer to a request whose token was valid, from the decision's run, with its events:
+/// `access.request`, `access.authorization`, `access.credential` when step 12 ran, and the
+/// workload event once a server workload was identified.
+fn answer(rec: &mut Recorder, info: &RequestInfo, mut run: Run<'_>, ev: &Parts) -> Response {
+    if let Some(message) = run.invalid.take() {
+        let why = match message.strip_prefix(decide::INVALID).map(str::trim) {
+            Some("") | None => UNREADABLE,
+            Some(field) => field,
         };
-        let (rs, policy) = (matched.rs, matched.policy);
-        // The set's upstream client (through its routing's proxy, §3.17): step 8 and step 12.
-        let up = app.upstream_for(rs);
-        decide::content_security(&st, &policy, &mut ev);
-        // Step 8: attestation by the policy's trust providers (verified here: upstream I/O).
-        if let Attestation::Verify(providers) = decide::attestation(&st, &policy, token.svc.tp, rs, &mut ev) {
-            let mut passed = false;
-            for tp in providers {
-                let outcome = crate::trust::verify(&app.verify_cx_via(&up), tp, client)
-                    .await
-                    .map(|_| ());
-                if decide::record_attestation(tp, outcome, &mut ev) {
-                    passed = true;
-                    break;
-                }
-            }
-            if !passed {
-                break 'd decide::attestation_failed();
-            }
-        }
-        // Step 9: access conditions (the vendors are asked here: upstream I/O; the rules are
-        // `decide`'s).
-        let conds = decide::access_conditions_of(&st, &policy);
-        if !conds.is_empty()
-            && let Err(d) =
-                super::conditions::check(app, &st, &conds, client, &token.svc.facts, source_ip, &mut ev).await
-        {
-            break 'd d;
-        }
-        // Steps 10–11.
-        let (cp, mut cp_result) = match decide::choose_provider(&st, &policy, &valid, &mut ev) {
-            Ok(c) => c,
-            Err(d) => break 'd d,
-        };
-        // Dynamic values resolve here (§3.5.3).
-        let cw_name = st
-            .client_workloads
-            .get(&policy.client_workload)
-            .map(|c| c.meta.name.clone())
-            .unwrap_or_default();
-        let values = crate::credential::dynamic::Values {
-            kind: token.svc.tpk,
-            facts: &token.svc.facts,
-            claims: subject.claims(),
-            client,
-            client_workload: (policy.client_workload, &cw_name),
-        };
-        let cx = IssueCx {
-            svc: app.services_via(&up),
-            rs,
-            client_workload: Some((policy.client_workload, &cw_name)),
-            server_workload: policy.server_workload,
-            access_policy: policy.meta.id,
-            credential_provider: cp.id,
-            trust_provider: token.svc.tp,
-            values: Some(&values),
-            csr: valid.req.cert_signing_request.as_deref(),
-        };
-        let prepared = match cp.prepare(&cx) {
-            Ok(p) => p,
-            Err(expr) => {
-                cp_result.reason = Some(format!("UnresolvableClaim: {expr}"));
-                ev.credential_provider = Some(cp_result);
-                break 'd Decision::fail(403, NOT_APPLICABLE, "UnresolvableClaim");
-            }
-        };
-        ev.credential_provider = Some(cp_result);
-        // Step 12: fetch.
-        issued = Some(cp.issue(&prepared, &cx).await.map_err(|e| e.reason));
-        chosen_cp = Some(cp);
-        Decision {
-            status: 200,
-            message: "",
-            reason: None,
-            body_unknown: false,
-        }
-    };
+        events::request_refused(rec, info, "InvalidRequest", why);
+        return (
+            StatusCode::BAD_REQUEST,
+            axum::Json(svc_api::GenericResponse::error(message)),
+        )
+            .into_response();
+    }
+    events::authorization(rec, info, "access.request", "Received", None, "Info", &Parts::default());
+    let decision = run.decision();
     let authorized = decision.status == 200;
     events::authorization(
         rec,
-        &info,
+        info,
         "access.authorization",
         if authorized { "Authorized" } else { "Unauthorized" },
         decision.reason,
         events::severity_for(decision.status),
-        &ev,
+        ev,
     );
 
-    let (status, response, action) = match (&issued, &chosen_cp) {
-        (Some(result), Some(cp)) => deliver(rec, &info, result, cp),
+    let (status, response, action) = match (&run.issued, &run.provider) {
+        (Some(result), Some(cp)) => deliver(rec, info, result, cp),
         _ => (
             status_of(&decision),
             respond(&decision),
@@ -298,11 +217,11 @@ async fn answer(
         port,
         policy,
         client,
-    }) = workload_event
+    }) = run.identified
     {
         events::workload(
             rec,
-            &info,
+            info,
             WorkloadEvent {
                 action,
                 success: action == "CredentialIssued",

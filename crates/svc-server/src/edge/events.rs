@@ -55,6 +55,11 @@ pub struct AttestationResult {
     pub expected_values: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actual_value: Option<String>,
+    /// A refused trust provider's failed check in one line (ext; only on refusals, never the
+    /// evidence): `policy::decide::trust_result`. The event APIs show it as stored (absent
+    /// otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 #[derive(Serialize, Default)]
@@ -90,6 +95,21 @@ pub struct Parts {
 #[derive(Serialize)]
 struct Outcome<'a> {
     reason: &'a str,
+}
+
+/// The body of an `access.request` event refused before the decision ([`request_refused`]):
+/// the outcome with `detail` (ext), the refusal's failed check in a few words (the token check
+/// of an `InvalidToken`, the body's problem of an `InvalidRequest`). A type of its own, so the
+/// bodies of every other event serialise as they did.
+#[derive(Serialize)]
+struct RefusedRequest<'a> {
+    outcome: RefusedOutcome<'a>,
+}
+
+#[derive(Serialize)]
+struct RefusedOutcome<'a> {
+    reason: &'a str,
+    detail: &'a str,
 }
 
 /// `sourceIP` is the row's `client_ip` and `sourcePort` its `source_port`; `transportProtocol`
@@ -310,6 +330,35 @@ pub fn authorization(
     });
 }
 
+/// Queues the `access.request` event of a request refused before its decision (§4.11:
+/// `InvalidToken`, `InvalidRequest`), with the check that refused it (`outcome.detail`): what the
+/// operator needs and the terse answer does not say. It names no entity.
+pub fn request_refused(rec: &mut Recorder, info: &RequestInfo, reason: &'static str, detail: &str) {
+    let (event_type, result) = ("access.request", "Unauthorized");
+    crate::metrics::edge_decision(event_type, result, Some(reason));
+    let event_id = rec.next_event_id(info.ts);
+    share(rec, info);
+    let body = to_json(&RefusedRequest {
+        outcome: RefusedOutcome { reason, detail },
+    });
+    rec.push(EventRow {
+        table: EventTable::Authorization,
+        id: event_id,
+        rs: info.rs,
+        ts: info.ts,
+        event_type,
+        severity: "Warning",
+        result: Some(result),
+        client_ip: info.client_ip.clone(),
+        client_workload: None,
+        server_workload: None,
+        app_protocol: None,
+        user_id: None,
+        search: None,
+        body,
+    });
+}
+
 /// One workload event (a server workload was identified).
 pub struct WorkloadEvent {
     pub action: &'static str,
@@ -504,6 +553,8 @@ mod tests {
                 expected_value: full.then(|| "e".into()),
                 expected_values: full.then(|| vec!["e".into()]),
                 actual_value: full.then(|| "v".into()),
+                // Not a key of the shape: kept as stored, after the documented ones.
+                detail: full.then(|| "d".into()),
             }],
             access_conditions: vec![],
             content_security: vec![],

@@ -8,6 +8,7 @@ pub mod credentials;
 pub mod environment;
 pub mod events;
 pub mod identity;
+pub mod pipeline;
 pub mod ratelimit;
 pub mod token;
 

@@ -221,35 +221,55 @@ pub fn known(app: &App, token: &str) -> Option<Known> {
     app.edge_tokens.get(token, |k| keys.hmac_still_valid(k, now_ms))
 }
 
-/// Validates a bearer token (§4.7); `None` on any failure (→ 401). `known` is [`known`]'s answer
-/// for it, when the caller asked already.
-pub fn validate(app: &App, st: &State, token: &str, known: Option<Known>) -> Option<Arc<Token>> {
+/// Validates a bearer token (§4.7); on any failure (→ 401) the check that refused it, in a few
+/// words for the request's event (never the token). `known` is [`known`]'s answer for it, when
+/// the caller asked already.
+pub fn validate(app: &App, st: &State, token: &str, known: Option<Known>) -> Result<Arc<Token>, &'static str> {
     let now_ms = crate::clock::now_millis();
     let now = now_ms.div_euclid(1000);
     let (t, verified_now) = match known {
         // Its key asked again: step 1 may have been a while ago (the body is read in between).
         Some(k) if app.keys().hmac_still_valid(&k.key, now_ms) => (k.claims, None),
-        Some(_) => return None,
+        Some(_) => return Err("signed by a token key that is no longer valid"),
         None => {
-            let (payload, key) = app.keys().verify_internal_by(token, now_ms)?;
-            let t: Token = serde_json::from_slice(&payload).ok()?;
+            let (payload, key) = app
+                .keys()
+                .verify_internal_by(token, now_ms)
+                .ok_or("not a token signed by a current or previous token key")?;
+            let t: Token = serde_json::from_slice(&payload).map_err(|_| "not an edge token's claims")?;
             (Arc::new(t), Some(key))
         }
     };
-    if t.iss != app.cfg.issuer() || t.aud != EDGE_AUDIENCE || t.exp + LEEWAY < now || t.nbf - LEEWAY > now {
-        return None;
+    if t.iss != app.cfg.issuer() || t.aud != EDGE_AUDIENCE {
+        return Err("not an edge token of this service (iss, aud)");
     }
-    let tp = st.idx.trust.get(&t.svc.tp)?;
+    if t.exp + LEEWAY < now {
+        return Err("expired");
+    }
+    if t.nbf - LEEWAY > now {
+        return Err("not yet valid (nbf)");
+    }
+    let tp = st
+        .idx
+        .trust
+        .get(&t.svc.tp)
+        .ok_or("its trust provider no longer exists")?;
     // Still that provider: same resource set and kind (a provider re-created under the id of a
     // deleted one is another provider), active, and the token not revoked.
-    if tp.rs != t.svc.rs || tp.kind != t.svc.tpk || !tp.active || t.iat < tp.tokens_valid_after {
-        return None;
+    if tp.rs != t.svc.rs || tp.kind != t.svc.tpk {
+        return Err("its trust provider no longer exists");
+    }
+    if !tp.active {
+        return Err("its trust provider is inactive");
+    }
+    if t.iat < tp.tokens_valid_after {
+        return Err("revoked: issued before its trust provider's tokens were revoked");
     }
     // Kept only once it passed: a token refused now is verified again if it is presented again.
     if let Some(key) = verified_now {
         app.edge_tokens.put(token, key, t.clone(), now);
     }
-    Some(t)
+    Ok(t)
 }
 
 /// The unverified `jti` of a well-formed token: the rate-limit bucket's key (§4.12), taken

@@ -1,8 +1,9 @@
 //! The `/edge/v1/credentials` decision (contract §4.8 steps 3–11) as named steps over the
 //! in-memory state: pure and synchronous, no I/O (architecture invariant 1: `policy` decides;
-//! `trust` and `credential` never do). The Edge handler drives the steps, verifies the evidence
-//! step 8 asks for and issues after step 11; an explain endpoint can drive the same steps without
-//! issuing anything. Each step records what it identified in the authorization event's parts.
+//! `trust` and `credential` never do). One driver runs them, `edge::pipeline::run`, for both the
+//! Edge handler and the explain endpoint, and adds their I/O (the evidence step 8 verifies,
+//! step 9's vendors, step 12's fetch). Each step records what it identified in the authorization
+//! event's parts, and what it saw in the [`Run`].
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use svc_api::edge::{ApiCredentialsRequest, ClientWorkloadDetails, ConnectionMeta
 use uuid::Uuid;
 
 use super::conditions::{self, CloudResource, Device, Geo, Lookup};
-use crate::credential::CompiledCredential;
+use crate::credential::{CompiledCredential, Issued};
 use crate::domain::Label;
 use crate::domain::condition::{AccessCondition, ConditionSpec};
 use crate::domain::policy::{Mapping, MappingType, Policy};
@@ -28,6 +29,7 @@ pub const SELECTOR_REQUIRED: &str =
     "connectionMetadata is required: the access policy has several credential providers.";
 
 /// A validated request body (step 3).
+#[derive(Clone, Copy)]
 pub struct Valid<'a> {
     pub req: &'a ApiCredentialsRequest,
     pub host: &'a str,
@@ -147,6 +149,7 @@ pub struct Identified {
 }
 
 /// The decision of steps 4–11 (or its failure).
+#[derive(Clone, Copy, Debug)]
 pub struct Decision {
     pub status: u16,
     pub message: &'static str,
@@ -155,6 +158,15 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// Nothing refused: step 12 hands out what the provider gives.
+    pub fn allowed() -> Decision {
+        Decision {
+            status: 200,
+            message: "",
+            reason: None,
+            body_unknown: false,
+        }
+    }
     pub fn fail(status: u16, message: &'static str, reason: &'static str) -> Decision {
         Decision {
             status,
@@ -170,6 +182,63 @@ impl Decision {
             reason: Some(reason),
             body_unknown: true,
         }
+    }
+}
+
+/// One run of the decision (§4.8 steps 3–12), as `edge::pipeline::run` drives it for both its
+/// callers: what each step saw, and the step that refused. The Edge handler answers and records
+/// its events from it (with the authorization event's [`Parts`], which the steps fill); explain
+/// turns the two into its trace (`policy::explain`). Filling it moves what the steps computed
+/// anyway: nothing is allocated for it.
+#[derive(Default)]
+pub struct Run<'r> {
+    /// Step 3: the body, once valid; else `invalid` holds the message of its 400.
+    pub valid: Option<Valid<'r>>,
+    pub invalid: Option<String>,
+    /// Step 4: the request's resource set, once it is the token's.
+    pub rs: Option<Uuid>,
+    /// Steps 5 and 6: the candidates (empty when not reached or none matched).
+    pub clients: Vec<Arc<ClientWorkload>>,
+    pub servers: Vec<Arc<ServerWorkload>>,
+    /// What a workload event records once a server workload was identified.
+    pub identified: Option<Identified>,
+    /// Step 7: the one policy.
+    pub policy: Option<Arc<Policy>>,
+    /// Step 8: how the policy's trust providers were satisfied.
+    pub attestation: Attested,
+    /// Steps 10–11: the chosen provider, and a dynamic value it cannot resolve.
+    pub provider: Option<Arc<CompiledCredential>>,
+    pub unresolvable: Option<String>,
+    /// Step 12 (the Edge handler only): the credential, or the upstream's failure.
+    pub issued: Option<Result<Issued, String>>,
+    /// The step that refused and its decision; `None`: allowed.
+    pub refusal: Option<(u8, Decision)>,
+}
+
+/// How step 8 went.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Attested {
+    #[default]
+    NotReached,
+    /// The policy lists no trust provider.
+    NoneListed,
+    /// The policy lists the edge token's own provider.
+    TokenProvider,
+    /// The request's evidence was verified against the policy's providers (its checks are the
+    /// authorization event's `trustProviders`).
+    Verified,
+}
+
+impl Run<'_> {
+    /// Refused at `step`: the run ends here.
+    pub fn refused(mut self, step: u8, d: Decision) -> Self {
+        self.refusal = Some((step, d));
+        self
+    }
+
+    /// The answer's decision (allowed when no step refused).
+    pub fn decision(&self) -> Decision {
+        self.refusal.map_or_else(Decision::allowed, |(_, d)| d)
     }
 }
 
@@ -277,31 +346,48 @@ pub fn match_policy(
     subject: &Subject<'_>,
     valid: &Valid<'_>,
     ev: &mut Parts,
-    identified: &mut Option<Identified>,
-) -> Result<Matched, Decision> {
+    run: &mut Run<'_>,
+) -> Result<Matched, (u8, Decision)> {
     // Step 4: resource set.
     let Some(rs) = selected_rs else {
-        return Err(Decision::fail(400, INVALID, "InvalidRequest"));
+        return Err((4, Decision::fail(400, INVALID, "InvalidRequest")));
     };
     if rs != token_rs {
-        return Err(Decision::fail(403, NOT_APPLICABLE, "ResourceSetMismatch"));
+        return Err((4, Decision::fail(403, NOT_APPLICABLE, "ResourceSetMismatch")));
     }
+    run.rs = Some(rs);
     // Step 5: client workloads.
     let clients = client_candidates(st, rs, subject);
     if clients.is_empty() {
-        return Err(Decision::not_found("NoClientWorkload"));
+        return Err((5, Decision::not_found("NoClientWorkload")));
     }
     // Step 6: server workloads.
     let servers = server_candidates(st, rs, valid.host, valid.port);
     if servers.is_empty() {
         // As at step 7 with no policy chosen: the first candidate.
         (ev.client_workload, ev.client_workloads) = chosen_among(&clients, clients[0].meta.id);
-        return Err(Decision::not_found("NoServerWorkload"));
+        run.clients = clients;
+        return Err((6, Decision::not_found("NoServerWorkload")));
     }
+    let decided = step_7(st, rs, &clients, &servers, ev, &mut run.identified);
+    run.clients = clients;
+    run.servers = servers;
+    decided
+}
+
+/// Step 7 over the candidates of steps 5 and 6.
+fn step_7(
+    st: &Snapshot,
+    rs: Uuid,
+    clients: &[Arc<ClientWorkload>],
+    servers: &[Arc<ServerWorkload>],
+    ev: &mut Parts,
+    identified: &mut Option<Identified>,
+) -> Result<Matched, (u8, Decision)> {
     // Step 7: the policy.
     let mut policies: Vec<Arc<Policy>> = Vec::new();
-    for c in &clients {
-        for s in &servers {
+    for c in clients {
+        for s in servers {
             if let Some(ids) = st.idx.policies_by_pair.get(&(c.meta.id, s.meta.id)) {
                 policies.extend(
                     ids.iter()
@@ -315,8 +401,8 @@ pub fn match_policy(
     let record_workloads = |ev: &mut Parts, p: Option<&Policy>| {
         let pick_c = p.map(|p| p.client_workload).unwrap_or(clients[0].meta.id);
         let pick_s = p.map(|p| p.server_workload).unwrap_or(servers[0].meta.id);
-        (ev.client_workload, ev.client_workloads) = chosen_among(&clients, pick_c);
-        (ev.server_workload, ev.server_workloads) = chosen_among(&servers, pick_s);
+        (ev.client_workload, ev.client_workloads) = chosen_among(clients, pick_c);
+        (ev.server_workload, ev.server_workloads) = chosen_among(servers, pick_s);
     };
     let server = if policies.len() == 1 {
         st.server_workloads
@@ -343,7 +429,7 @@ pub fn match_policy(
     let policy = match policies.len() {
         0 => {
             record_workloads(ev, None);
-            return Err(Decision::not_found("NoAccessPolicy"));
+            return Err((7, Decision::not_found("NoAccessPolicy")));
         }
         1 => policies[0].clone(),
         _ => {
@@ -354,7 +440,7 @@ pub fn match_policy(
                 matches: Some(ids),
                 ..entity(policies[0].meta.id, &policies[0].meta.name)
             });
-            return Err(Decision::fail(400, SEVERAL_POLICIES, "MultipleAccessPolicies"));
+            return Err((7, Decision::fail(400, SEVERAL_POLICIES, "MultipleAccessPolicies")));
         }
     };
     record_workloads(ev, Some(&policy));
@@ -390,43 +476,51 @@ pub fn attestation<'s>(st: &'s Snapshot, policy: &Policy, token_tp: Uuid, rs: Uu
 }
 
 fn attested(tp: &CompiledTrust) -> AttestationResult {
-    AttestationResult {
+    trust_result(tp, None)
+}
+
+/// The longest description of a failed check an event keeps (a row stays small).
+const DETAIL_MAX: usize = 200;
+
+/// A trust provider's entry in an authorization event (`/edge/v1/auth`'s and step 8's): `Attested`,
+/// or refused with its reason and the failed check — the attribute it compared, the values it
+/// expected and the one it found (a match rule, a claim such as `aud`, `iss` or `exp`), and its
+/// one-line description (`detail`, e.g. "malformed token: not three parts"). Never the
+/// evidence itself: only a compared value, as the log line says it.
+pub fn trust_result(tp: &CompiledTrust, refused: Option<&TrustError>) -> AttestationResult {
+    let mut a = AttestationResult {
         id: tp.id,
         name: tp.name.clone(),
         result: "Attested",
         ..Default::default()
+    };
+    if let Some(e) = refused {
+        a.result = "Unauthorized";
+        a.reason = Some(e.reason().into());
+        if let Some((attribute, expected, actual)) = e.check() {
+            a.attribute = Some(attribute.to_string());
+            a.expected_values = Some(expected.to_vec());
+            a.actual_value = actual.map(str::to_string);
+        }
+        let mut detail = e.detail();
+        if detail.len() > DETAIL_MAX {
+            let mut end = DETAIL_MAX;
+            while !detail.is_char_boundary(end) {
+                end -= 1;
+            }
+            detail.truncate(end);
+            detail.push('…');
+        }
+        a.detail = Some(detail);
     }
+    a
 }
 
 /// Step 8 for one provider the handler verified: recorded; `true` when it attested.
 pub fn record_attestation(tp: &CompiledTrust, outcome: Result<(), TrustError>, ev: &mut Parts) -> bool {
-    match outcome {
-        Ok(()) => {
-            ev.trust_providers.push(attested(tp));
-            true
-        }
-        Err(e) => {
-            let mut a = AttestationResult {
-                id: tp.id,
-                name: tp.name.clone(),
-                result: "Unauthorized",
-                reason: Some(e.reason().into()),
-                ..Default::default()
-            };
-            if let TrustError::MatchRuleFailed {
-                attribute,
-                expected,
-                actual,
-            } = e
-            {
-                a.attribute = Some(attribute);
-                a.expected_values = Some(expected);
-                a.actual_value = actual;
-            }
-            ev.trust_providers.push(a);
-            false
-        }
-    }
+    let passed = outcome.is_ok();
+    ev.trust_providers.push(trust_result(tp, outcome.err().as_ref()));
+    passed
 }
 
 /// Step 8's verdict when no verified provider attested.
@@ -534,7 +628,7 @@ pub fn choose_provider(
     policy: &Policy,
     valid: &Valid<'_>,
     ev: &mut Parts,
-) -> Result<(Arc<CompiledCredential>, CpResult), Decision> {
+) -> Result<(Arc<CompiledCredential>, CpResult), (u8, Decision)> {
     let active: Vec<(&Mapping, Arc<CompiledCredential>)> = policy
         .mappings
         .iter()
@@ -547,17 +641,17 @@ pub fn choose_provider(
         })
         .collect();
     let cp = match active.len() {
-        0 => return Err(Decision::not_found("NoCredentialProvider")),
+        0 => return Err((10, Decision::not_found("NoCredentialProvider"))),
         1 => active[0].1.clone(),
         _ => {
             let cm = valid.req.connection_metadata.as_ref().filter(|cm| !cm.is_empty());
             let Some(cm) = cm else {
-                return Err(Decision::fail(400, SELECTOR_REQUIRED, "SelectorRequired"));
+                return Err((10, Decision::fail(400, SELECTOR_REQUIRED, "SelectorRequired")));
             };
             let hits: Vec<&(&Mapping, Arc<CompiledCredential>)> =
                 active.iter().filter(|(m, _)| selected(m, cm)).collect();
             if hits.len() != 1 {
-                return Err(Decision::not_found("SelectorMismatch"));
+                return Err((10, Decision::not_found("SelectorMismatch")));
             }
             hits[0].1.clone()
         }
@@ -573,7 +667,7 @@ pub fn choose_provider(
     if cp.credential_type() != Some(valid.credential_type) {
         cp_result.reason = Some("CredentialTypeMismatch".into());
         ev.credential_provider = Some(cp_result);
-        return Err(Decision::fail(403, NOT_APPLICABLE, "CredentialTypeMismatch"));
+        return Err((11, Decision::fail(403, NOT_APPLICABLE, "CredentialTypeMismatch")));
     }
     Ok((cp, cp_result))
 }

@@ -241,6 +241,26 @@ const DONE_TTL_MS: i64 = 5 * 60 * 1000;
 const DONE_ATTEMPTS: i64 = 5;
 /// Where the console receives a sign-in's outcome (`#sso-code=` or `#sso-error=`).
 pub const CONSOLE_RETURN: &str = "/console/";
+/// The cookie that binds a console sign-in to the browser that started it (HttpOnly,
+/// `SameSite=Lax`, path `/api/v1/sso`): the callback and `POST /api/v1/sso/exchange` of that
+/// sign-in need it (issue 31: a code from someone else's sign-in, sent to a victim as a link,
+/// would otherwise sign the victim into the sender's account).
+pub const BINDING_COOKIE: &str = "svc_sso_binding";
+
+/// What a sign-in keeps of its browser binding: a hash, so the stored state does not hold the
+/// cookie's value.
+fn binding_hash(b: &str) -> String {
+    crate::crypto::b64url(&crate::crypto::sha256(b.as_bytes()))
+}
+
+/// Whether a stored sign-in (`data`) may go on in a browser presenting `binding`: one bound at
+/// its start needs the same value; one that was not (the API's flow) needs nothing.
+fn bound_here(data: &Value, binding: Option<&str>) -> bool {
+    match data.get("bind").and_then(Value::as_str) {
+        None => true,
+        Some(want) => binding.is_some_and(|b| binding_hash(b) == want),
+    }
+}
 
 /// The error codes an identity provider's `error` parameter may carry (RFC 6749 §4.1.2.1, OIDC
 /// Core §3.1.2.6); any other text the caller put there is not recorded (issue 31).
@@ -285,8 +305,11 @@ pub enum Return {
 /// `GET /api/v1/sso/login/{idpId}`: the authorization URL to redirect to (after storing the
 /// single-use state with its nonce and PKCE verifier). `404` for an IdP that offers no sign-in;
 /// `429` for an address that started too many (each start stores a state and fetches the
-/// discovery document: issue 31), sharing the sign-in throttle's rate.
-pub async fn start(app: &App, idp_id: Uuid, ret: Return, client: &ClientInfo) -> Result<String> {
+/// discovery document: issue 31), sharing the sign-in throttle's rate. `binding`: a console
+/// sign-in's browser binding (the value of the cookie the start sets, `BINDING_COOKIE`); the
+/// callback and the code's exchange then need the same browser (no login CSRF: a code someone
+/// else's sign-in earned signs nobody in).
+pub async fn start(app: &App, idp_id: Uuid, ret: Return, client: &ClientInfo, binding: Option<&str>) -> Result<String> {
     let now = crate::clock::now_millis();
     app.sso_throttle
         .check(client.source.as_deref(), now)
@@ -323,10 +346,13 @@ pub async fn start(app: &App, idp_id: Uuid, ret: Return, client: &ClientInfo) ->
         .append_pair("nonce", &nonce)
         .append_pair("code_challenge", &challenge)
         .append_pair("code_challenge_method", "S256");
-    let data = json!({
+    let mut data = json!({
         "idp": idp_id, "nonce": nonce, "verifier": verifier,
         "console": ret == Return::Console,
     });
+    if let Some(b) = binding {
+        data["bind"] = json!(binding_hash(b));
+    }
     app.store
         .put_pending(&state, PURPOSE, &data.to_string(), now + STATE_TTL_MS)
         .await?;
@@ -521,6 +547,7 @@ pub async fn callback(
     state: Option<String>,
     idp_error: Option<String>,
     client: &ClientInfo,
+    binding: Option<&str>,
 ) -> Result<Callback> {
     let state = state
         .filter(|s| !s.is_empty())
@@ -540,6 +567,18 @@ pub async fn callback(
         Some(true) => Return::Console,
         _ => Return::Api,
     };
+    if !bound_here(&data, binding) {
+        let e = fail(
+            app,
+            client,
+            idp_id.to_string(),
+            None,
+            "the sign-in was finished in another browser than the one that started it".into(),
+            Error::LoginRejected(FAILED),
+        )
+        .await;
+        return Ok(Callback { ret, result: Err(e) });
+    }
     let result = complete(app, &data, idp_id, ret, code, idp_error, client).await;
     Ok(Callback { ret, result })
 }
@@ -611,7 +650,10 @@ async fn complete(
         return Ok(Finished::Token(mint_user_token(app, &user, "sso")));
     }
     let code = crate::crypto::random_token();
-    let done = json!({"user": user.id, "sv": user.session_epoch, "totp": totp, "attempts": DONE_ATTEMPTS});
+    let mut done = json!({"user": user.id, "sv": user.session_epoch, "totp": totp, "attempts": DONE_ATTEMPTS});
+    if let Some(b) = data.get("bind") {
+        done["bind"] = b.clone();
+    }
     app.store
         .put_pending(&code, PURPOSE_DONE, &done.to_string(), now + DONE_TTL_MS)
         .await?;
@@ -903,7 +945,13 @@ async fn lock_for_mfa(app: &App, user: &User, client: &ClientInfo) -> Result<()>
 /// `POST /api/v1/sso/exchange` `{ssoCode, totpCode?}`: the token of a sign-in the IdP completed
 /// (the console's flow), once the TOTP code it owes is given. A wrong code leaves the sign-in
 /// waiting (5 attempts in all, as many as a password sign-in allows before its lock-out).
-pub async fn exchange_code(app: &App, body: SsoExchangeDto, client: &ClientInfo) -> Result<LoginResponse> {
+/// `binding`: the browser's `BINDING_COOKIE`, which a console sign-in's code needs.
+pub async fn exchange_code(
+    app: &App,
+    body: SsoExchangeDto,
+    client: &ClientInfo,
+    binding: Option<&str>,
+) -> Result<LoginResponse> {
     let SsoExchangeDto {
         sso_code: code,
         totp_code,
@@ -924,6 +972,11 @@ pub async fn exchange_code(app: &App, body: SsoExchangeDto, client: &ClientInfo)
         .await?
         .ok_or_else(|| Error::field("ssoCode", "unknown or expired"))?;
     let mut data: Value = serde_json::from_str(&data).map_err(Error::internal)?;
+    if !bound_here(&data, binding) {
+        // Spent: the code of someone else's sign-in is not tried again.
+        app.login_throttle.failed(client.source.as_deref(), now);
+        return Err(Error::LoginRejected(FAILED));
+    }
     let user_id = data
         .get("user")
         .and_then(Value::as_str)

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::keycache::{self, Loaded};
-use super::{CompiledTrust, KeySource, TrustError};
+use super::{ClaimCheck, CompiledTrust, KeySource, TrustError};
 
 use crate::crypto::jose::{self, Alg, JwsError, VerifyingKey};
 use crate::trust::VerifyCx;
@@ -68,7 +68,7 @@ pub fn keys_of<'a>(tp: &'a CompiledTrust, default_issuer: &'a str) -> Keys<'a> {
 
 fn sig_err(e: JwsError) -> TrustError {
     match e {
-        JwsError::Malformed(m) => TrustError::InvalidEvidence(m),
+        JwsError::Malformed(m) => TrustError::InvalidEvidence(format!("malformed token: {m}")),
         JwsError::Algorithm(m) | JwsError::Signature(m) => TrustError::InvalidSignature(m),
     }
 }
@@ -80,6 +80,40 @@ pub fn audiences(claims: &Map<String, Value>) -> Vec<String> {
         Some(Value::Array(a)) => a.iter().filter_map(Value::as_str).map(str::to_string).collect(),
         _ => vec![],
     }
+}
+
+/// A failed claim check: the claim, what it had to be and what it was (never the token).
+fn claim_failed(
+    claim: &'static str,
+    expected: Vec<String>,
+    actual: Option<String>,
+    message: &'static str,
+) -> TrustError {
+    TrustError::Claim(Box::new(ClaimCheck {
+        stale: false,
+        claim,
+        expected,
+        actual,
+        message,
+    }))
+}
+
+/// A time claim outside the accepted window: the claim's time and the bound it crossed (both
+/// RFC 3339; `exp` must be after the bound, `nbf` and `iat` before it).
+fn time_failed(claim: &'static str, at: i64, bound: i64, message: &'static str) -> TrustError {
+    // Years 0–9999 as RFC 3339; a claim beyond them as its number.
+    let time = |secs: i64| match secs {
+        -62_167_219_200..=253_402_300_799 => svc_api::Timestamp::from_secs(secs).to_rfc3339(),
+        _ => secs.to_string(),
+    };
+    let side = if claim == "exp" { "after" } else { "before" };
+    TrustError::Claim(Box::new(ClaimCheck {
+        stale: true,
+        claim,
+        expected: vec![format!("{side} {}", time(bound))],
+        actual: Some(time(at)),
+        message,
+    }))
 }
 
 fn num(claims: &Map<String, Value>, name: &str) -> Result<Option<i64>, TrustError> {
@@ -161,13 +195,18 @@ pub async fn verify(
     // Saturating: a claim at the end of the i64 range (or a float beyond it, read as that end)
     // must not wrap around into the past or the future.
     if exp.saturating_add(leeway) < now {
-        return Err(TrustError::StaleEvidence("token expired".into()));
+        return Err(time_failed("exp", exp, now - leeway, "token expired"));
     }
-    if num(&claims, "nbf")?.is_some_and(|nbf| nbf.saturating_sub(leeway) > now) {
-        return Err(TrustError::StaleEvidence("token not yet valid (nbf)".into()));
+    if let Some(nbf) = num(&claims, "nbf")?.filter(|nbf| nbf.saturating_sub(leeway) > now) {
+        return Err(time_failed("nbf", nbf, now + leeway, "token not yet valid (nbf)"));
     }
-    if num(&claims, "iat")?.is_some_and(|iat| iat.saturating_sub(leeway) > now) {
-        return Err(TrustError::StaleEvidence("token issued in the future (iat)".into()));
+    if let Some(iat) = num(&claims, "iat")?.filter(|iat| iat.saturating_sub(leeway) > now) {
+        return Err(time_failed(
+            "iat",
+            iat,
+            now + leeway,
+            "token issued in the future (iat)",
+        ));
     }
     let iss = claims.get("iss").and_then(Value::as_str);
     let iss_ok = match &profile.issuer {
@@ -182,7 +221,18 @@ pub async fn verify(
         Issuer::Unchecked => true,
     };
     if !iss_ok {
-        return Err(TrustError::InvalidEvidence("iss is not the expected issuer".into()));
+        let expected = match &profile.issuer {
+            Issuer::Discovered => discovered_issuer.into_iter().collect(),
+            Issuer::Exact(want) => vec![want.to_string()],
+            Issuer::OneOf(list) => list.to_vec(),
+            Issuer::Unchecked => vec![],
+        };
+        return Err(claim_failed(
+            "iss",
+            expected,
+            iss.map(str::to_string),
+            "iss is not the expected issuer",
+        ));
     }
     let auds = audiences(&claims);
     let aud_ok = match &profile.audience {
@@ -190,8 +240,20 @@ pub async fn verify(
         Audience::OneOf(list) => auds.iter().any(|a| list.contains(&a.as_str())),
     };
     if !aud_ok {
-        return Err(TrustError::InvalidEvidence(
-            "aud does not contain an accepted audience".into(),
+        let expected = match &profile.audience {
+            Audience::Contains(want) => vec![want.to_string()],
+            Audience::OneOf(list) => list.iter().map(|a| a.to_string()).collect(),
+        };
+        let actual = match auds.as_slice() {
+            [] => None,
+            [one] => Some(one.clone()),
+            many => serde_json::to_string(many).ok(),
+        };
+        return Err(claim_failed(
+            "aud",
+            expected,
+            actual,
+            "aud does not contain an accepted audience",
         ));
     }
     Ok(claims)

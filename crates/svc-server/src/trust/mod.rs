@@ -96,6 +96,23 @@ pub enum TrustError {
         expected: Vec<String>,
         actual: Option<String>,
     },
+    /// A claim of evidence whose signature verified failed its check (`iss`, `aud`, the time
+    /// claims): `InvalidEvidence`, or `StaleEvidence` for a time claim, with what was expected
+    /// and what the claim held (the event's `attribute`, `expectedValues`, `actualValue`).
+    Claim(Box<ClaimCheck>),
+}
+
+/// A failed claim check ([`TrustError::Claim`]): never the evidence itself, only the compared
+/// claim's value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClaimCheck {
+    /// A time claim (`exp`, `nbf`, `iat`): `StaleEvidence`.
+    pub stale: bool,
+    pub claim: &'static str,
+    pub expected: Vec<String>,
+    pub actual: Option<String>,
+    /// The log line's description.
+    pub message: &'static str,
 }
 
 impl TrustError {
@@ -107,6 +124,22 @@ impl TrustError {
             TrustError::StaleEvidence(_) => "StaleEvidence",
             TrustError::Upstream(_) => "UpstreamError",
             TrustError::MatchRuleFailed { .. } => "MatchRuleFailed",
+            TrustError::Claim(c) if c.stale => "StaleEvidence",
+            TrustError::Claim(_) => "InvalidEvidence",
+        }
+    }
+
+    /// The compared value of a failed check, when it compares one: the attribute (a match
+    /// attribute or a claim), the values it had to hold and the value it held.
+    pub fn check(&self) -> Option<(&str, &[String], Option<&str>)> {
+        match self {
+            TrustError::MatchRuleFailed {
+                attribute,
+                expected,
+                actual,
+            } => Some((attribute, expected, actual.as_deref())),
+            TrustError::Claim(c) => Some((c.claim, &c.expected, c.actual.as_deref())),
+            _ => None,
         }
     }
 
@@ -121,6 +154,7 @@ impl TrustError {
             TrustError::MatchRuleFailed { attribute, .. } => {
                 format!("match rule on {attribute} failed")
             }
+            TrustError::Claim(c) => c.message.into(),
         }
     }
 }

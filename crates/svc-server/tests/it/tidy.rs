@@ -191,3 +191,111 @@ fn svc_edge_depends_on_neither_the_server_nor_a_database() {
         assert!(!toml.contains(forbidden), "svc-edge depends on {forbidden}");
     }
 }
+
+/// The folders of `dir` (a test binary's areas), by name.
+fn folders(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The test folders TESTING.md does not name: each folder of `tests/it` as `` `name/` `` in its
+/// table, each crate's `tests` directory by its path.
+fn unnamed_test_folders(testing: &str, it_folders: &[String], crate_test_dirs: &[String]) -> Vec<String> {
+    let it = it_folders
+        .iter()
+        .filter(|f| !testing.contains(&format!("`{f}/`")))
+        .map(|f| format!("crates/svc-server/tests/it/{f}/"));
+    let crates = crate_test_dirs
+        .iter()
+        .filter(|d| !testing.contains(d.as_str()))
+        .cloned();
+    it.chain(crates).collect()
+}
+
+/// TESTING.md lists every folder of the integration tests and every crate's test directory, with
+/// what it covers.
+#[test]
+fn testing_md_names_every_test_folder() {
+    let root = workspace_root();
+    let testing = std::fs::read_to_string(root.join("docs/TESTING.md")).unwrap();
+    let it = folders(&root.join("crates/svc-server/tests/it"));
+    assert!(it.len() > 10, "the test folders were not found");
+    let crate_tests: Vec<String> = folders(&root.join("crates"))
+        .into_iter()
+        .filter(|c| root.join("crates").join(c).join("tests").is_dir())
+        .map(|c| format!("crates/{c}/tests/"))
+        .collect();
+    let missing = unnamed_test_folders(&testing, &it, &crate_tests);
+    assert!(missing.is_empty(), "docs/TESTING.md does not name: {missing:?}");
+}
+
+#[test]
+fn a_test_folder_missing_from_testing_md_is_named() {
+    let testing = "| `edge/` | the Edge API |\n`crates/svc-edge/tests/cli.rs` runs the binary";
+    let missing = unnamed_test_folders(
+        testing,
+        &["edge".into(), "edge_client".into()],
+        &["crates/svc-edge/tests/".into(), "crates/svc-api/tests/".into()],
+    );
+    assert_eq!(
+        missing,
+        ["crates/svc-server/tests/it/edge_client/", "crates/svc-api/tests/"]
+    );
+}
+
+/// The Markdown pages of the repository's documentation: README.md and everything under docs/.
+fn doc_pages(root: &Path) -> Vec<File> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<File>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, root, out);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                let path = p.strip_prefix(root).unwrap().to_string_lossy().replace('\\', "/");
+                out.push(File {
+                    path,
+                    text: std::fs::read_to_string(&p).unwrap(),
+                });
+            }
+        }
+    }
+    let mut out = vec![File {
+        path: "README.md".into(),
+        text: std::fs::read_to_string(root.join("README.md")).unwrap(),
+    }];
+    walk(&root.join("docs"), root, &mut out);
+    out
+}
+
+/// Citations a reader of the repository cannot follow: the design documents the service was
+/// written from are not part of it, so the docs cite docs pages and the OpenAPI document.
+fn outside_citations(f: &File) -> Vec<String> {
+    ["shared/design", "shared/spec", "api-contract", "contract §"]
+        .iter()
+        .filter(|c| f.text.contains(**c))
+        .map(|c| format!("{}: cites `{c}`", f.path))
+        .collect()
+}
+
+#[test]
+fn the_docs_cite_only_what_the_repository_holds() {
+    let pages = doc_pages(&workspace_root());
+    assert!(pages.len() > 20, "the docs were not found");
+    let found: Vec<String> = pages.iter().flat_map(outside_citations).collect();
+    assert!(found.is_empty(), "cite a docs page instead:\n{}", found.join("\n"));
+}
+
+#[test]
+fn a_citation_of_the_design_documents_is_found() {
+    let page = File {
+        path: "docs/new.md".into(),
+        text: "As the contract §4.8 says (shared/design/api-contract.md, shared/spec/edge-api.md).\n".into(),
+    };
+    assert_eq!(outside_citations(&page).len(), 4);
+}

@@ -37,7 +37,7 @@ export function SignIn({ onSignedIn, notice }) {
   async function exchange(c, totp) {
     setBusy(true); setError(null);
     try {
-      const r = await api('POST', '/api/v1/sso/exchange', { body: totp ? { ssoCode: c, totpCode: totp } : { ssoCode: c }, auth: false });
+      const r = await api('POST', '/api/v1/sso/exchange', { body: totp ? { ssoCode: c, totpCode: totp } : { ssoCode: c }, auth: false, binding: true });
       onSignedIn(r.data.accessToken);
     } catch (e) {
       if (e.status === 401 && e.message === TOTP_NEEDED) { setStep('sso-totp'); if (totp) setError(e); } else setError(e);

@@ -6,7 +6,7 @@
 //! `Cache-Control: no-store`.
 
 use axum::extract::State;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use svc_api::mgmt::{LoginResponseDto, SsoExchangeDto, SsoProviderDto, SsoProviderListDto, SsoTotpRequiredDto};
 
@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Client, Ids, JsonBody, QueryPairs};
 use crate::http::resources::crud::to_json;
-use crate::service::sso::{CONSOLE_RETURN, Finished, Return};
+use crate::service::sso::{BINDING_COOKIE, CONSOLE_RETURN, Finished, Return};
 
 pub fn register(api: &mut Api<'_>) {
     api.public("/api/v1/sso/providers").get(
@@ -79,24 +79,63 @@ fn found(location: &str) -> Result<Response> {
 }
 
 /// `?redirect=console`: the sign-in ends in the console (any other value is refused: the return
-/// is never a URL the caller names).
+/// is never a URL the caller names), bound to this browser by a cookie (`BINDING_COOKIE`).
 async fn login(State(app): State<App>, Client(client): Client, ids: Ids, q: QueryPairs) -> Result<Response> {
     let ret = match q.get("redirect") {
         None => Return::Api,
         Some("console") => Return::Console,
         Some(_) => return Err(Error::field("redirect", "must be console")),
     };
-    let url = crate::service::sso::start(&app, ids.one(), ret, &client).await?;
-    found(&url)
+    let binding = (ret == Return::Console).then(crate::crypto::random_token);
+    let url = crate::service::sso::start(&app, ids.one(), ret, &client, binding.as_deref()).await?;
+    let mut r = found(&url)?;
+    if let Some(b) = binding {
+        set_binding(&app, &mut r, &b, 600)?;
+    }
+    Ok(r)
+}
+
+/// Sets (or, with `max_age` 0, clears) the browser binding of a console sign-in: HttpOnly, only
+/// for the SSO routes, sent on the identity provider's redirect back (`SameSite=Lax`), `Secure`
+/// when the service is reached over https.
+fn set_binding(app: &App, r: &mut Response, value: &str, max_age: u32) -> Result<()> {
+    let secure = if app.cfg.public_url.starts_with("https://") {
+        "; Secure"
+    } else {
+        ""
+    };
+    let cookie =
+        format!("{BINDING_COOKIE}={value}; Path=/api/v1/sso; Max-Age={max_age}; HttpOnly; SameSite=Lax{secure}");
+    let v = HeaderValue::from_str(&cookie).map_err(Error::internal)?;
+    r.headers_mut().append(header::SET_COOKIE, v);
+    Ok(())
+}
+
+/// The request's `BINDING_COOKIE`, if it sent one.
+fn binding_of(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|c| c.trim().split_once('='))
+        .find(|(k, _)| *k == BINDING_COOKIE)
+        .map(|(_, v)| v)
 }
 
 fn fragment(s: &str) -> String {
     url::form_urlencoded::byte_serialize(s.as_bytes()).collect()
 }
 
-async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs) -> Result<Response> {
+async fn callback(
+    State(app): State<App>,
+    Client(client): Client,
+    headers: HeaderMap,
+    q: QueryPairs,
+) -> Result<Response> {
     let get = |k: &str| q.get(k).map(str::to_string);
-    let done = crate::service::sso::callback(&app, get("code"), get("state"), get("error"), &client).await?;
+    let binding = binding_of(&headers);
+    let done = crate::service::sso::callback(&app, get("code"), get("state"), get("error"), &client, binding).await?;
     match (done.ret, done.result) {
         (Return::Api, Ok(Finished::Token(t))) => Ok(no_store(crate::http::ok(to_json(&t)))),
         // The API's caller owes a TOTP code: the code to exchange with it.
@@ -121,8 +160,18 @@ async fn callback(State(app): State<App>, Client(client): Client, q: QueryPairs)
     }
 }
 
-async fn exchange(State(app): State<App>, Client(client): Client, JsonBody(body): JsonBody) -> Result<Response> {
+async fn exchange(
+    State(app): State<App>,
+    Client(client): Client,
+    headers: HeaderMap,
+    JsonBody(body): JsonBody,
+) -> Result<Response> {
     let req: SsoExchangeDto = svc_api::schema::read(body)?;
-    let t = crate::service::sso::exchange_code(&app, req, &client).await?;
-    Ok(no_store(crate::http::ok(to_json(&t))))
+    let binding = binding_of(&headers);
+    let t = crate::service::sso::exchange_code(&app, req, &client, binding).await?;
+    let mut r = no_store(crate::http::ok(to_json(&t)));
+    if binding.is_some() {
+        set_binding(&app, &mut r, "", 0)?;
+    }
+    Ok(r)
 }

@@ -376,3 +376,70 @@ async fn a_secret_of_the_file_never_reaches_the_output() {
         serde_json::Value::Null
     );
 }
+
+/// A write that earned `X-Svc-Compliance-Warning` says so on standard error, with what the
+/// setting means: a policy with no trust provider accepts an edge token from any of them. A run
+/// that writes nothing warns of nothing.
+#[tokio::test]
+async fn apply_prints_the_compliance_warnings_a_write_earned() {
+    let t = TestApp::start().await;
+    let file = |description: &str| {
+        format!(
+            r#"- resource: client-workloads
+  externalId: {CW}
+  name: deploy-job
+  isActive: true
+  identities: [{{type: oidcIdTokenSubject, value: "repo:acme/app"}}]
+- resource: server-workloads
+  externalId: {SW}
+  name: partner
+  isActive: true
+  serviceEndpoint: {{host: api.partner.test, port: 443, appProtocol: HTTP, transportProtocol: TCP,
+                    requestedPort: 443, requestedTls: true, tls: true, tlsVerification: full}}
+- resource: credential-providers
+  externalId: {CP}
+  name: partner-key
+  type: apikey
+  isActive: true
+  apiKey: {CANARY}
+- resource: access-policies
+  name: open policy
+  description: {description}
+  isActive: true
+  clientWorkload: {CW}
+  serverWorkload: {SW}
+  trustProviders: []
+  credentialProviders:
+    - credentialProviderId: {CP}
+      mappingType: None
+"#
+        )
+    };
+    let path = write(&t, "open.yaml", &file("first"));
+    let o = svc(&t, &["admin", "apply", "-f", &path]).await;
+    let out = ok(&o);
+    assert!(out.contains("created access-policies "), "{out}");
+    let err = stderr(&o);
+    let warned = |err: &str, method: &str| {
+        err.lines().any(|l| {
+            l.starts_with(&format!(
+                "svc: warning: {method} /api/v2/access-policies: compliance setting ap_trust_prov_governance: "
+            )) && l.contains("accepts an edge token from any trust provider of its resource set")
+        })
+    };
+    assert!(warned(&err, "POST"), "{err}");
+    assert!(
+        err.contains("compliance setting ap_access_cond_governance: the access policy has no access condition"),
+        "{err}"
+    );
+    assert!(!err.contains(CANARY) && !out.contains(CANARY));
+    // Nothing written: nothing to warn of.
+    let o = svc(&t, &["admin", "apply", "-f", &path]).await;
+    ok(&o);
+    assert_eq!(stderr(&o), "", "a run without writes warned");
+    // An update that still lists no trust provider earns it again.
+    let path = write(&t, "open.yaml", &file("second"));
+    let o = svc(&t, &["admin", "apply", "-f", &path]).await;
+    assert!(ok(&o).contains("updated access-policies "));
+    assert!(warned(&stderr(&o), "PUT"), "{}", stderr(&o));
+}

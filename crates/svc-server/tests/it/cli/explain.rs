@@ -99,6 +99,33 @@ async fn explain_prints_what_the_api_answers() {
         "{table}"
     );
 
+    // Evidence /auth refuses: the table says which check failed, what it expected and found.
+    let wrong_aud = rig._iss.sign(
+        &rig._iss
+            .claims("https://elsewhere.example", crate::support::cred::SUBJECT),
+    );
+    let evidence = t.dir.join("wrong-aud.json");
+    std::fs::write(&evidence, json!({"oidc": {"identityToken": wrong_aud}}).to_string()).unwrap();
+    let evidence = evidence.display().to_string();
+    let mut refused_flags = flags.to_vec();
+    refused_flags[5] = evidence.as_str();
+    let table = ok(&svc(&t, &refused_flags).await);
+    assert!(table.starts_with("status: 401\nreason: InvalidToken\n"), "{table}");
+    let row = table
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("edgeToken"))
+        .unwrap();
+    assert!(row.contains("Failed") && row.contains("InvalidEvidence"), "{table}");
+    assert!(
+        row.contains(&format!(
+            "aud: expected [{}], got \"https://elsewhere.example\"",
+            t.base
+        )),
+        "{table}"
+    );
+    assert!(row.contains("aud does not contain an accepted audience"), "{table}");
+    assert!(!table.contains(&wrong_aud));
+
     // The API's refusals are the command's: a body without clientId.
     refused(
         &svc(&t, &["admin", "explain", "--type", "ApiKey"]).await,

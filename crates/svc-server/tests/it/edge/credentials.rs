@@ -142,6 +142,12 @@ async fn body_validation_messages() {
         credentials(&t, &access, b)
             .await
             .expect_error(400, &format!("The credentials request is invalid. {msg}"));
+        // The event says which field, as the answer does.
+        let ev = authz_events(&t, "&event-type=access.request").await;
+        assert_eq!(
+            ev[0]["outcome"],
+            json!({"result": "Unauthorized", "reason": "InvalidRequest", "detail": msg})
+        );
     }
     let r = t
         .send(
@@ -155,7 +161,14 @@ async fn body_validation_messages() {
     let req = authz_events(&t, "&event-type=access.request").await;
     assert!(
         req.iter()
-            .all(|e| e["outcome"] == json!({"result": "Unauthorized", "reason": "InvalidRequest"}))
+            .all(|e| e["outcome"]["result"] == "Unauthorized" && e["outcome"]["reason"] == "InvalidRequest")
+    );
+    assert!(
+        req[0]["outcome"]["detail"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("the body is missing, too large, not JSON")),
+        "{}",
+        req[0]
     );
     // Unknown fields are ignored at the edge (forward compatibility).
     let mut b = body("nowhere.example", 1, json!({}));
@@ -167,10 +180,22 @@ async fn body_validation_messages() {
 async fn invalid_tokens_are_401_and_management_tokens_are_refused() {
     let t = TestApp::start().await;
     let b = body("h.example", 443, json!({}));
-    for token in ["garbage", &t.token, "a.b.c"] {
+    let unsigned = "not a token signed by a current or previous token key";
+    for (token, why) in [
+        ("garbage", unsigned),
+        (&t.token, "not an edge token's claims"),
+        ("a.b.c", unsigned),
+    ] {
         credentials(&t, token, b.clone())
             .await
             .expect_error(401, "Unauthorized access.");
+        // The event names the check that refused it, never the token.
+        let ev = authz_events(&t, "&event-type=access.request").await;
+        assert_eq!(
+            ev[0]["outcome"],
+            json!({"result": "Unauthorized", "reason": "InvalidToken", "detail": why})
+        );
+        assert!(!ev[0].to_string().contains(token));
     }
     let r = t
         .send(
@@ -190,7 +215,8 @@ async fn invalid_tokens_are_401_and_management_tokens_are_refused() {
     let ev = authz_events(&t, "&event-type=access.request").await;
     assert_eq!(
         ev[0]["outcome"],
-        json!({"result": "Unauthorized", "reason": "InvalidToken"})
+        json!({"result": "Unauthorized", "reason": "InvalidToken",
+               "detail": "no bearer token (Authorization: Bearer <token>)"})
     );
 }
 
@@ -245,6 +271,26 @@ async fn a_verified_token_is_reused_only_while_it_stays_valid() {
         .expect(200);
     }
     ask(a).await.expect_error(401, "Unauthorized access.");
+    let refusal = || async { authz_events(&t, "&event-type=access.request").await[0]["outcome"]["detail"].clone() };
+    assert_eq!(
+        refusal().await,
+        "revoked: issued before its trust provider's tokens were revoked"
+    );
+    // While the provider is inactive, a token of it says so.
+    t.advance_clock(1_000);
+    let (d, _) = s.access(&t, "worker").await;
+    for active in [false, true] {
+        t.patch(
+            &format!("/api/v1/trust-providers/{}", s.tp),
+            json!({"isActive": active}),
+        )
+        .await
+        .expect(200);
+        if !active {
+            ask(d.clone()).await.expect_error(401, "Unauthorized access.");
+            assert_eq!(refusal().await, "its trust provider is inactive");
+        }
+    }
     // A token issued after that, kept, is refused past its expiry (one hour, 30 s of leeway).
     t.advance_clock(1_000);
     let (c, _) = s.access(&t, "worker").await;

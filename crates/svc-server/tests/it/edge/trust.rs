@@ -11,6 +11,94 @@ fn oidc(token: &str) -> Value {
     json!({"oidc": {"identityToken": token}})
 }
 
+/// The `/auth` refusal's event names the failed check — the claim or rule, what it had to be
+/// and what it was, in a line — for a wrong audience, issuer, expiry and a malformed token;
+/// never the evidence. The answer stays `Unauthorized.`.
+#[tokio::test]
+async fn a_refusals_event_names_the_failed_check_never_the_evidence() {
+    let t = TestApp::start().await;
+    let iss = FakeIssuer::start().await;
+    let (_, cid) = provider(&t, json!({"provider": "OidcIdToken", "oidcUrl": iss.url})).await;
+    let aud = t.base.clone();
+    let now = svc_server::clock::now_secs();
+    let check = |attribute: &str, expected: Value, actual: Value, detail: &str| json!({"attribute": attribute, "expectedValues": expected, "actualValue": actual, "detail": detail});
+    let mut expired = iss.claims(&aud, "a");
+    expired["exp"] = json!(now - 3600);
+    let mut other_iss = iss.claims(&aud, "a");
+    other_iss["iss"] = json!("https://evil.example");
+    let mut auds = iss.claims(&aud, "a");
+    auds["aud"] = json!(["x", "y"]);
+    let cases = [
+        (
+            iss.sign(&iss.claims("https://elsewhere", "a")),
+            "InvalidEvidence",
+            check(
+                "aud",
+                json!([aud]),
+                json!("https://elsewhere"),
+                "aud does not contain an accepted audience",
+            ),
+        ),
+        (
+            iss.sign(&auds),
+            "InvalidEvidence",
+            check(
+                "aud",
+                json!([aud]),
+                json!("[\"x\",\"y\"]"),
+                "aud does not contain an accepted audience",
+            ),
+        ),
+        (
+            iss.sign(&other_iss),
+            "InvalidEvidence",
+            check(
+                "iss",
+                json!([iss.url]),
+                json!("https://evil.example"),
+                "iss is not the expected issuer",
+            ),
+        ),
+        (
+            "not.a.jwt".to_string(),
+            "InvalidEvidence",
+            json!({"attribute": null, "expectedValues": null, "actualValue": null,
+                   "detail": "malformed token: header is not base64url"}),
+        ),
+    ];
+    for (token, reason, expected) in cases {
+        let r = auth(&t, &cid, oidc(&token)).await;
+        assert_eq!(
+            (r.status, r.body.clone()),
+            (401, json!({"success": false, "message": "Unauthorized.", "id": 0}))
+        );
+        let ev = last_authn(&t).await;
+        let tp = &ev["trustProviders"][0];
+        assert_eq!(tp["reason"], reason, "{ev}");
+        for k in ["attribute", "expectedValues", "actualValue", "detail"] {
+            assert_eq!(tp[k], expected[k], "{k}: {ev}");
+        }
+        // Never the evidence: not the token, nor its signature.
+        let text = ev.to_string();
+        assert!(!text.contains(&token), "{text}");
+        assert!(!text.contains(token.rsplit('.').next().unwrap()), "{text}");
+    }
+    // Expired: the time it had to be after, and its `exp`, as times.
+    refused(&t, &cid, oidc(&iss.sign(&expired)), "StaleEvidence").await;
+    let tp = last_authn(&t).await["trustProviders"][0].clone();
+    assert_eq!(tp["attribute"], "exp");
+    assert_eq!(tp["detail"], "token expired");
+    let expected = tp["expectedValues"][0].as_str().unwrap();
+    let actual = tp["actualValue"].as_str().unwrap();
+    assert!(expected.starts_with("after 20") && expected.ends_with('Z'), "{tp}");
+    assert!(actual.starts_with("20") && actual < &expected["after ".len()..], "{tp}");
+    // Accepted: no check, no detail.
+    auth_oidc(&t, &cid, &iss.sign(&iss.claims(&aud, "a"))).await;
+    let tp = last_authn(&t).await["trustProviders"][0].clone();
+    assert_eq!(tp["result"], "Attested");
+    assert!(tp.get("detail").is_none() && tp["attribute"].is_null(), "{tp}");
+}
+
 #[tokio::test]
 async fn oidc_token_rejections_each_have_their_reason() {
     let t = TestApp::start().await;

@@ -3,6 +3,8 @@
 //! several policies, connection-metadata selectors, RBAC — always the status `/edge/v1/credentials`
 //! answers for the same evidence, and nothing issued, called upstream or written.
 
+mod agree;
+
 use serde_json::{Value, json};
 
 use crate::support::cred::*;
@@ -473,4 +475,63 @@ async fn explain_issues_nothing_calls_no_provider_and_writes_nothing() {
     // The same request at the Edge API does call it (the fake counts).
     rig.issue(&t, "OAuthToken").await;
     assert_eq!(fake.count(), 1);
+}
+
+/// The OpenAPI document describes explain by its DTOs: named schemas with their properties, the
+/// step names and results as enums, `chosen` nullable.
+#[tokio::test]
+async fn the_explain_operation_is_described_by_its_dtos() {
+    let doc = svc_server::http::openapi::document();
+    let op = &doc["paths"][EVALUATE]["post"];
+    let schemas = &doc["components"]["schemas"];
+    let named = |v: &Value| {
+        v["$ref"]
+            .as_str()
+            .and_then(|r| r.strip_prefix("#/components/schemas/"))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("not a named schema: {v}"))
+    };
+    let request = named(&op["requestBody"]["content"]["application/json"]["schema"]);
+    assert_eq!(request, "AccessPolicyEvaluationRequestDTO");
+    let answer = named(&op["responses"]["200"]["content"]["application/json"]["schema"]);
+    assert_eq!(answer, "AccessPolicyEvaluationDTO");
+    let req = &schemas[&request];
+    assert_eq!(req["required"], json!(["clientId"]), "{req}");
+    for p in [
+        "clientId",
+        "client",
+        "server",
+        "credentialType",
+        "connectionMetadata",
+        "certSigningRequest",
+    ] {
+        assert!(req["properties"].get(p).is_some(), "{p}: {req}");
+    }
+    let ans = &schemas[&answer];
+    for p in ["status", "reason", "message", "steps"] {
+        assert!(ans["properties"].get(p).is_some(), "{p}: {ans}");
+    }
+    let step = &schemas["AccessPolicyEvaluationStepDTO"];
+    assert!(step["properties"]["detail"].is_object(), "{step}");
+    let names = schemas["AccessPolicyEvaluationStepName"]["enum"].as_array().unwrap();
+    assert_eq!(names.len(), 13);
+    assert!(names.contains(&json!("trustProvider")) && names.contains(&json!("edgeToken")));
+    let results = &schemas["AccessPolicyEvaluationStepResult"]["enum"];
+    assert_eq!(*results, json!(["Passed", "Failed", "Skipped"]));
+    let detail = &schemas["AccessPolicyEvaluationStepDetailDTO"]["properties"];
+    for p in [
+        "contentSecurity",
+        "attribute",
+        "expectedValues",
+        "actualValue",
+        "chosen",
+        "mappings",
+    ] {
+        assert!(detail.get(p).is_some(), "{p}: {detail}");
+    }
+    assert!(
+        detail["chosen"].to_string().contains("null"),
+        "chosen is nullable: {}",
+        detail["chosen"]
+    );
 }

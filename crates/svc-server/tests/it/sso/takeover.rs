@@ -307,6 +307,44 @@ async fn sso_does_not_skip_the_second_factor() {
         .expect(200);
 }
 
+/// A console sign-in's start: the identity provider's `state` and `nonce`, and the browser
+/// binding cookie the start set (`name=value`).
+async fn console_start(t: &TestApp, id: &str) -> (String, String, String) {
+    let r = t.get(&format!("/api/v1/sso/login/{id}?redirect=console")).await;
+    assert_eq!(r.status, 302);
+    let set = r
+        .header("set-cookie")
+        .expect("a console sign-in sets its binding cookie");
+    assert!(set.starts_with("svc_sso_binding="), "{set}");
+    for attr in ["Path=/api/v1/sso", "HttpOnly", "SameSite=Lax", "Max-Age=600"] {
+        assert!(set.contains(attr), "{set}");
+    }
+    let cookie = set.split(';').next().unwrap().to_string();
+    let u = url::Url::parse(r.header("location").unwrap()).unwrap();
+    (query(&u, "state").unwrap(), query(&u, "nonce").unwrap(), cookie)
+}
+
+/// `GET path` anonymously, sending `cookie` (`name=value`) when given.
+async fn get_with_cookie(t: &TestApp, path: &str, cookie: Option<&str>) -> Resp {
+    let mut req = t.client.get(t.url(path));
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    t.send(req).await
+}
+
+/// `POST /api/v1/sso/exchange` anonymously, sending `cookie` when given.
+async fn exchange_with_cookie(t: &TestApp, code: &str, cookie: Option<&str>) -> Resp {
+    let mut req = t
+        .client
+        .post(t.url("/api/v1/sso/exchange"))
+        .json(&json!({"ssoCode": code}));
+    if let Some(c) = cookie {
+        req = req.header("cookie", c);
+    }
+    t.send(req).await
+}
+
 #[tokio::test]
 async fn a_console_sign_in_ends_in_the_console_with_a_one_time_code() {
     let t = TestApp::start().await;
@@ -315,29 +353,86 @@ async fn a_console_sign_in_ends_in_the_console_with_a_one_time_code() {
         .as_str()
         .unwrap()
         .to_string();
-    let r = t.get(&format!("/api/v1/sso/login/{id}?redirect=console")).await;
-    assert_eq!(r.status, 302);
-    let u = url::Url::parse(r.header("location").unwrap()).unwrap();
-    let (state, nonce) = (query(&u, "state").unwrap(), query(&u, "nonce").unwrap());
+    let (state, nonce, cookie) = console_start(&t, &id).await;
     idp.answer_with(idp.sign(&idp.claims(&nonce, ADMIN_EMAIL)));
-    let cb = finish(&t, &state).await;
+    let cb = get_with_cookie(
+        &t,
+        &format!("/api/v1/sso/callback?code=the-code&state={state}"),
+        Some(&cookie),
+    )
+    .await;
     assert_eq!(cb.status, 302);
     let loc = cb.header("location").unwrap().to_string();
     let code = loc.strip_prefix("/console/#sso-code=").expect(&loc).to_string();
-    let ok = t.post_anon("/api/v1/sso/exchange", json!({"ssoCode": code})).await;
+    let ok = exchange_with_cookie(&t, &code, Some(&cookie)).await;
     ok.expect(200);
+    // The binding is spent with the sign-in.
+    let cleared = ok.header("set-cookie").unwrap_or_default();
+    assert!(
+        cleared.starts_with("svc_sso_binding=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
     // A failure goes back to the console too, with the API's message.
-    let r = t.get(&format!("/api/v1/sso/login/{id}?redirect=console")).await;
-    let u = url::Url::parse(r.header("location").unwrap()).unwrap();
-    let state = query(&u, "state").unwrap();
-    let cb = t
-        .get(&format!("/api/v1/sso/callback?error=access_denied&state={state}"))
-        .await;
+    let (state, _, cookie) = console_start(&t, &id).await;
+    let cb = get_with_cookie(
+        &t,
+        &format!("/api/v1/sso/callback?error=access_denied&state={state}"),
+        Some(&cookie),
+    )
+    .await;
     assert_eq!(cb.header("location"), Some("/console/#sso-error=SSO+sign-in+failed."));
     // The return is never a URL the caller names.
     t.get(&format!("/api/v1/sso/login/{id}?redirect=https://evil.example"))
         .await
         .expect_error(400, "redirect: must be console");
+}
+
+/// Login CSRF: an attacker signs in at the IdP as themself through the console flow and sends
+/// the victim the callback link (or the console link with the code it ended in). The victim's
+/// browser does not hold the attacker's binding cookie, so neither the callback nor the code's
+/// exchange signs it in (as the attacker, whose session the victim would then work in).
+#[tokio::test]
+async fn a_console_sign_in_started_in_one_browser_signs_in_no_other() {
+    let t = TestApp::start().await;
+    let idp = TestIdp::start().await;
+    let id = t.post(IDPS, idp.body()).await.expect(201)["externalId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The callback link, opened in another browser (no cookie, or its own sign-in's cookie).
+    let (_, _, victims) = console_start(&t, &id).await;
+    for cookie in [None, Some(victims.as_str())] {
+        let (state, nonce, _attackers) = console_start(&t, &id).await;
+        idp.answer_with(idp.sign(&idp.claims(&nonce, ADMIN_EMAIL)));
+        let cb = get_with_cookie(&t, &format!("/api/v1/sso/callback?code=the-code&state={state}"), cookie).await;
+        assert_eq!(
+            cb.header("location"),
+            Some("/console/#sso-error=SSO+sign-in+failed."),
+            "{cookie:?}"
+        );
+    }
+    // The code the attacker's own browser earned, exchanged by another browser: refused, and
+    // spent (the attacker cannot use it either).
+    for cookie in [None, Some(victims.as_str())] {
+        let (state, nonce, attackers) = console_start(&t, &id).await;
+        idp.answer_with(idp.sign(&idp.claims(&nonce, ADMIN_EMAIL)));
+        let cb = get_with_cookie(
+            &t,
+            &format!("/api/v1/sso/callback?code=the-code&state={state}"),
+            Some(&attackers),
+        )
+        .await;
+        let loc = cb.header("location").unwrap().to_string();
+        let code = loc.strip_prefix("/console/#sso-code=").expect(&loc).to_string();
+        let r = exchange_with_cookie(&t, &code, cookie).await;
+        assert_eq!(r.status, 401, "{cookie:?}: {}", r.text);
+        assert!(r.body.get("accessToken").is_none());
+        exchange_with_cookie(&t, &code, Some(&attackers))
+            .await
+            .expect_error(400, "ssoCode: unknown or expired");
+    }
+    // The API's flow (no console) has no cookie to present and needs none.
+    sign_in(&t, &idp, &id, ADMIN_EMAIL, |_| {}).await.expect(200);
 }
 
 /// An `Identity Providers` administrator sends back a SuperAdmin's IdP with its SuperAdmin
