@@ -1,8 +1,12 @@
 //! Edge API wire types (contract §4.1). Unknown properties are ignored here (SDK forward
 //! compatibility); the server validates what it needs and answers with the §4.9 messages.
+//! Their JSON Schemas (named as the contract names the DTOs) are the OpenAPI document's; the edge
+//! does not check bodies against them (no `schema::read` on the hot path: [`parse_body`] reads
+//! them with serde directly).
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::de::Visitor;
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -64,70 +68,99 @@ fn map_only_list<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result
 }
 
 /// Body of `POST /edge/v1/auth`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "AuthRequest", extend("required" = ["clientId", "client"]))]
 pub struct AuthRequest {
+    /// The trust provider's `edgeSdkClientId`: `svc:<stack>:<tenant>:identity:<type>:<id>`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client_id: Option<String>,
+    /// The attestation evidence of the provider's kind.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientWorkloadDetails>,
 }
 
 /// `TokenDTO`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "TokenDTO", extend("required" = ["accessToken", "refreshToken", "tokenType", "expiresIn"]))]
 pub struct TokenDto {
+    /// The Edge access token (a JWT) for `/edge/v1/credentials`.
     pub access_token: String,
+    /// Always `null`.
     #[serde(default)]
     pub refresh_token: Option<String>,
+    /// `Bearer`.
     pub token_type: String,
+    /// Seconds until the token expires (`SVC_EDGE_TOKEN_TTL_SECONDS`).
     pub expires_in: i32,
 }
 
 /// Body of `POST /edge/v1/credentials`.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "ApiCredentialsRequest", extend("required" = ["client", "server", "credentialType"]))]
 pub struct ApiCredentialsRequest {
+    /// The same identity context as for `/auth`.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientWorkloadDetails>,
+    /// The target.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub server: Option<ServerWorkloadDetails>,
+    /// The requested type: one of `CredentialProviderTypes` (read as text: another value is the
+    /// §4.9 answer to an invalid body, not a parse failure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub credential_type: Option<String>,
+    /// Selects one credential mapping of a multi-provider policy.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connection_metadata: Option<ConnectionMetadata>,
+    /// A PEM PKCS#10 CSR: required for `X509Svid`, ignored otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cert_signing_request: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// `ServerWorkloadDetails`: the target of a credential request.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "ServerWorkloadDetails", extend("required" = ["host", "port"]))]
 pub struct ServerWorkloadDetails {
+    /// `TCP` (the default).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub transport_protocol: Option<String>,
+    /// A host name, an IP address or an FQDN.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
+    /// 1..65535 (read as any integer: another is the §4.9 answer to an invalid body).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "Option<i32>", range(min = 1, max = 65535))]
     pub port: Option<i64>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// `ConnectionMetadata`: which mapping of a multi-provider policy answers.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "ConnectionMetadata")]
 pub struct ConnectionMetadata {
+    /// Selects an `AccessKeyId` mapping (`^[A-Z0-9]+$`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub access_key_id: Option<String>,
+    /// Selects an `AccountName` mapping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub account_name: Option<String>,
+    /// With `headerValue`: selects an `HttpHeader` mapping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header_name: Option<String>,
+    /// With `headerName`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub header_value: Option<String>,
+    /// With `httpBodyFieldValue`: selects an `HttpBody` mapping.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http_body_field_path: Option<String>,
+    /// With `httpBodyFieldPath`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub http_body_field_value: Option<String>,
 }
@@ -144,125 +177,161 @@ impl ConnectionMetadata {
 }
 
 /// `ClientWorkloadDetails`: attestation evidence and self-reported context.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "ClientWorkloadDetails")]
 pub struct ClientWorkloadDetails {
+    /// The workload's IP as it reports it: honoured only from trusted proxies.
     #[serde(rename = "sourceIP")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub source_ip: Option<String>,
+    /// CloudA evidence: the instance identity document, or a signed `GetCallerIdentity`.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud_a: Option<CloudA>,
+    /// CloudB evidence: the attested document.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud_b: Option<CloudB>,
+    /// CloudC evidence: the identity token.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cloud_c: Option<CloudC>,
+    /// The self-reported environment.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub os: Option<Os>,
+    /// The orchestrator's service-account token.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub orchestrator: Option<Orchestrator>,
+    /// Self-reported host facts.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Host>,
+    /// A CiA job's identity token.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_a: Option<IdentityToken>,
+    /// A CiB job's identity token.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_b: Option<IdentityToken>,
+    /// A CiC job's identity token.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ci_c: Option<IdentityToken>,
+    /// A generic OIDC ID token.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub oidc: Option<IdentityToken>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "CloudADetails")]
 pub struct CloudA {
+    /// Base64 of the instance identity document's bytes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_identity_document: Option<String>,
+    /// Base64 signature of those bytes (raw RSA or PKCS#7).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_identity_document_signature: Option<String>,
+    /// Self-reported.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lambda: Option<Lambda>,
+    /// Self-reported.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ecs: Option<Ecs>,
+    /// A signed `GetCallerIdentity` request.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sts_get_caller_identity: Option<StsGetCallerIdentity>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
+#[schemars(rename = "LambdaDetails")]
 pub struct Lambda {
+    /// The function's ARN.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub arn: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "EcsDetails")]
 pub struct Ecs {
+    /// JSON text of the container metadata document.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub container_metadata: Option<String>,
+    /// JSON text of the task metadata document.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub task_metadata: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
+#[schemars(rename = "StsGetCallerIdentityDetails")]
 pub struct StsGetCallerIdentity {
+    /// The signed request's headers.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headers: Option<BTreeMap<String, Option<String>>>,
+    /// The region the request was signed for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "CloudBDetails")]
 pub struct CloudB {
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attested_document: Option<AttestedDocument>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
+#[schemars(rename = "AttestedDocumentDetails")]
 pub struct AttestedDocument {
+    /// `pkcs7`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
+    /// Base64 DER PKCS#7 SignedData.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub signature: Option<String>,
+    /// The nonce used when fetching the document.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nonce: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "CloudCDetails")]
 pub struct CloudC {
+    /// The identity token (a JWT).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_token: Option<String>,
+    /// Base64 instance document; not used for verification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_document: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
+#[schemars(rename = "OsDetails")]
 pub struct Os {
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub environment: Option<OsEnvironment>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(default)]
+#[schemars(rename = "OsEnvironmentDetails")]
 pub struct OsEnvironment {
     #[serde(rename = "ORCH_POD_NAME")]
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -278,15 +347,18 @@ pub struct OsEnvironment {
     pub svc_resource_set_id: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "OrchestratorDetails")]
 pub struct Orchestrator {
+    /// The service-account JWT.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub service_account_token: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "HostDetails")]
 pub struct Host {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hostname: Option<String>,
@@ -294,6 +366,7 @@ pub struct Host {
     pub domain_name: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub system_serial_number: Option<String>,
+    /// The process asking.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub process: Option<Process>,
@@ -305,13 +378,16 @@ pub struct Host {
     pub network_interfaces: Option<Vec<NetworkInterface>>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "ProcessDTO")]
 pub struct Process {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// The process id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<i64>,
+    /// The process's user id.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub user_id: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -324,23 +400,27 @@ pub struct Process {
     pub exe_hash: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "SensorsDetails")]
 pub struct Sensors {
+    /// For SensorA access conditions.
     #[serde(deserialize_with = "map_only")]
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sensor_a: Option<SensorA>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "SensorADetails")]
 pub struct SensorA {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent_id: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "NetworkInterfacesDTO")]
 pub struct NetworkInterface {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -352,9 +432,11 @@ pub struct NetworkInterface {
     pub ipv6_addresses: Option<Vec<String>>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
+#[schemars(rename = "IdentityTokenAttestationDTO")]
 pub struct IdentityToken {
+    /// The token (a JWT).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identity_token: Option<String>,
 }
@@ -396,6 +478,16 @@ impl CredentialType {
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+impl JsonSchema for CredentialType {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "CredentialProviderTypes".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let names: Vec<&str> = CredentialType::ALL.iter().map(|t| t.as_str()).collect();
+        schemars::json_schema!({"type": "string", "enum": names})
     }
 }
 
@@ -461,6 +553,25 @@ impl<'de> Deserialize<'de> for EdgeCredentials {
     }
 }
 
+/// An object of [`EdgeCredentials::KEYS`], each a string or `null`, and no other key.
+impl JsonSchema for EdgeCredentials {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "EdgeCredentials".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let props: serde_json::Map<String, serde_json::Value> = EdgeCredentials::KEYS
+            .iter()
+            .map(|k| (k.to_string(), serde_json::json!({"type": ["string", "null"]})))
+            .collect();
+        schemars::json_schema!({
+            "description": "Exactly the keys of the issued type (§4.10); `{}` for `Unknown`.",
+            "type": "object",
+            "properties": props,
+            "additionalProperties": false,
+        })
+    }
+}
+
 impl Serialize for EdgeCredentials {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;
@@ -472,8 +583,9 @@ impl Serialize for EdgeCredentials {
 }
 
 /// `ApiCredentialsResponse`
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ApiCredentialsResponse", extend("required" = ["credentialType", "expiresAt", "data"]))]
 pub struct ApiCredentialsResponse {
     pub credential_type: CredentialType,
     #[serde(default)]

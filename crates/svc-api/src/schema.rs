@@ -45,7 +45,48 @@ pub fn generator() -> SchemaGenerator {
             s.meta_schema = None;
         })
         .with_transform(AddDiscriminator)
+        .with_transform(NullInAnswers)
         .into_generator()
+}
+
+/// A write-only secret (`Option<String>` with `writeOnly`) is `null` in every answer (contract
+/// §1.9: the key is there, its value never is). OpenAPI's `writeOnly` says the property is not
+/// sent in responses at all, so a checker of answers (schemathesis) refuses even the `null`: the
+/// mark goes on the value branch instead, `{"anyOf": [{"type": "string", "writeOnly": true, …},
+/// {"type": "null", …}]}` — a request may carry the string, an answer carries `null`. The body
+/// check reads it as before (a nullable `anyOf`: the same messages).
+#[derive(Clone)]
+struct NullInAnswers;
+
+impl Transform for NullInAnswers {
+    fn transform(&mut self, schema: &mut schemars::Schema) {
+        schemars::transform::transform_subschemas(self, schema);
+        let Some(obj) = schema.as_object_mut() else { return };
+        if obj.get("writeOnly").and_then(Value::as_bool) != Some(true) {
+            return;
+        }
+        let Some(Value::Array(types)) = obj.get("type") else {
+            return;
+        };
+        let non_null: Vec<Value> = types.iter().filter(|t| t.as_str() != Some("null")).cloned().collect();
+        if non_null.len() != 1 || non_null.len() == types.len() {
+            return;
+        }
+        let mut value = std::mem::take(obj);
+        let description = value.remove("description");
+        value.remove("default");
+        value.insert("type".into(), non_null[0].clone());
+        obj.insert(
+            "anyOf".into(),
+            serde_json::json!([
+                Value::Object(value),
+                {"type": "null", "description": "Always null in answers: the value is write-only."}
+            ]),
+        );
+        if let Some(d) = description {
+            obj.insert("description".into(), d);
+        }
+    }
 }
 
 /// Adds an OpenAPI `discriminator` to a `oneOf` whose branches each fix one property to a
@@ -531,6 +572,50 @@ mod tests {
         assert_eq!(
             err::<Thing>(json!({"extra": 1, "name": "x", "isActive": true})),
             "extra: unknown property"
+        );
+    }
+
+    #[derive(Debug, Serialize, Deserialize, JsonSchema, PartialEq)]
+    #[serde(rename_all = "camelCase")]
+    struct WithSecret {
+        /// The secret.
+        #[schemars(length(min = 12, max = 128), extend("writeOnly" = true))]
+        password: Option<String>,
+    }
+
+    /// A write-only secret's schema admits `null` in answers (the value branch is write-only),
+    /// and the body check reads it as a nullable string, with the same messages.
+    #[test]
+    fn a_write_only_secret_is_a_write_only_value_or_null() {
+        let mut g = generator();
+        let _ = g.subschema_for::<WithSecret>();
+        let defs = g.take_definitions(true);
+        let p = &defs["WithSecret"]["properties"]["password"];
+        assert_eq!(p["description"], "The secret.");
+        assert_eq!(p["anyOf"][0]["type"], "string");
+        assert_eq!(p["anyOf"][0]["writeOnly"], true);
+        assert_eq!(p["anyOf"][0]["minLength"], 12);
+        assert_eq!(p["anyOf"][1]["type"], "null");
+        assert!(p.get("writeOnly").is_none());
+        assert_eq!(
+            read::<WithSecret>(json!({"password": null})).unwrap(),
+            WithSecret { password: None }
+        );
+        let long = "x".repeat(12);
+        assert_eq!(
+            read::<WithSecret>(json!({ "password": long }))
+                .unwrap()
+                .password
+                .as_deref(),
+            Some(long.as_str())
+        );
+        assert_eq!(
+            err::<WithSecret>(json!({"password": "short"})),
+            "password: must be 12..128 characters"
+        );
+        assert_eq!(
+            err::<WithSecret>(json!({"password": 5})),
+            "password: must be a string, not a number"
         );
     }
 

@@ -50,7 +50,7 @@ pub struct AgentControllerDto {
     /// `null`).
     #[serde(default)]
     #[schemars(extend("readOnly" = true))]
-    pub trust_provider: Option<serde_json::Value>,
+    pub trust_provider: Option<super::TrustProviderDto>,
     /// Always false in this version (no health reports yet).
     #[serde(default)]
     #[schemars(extend("readOnly" = true))]
@@ -107,7 +107,7 @@ pub struct AgentControllerPatchDto {
     pub tls_certificates: Option<Vec<AgentControllerTlsCertificateDto>>,
     #[serde(default)]
     #[schemars(extend("readOnly" = true))]
-    pub trust_provider: Option<serde_json::Value>,
+    pub trust_provider: Option<super::TrustProviderDto>,
     #[serde(default)]
     #[schemars(extend("readOnly" = true))]
     pub is_healthy: Option<bool>,

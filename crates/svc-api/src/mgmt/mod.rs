@@ -27,6 +27,10 @@ pub mod resource_sets;
 pub mod roles;
 pub mod routings;
 pub mod settings;
+pub mod sso_idps;
+pub mod trust_providers;
+pub mod users;
+pub mod workloads;
 
 pub use access_policies::{
     CreatePolicyDto, EntityRefDto, GetPolicyDto, MappingType, PatchPolicyV2Dto, PolicyCredentialMappingDto, PolicyDto,
@@ -92,4 +96,20 @@ pub use roles::{AccessLevel, PermissionDto, RoleDto, RoleResourceSetDto};
 pub use routings::RoutingDto;
 pub use settings::{
     ComplianceLevel, ComplianceSetting, GetSignInPolicyDto, MfaSignInPolicyDto, SettingDto, SsoSignInPolicyDto,
+};
+pub use sso_idps::{
+    OidcAuthType, OidcIdentityProviderDto, SamlIdentityProviderDto, SsoIdentityProviderCommon, SsoIdentityProviderDto,
+    SsoStatementRoleMappingDto,
+};
+pub use trust_providers::{
+    CiTrustProviderDto, CloudAMetadataServiceTrustProviderDto, KeyMaterial, PemType, PlatformTrustProviderDto,
+    PublicKeyValidationDto, TokenIssuerTrustProviderDto, TrustProviderCommon, TrustProviderDto, TrustProviderKind,
+    TrustProviderMatchRuleDto, TrustProviderPatchDto, TrustProviderSecretDto, TrustProviderSecretSlimDto,
+    TrustProviderSecretType,
+};
+pub use users::{UserDto, UserPatchDto, UserSsoIdentityDto, UserTokensDto};
+pub use workloads::{
+    AppProtocol, AuthMethod, ClientIdentifierDto, ClientWorkloadDto, ClientWorkloadIdentityDto, ClientWorkloadPatchDto,
+    ServerWorkloadDto, ServerWorkloadPatchDto, TransportProtocol, WorkloadServiceAuthenticationDto,
+    WorkloadServiceEndpointDto,
 };

@@ -292,18 +292,3 @@ impl Drop for Route<'_, '_> {
         }
     }
 }
-
-/// A body not (yet) described by a typed DTO: any JSON object, read by its resource with
-/// `svc_api::Obj`. The document shows it as a bare object; `tests/it/ops` lists where it is left.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-#[serde(transparent)]
-pub struct Untyped(pub serde_json::Value);
-
-impl JsonSchema for Untyped {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "Object".into()
-    }
-    fn json_schema(_: &mut SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({"type": "object", "additionalProperties": true})
-    }
-}

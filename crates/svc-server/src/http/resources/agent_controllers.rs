@@ -135,7 +135,7 @@ pub fn controller_dto(app: &App, st: &Snapshot, c: &AgentController) -> AgentCon
         .trust_provider
         .filter(|id| may_read(app, st, *id))
         .and_then(|id| st.trust_providers.get(&id))
-        .map(|tp| super::trust_providers::trust_json(app, st, tp, None));
+        .map(|tp| super::trust_providers::trust_dto(app, st, tp, None));
     AgentControllerDto {
         id: c.meta.seq,
         external_id: Some(c.meta.id),

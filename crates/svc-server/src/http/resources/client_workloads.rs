@@ -1,18 +1,18 @@
 //! Client workloads (contract §3.3) and the identity-type catalogue.
 
 use axum::response::Response;
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{ClientIdentifierDto, ClientWorkloadDto, ClientWorkloadIdentityDto, ClientWorkloadPatchDto};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnCreate, Resource};
 use crate::app::App;
 use crate::domain::identity::{IDENTITY_TYPES, lookup};
 use crate::domain::workload::{ClientWorkload, Identity};
 use crate::domain::{Label, Meta, Perm};
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Op, Untyped};
+use crate::http::api::{Api, Op};
 use crate::http::guard::Scope;
 use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::http::ok;
@@ -32,7 +32,7 @@ pub fn register(api: &mut Api<'_>) {
     )
     .get(
         identifiers,
-        Op::new("The identity-type catalogue (§3.3)").ok::<Vec<Untyped>>(200),
+        Op::new("The identity-type catalogue (§3.3)").ok::<Vec<ClientIdentifierDto>>(200),
     );
 }
 
@@ -58,114 +58,111 @@ const SPEC: ListSpec = ListSpec::new("clientWorkloads", Base::Scoped)
         field_filter("type"),
     ]);
 
-pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
-    let mut o = base_json(&w.meta, true);
-    let ids: Vec<Value> = w
-        .identities
-        .iter()
-        .map(|i| json!({"type": i.kind, "value": i.value, "key": i.key}))
-        .collect();
-    o.insert("identities".into(), Value::Array(ids));
-    o.insert("enforceSso".into(), json!(w.enforce_sso));
-    o.insert("ssoIdentityProviders".into(), json!(w.sso_identity_providers));
-    o.insert("type".into(), json!(w.label));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(RefField::ClientWorkload, w.meta.id)),
-    );
-    Value::Object(o)
+/// `ClientWorkloadExternalDTO`.
+pub fn client_dto(st: &Snapshot, w: &ClientWorkload) -> ClientWorkloadDto {
+    ClientWorkloadDto {
+        base: base_dto(&w.meta),
+        resource_set: Some(w.meta.scope()),
+        identities: Some(
+            w.identities
+                .iter()
+                .map(|i| ClientWorkloadIdentityDto {
+                    kind: i.kind.to_string(),
+                    value: i.value.clone(),
+                    key: i.key.clone(),
+                })
+                .collect(),
+        ),
+        enforce_sso: w.enforce_sso,
+        sso_identity_providers: Some(w.sso_identity_providers.clone()),
+        label: w.label.clone(),
+        access_policy_count: crud::count(st.idx.policy_count(RefField::ClientWorkload, w.meta.id)),
+    }
 }
 
-fn parse_identities(o: &mut Obj) -> Result<Option<Vec<Identity>>> {
-    let ids = o.opt_obj_list("identities", |i| {
-        let kind = i.req_str_len("type", 1, 255)?;
-        let value = i.req_str_len("value", 1, 1024)?;
-        let key = i.opt_str_len("key", 0, 255)?;
-        let Some(ty) = lookup(&kind) else {
-            return Err(svc_api::FieldError::new(
-                i.path("type"),
+/// [`client_dto`] as JSON, for the views that embed it untyped (v1 access policies).
+pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
+    crud::to_json(&client_dto(st, w))
+}
+
+/// The identities of a body (their schema checked): a known type, `key` exactly for
+/// `oidcIdToken`, an address or CIDR for `sourceIPAddress`; at most 50.
+fn parse_identities(ids: Option<Vec<ClientWorkloadIdentityDto>>) -> Result<Option<Vec<Identity>>> {
+    let Some(ids) = ids else { return Ok(None) };
+    let mut out = Vec::with_capacity(ids.len());
+    for (n, i) in ids.into_iter().enumerate() {
+        let at = |f: &str| format!("identities[{n}].{f}");
+        let Some(ty) = lookup(&i.kind) else {
+            return Err(Error::field(
+                at("type"),
                 "unknown identity type (see /api/v1/client-workloads/identifiers)",
             ));
         };
-        match (ty.name == "oidcIdToken", &key) {
-            (true, None) => {
-                return Err(svc_api::FieldError::new(i.path("key"), "is required for oidcIdToken"));
-            }
-            (true, Some(k)) if k.is_empty() => {
-                return Err(svc_api::FieldError::new(i.path("key"), "is required for oidcIdToken"));
-            }
-            (false, Some(_)) => {
-                return Err(svc_api::FieldError::new(
-                    i.path("key"),
-                    "is only allowed for oidcIdToken",
-                ));
-            }
+        match (ty.name == "oidcIdToken", &i.key) {
+            (true, None) => return Err(Error::field(at("key"), "is required for oidcIdToken")),
+            (true, Some(k)) if k.is_empty() => return Err(Error::field(at("key"), "is required for oidcIdToken")),
+            (false, Some(_)) => return Err(Error::field(at("key"), "is only allowed for oidcIdToken")),
             _ => {}
         }
-        if ty.name == "sourceIPAddress" && crate::net::IpNet::parse(&value).is_none() {
-            return Err(svc_api::FieldError::new(
-                i.path("value"),
-                "must be an IP address or CIDR",
-            ));
+        if ty.name == "sourceIPAddress" && crate::net::IpNet::parse(&i.value).is_none() {
+            return Err(Error::field(at("value"), "must be an IP address or CIDR"));
         }
-        Ok(Identity {
-            kind: Label::new(&kind),
-            value,
-            key,
-        })
-    })?;
-    if ids.as_ref().is_some_and(|v| v.len() > 50) {
+        out.push(Identity {
+            kind: Label::new(&i.kind),
+            value: i.value,
+            key: i.key,
+        });
+    }
+    if out.len() > 50 {
         return Err(Error::field("identities", "at most 50 identities"));
     }
-    Ok(ids)
+    Ok(Some(out))
 }
 
 pub struct Input {
     identities: Option<Vec<Identity>>,
     enforce_sso: Option<bool>,
-    sso: Option<Vec<uuid::Uuid>>,
+    sso: Option<Vec<Uuid>>,
     label: Option<String>,
-}
-
-fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let identities = parse_identities(&mut o)?;
-    let (enforce_sso, sso, label) = if mode == Mode::Patch {
-        (None, None, None)
-    } else {
-        let e = o.opt_bool("enforceSso")?;
-        let s = o.opt_uuid_list("ssoIdentityProviders")?;
-
-        let l = o.opt_str_len("type", 0, 64)?;
-        (e, s, l)
-    };
-    o.ignore(&["accessPolicyCount"]);
-    o.finish()?;
-    let input = Input {
-        identities,
-        enforce_sso,
-        sso,
-        label,
-    };
-    Ok((base, input))
 }
 
 impl Resource for ClientWorkloads {
     type Record = ClientWorkload;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = ClientWorkloadDto;
+    type Patch = ClientWorkloadPatchDto;
     const NAME: &'static str = "client workloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
 
-    fn parse(_app: &App, body: Untyped, mode: Mode, _stored: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
-        parse(body.0, mode)
+    fn parse(_: &App, dto: ClientWorkloadDto, _: Mode, _: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
+        let base = base_input(dto.base, dto.resource_set)?;
+        let input = Input {
+            identities: parse_identities(dto.identities)?,
+            enforce_sso: Some(dto.enforce_sso),
+            sso: dto.sso_identity_providers,
+            label: dto.label,
+        };
+        Ok((base, input))
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    /// ClientWorkloadPatchDTO: the base fields and `identities`.
+    fn parse_patch(_: &App, p: ClientWorkloadPatchDto, _: Option<&ClientWorkload>) -> Result<(BaseInput, Input)> {
+        let mut base = patch_input(svc_api::mgmt::EntityPatch {
+            external_id: p.external_id,
+            name: p.name,
+            description: p.description,
+            is_active: p.is_active,
+            tags: p.tags,
+        })?;
+        base.resource_set = p.resource_set;
+        let input = Input {
+            identities: parse_identities(p.identities)?,
+            enforce_sso: None,
+            sso: None,
+            label: None,
+        };
+        Ok((base, input))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ClientWorkload> {
@@ -222,17 +219,22 @@ impl Resource for ClientWorkloads {
         release(w, author, id, RefField::ClientWorkload)
     }
 
-    fn render(_: &App, st: &Snapshot, w: &ClientWorkload) -> Untyped {
-        Untyped(client_json(st, w))
+    fn render(_: &App, st: &Snapshot, w: &ClientWorkload) -> ClientWorkloadDto {
+        client_dto(st, w)
     }
 }
 
 /// `GET /api/v1/client-workloads/identifiers`: the identity-type catalogue. It belongs to no
 /// resource set: `Client Workloads` read in any resource set may read it.
 async fn identifiers() -> Result<Response> {
-    let items: Vec<Value> = IDENTITY_TYPES
+    let items: Vec<ClientIdentifierDto> = IDENTITY_TYPES
         .iter()
-        .map(|t| json!({"name": t.name, "displayName": t.display_name, "environmentPath": t.environment_path, "isSupported": true}))
+        .map(|t| ClientIdentifierDto {
+            name: t.name.to_string(),
+            display_name: t.display_name.to_string(),
+            environment_path: t.environment_path.to_string(),
+            is_supported: true,
+        })
         .collect();
-    Ok(ok(Value::Array(items)))
+    Ok(ok(crud::to_json(&items)))
 }

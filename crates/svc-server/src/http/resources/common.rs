@@ -101,7 +101,7 @@ pub fn patch_input(p: svc_api::mgmt::EntityPatch) -> Result<BaseInput> {
     })
 }
 
-fn check_tags(tags: Option<&[Tag]>) -> Result<()> {
+pub fn check_tags(tags: Option<&[Tag]>) -> Result<()> {
     let Some(tags) = tags else { return Ok(()) };
     if tags.len() > 50 {
         return Err(Error::field("tags", "at most 50 tags"));

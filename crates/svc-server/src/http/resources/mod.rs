@@ -35,7 +35,7 @@ pub mod sso_login;
 pub mod trust_providers;
 pub mod users;
 
-use crate::http::api::{Api, Op, Untyped};
+use crate::http::api::{Api, Op};
 
 /// Registers every management route with its document entry, then the Edge API's.
 pub fn register(api: &mut Api<'_>) {
@@ -71,17 +71,17 @@ pub fn register(api: &mut Api<'_>) {
         crate::edge::auth_route(),
         "post",
         Op::new("Authenticate a workload (§4.4)")
-            .body::<Untyped>()
-            .ok::<Untyped>(200)
+            .body::<svc_api::edge::AuthRequest>()
+            .ok::<svc_api::edge::TokenDto>(200)
             .errors(&[401, 429, 503]),
     );
     api.edge("/edge/v1/credentials").methods(
         crate::edge::credentials_route(),
         "post",
         Op::new("A credential for a workload (§4.8)")
-            .body::<Untyped>()
-            .ok::<Untyped>(200)
-            .ok::<Untyped>(404)
+            .body::<svc_api::edge::ApiCredentialsRequest>()
+            .ok::<svc_api::edge::ApiCredentialsResponse>(200)
+            .ok::<svc_api::edge::ApiCredentialsResponse>(404)
             .errors(&[401, 403, 429, 503]),
     );
 }

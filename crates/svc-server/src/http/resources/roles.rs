@@ -96,11 +96,6 @@ pub fn role_dto(st: &Snapshot, r: &Role) -> RoleDto {
     }
 }
 
-/// [`role_dto`] as JSON, for the DTOs not typed yet (`UserDTO.rolesDetails`).
-pub fn role_json(st: &Snapshot, r: &Role) -> Value {
-    crud::to_json(&role_dto(st, r))
-}
-
 pub struct RoleInput {
     grants: Option<Vec<Grant>>,
     sets: Option<Vec<Uuid>>,

@@ -1,45 +1,23 @@
 //! Server workloads (contract §3.4): the targets workloads ask credentials for.
 
-use serde_json::{Value, json};
-use svc_api::Obj;
-use svc_api::common::KeyValue;
+use serde_json::Value;
+use svc_api::mgmt::{
+    AppProtocol, AuthMethod, ServerWorkloadDto, ServerWorkloadPatchDto, TlsVerification,
+    WorkloadServiceAuthenticationDto, WorkloadServiceEndpointDto,
+};
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnCreate, OnMissing, Resource};
 use crate::app::App;
 use crate::domain::workload::{Endpoint, ServerWorkload, ServiceAuth};
 use crate::domain::{Label, Meta};
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Untyped};
+use crate::http::api::Api;
 use crate::http::list::{Base, Filter, ListSpec, field_filter};
 use crate::service::refs::{RefField, release};
 use crate::service::write::{Author, Write};
 use crate::state::State as Snapshot;
-
-pub const APP_PROTOCOLS: &[&str] = &[
-    "CloudA Warehouse",
-    "HTTP",
-    "MCP",
-    "MySQL",
-    "OAuth",
-    "Oracle Database",
-    "PostgreSQL",
-    "Redis",
-    "DataWarehouseA",
-];
-
-const AUTH_SCHEMES: &[(&str, &[&str])] = &[
-    ("API Key", &["Header", "Query Parameter"]),
-    (
-        "HTTP Authentication",
-        &["Basic", "Bearer", "Header", "CloudA Signature v4"],
-    ),
-    ("JWT Token Authentication", &["DataWarehouseA JWT"]),
-    ("OAuth Client Authentication", &["POST Body"]),
-    ("Password Authentication", &["Password"]),
-    ("mTLS Authentication", &["x509 Certificate"]),
-];
 
 /// `/api/v1/server-workloads` on the shared CRUD layer.
 pub struct ServerWorkloads;
@@ -64,33 +42,55 @@ const SPEC: ListSpec = ListSpec::new("serverWorkloads", Base::Scoped)
         field_filter("type"),
     ]);
 
-pub fn endpoint_json(e: &Endpoint) -> Value {
-    json!({
-        "externalId": e.id.to_string(),
-        "id": e.seq,
-        "host": e.host,
-        "appProtocol": e.app_protocol,
-        "transportProtocol": e.transport_protocol,
-        "requestedPort": e.requested_port,
-        "requestedTls": e.requested_tls,
-        "port": e.port,
-        "tls": e.tls,
-        "tlsVerification": e.tls_verification,
-        "workloadServiceAuthentication": e.auth.as_ref().map(|a| json!({"method": a.method, "scheme": a.scheme, "config": a.config})),
-        "urlPath": e.url_path,
-        "httpHeaders": e.http_headers,
-    })
+/// `WorkloadServiceEndpointDTO`.
+pub fn endpoint_dto(e: &Endpoint) -> WorkloadServiceEndpointDto {
+    let auth = e.auth.as_ref().and_then(|a| {
+        Some(WorkloadServiceAuthenticationDto {
+            method: AuthMethod::parse(&a.method)?,
+            scheme: a.scheme.clone(),
+            config: a.config.clone(),
+        })
+    });
+    WorkloadServiceEndpointDto {
+        external_id: Some(e.id),
+        id: e.seq,
+        host: e.host.clone(),
+        app_protocol: AppProtocol::parse(&e.app_protocol).unwrap_or(AppProtocol::Http),
+        transport_protocol: svc_api::mgmt::TransportProtocol::Tcp,
+        requested_port: e.requested_port,
+        requested_tls: e.requested_tls,
+        port: e.port,
+        tls: e.tls,
+        tls_verification: if &*e.tls_verification == "none" {
+            TlsVerification::None
+        } else {
+            TlsVerification::Full
+        },
+        workload_service_authentication: auth,
+        url_path: e.url_path.clone(),
+        http_headers: Some(e.http_headers.clone()),
+    }
 }
 
+/// [`endpoint_dto`] as JSON, for the views that embed it untyped (v1 access policies).
+pub fn endpoint_json(e: &Endpoint) -> Value {
+    crud::to_json(&endpoint_dto(e))
+}
+
+/// `ServerWorkloadExternalDTO`.
+pub fn server_dto(st: &Snapshot, w: &ServerWorkload) -> ServerWorkloadDto {
+    ServerWorkloadDto {
+        base: base_dto(&w.meta),
+        resource_set: Some(w.meta.scope()),
+        service_endpoint: endpoint_dto(&w.endpoint),
+        label: w.label.clone(),
+        access_policy_count: crud::count(st.idx.policy_count(RefField::ServerWorkload, w.meta.id)),
+    }
+}
+
+/// [`server_dto`] as JSON, for the views that embed it untyped (v1 access policies).
 pub fn server_json(st: &Snapshot, w: &ServerWorkload) -> Value {
-    let mut o = base_json(&w.meta, true);
-    o.insert("serviceEndpoint".into(), endpoint_json(&w.endpoint));
-    o.insert("type".into(), json!(w.label));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(RefField::ServerWorkload, w.meta.id)),
-    );
-    Value::Object(o)
+    crud::to_json(&server_dto(st, w))
 }
 
 fn valid_label(l: &str) -> bool {
@@ -123,97 +123,69 @@ pub fn check_host(host: &str) -> std::result::Result<(), &'static str> {
     Ok(())
 }
 
-fn parse_endpoint(o: &mut Obj) -> std::result::Result<Endpoint, svc_api::FieldError> {
-    o.ignore(&["externalId", "id"]);
-    let host = o.req_str_len("host", 1, 253)?;
-    check_host(&host).map_err(|r| svc_api::FieldError::new(o.path("host"), r))?;
-    let app_protocol = o.req_enum("appProtocol", APP_PROTOCOLS)?;
-    let transport_protocol = o.req_enum("transportProtocol", &["TCP"])?;
-    let requested_port = o.req_i32_range("requestedPort", 1, 65535)?;
-    let requested_tls = o.req_bool("requestedTls")?;
-    let port = o.req_i32_range("port", 1, 65535)?;
-    let tls = o.req_bool("tls")?;
-    let tls_verification = o.req_enum("tlsVerification", &["full", "none"])?;
-    let auth = match o.opt_obj("workloadServiceAuthentication")? {
+/// The endpoint of a body (its schema checked): the rules across its fields.
+fn parse_endpoint(e: WorkloadServiceEndpointDto) -> Result<Endpoint> {
+    let at = |f: &str| format!("serviceEndpoint.{f}");
+    check_host(&e.host).map_err(|r| Error::field(at("host"), r))?;
+    let auth = match e.workload_service_authentication {
         None => None,
-        Some(mut a) => {
-            let methods: Vec<&str> = AUTH_SCHEMES.iter().map(|(m, _)| *m).collect();
-            let method = a.req_enum("method", &methods)?;
-            let schemes = AUTH_SCHEMES
-                .iter()
-                .find(|(m, _)| *m == method)
-                .map(|(_, s)| *s)
-                .unwrap_or(&[]);
-            let scheme = a.req_enum("scheme", schemes)?;
-            let config = a.opt_str_len("config", 0, 256)?;
-            if matches!(scheme.as_str(), "Header" | "Query Parameter") && config.as_deref().is_none_or(str::is_empty) {
-                return Err(svc_api::FieldError::new(
-                    a.path("config"),
+        Some(a) => {
+            let (method, schemes) = a.method.spec();
+            if !schemes.contains(&a.scheme.as_str()) {
+                return Err(Error::field(
+                    at("workloadServiceAuthentication.scheme"),
+                    format!("must be one of {}", schemes.join(", ")),
+                ));
+            }
+            if matches!(a.scheme.as_str(), "Header" | "Query Parameter")
+                && a.config.as_deref().is_none_or(str::is_empty)
+            {
+                return Err(Error::field(
+                    at("workloadServiceAuthentication.config"),
                     "is required for schemes Header and Query Parameter",
                 ));
             }
-            a.finish()?;
-            Some(Box::new(ServiceAuth { method, scheme, config }))
+            Some(Box::new(ServiceAuth {
+                method: method.to_string(),
+                scheme: a.scheme,
+                config: a.config,
+            }))
         }
     };
-    let url_path = o.opt_str_len("urlPath", 0, 2048)?;
-    if url_path.is_some() && app_protocol != "OAuth" {
-        return Err(svc_api::FieldError::new(
-            o.path("urlPath"),
-            "is only allowed with appProtocol OAuth",
-        ));
+    if e.url_path.is_some() && e.app_protocol != AppProtocol::OAuth {
+        return Err(Error::field(at("urlPath"), "is only allowed with appProtocol OAuth"));
     }
-    let http_headers = o
-        .opt_obj_list("httpHeaders", |h| {
-            Ok(KeyValue {
-                key: h.opt_str("key")?,
-                value: h.opt_str("value")?,
-            })
-        })?
-        .unwrap_or_default();
-    if app_protocol == "MCP" && (requested_port != port || requested_tls != tls) {
-        let field = if requested_port != port { "port" } else { "tls" };
-        return Err(svc_api::FieldError::new(
-            o.path(field),
+    if e.app_protocol == AppProtocol::Mcp && (e.requested_port != e.port || e.requested_tls != e.tls) {
+        let field = if e.requested_port != e.port { "port" } else { "tls" };
+        return Err(Error::field(
+            at(field),
             "MCP requires port = requestedPort and tls = requestedTls",
         ));
     }
+    let verification = match e.tls_verification {
+        TlsVerification::Full => "full",
+        TlsVerification::None => "none",
+    };
     Ok(Endpoint {
         id: Uuid::nil(),
         seq: 0,
-        host,
-        app_protocol: Label::new(&app_protocol),
-        transport_protocol: Label::new(&transport_protocol),
-        requested_port,
-        requested_tls,
-        port,
-        tls,
-        tls_verification: Label::new(&tls_verification),
+        host: e.host,
+        app_protocol: Label::new(e.app_protocol.as_str()),
+        transport_protocol: Label::new("TCP"),
+        requested_port: e.requested_port,
+        requested_tls: e.requested_tls,
+        port: e.port,
+        tls: e.tls,
+        tls_verification: Label::new(verification),
         auth,
-        url_path,
-        http_headers,
+        url_path: e.url_path,
+        http_headers: e.http_headers.unwrap_or_default(),
     })
 }
 
 pub struct Input {
     endpoint: Option<Endpoint>,
     label: Option<String>,
-}
-
-fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let (endpoint, label) = if mode == Mode::Patch {
-        (None, None)
-    } else {
-        let mut ep = o.req_obj("serviceEndpoint")?;
-        let e = parse_endpoint(&mut ep)?;
-        ep.finish()?;
-        (Some(e), o.opt_str_len("type", 0, 64)?)
-    };
-    o.ignore(&["accessPolicyCount"]);
-    o.finish()?;
-    Ok((base, Input { endpoint, label }))
 }
 
 /// Two active server workloads of a resource set must not share (host, requestedPort, transport).
@@ -259,20 +231,40 @@ fn check_unique(st: &Snapshot, w: &ServerWorkload) -> Result<()> {
 impl Resource for ServerWorkloads {
     type Record = ServerWorkload;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = ServerWorkloadDto;
+    type Patch = ServerWorkloadPatchDto;
     const NAME: &'static str = "server workloads";
     const LIST: ListSpec = SPEC;
     const ON_CREATE: OnCreate = OnCreate::Location;
     // The spec lists only 204 for this DELETE: a missing id is a no-op.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(_app: &App, body: Untyped, mode: Mode, _stored: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
-        parse(body.0, mode)
+    fn parse(_: &App, dto: ServerWorkloadDto, _: Mode, _: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
+        let base = base_input(dto.base, dto.resource_set)?;
+        let input = Input {
+            endpoint: Some(parse_endpoint(dto.service_endpoint)?),
+            label: dto.label,
+        };
+        Ok((base, input))
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    /// The base fields only: the endpoint changes through PUT.
+    fn parse_patch(_: &App, p: ServerWorkloadPatchDto, _: Option<&ServerWorkload>) -> Result<(BaseInput, Input)> {
+        let mut base = patch_input(svc_api::mgmt::EntityPatch {
+            external_id: p.external_id,
+            name: p.name,
+            description: p.description,
+            is_active: p.is_active,
+            tags: p.tags,
+        })?;
+        base.resource_set = p.resource_set;
+        Ok((
+            base,
+            Input {
+                endpoint: None,
+                label: None,
+            },
+        ))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<ServerWorkload> {
@@ -303,8 +295,8 @@ impl Resource for ServerWorkloads {
         release(w, author, id, RefField::ServerWorkload)
     }
 
-    fn render(_: &App, st: &Snapshot, w: &ServerWorkload) -> Untyped {
-        Untyped(server_json(st, w))
+    fn render(_: &App, st: &Snapshot, w: &ServerWorkload) -> ServerWorkloadDto {
+        server_dto(st, w)
     }
 }
 

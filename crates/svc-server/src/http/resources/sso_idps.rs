@@ -4,20 +4,23 @@
 
 use axum::extract::State;
 use axum::response::Response;
-use serde_json::{Map, Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{
+    EntityPatch, OidcIdentityProviderDto, SamlIdentityProviderDto, SsoIdentityProviderCommon, SsoIdentityProviderDto,
+    SsoStatementRoleMappingDto,
+};
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
-use super::crud::{self, OnMissing, Resource, RsFrom};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
+use super::crud::{self, OnMissing, Resource, RsFrom, discriminator_kept};
 use crate::app::App;
 use crate::config::Config;
 use crate::domain::Perm;
 use crate::domain::sso::{IdpConfig, IdpSecrets, IdpType, OidcAuthType, RoleMapping, SsoIdp};
 use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
-use crate::http::api::{Api, Op, Untyped};
+use crate::http::api::{Api, Op};
 use crate::http::extract::Ids;
 use crate::http::list::{Base, ListSpec, field_filter};
 use crate::http::ok;
@@ -45,9 +48,6 @@ const SPEC: ListSpec = ListSpec::new("entities", Base::Global)
     .fields(&["type", "userAccessEnabled"])
     .filters(&[field_filter("type"), field_filter("userAccessEnabled")]);
 
-const OIDC_RO: &[&str] = &["svcRedirectUrl", "svcJwksUrl"];
-const SAML_RO: &[&str] = &["serviceProviderEntityId", "serviceProviderSsoUrl"];
-
 /// A POST or PUT body beyond the base block; a PATCH has none (`None`).
 pub type IdpInput = Option<IdpBody>;
 
@@ -59,39 +59,36 @@ pub struct IdpBody {
     secret: Option<String>,
 }
 
-/// `https://…` (or `http://…` with `SVC_ALLOW_INSECURE_UPSTREAM`), a parsable URL.
-fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
+/// A POST or PUT body (its schema checked): the rules across fields and those the schema cannot
+/// state — existing roles, unique mappings, the URLs (`https://…`, or `http://…` with
+/// `SVC_ALLOW_INSECURE_UPSTREAM`), not the service's own issuer as `clientId`, `openid` among the
+/// scopes, a client secret for `ClientSecret`, exactly one SAML metadata source.
+fn parse(app: &App, dto: SsoIdentityProviderDto, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
     let st = app.state();
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, false)?;
-    if mode == Mode::Patch {
-        o.finish()?;
-        return Ok((base, None));
+    let common = match &dto {
+        SsoIdentityProviderDto::Saml(v) => v.common.clone(),
+        SsoIdentityProviderDto::Oidc(v) => v.common.clone(),
+    };
+    let SsoIdentityProviderCommon {
+        base,
+        sso_statement_role_mappings,
+        user_access_enabled,
+    } = common;
+    let base = base_input(base, None)?;
+    let mut mappings = Vec::new();
+    for (i, m) in sso_statement_role_mappings.unwrap_or_default().into_iter().enumerate() {
+        if !st.roles.contains_key(&m.role_external_id) {
+            return Err(Error::field(
+                format!("ssoStatementRoleMappings[{i}].roleExternalId"),
+                "unknown role",
+            ));
+        }
+        mappings.push(RoleMapping {
+            attribute_name: m.attribute_name,
+            attribute_value: m.attribute_value,
+            role: m.role_external_id,
+        });
     }
-    let ty = o.req_enum("type", &["SAMLv2", "OIDCv1"])?;
-    let ty = if ty == "OIDCv1" { IdpType::Oidc } else { IdpType::Saml };
-    if mode == Mode::Replace
-        && let Some(s) = stored
-        && s.idp_type() != ty
-    {
-        return Err(Error::field("type", "cannot be changed"));
-    }
-    let user_access = o.opt_bool("userAccessEnabled")?.unwrap_or(false);
-    let mappings = o
-        .opt_obj_list("ssoStatementRoleMappings", |m| {
-            let attribute_name = m.opt_str("attributeName")?;
-            let attribute_value = m.opt_str("attributeValue")?;
-            let role = m.req_uuid("roleExternalId")?;
-            if !st.roles.contains_key(&role) {
-                return Err(svc_api::FieldError::new(m.path("roleExternalId"), "unknown role"));
-            }
-            Ok(RoleMapping {
-                attribute_name,
-                attribute_value,
-                role,
-            })
-        })?
-        .unwrap_or_default();
     for (i, m) in mappings.iter().enumerate() {
         if mappings[..i].contains(m) {
             return Err(Error::field(
@@ -101,31 +98,27 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
         }
     }
     let cfg = &app.cfg;
-    let (config, secret) = match ty {
-        IdpType::Oidc => {
-            o.ignore(OIDC_RO);
-            let base_url = o.req_str_len("oidcBaseURL", 1, 2048)?;
-            crate::upstream::check_base_url_field("oidcBaseURL", &base_url, cfg)?;
-            let client_id = o.req_str_len("clientId", 1, 256)?;
+    let (config, secret) = match dto {
+        SsoIdentityProviderDto::Oidc(o) => {
+            crate::upstream::check_base_url_field("oidcBaseURL", &o.oidc_base_url, cfg)?;
             // A KeyPair client assertion carries `iss` = `sub` = the client id under the
             // service's published RS256 key: naming the service's own issuer would make it a
             // token upstreams trust as the service's (issue 31).
-            if client_id.trim_end_matches('/') == cfg.issuer().trim_end_matches('/') {
+            if o.client_id.trim_end_matches('/') == cfg.issuer().trim_end_matches('/') {
                 return Err(Error::field("clientId", "must not be the service's issuer"));
             }
-            let scopes = o.req_str_len("scopes", 1, 1024)?;
-            if !scopes.split_whitespace().any(|s| s == "openid") {
+            if !o.scopes.split_whitespace().any(|s| s == "openid") {
                 return Err(Error::field("scopes", "must contain openid"));
             }
-            let auth_type = match o.req_enum("authType", &["KeyPair", "ClientSecret"])?.as_str() {
-                "KeyPair" => OidcAuthType::KeyPair,
-                _ => OidcAuthType::ClientSecret,
+            let auth_type = match o.auth_type {
+                svc_api::mgmt::OidcAuthType::KeyPair => OidcAuthType::KeyPair,
+                svc_api::mgmt::OidcAuthType::ClientSecret => OidcAuthType::ClientSecret,
             };
-            let secret = o.opt_str("clientSecret")?.filter(|s| !s.is_empty());
+            // `""` keeps the stored secret, as absent and `null` do.
+            let secret = o.client_secret.filter(|s| !s.is_empty());
             if let Some(s) = &secret {
                 check_len("clientSecret", s, 1, 4096)?;
             }
-            let pkce_required = o.opt_bool("pkceRequired")?.unwrap_or(false);
             // A stored secret stays only where it was stored: moving `oidcBaseURL` or
             // `clientId` without a new one is refused by the write unit (issue 31).
             let stored_secret = stored.is_some_and(|s| s.secrets.client_secret.is_some());
@@ -134,23 +127,22 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
             }
             (
                 IdpConfig::Oidc {
-                    base_url: base_url.trim_end_matches('/').to_string(),
-                    client_id,
-                    scopes,
+                    base_url: o.oidc_base_url.trim_end_matches('/').to_string(),
+                    client_id: o.client_id,
+                    scopes: o.scopes,
                     auth_type,
-                    pkce_required,
+                    pkce_required: o.pkce_required,
                 },
                 secret,
             )
         }
-        IdpType::Saml => {
-            o.ignore(SAML_RO);
-            let entity_id = o.opt_str("entityId")?.filter(|s| !s.is_empty());
+        SsoIdentityProviderDto::Saml(v) => {
+            let entity_id = v.entity_id.filter(|s| !s.is_empty());
             if let Some(e) = &entity_id {
                 check_len("entityId", e, 1, 1024)?;
             }
-            let metadata_url = o.opt_str("metadataUrl")?.filter(|s| !s.is_empty());
-            let metadata_xml = o.opt_str("metadataXml")?.filter(|s| !s.is_empty());
+            let metadata_url = v.metadata_url.filter(|s| !s.is_empty());
+            let metadata_xml = v.metadata_xml.filter(|s| !s.is_empty());
             match (&metadata_url, &metadata_xml) {
                 (Some(_), Some(_)) => {
                     return Err(Error::field(
@@ -175,7 +167,6 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
             {
                 return Err(Error::field("metadataXml", "must be base64 of the metadata XML"));
             }
-            // The other variant's fields are unknown properties here.
             (
                 IdpConfig::Saml {
                     entity_id,
@@ -186,10 +177,9 @@ fn parse(app: &App, body: Value, mode: Mode, stored: Option<&SsoIdp>) -> Result<
             )
         }
     };
-    o.finish()?;
     let input = IdpBody {
         mappings,
-        user_access,
+        user_access: user_access_enabled,
         config,
         secret,
     };
@@ -219,16 +209,21 @@ fn apply(idp: &mut SsoIdp, b: IdpBody) {
 }
 
 /// The IdP's DTO (its variant), the secret always `null`.
-pub fn idp_json(cfg: &Config, idp: &SsoIdp) -> Value {
-    let mut o: Map<String, Value> = base_json(&idp.meta, false);
-    o.insert("type".into(), json!(idp.idp_type().as_str()));
-    let mappings: Vec<Value> = idp
-        .mappings
-        .iter()
-        .map(|m| json!({"attributeName": m.attribute_name, "attributeValue": m.attribute_value, "roleExternalId": m.role}))
-        .collect();
-    o.insert("ssoStatementRoleMappings".into(), Value::Array(mappings));
-    o.insert("userAccessEnabled".into(), json!(idp.user_access));
+pub fn idp_dto(cfg: &Config, idp: &SsoIdp) -> SsoIdentityProviderDto {
+    let common = SsoIdentityProviderCommon {
+        base: base_dto(&idp.meta),
+        sso_statement_role_mappings: Some(
+            idp.mappings
+                .iter()
+                .map(|m| SsoStatementRoleMappingDto {
+                    attribute_name: m.attribute_name.clone(),
+                    attribute_value: m.attribute_value.clone(),
+                    role_external_id: m.role,
+                })
+                .collect(),
+        ),
+        user_access_enabled: idp.user_access,
+    };
     match &idp.config {
         IdpConfig::Oidc {
             base_url,
@@ -236,38 +231,33 @@ pub fn idp_json(cfg: &Config, idp: &SsoIdp) -> Value {
             scopes,
             auth_type,
             pkce_required,
-        } => {
-            o.insert("oidcBaseURL".into(), json!(base_url));
-            o.insert("clientId".into(), json!(client_id));
-            o.insert("scopes".into(), json!(scopes));
-            o.insert("authType".into(), json!(auth_type.as_str()));
-            o.insert("clientSecret".into(), Value::Null);
-            o.insert("pkceRequired".into(), json!(pkce_required));
-            o.insert("svcRedirectUrl".into(), json!(crate::service::sso::redirect_url(cfg)));
-            o.insert(
-                "svcJwksUrl".into(),
-                json!(format!("{}/.well-known/jwks.json", cfg.public_url)),
-            );
-        }
+        } => SsoIdentityProviderDto::Oidc(OidcIdentityProviderDto {
+            common,
+            oidc_base_url: base_url.clone(),
+            client_id: client_id.clone(),
+            scopes: scopes.clone(),
+            auth_type: match auth_type {
+                OidcAuthType::KeyPair => svc_api::mgmt::OidcAuthType::KeyPair,
+                OidcAuthType::ClientSecret => svc_api::mgmt::OidcAuthType::ClientSecret,
+            },
+            client_secret: None,
+            pkce_required: *pkce_required,
+            svc_redirect_url: crate::service::sso::redirect_url(cfg),
+            svc_jwks_url: format!("{}/.well-known/jwks.json", cfg.public_url),
+        }),
         IdpConfig::Saml {
             entity_id,
             metadata_url,
             metadata_xml,
-        } => {
-            o.insert("entityId".into(), json!(entity_id));
-            o.insert("metadataUrl".into(), json!(metadata_url));
-            o.insert("metadataXml".into(), json!(metadata_xml));
-            o.insert(
-                "serviceProviderEntityId".into(),
-                json!(format!("{}/api/v1/sso/saml", cfg.public_url)),
-            );
-            o.insert(
-                "serviceProviderSsoUrl".into(),
-                json!(format!("{}/api/v1/sso/saml/acs", cfg.public_url)),
-            );
-        }
+        } => SsoIdentityProviderDto::Saml(SamlIdentityProviderDto {
+            common,
+            entity_id: entity_id.clone(),
+            metadata_url: metadata_url.clone(),
+            metadata_xml: metadata_xml.clone(),
+            service_provider_entity_id: format!("{}/api/v1/sso/saml", cfg.public_url),
+            service_provider_sso_url: format!("{}/api/v1/sso/saml/acs", cfg.public_url),
+        }),
     }
-    Value::Object(o)
 }
 
 /// A role being deleted leaves the identity providers' mappings (one `IdentityProviders`
@@ -297,20 +287,32 @@ pub fn release_role(w: &mut Write<'_>, author: &crate::service::write::Author, r
 impl Resource for SsoIdps {
     type Record = SsoIdp;
     type Input = IdpInput;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = SsoIdentityProviderDto;
+    type Patch = EntityPatch;
     const NAME: &'static str = "SSO identity providers";
     const RS: RsFrom = RsFrom::Global;
     const LIST: ListSpec = SPEC;
     /// §3.20 lists only `204` for DELETE.
     const ON_MISSING_DELETE: OnMissing = OnMissing::NoContent;
 
-    fn parse(app: &App, body: Untyped, mode: Mode, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
-        parse(app, body.0, mode, stored)
+    /// §1.5: a PUT cannot change `type` (said before the other variant's fields are read).
+    fn prepare(body: &mut Value, stored: Option<&SsoIdp>) -> Result<()> {
+        let stored = stored.map(|s| s.idp_type().as_str());
+        discriminator_kept(body, "type", stored, &[IdpType::Saml.as_str(), IdpType::Oidc.as_str()])
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    fn parse(
+        app: &App,
+        dto: SsoIdentityProviderDto,
+        _: Mode,
+        stored: Option<&SsoIdp>,
+    ) -> Result<(BaseInput, IdpInput)> {
+        parse(app, dto, stored)
+    }
+
+    /// `SSOIdentityProviderPatchDTO` is the EntityPatchDTO: the base block only.
+    fn parse_patch(_: &App, p: EntityPatch, _: Option<&SsoIdp>) -> Result<(BaseInput, IdpInput)> {
+        Ok((patch_input(p)?, None))
     }
 
     /// An identity provider a client workload names cannot be deleted (§1.10 rule 4).
@@ -381,16 +383,21 @@ impl Resource for SsoIdps {
         Ok(())
     }
 
-    fn render(app: &App, _: &Snapshot, idp: &SsoIdp) -> Untyped {
-        Untyped(idp_json(&app.cfg, idp))
+    fn render(app: &App, _: &Snapshot, idp: &SsoIdp) -> SsoIdentityProviderDto {
+        idp_dto(&app.cfg, idp)
     }
 }
 
 /// `GET …/{id}/verification`: always `200` with the outcome (§3.20); `404` for an unknown id.
 async fn verification(State(app): State<App>, ids: Ids) -> Result<Response> {
     let idp = app.state().sso_idps.get(&ids.one()).cloned().ok_or(Error::NotFound)?;
-    Ok(ok(match crate::service::sso::verify_idp(&app, &idp).await {
-        Ok(msg) => json!({"success": true, "message": msg, "id": 0}),
-        Err(problem) => json!({"success": false, "message": problem, "id": 0}),
-    }))
+    let (success, message) = match crate::service::sso::verify_idp(&app, &idp).await {
+        Ok(msg) => (true, msg),
+        Err(problem) => (false, problem),
+    };
+    Ok(ok(crud::to_json(&GenericResponse {
+        success,
+        message: Some(message),
+        id: 0,
+    })))
 }

@@ -3,12 +3,16 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::Response;
-use serde_json::{Value, json};
-use svc_api::Obj;
+use serde_json::Value;
+use svc_api::mgmt::{
+    KeyMaterial, PemType, PublicKeyValidationDto, TrustProviderCommon, TrustProviderDto, TrustProviderKind,
+    TrustProviderMatchRuleDto, TrustProviderPatchDto, TrustProviderSecretDto, TrustProviderSecretSlimDto,
+    TrustProviderSecretType,
+};
 use svc_api::reader::check_len;
 use uuid::Uuid;
 
-use super::common::{BaseInput, Mode, base_json, parse_base};
+use super::common::{BaseInput, Mode, base_dto, base_input, patch_input};
 use super::crud::{self, OnCreate, Resource};
 use super::scoped::{find, for_update};
 use crate::app::App;
@@ -18,7 +22,7 @@ use crate::domain::trust::{MatchRule, SealedCert, SecretInfo, TrustKind, TrustPr
 use crate::domain::{Meta, Secret};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, JsonBody, QueryPairs};
 use crate::http::guard::Ctx;
 use crate::http::list::{Base, ListParams, ListSpec, field_filter, respond};
@@ -40,18 +44,20 @@ pub fn register(api: &mut Api<'_>) {
             list_secrets,
             Op::new("List a trust provider's secrets (§3.2)")
                 .query(Query::List)
-                .list::<Untyped>("entities"),
+                .list::<TrustProviderSecretDto>("entities"),
         )
         .post(
             add_secret,
             Op::new("Add a trust-provider secret")
-                .body::<Untyped>()
-                .ok::<Untyped>(200),
+                .body::<TrustProviderSecretSlimDto>()
+                .ok::<TrustProviderSecretDto>(200),
         );
     api.guarded("/api/v1/trust-providers/{tpId}/secrets/{secretId}", p, s)
         .get(
             read_secret,
-            Op::new("Read a trust-provider secret").ok::<Untyped>(200).empty(204),
+            Op::new("Read a trust-provider secret: its provider, with `secret` set")
+                .ok::<TrustProviderDto>(200)
+                .empty(204),
         )
         .delete(delete_secret, Op::new("Delete a trust-provider secret").empty(204));
 }
@@ -73,61 +79,69 @@ const SPEC: ListSpec = ListSpec::new("trustProviders", Base::Scoped)
     .fields(FIELDS)
     .filters(&[field_filter("provider")]);
 
-const RO: &[&str] = &[
-    "publicKeyValidation",
-    "accessPolicyCount",
-    "agentControllersCount",
-    "agentControllerIds",
-    "edgeSdkClientId",
-    "secret",
-];
+/// The DTOs' name of a kind (the two lists are one: `kinds_agree`).
+pub fn kind_dto(k: TrustKind) -> TrustProviderKind {
+    TrustProviderKind::parse(k.as_str()).expect("every trust kind has its DTO name")
+}
+
+fn kind_of(k: TrustProviderKind) -> TrustKind {
+    TrustKind::parse(k.as_str()).expect("every DTO kind is a trust kind")
+}
 
 /// `PublicKeyValidationDTO` of a stored `certificate`.
-fn public_key_validation(tp: &TrustProvider) -> Value {
-    let Some(cert) = &tp.certificate else {
-        return Value::Null;
-    };
+fn public_key_validation(tp: &TrustProvider) -> Option<PublicKeyValidationDto> {
+    let cert = tp.certificate.as_ref()?;
     let now = crate::clock::now();
-    let parsed = pem_text(cert).and_then(|t| pem_blocks(&t));
-    match parsed {
-        Ok(blocks) => {
-            let (label, der) = &blocks[0];
-            if label == "CERTIFICATE" {
-                match cert_info(der) {
-                    Ok(i) => {
-                        let valid = i.valid_at(now);
-                        json!({
-                            "isValidContent": valid,
-                            "thumbprint": i.thumbprint,
-                            "expirationDate": i.not_after,
-                            "expirationDateString": i.not_after.to_rfc3339(),
-                            "certificateSubject": i.subject,
-                            "serialNumber": i.serial_hex,
-                            "message": if valid { Value::Null } else if now < i.not_before { json!("The certificate is not yet valid.") } else { json!("The certificate has expired.") },
-                            "pemType": "Certificate",
-                        })
-                    }
-                    Err(e) => {
-                        json!({"isValidContent": false, "thumbprint": null, "expirationDate": null, "expirationDateString": null, "certificateSubject": null, "serialNumber": null, "message": e, "pemType": "Certificate"})
-                    }
-                }
+    let invalid = |message: String, pem_type: Option<PemType>| PublicKeyValidationDto {
+        is_valid_content: false,
+        thumbprint: None,
+        expiration_date: None,
+        expiration_date_string: None,
+        certificate_subject: None,
+        serial_number: None,
+        message: Some(message),
+        pem_type,
+    };
+    let blocks = match pem_text(cert).and_then(|t| pem_blocks(&t)) {
+        Ok(b) => b,
+        Err(e) => return Some(invalid(e, tp.pem_type.as_deref().and_then(PemType::parse))),
+    };
+    let (label, der) = &blocks[0];
+    if label != "CERTIFICATE" {
+        return Some(PublicKeyValidationDto {
+            is_valid_content: true,
+            thumbprint: Some(crate::crypto::hex(&crate::crypto::sha256(der))),
+            expiration_date: None,
+            expiration_date_string: None,
+            certificate_subject: None,
+            serial_number: None,
+            message: None,
+            pem_type: Some(PemType::PublicKey),
+        });
+    }
+    Some(match cert_info(der) {
+        Ok(i) => {
+            let valid = i.valid_at(now);
+            let message = if valid {
+                None
+            } else if now < i.not_before {
+                Some("The certificate is not yet valid.".to_string())
             } else {
-                json!({
-                    "isValidContent": true,
-                    "thumbprint": crate::crypto::hex(&crate::crypto::sha256(der)),
-                    "expirationDate": null,
-                    "expirationDateString": null,
-                    "certificateSubject": null,
-                    "serialNumber": null,
-                    "message": null,
-                    "pemType": "PublicKey",
-                })
+                Some("The certificate has expired.".to_string())
+            };
+            PublicKeyValidationDto {
+                is_valid_content: valid,
+                thumbprint: Some(i.thumbprint),
+                expiration_date: Some(i.not_after),
+                expiration_date_string: Some(i.not_after.to_rfc3339()),
+                certificate_subject: Some(i.subject),
+                serial_number: Some(i.serial_hex),
+                message,
+                pem_type: Some(PemType::Certificate),
             }
         }
-        Err(e) => {
-            json!({"isValidContent": false, "thumbprint": null, "expirationDate": null, "expirationDateString": null, "certificateSubject": null, "serialNumber": null, "message": e, "pemType": tp.pem_type})
-        }
-    }
+        Err(e) => invalid(e, Some(PemType::Certificate)),
+    })
 }
 
 pub fn client_id(app: &App, tp: &TrustProvider) -> String {
@@ -140,46 +154,69 @@ pub fn client_id(app: &App, tp: &TrustProvider) -> String {
     )
 }
 
-pub fn secret_json(s: &SecretInfo) -> Value {
-    json!({"externalId": s.id, "name": s.name, "type": s.secret_type, "subject": s.subject, "expiresAt": s.expires_at})
+/// `TrustProviderSecretDTO`: a stored certificate's facts, never the certificate.
+pub fn secret_dto(s: &SecretInfo) -> TrustProviderSecretDto {
+    let kind = match s.secret_type.as_str() {
+        "SymmetricKey" => TrustProviderSecretType::SymmetricKey,
+        _ => TrustProviderSecretType::Certificate,
+    };
+    TrustProviderSecretDto {
+        external_id: Some(s.id),
+        name: Some(s.name.clone()),
+        kind: Some(kind),
+        subject: s.subject.clone(),
+        expires_at: s.expires_at,
+    }
 }
 
-/// `TrustProviderDTO` (`secret` set only by the single-secret read).
-pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&SecretInfo>) -> Value {
-    let mut o = base_json(&tp.meta, true);
-    let rules: Vec<Value> = tp
-        .match_rules
-        .iter()
-        .map(|r| json!({"attribute": r.attribute, "value": r.value, "key": r.key}))
-        .collect();
-    o.insert("id".into(), json!(tp.meta.seq));
-    o.insert("provider".into(), json!(tp.kind.as_str()));
-    o.insert("matchRules".into(), Value::Array(rules));
-    o.insert("certificate".into(), json!(tp.certificate));
-    o.insert("pemType".into(), json!(tp.pem_type));
-    o.insert("jwks".into(), json!(tp.jwks));
-    o.insert("oidcUrl".into(), json!(tp.oidc_url));
-    o.insert("isSvcTenantOidcToken".into(), json!(tp.svc_tenant));
-    o.insert("publicKeyValidation".into(), public_key_validation(tp));
-    o.insert(
-        "accessPolicyCount".into(),
-        json!(st.idx.policy_count(RefField::TrustProvider, tp.meta.id)),
-    );
+/// `TrustProviderDTO` (`secret` set only by the single-secret read). Embedding views (agent
+/// controllers, v1 access policies) show it only to a caller who may read the provider.
+pub fn trust_dto(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&SecretInfo>) -> TrustProviderDto {
     let controllers: Vec<Uuid> = super::agent_controllers::referring(st, tp.meta.id)
         .map(|c| c.meta.id)
         .collect();
-    o.insert("agentControllersCount".into(), json!(controllers.len()));
-    o.insert("agentControllerIds".into(), json!(controllers));
-    o.insert("edgeSdkClientId".into(), json!(client_id(app, tp)));
-    o.insert("secret".into(), secret.map(secret_json).unwrap_or(Value::Null));
-    Value::Object(o)
+    let common = TrustProviderCommon {
+        base: base_dto(&tp.meta),
+        resource_set: Some(tp.meta.scope()),
+        id: tp.meta.seq,
+        match_rules: Some(
+            tp.match_rules
+                .iter()
+                .map(|r| TrustProviderMatchRuleDto {
+                    attribute: r.attribute.clone(),
+                    value: r.value.clone(),
+                    key: r.key.clone(),
+                })
+                .collect(),
+        ),
+        public_key_validation: public_key_validation(tp),
+        access_policy_count: crud::count(st.idx.policy_count(RefField::TrustProvider, tp.meta.id)),
+        agent_controllers_count: crud::count(controllers.len()),
+        agent_controller_ids: controllers,
+        edge_sdk_client_id: client_id(app, tp),
+        secret: secret.map(secret_dto),
+    };
+    let keys = KeyMaterial {
+        certificate: tp.certificate.clone(),
+        pem_type: tp.pem_type.as_deref().and_then(PemType::parse),
+        jwks: tp.jwks.clone(),
+        oidc_url: tp.oidc_url.clone(),
+        svc_tenant: tp.svc_tenant,
+    };
+    TrustProviderDto::new(kind_dto(tp.kind), common, keys)
+}
+
+/// [`trust_dto`] as JSON, for the views that embed it untyped (v1 access policies).
+pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&SecretInfo>) -> Value {
+    crud::to_json(&trust_dto(app, st, tp, secret))
 }
 
 /// The request fields beyond the base block.
 #[derive(Default)]
 pub struct Input {
-    provider: Option<String>,
-    /// The parsed `provider` (POST and PUT).
+    /// A PATCH's `provider`, which must repeat the stored one.
+    provider: Option<TrustKind>,
+    /// The provider's kind (POST and PUT).
     kind: Option<TrustKind>,
     match_rules: Option<Vec<MatchRule>>,
     certificate: Option<String>,
@@ -189,54 +226,72 @@ pub struct Input {
     svc_tenant: Option<bool>,
 }
 
-fn parse(body: Value, mode: Mode) -> Result<(BaseInput, Input)> {
-    let mut o = Obj::root(body)?;
-    let base = parse_base(&mut o, mode, true)?;
-    let provider = o.opt_str("provider")?;
-    let match_rules = o.opt_obj_list("matchRules", |r| {
-        Ok(MatchRule {
-            attribute: r.req_str("attribute")?,
-            value: r.req_str_len("value", 1, 1024)?,
-            key: r.opt_str_len("key", 0, 255)?,
-        })
-    })?;
-    let certificate = o.opt_str("certificate")?;
-    let pem_type = o.opt_enum("pemType", &["Certificate", "PublicKey"])?;
-    let jwks = o.opt_str("jwks")?;
-    let oidc_url = o.opt_str("oidcUrl")?;
-    let svc_tenant = o.opt_bool("isSvcTenantOidcToken")?;
-    o.ignore(RO);
-    o.finish()?;
-    if mode != Mode::Patch && provider.is_none() {
-        return Err(Error::field("provider", "is required"));
-    }
-    let kind = match mode {
-        Mode::Patch => None,
-        _ => Some(parse_kind(provider.as_deref().unwrap_or_default())?),
-    };
+fn match_rules(rules: Option<Vec<TrustProviderMatchRuleDto>>) -> Option<Vec<MatchRule>> {
+    rules.map(|rules| {
+        rules
+            .into_iter()
+            .map(|r| MatchRule {
+                attribute: r.attribute,
+                value: r.value,
+                key: r.key,
+            })
+            .collect()
+    })
+}
+
+/// A POST or PUT body (its schema checked).
+fn parse(dto: TrustProviderDto) -> Result<(BaseInput, Input)> {
+    let (kind, common, keys) = dto.into_parts();
+    let base = base_input(common.base, common.resource_set)?;
     let input = Input {
-        provider,
-        kind,
-        match_rules,
-        certificate,
-        pem_type,
-        jwks,
-        oidc_url,
-        svc_tenant,
+        provider: None,
+        kind: Some(kind_of(kind)),
+        match_rules: match_rules(common.match_rules),
+        certificate: keys.certificate,
+        pem_type: keys.pem_type.map(|p| p.as_str().to_string()),
+        jwks: keys.jwks,
+        oidc_url: keys.oidc_url,
+        svc_tenant: Some(keys.svc_tenant),
     };
     Ok((base, input))
 }
 
-fn parse_kind(s: &str) -> Result<TrustKind> {
-    TrustKind::parse(s).ok_or_else(|| {
-        Error::field(
-            "provider",
-            format!(
-                "must be one of {}",
-                TrustKind::all().map(TrustKind::as_str).collect::<Vec<_>>().join(", ")
-            ),
-        )
-    })
+/// Before the schema: a PUT keeps its `provider` (§1.5), and the key material a kind does not
+/// take may be sent only as `null` (`isSvcTenantOidcToken` also as `false`): a value is refused
+/// with the kind's name, as the contract's table says; the empty fields are dropped, so that the
+/// kind's variant, which does not name them, reads the body.
+fn key_material_of_kind(body: &mut Value, stored: Option<&TrustProvider>) -> Result<()> {
+    let names: Vec<&str> = TrustKind::all().map(TrustKind::as_str).collect();
+    crud::discriminator_kept(body, "provider", stored.map(|t| t.kind.as_str()), &names)?;
+    let Some(kind) = body
+        .get("provider")
+        .and_then(Value::as_str)
+        .and_then(TrustProviderKind::parse)
+    else {
+        return Ok(());
+    };
+    let Some(o) = body.as_object_mut() else { return Ok(()) };
+    let takes = TrustProviderDto::key_fields(kind);
+    let empty = |v: &Value| v.is_null() || *v == Value::Bool(false);
+    for f in ["oidcUrl", "jwks", "certificate", "isSvcTenantOidcToken", "pemType"] {
+        if takes.contains(&f) {
+            continue;
+        }
+        match o.get(f) {
+            None => {}
+            Some(v) if empty(v) => {
+                o.remove(f);
+            }
+            Some(_) if f == "pemType" => return Err(Error::field(f, "is only allowed with certificate")),
+            Some(_) => {
+                return Err(Error::field(
+                    f,
+                    format!("is not allowed for provider {}", kind.as_str()),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Validates a complete provider (after create, replace or patch) per §3.1.
@@ -371,19 +426,41 @@ fn apply_fields(tp: &mut TrustProvider, i: &Input, full: bool) {
 impl Resource for TrustProviders {
     type Record = TrustProvider;
     type Input = Input;
-    type Dto = Untyped;
-    type Patch = Untyped;
+    type Dto = TrustProviderDto;
+    type Patch = TrustProviderPatchDto;
     const NAME: &'static str = "trust providers";
     const LIST: ListSpec = SPEC;
     // POST answers 200 here (contract §3.1), with the usual Location.
     const ON_CREATE: OnCreate = OnCreate::Ok;
 
-    fn parse(_app: &App, body: Untyped, mode: Mode, _stored: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
-        parse(body.0, mode)
+    fn prepare(body: &mut Value, stored: Option<&TrustProvider>) -> Result<()> {
+        key_material_of_kind(body, stored)
     }
 
-    fn parse_patch(app: &App, body: Untyped, stored: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
-        Self::parse(app, body, Mode::Patch, stored)
+    fn parse(_: &App, dto: TrustProviderDto, _: Mode, _: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
+        parse(dto)
+    }
+
+    fn parse_patch(_: &App, p: TrustProviderPatchDto, _: Option<&TrustProvider>) -> Result<(BaseInput, Input)> {
+        let mut base = patch_input(svc_api::mgmt::EntityPatch {
+            external_id: p.external_id,
+            name: p.name,
+            description: p.description,
+            is_active: p.is_active,
+            tags: p.tags,
+        })?;
+        base.resource_set = p.resource_set;
+        let input = Input {
+            provider: p.provider.map(kind_of),
+            kind: None,
+            match_rules: match_rules(p.match_rules),
+            certificate: p.certificate,
+            pem_type: p.pem_type.map(|t| t.as_str().to_string()),
+            jwks: p.jwks,
+            oidc_url: p.oidc_url,
+            svc_tenant: p.is_svc_tenant_oidc_token,
+        };
+        Ok((base, input))
     }
 
     fn create(_: &mut Write<'_>, input: Input, meta: Meta) -> Result<TrustProvider> {
@@ -413,9 +490,7 @@ impl Resource for TrustProviders {
     }
 
     fn patch(_: &mut Write<'_>, input: Input, tp: &mut TrustProvider) -> Result<()> {
-        if let Some(p) = &input.provider
-            && p != tp.kind.as_str()
-        {
+        if input.provider.is_some_and(|p| p != tp.kind) {
             return Err(Error::field("provider", "must equal the stored provider"));
         }
         apply_fields(tp, &input, false);
@@ -457,8 +532,8 @@ impl Resource for TrustProviders {
         release(w, author, id, RefField::TrustProvider)
     }
 
-    fn render(app: &App, st: &Snapshot, tp: &TrustProvider) -> Untyped {
-        Untyped(trust_json(app, st, tp, None))
+    fn render(app: &App, st: &Snapshot, tp: &TrustProvider) -> TrustProviderDto {
+        trust_dto(app, st, tp, None)
     }
 }
 
@@ -472,7 +547,7 @@ async fn list_secrets(State(app): State<App>, ctx: Ctx, ids: Ids, q: QueryPairs)
     let p = ListParams::parse(&q)?;
     let st = app.state();
     let tp = find::<TrustProvider>(&st, &ids.one(), ctx.rs).ok_or(Error::NotFound)?;
-    let items = tp.secret_infos.iter().map(secret_json).collect();
+    let items = tp.secret_infos.iter().map(|s| crud::to_json(&secret_dto(s))).collect();
     Ok(ok(respond(items, &p, &SECRET_SPEC)?))
 }
 
@@ -482,20 +557,14 @@ async fn read_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Respo
         return Ok(no_content());
     };
     Ok(match tp.secret_infos.iter().find(|s| s.id == ids.0[1]) {
-        Some(s) => ok(trust_json(&app, &st, &tp, Some(s))),
+        Some(s) => ok(crud::to_json(&trust_dto(&app, &st, &tp, Some(s)))),
         None => no_content(),
     })
 }
 
 async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
-    let mut o = Obj::root(body)?;
-    let requested = o.opt_uuid("externalId")?;
-    let secret = o.req_str("secret")?;
-    let ty = o
-        .opt_enum("type", &["Certificate", "SymmetricKey"])?
-        .unwrap_or_else(|| "Certificate".into());
-    o.ignore(&["name", "subject", "expiresAt"]);
-    o.finish()?;
+    let body: TrustProviderSecretSlimDto = svc_api::schema::read(body)?;
+    let (requested, secret, ty) = (body.external_id, body.secret, body.kind);
     let tp_id = ids.one();
     let author = ctx.author();
     let mut w = Write::begin(&app).await?;
@@ -509,7 +578,7 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
             format!("is not accepted for provider {}", tp.kind.as_str()),
         ));
     }
-    if ty == "SymmetricKey" {
+    if ty == TrustProviderSecretType::SymmetricKey {
         return Err(Error::field("type", "SymmetricKey is not supported"));
     }
     if tp.secret_infos.len() >= MAX_SECRETS {
@@ -544,7 +613,7 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     let si = SecretInfo {
         id: sid,
         name: info.thumbprint.clone(),
-        secret_type: ty,
+        secret_type: ty.as_str().to_string(),
         subject: Some(info.subject.clone()),
         expires_at: Some(info.not_after),
         created_at: w.now,
@@ -562,7 +631,7 @@ async fn add_secret(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): 
     Ok(created(
         StatusCode::OK,
         format!("/api/v1/trust-providers/{tp_id}/secrets/{sid}"),
-        secret_json(&si),
+        crud::to_json(&secret_dto(&si)),
     ))
 }
 
@@ -587,4 +656,31 @@ async fn delete_secret(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Res
     );
     w.commit().await?;
     Ok(no_content())
+}
+
+#[cfg(test)]
+mod tests {
+    use svc_api::mgmt::{TrustProviderDto, TrustProviderKind};
+
+    use crate::domain::trust::TrustKind;
+
+    /// The DTOs' kinds are the service's, in the same order (the schema's `must be one of`
+    /// lists them), and each variant carries exactly the key material its kind's row allows.
+    #[test]
+    fn kinds_agree() {
+        let ours: Vec<&str> = TrustKind::all().map(TrustKind::as_str).collect();
+        let dto: Vec<&str> = TrustProviderKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(ours, dto);
+        for k in TrustKind::all() {
+            let mut fields: Vec<&str> = TrustProviderDto::key_fields(super::kind_dto(k))
+                .iter()
+                .copied()
+                .filter(|f| *f != "pemType")
+                .collect();
+            let mut row: Vec<&str> = k.spec().key_fields.to_vec();
+            fields.sort_unstable();
+            row.sort_unstable();
+            assert_eq!(fields, row, "{}", k.as_str());
+        }
+    }
 }

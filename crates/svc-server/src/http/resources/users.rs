@@ -4,18 +4,17 @@
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use serde_json::{Value, json};
-use svc_api::Obj;
-use svc_api::reader::check_len;
+use svc_api::mgmt::{UserDto, UserPatchDto, UserSsoIdentityDto, UserTokensDto};
 use uuid::Uuid;
 
-use super::common::{check_patch_id, parse_tags, rendered};
+use super::common::{check_patch_id, check_tags};
+use super::crud::to_json;
 use crate::app::App;
-use crate::domain::records::{Role, SUPER_ADMIN_ROLE, User, UserSecrets};
+use crate::domain::records::{SUPER_ADMIN_ROLE, User, UserSecrets};
 use crate::domain::{DEFAULT_RESOURCE_SET, Kind, Perm, Secret, Tag};
 use crate::error::{Error, Result};
 use crate::events::audit::Activity;
-use crate::http::api::{Api, Op, Query, Untyped};
+use crate::http::api::{Api, Op, Query};
 use crate::http::extract::{Ids, JsonBody, QueryPairs, RawIds};
 use crate::http::guard::{Ctx, Scope};
 use crate::http::list::{Base, Filter, ListParams, ListSpec, field_filter, respond};
@@ -33,18 +32,18 @@ pub fn register(api: &mut Api<'_>) {
             list,
             Op::new("List users (§3.18)")
                 .query(Query::List)
-                .list::<Untyped>("users"),
+                .list::<UserDto>("users"),
         )
-        .post(create, Op::new("Create a user").body::<Untyped>().ok::<Untyped>(201));
+        .post(create, Op::new("Create a user").body::<UserDto>().ok::<UserDto>(201));
     api.guarded("/api/v1/users/{id}", p, g)
         .get(
             read,
             Op::new("Read a user (201, as in the spec)")
-                .ok::<Untyped>(201)
+                .ok::<UserDto>(201)
                 .empty(204),
         )
-        .put(replace, Op::new("Replace a user").body::<Untyped>().ok::<Untyped>(200))
-        .patch(patch, Op::new("Patch a user").body::<Untyped>().ok::<Untyped>(200))
+        .put(replace, Op::new("Replace a user").body::<UserDto>().ok::<UserDto>(200))
+        .patch(patch, Op::new("Patch a user").body::<UserPatchDto>().ok::<UserDto>(200))
         .delete(remove, Op::new("Delete a user").empty(204));
     api.guarded("/api/v1/users/{id}/unlock", p, g)
         .post(unlock, Op::new("Unlock a user (§3.18)").ok::<GenericResponse>(200));
@@ -70,33 +69,49 @@ const SPEC: ListSpec = ListSpec::new("users", Base::None)
     ]);
 
 /// `UserDTO`; never any secret (`password` is always null).
-pub fn user_json(st: &Snapshot, u: &User) -> Value {
-    let roles = rendered::<Role>(st, &u.roles, |r| super::roles::role_json(st, r));
-    let tokens: Vec<Value> = u
-        .tokens
+pub fn user_dto(st: &Snapshot, u: &User) -> UserDto {
+    let roles_details = u
+        .roles
         .iter()
-        .map(|t| json!({"id": t.id, "name": t.name, "verified": t.verified, "createdAt": t.created_at}))
+        .filter_map(|id| st.roles.get(id))
+        .map(|r| super::roles::role_dto(st, r))
         .collect();
-    json!({
-        "externalId": u.id,
-        "email": u.email,
-        "firstName": u.first_name,
-        "lastName": u.last_name,
-        "phoneNumber": u.phone_number,
-        "roles": u.roles,
-        "rolesDetails": roles,
-        "createdAt": u.created_at,
-        "isActive": u.active,
-        "twoFactorEnabled": u.has_verified_totp(),
-        "isLocked": u.is_locked(crate::clock::now_millis()),
-        "tags": u.tags,
-        "userTokens": tokens,
+    UserDto {
+        external_id: Some(u.id),
+        email: u.email.clone(),
+        first_name: u.first_name.clone(),
+        last_name: u.last_name.clone(),
+        phone_number: u.phone_number.clone(),
+        roles: Some(u.roles.clone()),
+        roles_details,
+        created_at: u.created_at,
+        modified_at: Some(u.modified_at),
+        is_active: u.active,
+        two_factor_enabled: Some(u.has_verified_totp()),
+        is_locked: u.is_locked(crate::clock::now_millis()),
+        tags: Some(u.tags.clone()),
+        user_tokens: u
+            .tokens
+            .iter()
+            .map(|t| UserTokensDto {
+                id: t.id,
+                name: Some(t.name.clone()),
+                verified: t.verified,
+                created_at: t.created_at,
+            })
+            .collect(),
         // Read-only (ext, issue 31): the identity-provider accounts this user signs in as.
-        "ssoIdentities": u.sso_links.iter().map(|l| json!({
-            "identityProviderId": l.idp, "issuer": l.issuer, "subject": l.subject,
-        })).collect::<Vec<_>>(),
-        "password": null,
-    })
+        sso_identities: u
+            .sso_links
+            .iter()
+            .map(|l| UserSsoIdentityDto {
+                identity_provider_id: l.idp,
+                issuer: l.issuer.clone(),
+                subject: l.subject.clone(),
+            })
+            .collect(),
+        password: None,
+    }
 }
 
 #[derive(Default)]
@@ -113,66 +128,54 @@ struct UserInput {
     password: Option<String>,
 }
 
-#[derive(PartialEq, Eq, Clone, Copy)]
-enum Mode {
-    Write,
-    Patch,
+/// A POST or PUT body (its schema checked): an e-mail address, existing roles, the tags' rules.
+fn parse(st: &Snapshot, d: UserDto) -> Result<UserInput> {
+    check_email(&d.email)?;
+    if let Some(roles) = &d.roles {
+        for (i, r) in roles.iter().enumerate() {
+            if !st.roles.contains_key(r) {
+                return Err(Error::field(format!("roles[{i}]"), "unknown role"));
+            }
+        }
+    }
+    check_tags(d.tags.as_deref())?;
+    Ok(UserInput {
+        external_id: d.external_id,
+        email: Some(d.email),
+        first_name: Some(d.first_name),
+        last_name: Some(d.last_name),
+        phone_number: d.phone_number,
+        roles: d.roles,
+        is_active: Some(d.is_active),
+        two_factor: d.two_factor_enabled,
+        tags: d.tags,
+        password: d.password,
+    })
 }
 
-fn parse(st: &Snapshot, body: Value, mode: Mode) -> Result<UserInput> {
-    let mut o = Obj::root(body)?;
-    let mut u = UserInput {
-        external_id: o.opt_uuid("externalId")?,
+/// A PATCH body (its schema checked): the e-mail syntax.
+fn parse_patch(d: UserPatchDto) -> Result<UserInput> {
+    if let Some(e) = &d.email {
+        check_email(e)?;
+    }
+    Ok(UserInput {
+        external_id: d.external_id,
+        email: d.email,
+        first_name: d.first_name,
+        last_name: d.last_name,
+        phone_number: d.phone_number,
+        is_active: d.is_active,
+        password: d.password,
         ..Default::default()
-    };
-    u.email = o.opt_str("email")?;
-    if let Some(e) = &u.email
-        && !crate::util::is_email(e)
-    {
-        return Err(Error::field("email", "must be an e-mail address"));
+    })
+}
+
+fn check_email(e: &str) -> Result<()> {
+    if crate::util::is_email(e) {
+        Ok(())
+    } else {
+        Err(Error::field("email", "must be an e-mail address"))
     }
-    u.first_name = o.opt_str_len("firstName", 2, 64)?;
-    u.last_name = o.opt_str_len("lastName", 2, 64)?;
-    u.phone_number = o.opt_str("phoneNumber")?;
-    if let Some(p) = &u.phone_number {
-        check_len("phoneNumber", p, 0, 32)?;
-    }
-    u.is_active = o.opt_bool("isActive")?;
-    u.password = o.opt_str("password")?;
-    if let Some(p) = &u.password {
-        check_len("password", p, 12, 128)?;
-    }
-    if mode == Mode::Write {
-        u.roles = o.opt_uuid_list("roles")?;
-        if let Some(roles) = &u.roles {
-            for (i, r) in roles.iter().enumerate() {
-                if !st.roles.contains_key(r) {
-                    return Err(Error::field(format!("roles[{i}]"), "unknown role"));
-                }
-            }
-        }
-        u.two_factor = o.opt_bool("twoFactorEnabled")?;
-        u.tags = parse_tags(&mut o)?;
-        o.ignore(&[
-            "rolesDetails",
-            "createdAt",
-            "isLocked",
-            "userTokens",
-            "modifiedAt",
-            "ssoIdentities",
-        ]);
-        for f in ["email", "firstName", "lastName"] {
-            if !match f {
-                "email" => u.email.is_some(),
-                "firstName" => u.first_name.is_some(),
-                _ => u.last_name.is_some(),
-            } {
-                return Err(Error::field(f, "is required"));
-            }
-        }
-    }
-    o.finish()?;
-    Ok(u)
 }
 
 fn email_taken(st: &Snapshot, email: &str, except: Option<Uuid>) -> bool {
@@ -205,7 +208,7 @@ async fn hash(password: Option<String>) -> Result<Option<Secret<String>>> {
 async fn list(State(app): State<App>, q: QueryPairs) -> Result<Response> {
     let p = ListParams::parse(&q)?;
     let st = app.state();
-    let items = st.users.values().map(|u| user_json(&st, u)).collect();
+    let items = st.users.values().map(|u| to_json(&user_dto(&st, u))).collect();
     Ok(ok(respond(items, &p, &SPEC)?))
 }
 
@@ -213,13 +216,13 @@ async fn read(State(app): State<App>, ids: Ids) -> Result<Response> {
     let st = app.state();
     Ok(match st.users.get(&ids.one()) {
         // 201 is what the spec lists for this GET.
-        Some(u) => (StatusCode::CREATED, axum::Json(user_json(&st, u))).into_response(),
+        Some(u) => (StatusCode::CREATED, axum::Json(user_dto(&st, u))).into_response(),
         None => no_content(),
     })
 }
 
 async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> Result<Response> {
-    let input = parse(&app.state(), body, Mode::Write)?;
+    let input = parse(&app.state(), svc_api::schema::read(body)?)?;
     if input.two_factor == Some(true) {
         return Err(Error::field(
             "twoFactorEnabled",
@@ -272,7 +275,7 @@ async fn create(State(app): State<App>, ctx: Ctx, JsonBody(body): JsonBody) -> R
     Ok(created(
         StatusCode::CREATED,
         format!("/api/v1/users/{id}"),
-        user_json(&st, &st.users[&id]),
+        to_json(&user_dto(&st, &st.users[&id])),
     ))
 }
 
@@ -293,7 +296,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
         .first()
         .and_then(|s| svc_api::reader::parse_uuid(s))
         .ok_or(Error::NotFound)?;
-    let input = parse(&app.state(), body, Mode::Write)?;
+    let input = parse(&app.state(), svc_api::schema::read(body)?)?;
     if input.external_id.is_some_and(|e| e != id) {
         return Err(Error::field("externalId", "must equal the id in the path"));
     }
@@ -346,7 +349,7 @@ async fn replace(State(app): State<App>, ctx: Ctx, raw: RawIds, JsonBody(body): 
 
 async fn patch(State(app): State<App>, ctx: Ctx, ids: Ids, JsonBody(body): JsonBody) -> Result<Response> {
     let id = ids.one();
-    let input = parse(&app.state(), body, Mode::Patch)?;
+    let input = parse_patch(svc_api::schema::read(body)?)?;
     let password_hash = hash(input.password.clone()).await?;
     let author = ctx.author();
     let w = Write::begin(&app).await?;
@@ -406,7 +409,7 @@ async fn finish_update(
     w.put(u);
     w.audit(author, DEFAULT_RESOURCE_SET, CATEGORY, activity, id);
     let st = w.commit().await?;
-    Ok(ok(user_json(&st, &st.users[&id])))
+    Ok(ok(to_json(&user_dto(&st, &st.users[&id]))))
 }
 
 async fn remove(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> {
@@ -440,5 +443,9 @@ async fn unlock(State(app): State<App>, ctx: Ctx, ids: Ids) -> Result<Response> 
     w.put(u);
     w.audit(&author, DEFAULT_RESOURCE_SET, CATEGORY, Activity::Unlocked, id);
     w.commit().await?;
-    Ok(ok(json!({"success": true, "message": "User unlocked.", "id": 0})))
+    Ok(ok(to_json(&GenericResponse {
+        success: true,
+        message: Some("User unlocked.".into()),
+        id: 0,
+    })))
 }
