@@ -5,7 +5,10 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{AccessConditionDto, Base, ContentSecurityDto, CredentialProviderUiDto, EntityPatch};
+use super::{
+    AccessConditionDto, Base, ClientWorkloadDto, ContentSecurityDto, CredentialProviderUiDto, EntityPatch,
+    ServerWorkloadDto, TrustProviderDto, WorkloadServiceEndpointDto,
+};
 use crate::Timestamp;
 use crate::common::EntityMeta;
 
@@ -228,9 +231,10 @@ pub struct WorkloadExternalDto {
     /// The workload's free label.
     #[serde(rename = "type")]
     pub kind: Option<String>,
-    /// A server workload's `WorkloadServiceEndpointDTO` (absent for a client workload).
+    /// A server workload's endpoint (absent for a client workload, and for a server workload
+    /// deleted since).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub service_endpoint: Option<serde_json::Value>,
+    pub service_endpoint: Option<WorkloadServiceEndpointDto>,
     pub trust_providers: Vec<EntityRefDto>,
     pub credential_provider_id: Option<Uuid>,
     /// The credential provider's name.
@@ -266,12 +270,11 @@ pub struct PolicyExternalDto {
     #[serde(flatten)]
     pub base: Base,
     pub resource_set: Option<Uuid>,
-    /// `ClientWorkloadExternalDTO`; `null` when deleted since.
-    pub client_workload: Option<Readable<serde_json::Value>>,
-    /// `ServerWorkloadExternalDTO`; `null` when deleted since.
-    pub server_workload: Option<Readable<serde_json::Value>>,
-    /// `TrustProviderDTO`s.
-    pub trust_providers: Vec<Readable<serde_json::Value>>,
+    /// `null` when deleted since.
+    pub client_workload: Option<Readable<ClientWorkloadDto>>,
+    /// `null` when deleted since.
+    pub server_workload: Option<Readable<ServerWorkloadDto>>,
+    pub trust_providers: Vec<Readable<TrustProviderDto>>,
     pub access_conditions: Vec<Readable<AccessConditionDto>>,
     pub content_security: Vec<Readable<ContentSecurityDto>>,
     /// `null` when the policy has none, or several.

@@ -13,13 +13,13 @@ use super::access_conditions::v1_dto as condition_v1_dto;
 use super::access_policies::{
     PolicyInput, add_note, create_policy, delete_policy, note_dto, require_id, update_policy,
 };
-use super::client_workloads::client_json;
+use super::client_workloads::client_dto;
 use super::common::{BaseInput, Mode, base_dto, base_input, patch_input, reader, resolve_rs};
 use super::content_security::cs_dto;
 use super::credential_providers::provider_v1_dto;
 use super::crud::to_json;
-use super::server_workloads::server_json;
-use super::trust_providers::trust_json;
+use super::server_workloads::server_dto;
+use super::trust_providers::trust_dto;
 use crate::app::App;
 use crate::domain::Perm;
 use crate::domain::condition::{AccessCondition, ContentSecurity};
@@ -100,7 +100,7 @@ fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> WorkloadExternal
     // The workload's base block, type and (a server's) endpoint, if it still exists.
     let (id, found) = if server {
         let w = st.server_workloads.get(&p.server_workload);
-        let endpoint = |w: &ServerWorkload| Some(super::server_workloads::endpoint_json(&w.endpoint));
+        let endpoint = |w: &ServerWorkload| Some(super::server_workloads::endpoint_dto(&w.endpoint));
         (p.server_workload, w.map(|w| (&w.meta, w.label.clone(), endpoint(w))))
     } else {
         let w = st.client_workloads.get(&p.client_workload);
@@ -124,12 +124,8 @@ fn workload_summary(st: &Snapshot, p: &Policy, server: bool) -> WorkloadExternal
         name,
         is_active: active,
         kind: label,
-        // A server's endpoint (`null` when the workload is gone); a client has none.
-        service_endpoint: if server {
-            Some(endpoint.unwrap_or(Value::Null))
-        } else {
-            None
-        },
+        // A server's endpoint (absent, as a client's, when the workload is gone).
+        service_endpoint: endpoint,
         trust_providers,
         credential_provider_id: cp,
         credential_provider_text: cp
@@ -189,10 +185,10 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> PolicyExternalDto {
     let may = reader(app, st);
     let client = st
         .get::<ClientWorkload>(&p.client_workload)
-        .map(|w| readable(&may, w.as_ref(), |w| client_json(st, w)));
+        .map(|w| readable(&may, w.as_ref(), |w| client_dto(st, w)));
     let server = st
         .get::<ServerWorkload>(&p.server_workload)
-        .map(|w| readable(&may, w.as_ref(), |w| server_json(st, w)));
+        .map(|w| readable(&may, w.as_ref(), |w| server_dto(st, w)));
     let cp = single_cp(p)
         .and_then(|c| st.get::<CredentialProvider>(&c))
         .map(|c| readable(&may, c.as_ref(), |c| provider_v1_dto(st, &app.cfg, c)));
@@ -201,7 +197,7 @@ fn policy_external(app: &App, st: &Snapshot, p: &Policy) -> PolicyExternalDto {
         resource_set: Some(p.meta.scope()),
         client_workload: client,
         server_workload: server,
-        trust_providers: readables::<TrustProvider, _>(st, &p.trust_providers, &may, |t| trust_json(app, st, t, None)),
+        trust_providers: readables::<TrustProvider, _>(st, &p.trust_providers, &may, |t| trust_dto(app, st, t, None)),
         access_conditions: readables::<AccessCondition, _>(st, &p.access_conditions, &may, |c| {
             condition_v1_dto(st, c, &may)
         }),

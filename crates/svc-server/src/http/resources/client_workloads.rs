@@ -80,11 +80,6 @@ pub fn client_dto(st: &Snapshot, w: &ClientWorkload) -> ClientWorkloadDto {
     }
 }
 
-/// [`client_dto`] as JSON, for the views that embed it untyped (v1 access policies).
-pub fn client_json(st: &Snapshot, w: &ClientWorkload) -> Value {
-    crud::to_json(&client_dto(st, w))
-}
-
 /// The identities of a body (their schema checked): a known type, `key` exactly for
 /// `oidcIdToken`, an address or CIDR for `sourceIPAddress`; at most 50.
 fn parse_identities(ids: Option<Vec<ClientWorkloadIdentityDto>>) -> Result<Option<Vec<Identity>>> {

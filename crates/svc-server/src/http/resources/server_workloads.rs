@@ -1,6 +1,5 @@
 //! Server workloads (contract §3.4): the targets workloads ask credentials for.
 
-use serde_json::Value;
 use svc_api::mgmt::{
     AppProtocol, AuthMethod, ServerWorkloadDto, ServerWorkloadPatchDto, TlsVerification,
     WorkloadServiceAuthenticationDto, WorkloadServiceEndpointDto,
@@ -72,11 +71,6 @@ pub fn endpoint_dto(e: &Endpoint) -> WorkloadServiceEndpointDto {
     }
 }
 
-/// [`endpoint_dto`] as JSON, for the views that embed it untyped (v1 access policies).
-pub fn endpoint_json(e: &Endpoint) -> Value {
-    crud::to_json(&endpoint_dto(e))
-}
-
 /// `ServerWorkloadExternalDTO`.
 pub fn server_dto(st: &Snapshot, w: &ServerWorkload) -> ServerWorkloadDto {
     ServerWorkloadDto {
@@ -86,11 +80,6 @@ pub fn server_dto(st: &Snapshot, w: &ServerWorkload) -> ServerWorkloadDto {
         label: w.label.clone(),
         access_policy_count: crud::count(st.idx.policy_count(RefField::ServerWorkload, w.meta.id)),
     }
-}
-
-/// [`server_dto`] as JSON, for the views that embed it untyped (v1 access policies).
-pub fn server_json(st: &Snapshot, w: &ServerWorkload) -> Value {
-    crud::to_json(&server_dto(st, w))
 }
 
 fn valid_label(l: &str) -> bool {

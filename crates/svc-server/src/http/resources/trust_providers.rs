@@ -206,11 +206,6 @@ pub fn trust_dto(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&S
     TrustProviderDto::new(kind_dto(tp.kind), common, keys)
 }
 
-/// [`trust_dto`] as JSON, for the views that embed it untyped (v1 access policies).
-pub fn trust_json(app: &App, st: &Snapshot, tp: &TrustProvider, secret: Option<&SecretInfo>) -> Value {
-    crud::to_json(&trust_dto(app, st, tp, secret))
-}
-
 /// The request fields beyond the base block.
 #[derive(Default)]
 pub struct Input {
