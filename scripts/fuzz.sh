@@ -10,12 +10,17 @@
 #   2. runs schemathesis against the server, signed in as the administrator: no 5xx, every
 #      status, content type and body as the document says (checks not_a_server_error,
 #      status_code_conformance, content_type_conformance, response_schema_conformance), seeded;
-#   3. counts the requests the server logged and fails under SVC_FUZZ_MIN_REQUESTS (2000).
-# Both tools come from the peers' venv (scripts/peers.sh installs them, pinned).
+#   3. counts the requests the server logged and fails under SVC_FUZZ_MIN_REQUESTS (5000).
+# Before the fuzzing, a client generated from the document by openapi-python-client (pinned, in a
+# venv of its own under the peers' cache, made here on first use) runs scripts/client_flow.py:
+# sign in, create a trust provider, client and server workloads, a credential provider and a
+# policy, read them back, list the authorization events; every answer parsed by the generated
+# models. schemathesis and openapi-spec-validator come from the peers' venv (scripts/peers.sh
+# installs them, pinned).
 #
 # Environment: SVC_PEERS_CACHE (the venv's cache, as peers.sh), SVC_FUZZ_SEED (default 22),
 # SVC_FUZZ_EXAMPLES (test cases per operation and phase, default 25), SVC_FUZZ_MIN_REQUESTS
-# (default 2000), SVC_FUZZ_TIMEOUT (seconds for schemathesis, default 240), SVC_FUZZ_OUT (where
+# (default 5000), SVC_FUZZ_TIMEOUT (seconds for schemathesis, default 240), SVC_FUZZ_OUT (where
 # the server log and schemathesis' reports go; default target/fuzz).
 set -euo pipefail
 
@@ -26,7 +31,7 @@ TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 OUT=$(realpath -m "${SVC_FUZZ_OUT:-$TARGET/fuzz}")
 SEED=${SVC_FUZZ_SEED:-22}
 EXAMPLES=${SVC_FUZZ_EXAMPLES:-25}
-MIN_REQUESTS=${SVC_FUZZ_MIN_REQUESTS:-2000}
+MIN_REQUESTS=${SVC_FUZZ_MIN_REQUESTS:-5000}
 FUZZ_TIMEOUT=${SVC_FUZZ_TIMEOUT:-240}
 EMAIL=fuzz-admin@svc.test
 PASSWORD=fuzz-admin-password-22
@@ -39,6 +44,17 @@ die() {
 
 [[ -x $VENV/bin/schemathesis && -x $VENV/bin/openapi-spec-validator ]] ||
   die "schemathesis / openapi-spec-validator missing in $VENV: run scripts/peers.sh start (it installs them)"
+
+# The client generator's venv (not the peers': changing that one reinstalls it under running peers).
+GEN_PACKAGE="openapi-python-client==0.29.1"
+GEN_VENV=$CACHE/client-venv
+if [[ ! -x $GEN_VENV/bin/openapi-python-client || $(cat "$GEN_VENV/.svc-stamp" 2>/dev/null) != "$GEN_PACKAGE" ]]; then
+  log "creating $GEN_VENV ($GEN_PACKAGE)"
+  rm -rf "$GEN_VENV"
+  "$VENV/bin/python" -m venv "$GEN_VENV"
+  "$GEN_VENV/bin/pip" install -q --disable-pip-version-check "$GEN_PACKAGE"
+  echo "$GEN_PACKAGE" >"$GEN_VENV/.svc-stamp"
+fi
 
 SVC_BIN=${1:-}
 if [[ -z $SVC_BIN ]]; then
@@ -83,6 +99,18 @@ log "validating $BASE/api/openapi.json (openapi-spec-validator)"
 curl -sf "$BASE/api/openapi.json" -o "$OUT/openapi.json"
 "$VENV/bin/openapi-spec-validator" --schema 3.1.0 "$OUT/openapi.json"
 
+log "generating a Python client from the document (openapi-python-client) and running its flow"
+mkdir -p "$OUT/client"
+printf 'post_hooks: []\n' >"$OUT/client/config.yml"
+"$GEN_VENV/bin/openapi-python-client" generate --path "$OUT/openapi.json" --meta none \
+  --config "$OUT/client/config.yml" --output-path "$OUT/client/svc_client" >"$OUT/client/generate.log" 2>&1 ||
+  die "openapi-python-client could not generate a client: $OUT/client/generate.log"
+# The trust provider's issuer is never fetched by the flow (a reserved .test name).
+"$GEN_VENV/bin/python" "$ROOT/scripts/client_flow.py" "$OUT/client" "$BASE" "$EMAIL" "$PASSWORD" \
+  https://flow-issuer.svc.test | tee "$OUT/client/flow.log" >&2 ||
+  die "the generated client's flow failed: $OUT/client/flow.log"
+flow=$(sed -n 's/^client-flow: \([0-9]*\) operations$/\1/p' "$OUT/client/flow.log")
+
 TOKEN=$(curl -sf "$BASE/api/v1/login" -H 'content-type: application/json' \
   -d "{\"email\":\"$EMAIL\",\"password\":\"$PASSWORD\"}" |
   "$VENV/bin/python" -c 'import json,sys; print(json.load(sys.stdin)["accessToken"])')
@@ -108,4 +136,4 @@ if ((rc == 124)); then die "schemathesis did not finish within ${FUZZ_TIMEOUT}s"
 if ((rc != 0)); then die "schemathesis found failures (exit $rc); server log: $OUT/server.log"; fi
 ((fivexx == 0)) || die "the server answered $fivexx requests with a 5xx"
 ((requests >= MIN_REQUESTS)) || die "only $requests requests (at least $MIN_REQUESTS wanted): raise SVC_FUZZ_EXAMPLES"
-echo "fuzz: $requests requests, 0 failures"
+echo "fuzz: $requests requests, 0 failures; generated client: $flow operations"

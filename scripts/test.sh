@@ -12,9 +12,10 @@
 #   console        tests/console/run.sh: the console in Debian's chromium (playwright-core) against a
 #                  debug svc on SQLite, screenshots in target/console-screenshots (~30 s; skipped
 #                  with a test filter)
-#   openapi        scripts/fuzz.sh: GET /api/openapi.json validated (openapi-spec-validator), then
-#                  schemathesis against a debug svc (seeded, >= 2000 requests, ~75 s; skipped
-#                  with --quick or with a test filter)
+#   openapi        scripts/fuzz.sh: GET /api/openapi.json validated (openapi-spec-validator), a
+#                  client generated from it (openapi-python-client) runs scripts/client_flow.py,
+#                  then schemathesis against a debug svc (seeded, >= 5000 requests, ~2-4 min;
+#                  skipped with --quick or with a test filter)
 #   bench-smoke    bench/run.sh --smoke with the debug svc (~45 s; skipped with --quick or
 #                  --no-bench): the benchmark harness still runs end to end; judges nothing
 #
