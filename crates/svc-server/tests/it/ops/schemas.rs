@@ -88,7 +88,7 @@ fn offenders() -> Vec<String> {
 }
 
 /// Every request body and 2xx JSON answer of the document says what it holds (issue 33: every
-/// resource and the Edge API have their DTOs). A new route answering `Untyped` fails here.
+/// resource and the Edge API have their DTOs); a new route with a bare-object body fails here.
 #[test]
 fn every_body_of_the_document_has_a_schema_with_properties_or_variants() {
     let left = offenders();
