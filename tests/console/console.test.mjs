@@ -168,6 +168,69 @@ after(async () => {
 
 // ---- tests -------------------------------------------------------------------------------------
 
+test('every form field of every family is a property of the body the OpenAPI document gives its write', async () => {
+  // The console's forms are written in families.js; the DTOs' names live in their types, and the
+  // document is made from them. This holds the two together: a field the document does not name
+  // (renamed, removed, misspelt) fails here, as does a variant the union does not have.
+  const { FAMILIES, fieldsOf } = await import(join(HERE, '..', '..', 'crates', 'svc-server', 'assets', 'console', 'families.js'));
+  const doc = (await call('GET', '/api/openapi.json', null, null)).json;
+  const resolve = sch => {
+    while (sch && sch.$ref) sch = doc.components.schemas[sch.$ref.split('/').pop()];
+    return sch || {};
+  };
+  // Every property name a schema admits, through $ref, oneOf / anyOf / allOf; and the values its
+  // discriminator or const / enum tags name.
+  const names = (sch, seen = new Set()) => {
+    const out = new Set();
+    const walk = x => {
+      if (!x || typeof x !== 'object' || seen.has(x)) return;
+      seen.add(x);
+      if (x.$ref) walk(resolve(x));
+      for (const k of Object.keys(x.properties || {})) out.add(k);
+      for (const key of ['oneOf', 'anyOf', 'allOf']) for (const b of x[key] || []) walk(b);
+    };
+    walk(sch);
+    return out;
+  };
+  const tagValues = (sch, tag) => {
+    const out = new Set();
+    const walk = x => {
+      if (!x || typeof x !== 'object') return;
+      if (x.$ref) return walk(resolve(x));
+      for (const v of Object.keys(x.discriminator?.mapping || {})) out.add(v);
+      const p = x.properties?.[tag];
+      if (p?.const) out.add(p.const);
+      for (const v of p?.enum || []) out.add(v);
+      for (const key of ['oneOf', 'anyOf', 'allOf']) for (const b of x[key] || []) walk(b);
+    };
+    walk(sch);
+    return out;
+  };
+  let checked = 0;
+  for (const f of FAMILIES) {
+    if (f.readOnlyFamily || !f.path) continue;
+    const ops = doc.paths[f.path] || {};
+    const op = ops.post || ops.put;
+    if (!op?.requestBody) continue;
+    const body = op.requestBody.content['application/json'].schema;
+    const admitted = names(body);
+    assert.ok(admitted.size > 0, `${f.key}: the document gives ${f.path} no body properties`);
+    const variants = f.variants ? Object.keys(f.variants) : [null];
+    if (f.discriminator) {
+      const tags = tagValues(body, f.discriminator);
+      for (const v of variants) assert.ok(tags.has(v), `${f.key}: the document has no ${f.discriminator} ${v}`);
+    }
+    for (const v of variants) {
+      for (const field of fieldsOf(f, v)) {
+        if (field.kind === 'permissions' || field.local) continue;
+        assert.ok(admitted.has(field.name), `${f.key}${v ? ` (${v})` : ''}: the form's field ${field.name} is not in the document's body for ${f.path}`);
+        checked += 1;
+      }
+    }
+  }
+  assert.ok(checked > 100, `only ${checked} fields checked`);
+});
+
 test('the console is served with its security headers, and / sends a browser there', async () => {
   const root = await fetch(`${base}/`, { headers: { accept: 'text/html,application/xhtml+xml' }, redirect: 'manual' });
   assert.equal(root.status, 302);

@@ -1,6 +1,8 @@
 // Every management family the console shows, in ONE place: its API paths, list columns, and the
-// fields of its forms (written from the contract's DTO tables, docs/console.md "Forms"). When the
-// OpenAPI document describes each DTO, this file is what gets generated from it.
+// fields of its forms (docs/console.md "Forms"): labels, hints and order are the console's; every
+// field name and variant is checked against the DTO schemas of GET /api/openapi.json by
+// tests/console ("every form field of every family is a property of the body ..."), so a DTO
+// renamed in svc-api fails that test until the form follows.
 //
 // A field: {name, label, kind, required, hint, options, when(item, root), fields (list/object),
 // ref (reference picker), def (default on create), createOnly}. Kinds: text, textarea, number,
