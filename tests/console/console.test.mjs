@@ -738,4 +738,18 @@ test('sign-in offers one button per SSO identity provider, and shows how an SSO 
   assert.equal(new URL(req.url()).pathname, `/api/v1/sso/login/${idp.json.externalId}`);
   assert.equal(new URL(req.url()).searchParams.get('redirect'), 'console');
   await p.context().close();
+  // The end of a console sign-in: the code in the fragment is exchanged with the browser binding
+  // cookie the start set (issue 31: a code from someone else's sign-in signs nobody in), and the
+  // console shows why a code was refused.
+  const q = await newPage();
+  await q.context().addCookies([{ name: 'svc_sso_binding', value: 'this-browser', url: `${base}/api/v1/sso/` }]);
+  const [ex] = await Promise.all([
+    q.waitForRequest(r => r.url().endsWith('/api/v1/sso/exchange')),
+    go(q, '#sso-code=not-a-code'),
+  ]);
+  assert.equal(ex.method(), 'POST');
+  assert.match((await ex.allHeaders()).cookie || '', /svc_sso_binding=this-browser/);
+  assert.deepEqual(JSON.parse(ex.postData()), { ssoCode: 'not-a-code' });
+  await q.getByRole('alert').waitFor();
+  await q.context().close();
 });
