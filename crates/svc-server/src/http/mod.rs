@@ -10,6 +10,7 @@ pub mod guard;
 pub mod list;
 pub mod openapi;
 pub mod resources;
+pub mod scrape;
 pub mod server;
 
 use std::time::Instant;
