@@ -36,7 +36,7 @@ pub struct AccessToken {
 impl AccessToken {
     pub fn issue(&self, cx: &IssueCx<'_>) -> Issued {
         let ap = (cx.access_policy != Uuid::nil()).then_some(cx.access_policy);
-        let (token, exp) = crate::service::auth::mint_workload_token(
+        let (token, exp) = crate::issuer::mgmt_token::mint_workload_token(
             cx.svc.cfg,
             &cx.svc.keys.load(),
             cx.credential_provider,
@@ -75,7 +75,7 @@ fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
 
 fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
     p.config
-        .insert("audience".into(), json!(crate::service::auth::MGMT_AUDIENCE));
+        .insert("audience".into(), json!(crate::issuer::mgmt_token::MGMT_AUDIENCE));
     Ok(())
 }
 
