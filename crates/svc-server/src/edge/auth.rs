@@ -104,7 +104,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         };
         // Evidence first, then the match rules: evidence that verified gives the event its facts
         // even when a rule fails (§4.11: the environment holds the verified facts).
-        let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&st, id);
+        let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&**st, id);
         let verified = match trust::verify_evidence(&app.verify_cx_via(&app.upstream_for(tp.rs)), &tp, client)
             .await
             .and_then(|v| trust::check_own_issued(&tp, &v, app.cfg.issuer(), is_id_token).map(|()| v))
