@@ -7,12 +7,13 @@ use axum::response::{IntoResponse, Response};
 use svc_api::edge::{AuthRequest, TokenDto};
 use uuid::Uuid;
 
-use super::events::{self, AttestationResult, Parts, RequestInfo};
+use super::events::{self, RequestInfo};
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::domain::trust::TrustKind;
 use crate::policy::decide::trust_result;
+use crate::policy::outcome::{AttestationResult, Parts};
 use crate::trust::{self, Facts, TrustError};
 
 pub const INVALID_REQUEST: &str = "The authentication request is invalid.";

@@ -391,7 +391,7 @@ pub async fn check(
     client: &ClientWorkloadDetails,
     facts: &Facts,
     source_ip: Option<std::net::IpAddr>,
-    ev: &mut crate::edge::events::Parts,
+    ev: &mut crate::policy::outcome::Parts,
 ) -> Result<(), crate::policy::decide::Decision> {
     let geo = conds
         .iter()

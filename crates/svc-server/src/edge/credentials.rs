@@ -10,8 +10,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use svc_api::edge::{ApiCredentialsRequest, ApiCredentialsResponse};
 
-use super::events::{self, CpResult, Parts, RequestInfo, WorkloadEvent};
-use super::identity::Subject;
+use super::events::{self, RequestInfo, WorkloadEvent};
 use super::pipeline::{self, Fetch, Input};
 use super::token::{self, Token};
 use super::{generic, peer, select_rs, too_many};
@@ -20,6 +19,8 @@ use crate::credential::{CompiledCredential, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::events::Recorder;
 use crate::policy::decide::{self, Decision, Identified, Run};
+use crate::policy::identity::Subject;
+use crate::policy::outcome::{CpResult, Parts};
 use crate::trust::Facts;
 
 pub const UNAUTHORIZED: &str = "Unauthorized access.";

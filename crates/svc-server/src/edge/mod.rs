@@ -7,7 +7,6 @@ pub mod conditions;
 pub mod credentials;
 pub mod environment;
 pub mod events;
-pub mod identity;
 pub mod pipeline;
 pub mod ratelimit;
 pub mod token;

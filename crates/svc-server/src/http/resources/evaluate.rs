@@ -17,8 +17,6 @@ use uuid::Uuid;
 
 use crate::app::App;
 use crate::domain::Perm;
-use crate::edge::events::Parts;
-use crate::edge::identity::Subject;
 use crate::edge::pipeline::{self, Fetch, Input};
 use crate::error::{Error, Result};
 use crate::http::api::{Api, Op};
@@ -27,6 +25,8 @@ use crate::http::guard::{Ctx, Scope};
 use crate::http::ok;
 use crate::policy::decide::trust_result;
 use crate::policy::explain::{self, Trace, note};
+use crate::policy::identity::Subject;
+use crate::policy::outcome::Parts;
 use crate::state::State as Snapshot;
 use crate::trust::{self, CompiledTrust, TrustError, Verified};
 
