@@ -21,5 +21,6 @@ pub mod rekey;
 pub mod renewal;
 pub mod sso;
 pub mod startup;
+pub mod streams;
 pub mod throttle;
 pub mod write;
