@@ -110,18 +110,6 @@ impl From<std::io::Error> for StartError {
 }
 
 impl App {
-    /// Opens storage and loads everything; does not start background jobs or listen
-    /// ([`crate::service::startup`]).
-    pub async fn open(cfg: Config) -> Result<App, StartError> {
-        crate::service::startup::open(cfg, false).await
-    }
-
-    /// A host command's open (`svc admin …`): the database must exist and hold this binary's
-    /// schema; nothing is created or migrated.
-    pub async fn open_existing(cfg: Config) -> Result<App, StartError> {
-        crate::service::startup::open(cfg, true).await
-    }
-
     /// The current configuration snapshot (lock-free).
     pub fn state(&self) -> arc_swap::Guard<Arc<State>> {
         self.state.load()
