@@ -58,12 +58,12 @@ pub struct Inner {
     pub refresh_lock: tokio::sync::Mutex<()>,
     /// The CA that signs X.509-SVIDs.
     pub ca: crate::issuer::ca::Ca,
-    pub limits: crate::edge::ratelimit::Limiters,
+    pub limits: crate::limits::ratelimit::Limiters,
     /// Failed sign-ins per source address (issue 22).
-    pub login_throttle: crate::service::throttle::Throttle,
+    pub login_throttle: crate::limits::throttle::Throttle,
     /// SSO sign-in starts per source address (issue 31: each stores a state and fetches the
     /// IdP's discovery document), at the sign-in throttle's rate.
-    pub sso_throttle: crate::service::throttle::Throttle,
+    pub sso_throttle: crate::limits::throttle::Throttle,
     /// The platforms' trust anchors (cloudA signers, cloudB roots) and the AIA cache.
     pub platform: crate::trust::anchors::PlatformTrust,
     /// The GeoIP database of `SVC_GEOIP_DB` (§3.10), reopened when the file changes.

@@ -15,6 +15,7 @@ pub mod events;
 pub mod geoip;
 pub mod http;
 pub mod issuer;
+pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod platform;

@@ -8,7 +8,6 @@ pub mod credentials;
 pub mod environment;
 pub mod events;
 pub mod pipeline;
-pub mod ratelimit;
 pub mod token;
 
 use std::net::{IpAddr, SocketAddr};

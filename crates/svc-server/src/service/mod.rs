@@ -22,5 +22,4 @@ pub mod renewal;
 pub mod sso;
 pub mod startup;
 pub mod streams;
-pub mod throttle;
 pub mod write;

@@ -74,9 +74,9 @@ pub async fn open(cfg: Config, existing: bool) -> Result<App, StartError> {
     );
     let streams = crate::events::streams::Streams::new(&store, store.stream_cursors().await?);
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
-    let limits = crate::edge::ratelimit::Limiters::new(&cfg);
-    let login_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
-    let sso_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
+    let limits = crate::limits::ratelimit::Limiters::new(&cfg);
+    let login_throttle = crate::limits::throttle::Throttle::new(cfg.login_failures_per_minute);
+    let sso_throttle = crate::limits::throttle::Throttle::new(cfg.login_failures_per_minute);
     let geoip_db = cfg.geoip_db.clone();
     let app = App(Arc::new(Inner {
         cfg,
