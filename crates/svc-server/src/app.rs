@@ -27,7 +27,7 @@ pub struct Inner {
     pub store: Store,
     pub cipher: Cipher,
     /// Where the encryption keys come from (the key file is read again during a rotation).
-    pub key_source: crate::service::rekey::Source,
+    pub key_source: crate::config::KeySource,
     /// When this node started (ms).
     pub started_at: i64,
     /// The node has stopped and removed its row of `nodes` (`service::nodes::leave`).
