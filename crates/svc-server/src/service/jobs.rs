@@ -22,7 +22,7 @@ pub fn spawn(node: &App) {
     on_node(app.clock.clone(), async move {
         loop {
             tokio::time::sleep(Duration::from_secs(5)).await;
-            crate::edge::conditions::sync_integrations(&app).await;
+            crate::service::integrations::sync_integrations(&app).await;
             crate::service::discovery::sync_due(&app).await;
         }
     });
