@@ -4,6 +4,7 @@
 pub mod api;
 pub mod conn;
 pub mod console;
+pub mod edge;
 pub mod error;
 pub mod extract;
 pub mod guard;

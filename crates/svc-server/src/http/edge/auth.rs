@@ -7,11 +7,11 @@ use axum::response::{IntoResponse, Response};
 use svc_api::edge::{AuthRequest, TokenDto};
 use uuid::Uuid;
 
-use super::events::{self, RequestInfo};
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::domain::trust::TrustKind;
+use crate::edge::events::{self, RequestInfo};
 use crate::policy::decide::trust_result;
 use crate::policy::outcome::{AttestationResult, Parts};
 use crate::trust::{self, Facts, TrustError};
@@ -123,7 +123,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         match verified {
             Ok(v) => {
                 let (access_token, expires_in) =
-                    super::token::issue(&app, client_id, tp.id, tp.kind, rs, &v.facts, v.claims.as_ref());
+                    crate::edge::token::issue(&app, client_id, tp.id, tp.kind, rs, &v.facts, v.claims.as_ref());
                 token = Some(TokenDto {
                     access_token,
                     refresh_token: None,
@@ -166,7 +166,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         source_port: peer_port,
         target_host: None,
         target_port: 0,
-        environment: super::environment::environment(&facts, (None, sa_uid), client, client_id),
+        environment: crate::edge::environment::environment(&facts, (None, sa_uid), client, client_id),
     };
     let mut parts_ev = Parts::default();
     parts_ev.trust_providers.extend(outcome.provider);
