@@ -2,7 +2,7 @@
 """The import graph of svc-server's top-level modules and its cycles (issue 33 part 5).
 
 Reads every .rs file under crates/svc-server/src, leaves out comments and `#[cfg(test)] mod tests { .. }`
-blocks, and counts each `crate::<module>` path as an edge from the file's top-level module. Prints the
+blocks (kept with WITH_TESTS=1), and counts each `crate::<module>` path as an edge from the file's top-level module. Prints the
 edges (with one example site each), the strongly connected components of more than one module, and
 with `--why A B` every line that makes A depend on B.
 """
@@ -15,7 +15,7 @@ PATH = re.compile(r"\bcrate::([a-z_][a-z0-9_]*)")
 
 def strip_tests(text):
     if os.environ.get("WITH_TESTS"):
-        return list(enumerate(text.split("\n"), 1))
+        return [(n, l) for n, l in enumerate(text.split("\n"), 1) if not l.strip().startswith("//")]
     out, lines, i = [], text.split("\n"), 0
     while i < len(lines):
         l = lines[i]

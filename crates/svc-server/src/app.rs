@@ -69,9 +69,9 @@ pub struct Inner {
     /// The GeoIP database of `SVC_GEOIP_DB` (§3.10), reopened when the file changes.
     pub geoip: crate::geoip::GeoDb,
     /// Step 9's vendor token and lookup caches (§5.4).
-    pub vendor_cache: crate::edge::conditions::VendorCache,
-    /// Edge access tokens verified on this node (`edge::token::Verified`).
-    pub edge_tokens: crate::edge::token::Verified,
+    pub vendor_cache: crate::caches::vendor::VendorCache,
+    /// Edge access tokens verified on this node (`caches::edge_tokens::Verified`).
+    pub edge_tokens: crate::caches::edge_tokens::Verified,
 }
 
 impl std::ops::Deref for App {

@@ -4,6 +4,7 @@
 //! `/api`. See docs/ARCHITECTURE.md for the code map and the invariants.
 
 pub mod app;
+pub mod caches;
 pub mod clock;
 pub mod config;
 pub mod credential;

@@ -5,8 +5,7 @@
 //! fails its condition (`Lookup::Upstream`), never the request. The rules themselves are pure
 //! (`policy::conditions`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,63 +13,17 @@ use svc_api::edge::ClientWorkloadDetails;
 use uuid::Uuid;
 
 use crate::app::App;
+use crate::caches::vendor::{get, put};
 use crate::domain::Secret;
 use crate::domain::condition::{AccessCondition, ConditionSpec, Integration};
 use crate::policy::conditions::{CloudResource, Device, Lookup};
 use crate::state::State;
 use crate::trust::{Fact, Facts};
 
-/// Entries per cache; a full cache first drops what expired, then everything (a burst of
-/// distinct devices cannot grow memory without bound).
-const CAP: usize = 10_000;
 /// §5.4: device lookups (and, our choice, resource lookups) are reused for 60 s.
 const LOOKUP_TTL: Duration = Duration::from_secs(60);
 /// §5.4: a token is reused until 60 s before its expiry.
 const TOKEN_MARGIN: u64 = 60;
-
-type Key = (Uuid, i64, String);
-/// A cache: key → (value, valid until).
-type Cache<K, V> = Mutex<HashMap<K, (V, Instant)>>;
-
-/// The token and lookup caches of one node.
-#[derive(Default)]
-pub struct VendorCache {
-    tokens: Cache<(Uuid, i64), Arc<Secret<String>>>,
-    devices: Cache<Key, Lookup<Device>>,
-    resources: Cache<Key, Lookup<CloudResource>>,
-}
-
-fn get<K: std::hash::Hash + Eq, V: Clone>(m: &Cache<K, V>, k: &K) -> Option<V> {
-    let m = m.lock().unwrap_or_else(|e| e.into_inner());
-    m.get(k)
-        .filter(|(_, until)| *until > Instant::now())
-        .map(|(v, _)| v.clone())
-}
-
-fn put<K: std::hash::Hash + Eq, V>(m: &Cache<K, V>, k: K, v: V, until: Instant) {
-    let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
-    if m.len() >= CAP {
-        let now = Instant::now();
-        m.retain(|_, (_, u)| *u > now);
-        if m.len() >= CAP {
-            m.clear();
-        }
-    }
-    m.insert(k, (v, until));
-}
-
-impl VendorCache {
-    /// How many upstream answers are cached (tests, metrics).
-    pub fn len(&self) -> usize {
-        self.tokens.lock().map(|m| m.len()).unwrap_or(0)
-            + self.devices.lock().map(|m| m.len()).unwrap_or(0)
-            + self.resources.lock().map(|m| m.len()).unwrap_or(0)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// The integration's version: a change (new secret, URL) must not reuse a token or an answer.
 fn version(i: &Integration) -> i64 {

@@ -12,11 +12,12 @@ use svc_api::edge::{ApiCredentialsRequest, ApiCredentialsResponse};
 
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
+use crate::caches::edge_tokens::Token;
 use crate::credential::{CompiledCredential, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::edge::events::{self, RequestInfo, WorkloadEvent};
 use crate::edge::pipeline::{self, Fetch, Input};
-use crate::edge::token::{self, Token};
+use crate::edge::token;
 use crate::events::Recorder;
 use crate::policy::decide::{self, Decision, Identified, Run};
 use crate::policy::identity::Subject;
