@@ -1,6 +1,6 @@
 //! Prometheus metrics (issue 22; docs/metrics.md): the `metrics` facade with the Prometheus
 //! recorder of `metrics-exporter-prometheus` (no HTTP stack of its own), the helpers the code
-//! records through, and the tiny `/metrics` listener on `SVC_METRICS_LISTEN_ADDR`.
+//! records through; the tiny `/metrics` listener on `SVC_METRICS_LISTEN_ADDR` is `http::scrape`.
 //!
 //! Labels: only values from bounded sets, all `&'static str` (route templates, methods, status
 //! codes, trust kinds, credential types, §4.11 reasons, configured upstream hosts). Never a raw

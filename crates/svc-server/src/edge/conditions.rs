@@ -1,7 +1,8 @@
 //! Step 9's vendor calls (contract §4.8, §5.4): the `SensorA` device lookup and the
 //! `CloudSecurityAIntegrationApi` resource lookup, each with the integration's OAuth2
-//! client-credentials token (which the periodic integration sync, `service::integrations`, asks for). Tokens are cached until 60 s before their expiry, lookups for 60 s;
-//! both caches are bounded. A vendor that fails, answers badly or not within the upstream timeout
+//! client-credentials token (which the periodic integration sync, `service::integrations`, asks
+//! for). Tokens are cached until 60 s before their expiry, lookups for 60 s; both caches are
+//! bounded (`caches::vendor`). A vendor that fails, answers badly or not within the upstream timeout
 //! fails its condition (`Lookup::Upstream`), never the request. The rules themselves are pure
 //! (`policy::conditions`).
 

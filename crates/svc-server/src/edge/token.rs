@@ -4,8 +4,8 @@
 //! set, be active, and not have been deactivated after the token was issued.
 //!
 //! A workload presents the token it got from `/auth` on every `/credentials` call until it
-//! expires, so a verified token is kept ([`crate::caches::edge_tokens::Verified`]): the next request with the very same token
-//! skips the signature, the base64 and the JSON of its claims, and still passes every check that
+//! expires, so a verified token is kept ([`crate::caches::edge_tokens::Verified`]): the next
+//! request with the very same token skips the signature, the base64 and the JSON of its claims, and still passes every check that
 //! depends on time or state (the key, expiry, issuer, audience, the provider's revocation).
 
 use std::sync::Arc;
