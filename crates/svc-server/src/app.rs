@@ -27,7 +27,7 @@ pub struct Inner {
     pub store: Store,
     pub cipher: Cipher,
     /// Where the encryption keys come from (the key file is read again during a rotation).
-    pub key_source: crate::service::rekey::Source,
+    pub key_source: crate::config::KeySource,
     /// When this node started (ms).
     pub started_at: i64,
     /// The node has stopped and removed its row of `nodes` (`service::nodes::leave`).
@@ -58,20 +58,20 @@ pub struct Inner {
     pub refresh_lock: tokio::sync::Mutex<()>,
     /// The CA that signs X.509-SVIDs.
     pub ca: crate::issuer::ca::Ca,
-    pub limits: crate::edge::ratelimit::Limiters,
+    pub limits: crate::limits::ratelimit::Limiters,
     /// Failed sign-ins per source address (issue 22).
-    pub login_throttle: crate::service::throttle::Throttle,
+    pub login_throttle: crate::limits::throttle::Throttle,
     /// SSO sign-in starts per source address (issue 31: each stores a state and fetches the
     /// IdP's discovery document), at the sign-in throttle's rate.
-    pub sso_throttle: crate::service::throttle::Throttle,
+    pub sso_throttle: crate::limits::throttle::Throttle,
     /// The platforms' trust anchors (cloudA signers, cloudB roots) and the AIA cache.
     pub platform: crate::trust::anchors::PlatformTrust,
     /// The GeoIP database of `SVC_GEOIP_DB` (§3.10), reopened when the file changes.
     pub geoip: crate::geoip::GeoDb,
     /// Step 9's vendor token and lookup caches (§5.4).
-    pub vendor_cache: crate::edge::conditions::VendorCache,
-    /// Edge access tokens verified on this node (`edge::token::Verified`).
-    pub edge_tokens: crate::edge::token::Verified,
+    pub vendor_cache: crate::caches::vendor::VendorCache,
+    /// Edge access tokens verified on this node (`caches::edge_tokens::Verified`).
+    pub edge_tokens: crate::caches::edge_tokens::Verified,
 }
 
 impl std::ops::Deref for App {
@@ -110,18 +110,6 @@ impl From<std::io::Error> for StartError {
 }
 
 impl App {
-    /// Opens storage and loads everything; does not start background jobs or listen
-    /// ([`crate::service::startup`]).
-    pub async fn open(cfg: Config) -> Result<App, StartError> {
-        crate::service::startup::open(cfg, false).await
-    }
-
-    /// A host command's open (`svc admin …`): the database must exist and hold this binary's
-    /// schema; nothing is created or migrated.
-    pub async fn open_existing(cfg: Config) -> Result<App, StartError> {
-        crate::service::startup::open(cfg, true).await
-    }
-
     /// The current configuration snapshot (lock-free).
     pub fn state(&self) -> arc_swap::Guard<Arc<State>> {
         self.state.load()

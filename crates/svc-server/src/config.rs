@@ -778,6 +778,15 @@ impl Config {
     }
 }
 
+/// Where a node's at-rest keys come from (`service::rekey` decides it at start-up; `App` keeps it).
+#[derive(Clone, Debug)]
+pub enum KeySource {
+    /// `SVC_ENCRYPTION_KEY` (and `SVC_ENCRYPTION_KEY_PREVIOUS`).
+    Environment,
+    /// The key file beside the SQLite database.
+    File(std::path::PathBuf),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! `/api`. See docs/ARCHITECTURE.md for the code map and the invariants.
 
 pub mod app;
+pub mod caches;
 pub mod clock;
 pub mod config;
 pub mod credential;
@@ -15,6 +16,7 @@ pub mod events;
 pub mod geoip;
 pub mod http;
 pub mod issuer;
+pub mod limits;
 pub mod metrics;
 pub mod net;
 pub mod platform;

@@ -453,7 +453,7 @@ impl Upstream {
             // Each certificate parsed here, so a bad one is named by its key and position (the
             // TLS library only fails the client's build, with "builder error").
             let key = "SVC_UPSTREAM_CA_BUNDLE";
-            for (i, der) in crate::trust::anchors::bundle(key, Some(path), "")?.iter().enumerate() {
+            for (i, der) in crate::crypto::x509::bundle(key, Some(path), "")?.iter().enumerate() {
                 crate::crypto::chain::Cert::parse(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1))?;
                 let c =
                     reqwest::Certificate::from_der(der).map_err(|e| format!("{key}: certificate {}: {e}", i + 1))?;

@@ -109,7 +109,7 @@ pub fn rotate_encryption(config: Option<&Path>, wait: std::time::Duration) -> Ex
                     r.took.as_secs_f64(),
                     r.from
                 );
-                if matches!(app.key_source, svc_server::service::rekey::Source::Environment) {
+                if matches!(app.key_source, svc_server::config::KeySource::Environment) {
                     println!(
                         "remove SVC_ENCRYPTION_KEY_PREVIOUS from every node's configuration (the old key opens nothing now)"
                     );

@@ -99,7 +99,7 @@ async fn run(cfg: Config) -> ExitCode {
         match tokio::net::TcpListener::bind(m).await {
             Ok(l) => {
                 tracing::info!(addr = %m, "metrics at /metrics");
-                tokio::spawn(svc_server::metrics::serve(app.clone(), l));
+                tokio::spawn(svc_server::http::scrape::serve(app.clone(), l));
             }
             // Metrics are not worth refusing credentials for: a second node on the same host
             // (or a busy default port) serves without them, and says so.

@@ -9,15 +9,15 @@ use uuid::Uuid;
 use super::types::TypeSpec;
 use super::{Backend, IssueCx, Issued};
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
-use crate::state::State;
 
 pub const TYPE: &str = "svc-access-token";
 
 /// The role a `svc-access-token` provider grants, if the provider exists and is active.
-pub fn role_of(st: &State, cp: &Uuid) -> Option<Uuid> {
-    let p = st.credential_providers.get(cp)?;
+pub fn role_of(st: &dyn Lookup, cp: &Uuid) -> Option<Uuid> {
+    let p = st.credential_provider(cp)?;
     if !p.meta.active || p.cp_type != TYPE {
         return None;
     }
@@ -36,7 +36,7 @@ pub struct AccessToken {
 impl AccessToken {
     pub fn issue(&self, cx: &IssueCx<'_>) -> Issued {
         let ap = (cx.access_policy != Uuid::nil()).then_some(cx.access_policy);
-        let (token, exp) = crate::service::auth::mint_workload_token(
+        let (token, exp) = crate::issuer::mgmt_token::mint_workload_token(
             cx.svc.cfg,
             &cx.svc.keys.load(),
             cx.credential_provider,
@@ -52,13 +52,13 @@ impl AccessToken {
     }
 }
 
-fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, st: &dyn Lookup, _: &Config) -> Result<(), Error> {
     let role = p
         .config
         .get("roleId")
         .and_then(Value::as_str)
         .and_then(|s| Uuid::parse_str(s).ok());
-    if !role.is_some_and(|r| st.roles.contains_key(&r)) {
+    if !role.is_some_and(|r| st.has_role(&r)) {
         return Err(Error::field("roleId", "unknown role"));
     }
     let life = p.config.get("lifetimeInSeconds").and_then(Value::as_i64).unwrap_or(0);
@@ -75,7 +75,7 @@ fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
 
 fn complete(p: &mut CredentialProvider) -> Result<(), Error> {
     p.config
-        .insert("audience".into(), json!(crate::service::auth::MGMT_AUDIENCE));
+        .insert("audience".into(), json!(crate::issuer::mgmt_token::MGMT_AUDIENCE));
     Ok(())
 }
 

@@ -94,12 +94,12 @@ pub const LOG_STREAM_SUBJECT: &str = "svc-log-stream:";
 /// published issuer key, so a provider whose configured subject or custom `sub` claim named
 /// them would mint, for whoever configures providers, the assertion a relying party trusts as
 /// that workload's.
-pub fn reserved_subject(st: &crate::state::State, sub: &str, own: Option<Uuid>) -> Option<&'static str> {
+pub fn reserved_subject(st: &dyn super::Lookup, sub: &str, own: Option<Uuid>) -> Option<&'static str> {
     if sub.starts_with(LOG_STREAM_SUBJECT) {
         return Some("is reserved for the service's log-stream assertions");
     }
     match Uuid::parse_str(sub.trim()) {
-        Ok(id) if Some(id) != own && st.client_workloads.contains_key(&id) => {
+        Ok(id) if Some(id) != own && st.has_client_workload(&id) => {
             Some("names a client workload, the subject of that workload's own assertions")
         }
         _ => None,
@@ -109,7 +109,7 @@ pub fn reserved_subject(st: &crate::state::State, sub: &str, own: Option<Uuid>) 
 /// [`reserved_subject`] at issuance, against the configuration as committed now.
 pub fn check_subject(cx: &IssueCx<'_>, sub: &str) -> Result<(), String> {
     let st = cx.svc.renewals.current();
-    match reserved_subject(&st, sub, cx.client_workload.map(|c| c.0)) {
+    match reserved_subject(&*st, sub, cx.client_workload.map(|c| c.0)) {
         Some(why) => Err(format!("the subject {why}")),
         None => Ok(()),
     }

@@ -16,9 +16,9 @@ use super::types::{TypeSpec, cfg_str, check_url};
 use super::upstream_call::{access_token, basic, post_form};
 use super::{Backend, IssueCx, IssueError, Issued};
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
-use crate::state::State;
 
 pub const TYPE: &str = "oauth-authorization-code";
 pub const STATE_PURPOSE: &str = "oauth-authorization-code";
@@ -86,8 +86,8 @@ pub(crate) fn store_tokens(
 impl AuthorizationCode {
     pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         let now = crate::clock::now_millis();
-        let lookup = |st: &State| st.credential_providers.get(&self.id).cloned();
-        let current = lookup(&cx.svc.renewals.current()).ok_or_else(|| IssueError::new("provider no longer exists"))?;
+        let lookup = |st: std::sync::Arc<dyn Lookup>| st.credential_provider(&self.id).cloned();
+        let current = lookup(cx.svc.renewals.current()).ok_or_else(|| IssueError::new("provider no longer exists"))?;
         if current.lifetime_expiration.is_some_and(|e| e.millis() <= now) {
             return Ok(Issued::Nothing("the authorization has expired: authorize again".into()));
         }
@@ -101,7 +101,7 @@ impl AuthorizationCode {
         }
         // One refresh at a time: a rotated refresh token must not be spent twice.
         let _g = cx.svc.renewals.lock(self.id).await?;
-        let current = lookup(&cx.svc.renewals.current()).ok_or_else(|| IssueError::new("provider no longer exists"))?;
+        let current = lookup(cx.svc.renewals.current()).ok_or_else(|| IssueError::new("provider no longer exists"))?;
         if let Some((token, exp)) = stored_access(&current, crate::clock::now_millis()) {
             return Ok(credential(token, exp));
         }
@@ -137,7 +137,7 @@ pub fn check_fields(f: &mut OAuthAuthorizationCodeFields) -> Result<(), FieldErr
     check_custom_parameters(&mut f.custom_parameters)
 }
 
-fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, _: &dyn Lookup, cfg: &Config) -> Result<(), Error> {
     for k in ["authorizationUrl", "tokenUrl"] {
         check_url(k, cfg_str(&p.config, k).unwrap_or_default(), cfg)?;
     }

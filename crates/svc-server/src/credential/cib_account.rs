@@ -18,9 +18,9 @@ use super::types::{self, TypeSpec, cfg_str};
 use super::upstream_call::{json_body, status_error};
 use super::{Backend, IssueCx, IssueError, Issued, Services};
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::error::Error;
-use crate::state::State;
 use crate::upstream::Fetched;
 
 pub const TYPE: &str = "ciB-managed-account";
@@ -78,10 +78,9 @@ impl Api {
     }
 }
 
-fn integration_of(st: &State, p: &CredentialProvider) -> Option<CredentialIntegration> {
+fn integration_of(st: &dyn Lookup, p: &CredentialProvider) -> Option<CredentialIntegration> {
     let id = cfg_str(&p.config, "credentialProviderIntegrationExternalId").and_then(|s| Uuid::parse_str(s).ok())?;
-    st.credential_integrations
-        .get(&id)
+    st.credential_integration(&id)
         .filter(|i| i.int_type == INTEGRATION_KIND)
         .map(|i| (**i).clone())
 }
@@ -138,11 +137,10 @@ pub async fn provision(svc: Services<'_>, id: Uuid) {
 async fn provision_steps(svc: &Services<'_>, id: Uuid, created: &mut Option<i64>) -> Result<i64, IssueError> {
     let st = svc.renewals.current();
     let p = st
-        .credential_providers
-        .get(&id)
+        .credential_provider(&id)
         .cloned()
         .ok_or_else(|| IssueError::new("provider deleted"))?;
-    let integ = integration_of(&st, &p).ok_or_else(|| IssueError::new("integration missing"))?;
+    let integ = integration_of(&*st, &p).ok_or_else(|| IssueError::new("integration missing"))?;
     drop(st);
     if !integ.meta.active {
         return Err(IssueError::new(format!(
@@ -218,7 +216,7 @@ fn credential(token: String, exp: Timestamp) -> Issued {
 impl ManagedAccount {
     pub async fn issue(&self, cx: &IssueCx<'_>) -> Result<Issued, IssueError> {
         let svc = &cx.svc;
-        let lookup = || svc.renewals.current().credential_providers.get(&self.id).cloned();
+        let lookup = || svc.renewals.current().credential_provider(&self.id).cloned();
         let p = lookup().ok_or_else(|| IssueError::new("provider no longer exists"))?;
         if cfg_str(&p.config, "status") != Some("Provisioned") {
             return Ok(Issued::Nothing(format!(
@@ -227,7 +225,7 @@ impl ManagedAccount {
             )));
         }
         let integ =
-            integration_of(&svc.renewals.current(), &p).ok_or_else(|| IssueError::new("integration missing"))?;
+            integration_of(&*svc.renewals.current(), &p).ok_or_else(|| IssueError::new("integration missing"))?;
         if !integ.meta.active {
             return Ok(Issued::Nothing(format!(
                 "the integration '{}' is inactive",
@@ -292,7 +290,7 @@ impl ManagedAccount {
 pub async fn revoke_after_delete(svc: Services<'_>, p: &CredentialProvider) {
     let (Some(token_id), Some(integ)) = (
         cfg_str(&p.config, "tokenId"),
-        integration_of(&svc.renewals.current(), p),
+        integration_of(&*svc.renewals.current(), p),
     ) else {
         return;
     };
@@ -314,7 +312,7 @@ pub fn check_fields(f: &mut CiBManagedAccountFields) -> Result<(), FieldError> {
     Ok(())
 }
 
-fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, st: &dyn Lookup, _: &Config) -> Result<(), Error> {
     if cfg_str(&p.config, "groupIds").is_none() && cfg_str(&p.config, "projectIds").is_none() {
         return Err(Error::field("groupIds", "groupIds or projectIds is required"));
     }

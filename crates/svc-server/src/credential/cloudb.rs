@@ -14,9 +14,9 @@ use super::types::{self, TypeSpec, cfg_str};
 use super::upstream_call::{access_token, get_bearer, json_body, oauth_credential, post_form, status_error};
 use super::{Backend, IssueCx, IssueError, Issued, assertion};
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
-use crate::state::State;
 use crate::upstream::Configured;
 
 pub const JWT_BEARER: &str = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
@@ -103,7 +103,7 @@ pub fn check_directory_fields(f: &mut CloudBDirectoryFederationFields) -> Result
 }
 
 /// The subject is literal: it may not be one the service's own assertions carry (issue 31).
-fn check_directory(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+fn check_directory(p: &CredentialProvider, st: &dyn Lookup, _: &Config) -> Result<(), Error> {
     match cfg_str(&p.config, "subject").and_then(|s| assertion::reserved_subject(st, s, None)) {
         Some(why) => Err(Error::field("subject", why)),
         None => Ok(()),
@@ -149,8 +149,7 @@ impl KeyVaultValue {
             .svc
             .renewals
             .current()
-            .credential_integrations
-            .get(&self.integration)
+            .credential_integration(&self.integration)
             .cloned()
             .filter(|i| i.int_type == INTEGRATION_KIND)
             .ok_or_else(|| IssueError::new("the credential provider integration no longer exists"))?;
@@ -237,12 +236,12 @@ pub fn check_key_vault_fields(f: &mut CloudBKeyVaultValueFields) -> Result<(), F
 }
 
 /// The referenced integration exists in the provider's resource set and has the needed kind.
-pub fn check_integration(p: &CredentialProvider, st: &State, kind: &str) -> Result<(), Error> {
+pub fn check_integration(p: &CredentialProvider, st: &dyn Lookup, kind: &str) -> Result<(), Error> {
     let field = "credentialProviderIntegrationExternalId";
     let id = cfg_str(&p.config, field)
         .and_then(|s| Uuid::parse_str(s).ok())
         .ok_or_else(|| Error::field(field, "is required"))?;
-    match st.credential_integrations.get(&id) {
+    match st.credential_integration(&id) {
         Some(i) if i.meta.scope() == p.meta.scope() && i.int_type == kind => Ok(()),
         Some(i) if i.meta.scope() == p.meta.scope() => Err(Error::field(
             field,
@@ -252,7 +251,7 @@ pub fn check_integration(p: &CredentialProvider, st: &State, kind: &str) -> Resu
     }
 }
 
-fn check_key_vault(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+fn check_key_vault(p: &CredentialProvider, st: &dyn Lookup, _: &Config) -> Result<(), Error> {
     check_integration(p, st, INTEGRATION_KIND)
 }
 

@@ -14,9 +14,9 @@ use super::dynamic;
 use super::types::{self, TypeSpec, cfg_str};
 use super::{Backend, IssueCx, Issued, Prepared};
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
-use crate::state::State;
 
 const RESERVED: &[&str] = &["iss", "iat", "exp", "nbf", "jti"];
 
@@ -80,9 +80,8 @@ pub fn claims_of(v: Option<&Value>) -> Vec<Claim> {
 
 /// Whether `id` names an `oidc-id-token` provider: the one kind of JWT the service signs that a
 /// workload may present back as evidence (`trust::check_own_issued`).
-pub fn is_id_token_provider(st: &State, id: Uuid) -> bool {
-    st.credential_providers
-        .get(&id)
+pub fn is_id_token_provider(st: &dyn Lookup, id: Uuid) -> bool {
+    st.credential_provider(&id)
         .is_some_and(|p| p.cp_type == "oidc-id-token")
 }
 
@@ -116,7 +115,7 @@ pub fn resolve_into(
 
 /// Write-time [`assertion::reserved_subject`] of a literal subject and a literal custom `sub`
 /// claim (a dynamic one is checked when it is resolved, at issuance).
-pub fn check_literal_subjects(p: &CredentialProvider, st: &State, claims_field: &str) -> Result<(), Error> {
+pub fn check_literal_subjects(p: &CredentialProvider, st: &dyn Lookup, claims_field: &str) -> Result<(), Error> {
     let literal = |k: &str| cfg_str(&p.config, k).filter(|_| cfg_str(&p.config, "subjectType") != Some("dynamic"));
     if let Some(s) = literal("subject")
         && let Some(why) = assertion::reserved_subject(st, s, None)
@@ -241,7 +240,7 @@ fn compile(p: &CredentialProvider, svid: bool) -> Backend {
     })
 }
 
-fn check(p: &CredentialProvider, st: &State, _: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, st: &dyn Lookup, _: &Config) -> Result<(), Error> {
     check_literal_subjects(p, st, "customClaims")
 }
 

@@ -35,11 +35,20 @@ use svc_api::edge::{CredentialType, EdgeCredentials};
 use uuid::Uuid;
 
 use crate::config::Config;
-use crate::domain::credential::CredentialProvider;
+use crate::domain::credential::{CredentialIntegration, CredentialProvider};
 use crate::issuer::KeyRing;
 use crate::issuer::ca::Ca;
-use crate::state::State;
 use crate::upstream::Upstream;
+
+/// What a credential type reads of the configuration besides its own provider (the `check`s of
+/// `types.rs`, issuance through [`Renewals::current`]): a narrow view of `state::State`, which
+/// implements it, so `credential` stays below `state` (whose indexes hold compiled providers).
+pub trait Lookup: Send + Sync {
+    fn credential_provider(&self, id: &Uuid) -> Option<&Arc<CredentialProvider>>;
+    fn credential_integration(&self, id: &Uuid) -> Option<&Arc<CredentialIntegration>>;
+    fn has_role(&self, id: &Uuid) -> bool;
+    fn has_client_workload(&self, id: &Uuid) -> bool;
+}
 
 /// What a backend produced.
 #[derive(Debug, Clone)]
@@ -128,7 +137,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// renewed. Implemented by the service (`service::renewal`), so a backend sees no database type.
 pub trait Renewals: Send + Sync {
     /// The configuration as committed now (a provider's stored tokens, its integration).
-    fn current(&self) -> Arc<State>;
+    fn current(&self) -> Arc<dyn Lookup>;
     /// One renewal of `provider` at a time, on this node and across nodes; once held, the
     /// state has caught up with other nodes' writes, so a token another node just stored is
     /// seen instead of renewed again (a spent rotating refresh token would otherwise be

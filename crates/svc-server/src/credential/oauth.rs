@@ -11,10 +11,10 @@ use super::types::{self, TypeSpec, cfg_str, check_url};
 use super::upstream_call::{basic, oauth_credential, post_form};
 use super::{Backend, IssueCx, IssueError, Issued};
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::Secret;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
-use crate::state::State;
 
 /// Protocol parameters the service sets itself; a custom parameter cannot add a second value.
 const RESERVED_PARAMETERS: &[&str] = &[
@@ -103,7 +103,7 @@ pub fn check_fields(f: &mut OAuthClientCredentialFields) -> Result<(), FieldErro
     check_custom_parameters(&mut f.custom_parameters)
 }
 
-fn check(p: &CredentialProvider, _: &State, cfg: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, _: &dyn Lookup, cfg: &Config) -> Result<(), Error> {
     check_url("url", cfg_str(&p.config, "url").unwrap_or_default(), cfg)
 }
 

@@ -10,12 +10,12 @@ use svc_api::mgmt::{CredentialProviderFields, CredentialProviderType};
 
 use super::Backend;
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
-use crate::state::State;
 
 /// Checks a complete provider against the state and configuration (references, cross-field rules).
-pub type CheckFn = fn(&CredentialProvider, &State, &Config) -> Result<(), Error>;
+pub type CheckFn = fn(&CredentialProvider, &dyn Lookup, &Config) -> Result<(), Error>;
 /// Fills server-made fields before the provider is stored (generated keys, derived values).
 pub type CompleteFn = fn(&mut CredentialProvider) -> Result<(), Error>;
 
@@ -39,7 +39,7 @@ pub struct TypeSpec {
     pub compile: fn(&CredentialProvider) -> Backend,
 }
 
-pub fn no_check(_: &CredentialProvider, _: &State, _: &Config) -> Result<(), Error> {
+pub fn no_check(_: &CredentialProvider, _: &dyn Lookup, _: &Config) -> Result<(), Error> {
     Ok(())
 }
 

@@ -14,9 +14,9 @@ use super::types::{TypeSpec, cfg_str};
 use super::upstream_call::{json_body, post_json};
 use super::{Backend, IssueCx, IssueError, Issued, Prepared};
 use crate::config::Config;
+use crate::credential::Lookup;
 use crate::domain::credential::CredentialProvider;
 use crate::error::Error;
-use crate::state::State;
 
 #[derive(Debug)]
 pub struct Vault {
@@ -93,7 +93,7 @@ pub fn check_fields(f: &mut VaultClientTokenFields) -> Result<(), FieldError> {
     Ok(())
 }
 
-fn check(p: &CredentialProvider, st: &State, cfg: &Config) -> Result<(), Error> {
+fn check(p: &CredentialProvider, st: &dyn Lookup, cfg: &Config) -> Result<(), Error> {
     super::issued_jwt::check_literal_subjects(p, st, "customClaimNames")?;
     // The login JWT's `aud` is the vault's own address (issue 31): a custom `aud` may only say so.
     if let Backend::Vault(v) = compile(p) {

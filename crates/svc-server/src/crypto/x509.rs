@@ -80,6 +80,25 @@ pub fn pem_decode(block: &str) -> Result<(String, Vec<u8>), String> {
     }
 }
 
+/// The CERTIFICATE blocks (DER) of a PEM bundle: the file at `path`, or `default` without one;
+/// an error names the configuration key `cfg_key` (the platforms' trust anchors, upstream roots).
+pub fn bundle(cfg_key: &str, path: Option<&std::path::Path>, default: &str) -> Result<Vec<Vec<u8>>, String> {
+    let text = match path {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{cfg_key}: cannot read {}: {e}", p.display()))?,
+        None => default.to_string(),
+    };
+    let blocks = pem_blocks(&text).map_err(|e| format!("{cfg_key}: {e}"))?;
+    let certs: Vec<Vec<u8>> = blocks
+        .into_iter()
+        .filter(|(label, _)| label == "CERTIFICATE")
+        .map(|(_, der)| der)
+        .collect();
+    if certs.is_empty() {
+        return Err(format!("{cfg_key}: no CERTIFICATE block"));
+    }
+    Ok(certs)
+}
+
 /// Every PEM block of a text: (label, DER).
 pub fn pem_blocks(text: &str) -> Result<Vec<(String, Vec<u8>)>, String> {
     let mut out = Vec::new();

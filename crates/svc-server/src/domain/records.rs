@@ -252,7 +252,7 @@ impl SourceLock {
 }
 
 /// A lock-out lasts one minute, then twice as long as the one before, at most an hour (issue
-/// 31; the per-address throttle, `service::throttle`, is the main defence).
+/// 31; the per-address throttle, `limits::throttle`, is the main defence).
 pub fn lockout_ms(lockouts_before: u32) -> i64 {
     (60_000i64 << lockouts_before.min(6)).min(MAX_LOCKOUT_MS)
 }

@@ -1,12 +1,12 @@
 //! Step 9's vendor calls (contract §4.8, §5.4): the `SensorA` device lookup and the
 //! `CloudSecurityAIntegrationApi` resource lookup, each with the integration's OAuth2
-//! client-credentials token; and the periodic integration sync of §3.11 (`lastSync`). Tokens are cached until 60 s before their expiry, lookups for 60 s;
-//! both caches are bounded. A vendor that fails, answers badly or not within the upstream timeout
+//! client-credentials token (which the periodic integration sync, `service::integrations`, asks
+//! for). Tokens are cached until 60 s before their expiry, lookups for 60 s; both caches are
+//! bounded (`caches::vendor`). A vendor that fails, answers badly or not within the upstream timeout
 //! fails its condition (`Lookup::Upstream`), never the request. The rules themselves are pure
 //! (`policy::conditions`).
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,63 +14,17 @@ use svc_api::edge::ClientWorkloadDetails;
 use uuid::Uuid;
 
 use crate::app::App;
+use crate::caches::vendor::{get, put};
 use crate::domain::Secret;
 use crate::domain::condition::{AccessCondition, ConditionSpec, Integration};
 use crate::policy::conditions::{CloudResource, Device, Lookup};
 use crate::state::State;
 use crate::trust::{Fact, Facts};
 
-/// Entries per cache; a full cache first drops what expired, then everything (a burst of
-/// distinct devices cannot grow memory without bound).
-const CAP: usize = 10_000;
 /// §5.4: device lookups (and, our choice, resource lookups) are reused for 60 s.
 const LOOKUP_TTL: Duration = Duration::from_secs(60);
 /// §5.4: a token is reused until 60 s before its expiry.
 const TOKEN_MARGIN: u64 = 60;
-
-type Key = (Uuid, i64, String);
-/// A cache: key → (value, valid until).
-type Cache<K, V> = Mutex<HashMap<K, (V, Instant)>>;
-
-/// The token and lookup caches of one node.
-#[derive(Default)]
-pub struct VendorCache {
-    tokens: Cache<(Uuid, i64), Arc<Secret<String>>>,
-    devices: Cache<Key, Lookup<Device>>,
-    resources: Cache<Key, Lookup<CloudResource>>,
-}
-
-fn get<K: std::hash::Hash + Eq, V: Clone>(m: &Cache<K, V>, k: &K) -> Option<V> {
-    let m = m.lock().unwrap_or_else(|e| e.into_inner());
-    m.get(k)
-        .filter(|(_, until)| *until > Instant::now())
-        .map(|(v, _)| v.clone())
-}
-
-fn put<K: std::hash::Hash + Eq, V>(m: &Cache<K, V>, k: K, v: V, until: Instant) {
-    let mut m = m.lock().unwrap_or_else(|e| e.into_inner());
-    if m.len() >= CAP {
-        let now = Instant::now();
-        m.retain(|_, (_, u)| *u > now);
-        if m.len() >= CAP {
-            m.clear();
-        }
-    }
-    m.insert(k, (v, until));
-}
-
-impl VendorCache {
-    /// How many upstream answers are cached (tests, metrics).
-    pub fn len(&self) -> usize {
-        self.tokens.lock().map(|m| m.len()).unwrap_or(0)
-            + self.devices.lock().map(|m| m.len()).unwrap_or(0)
-            + self.resources.lock().map(|m| m.len()).unwrap_or(0)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
 
 /// The integration's version: a change (new secret, URL) must not reuse a token or an answer.
 fn version(i: &Integration) -> i64 {
@@ -93,7 +47,7 @@ async fn token(app: &App, i: &Integration) -> Result<Arc<Secret<String>>, String
 }
 
 /// Asks the integration's `tokenUrl` for a token: the token and its `expires_in`.
-async fn request_token(app: &App, i: &Integration) -> Result<(Arc<Secret<String>>, u64), String> {
+pub async fn request_token(app: &App, i: &Integration) -> Result<(Arc<Secret<String>>, u64), String> {
     client_credentials(
         app,
         i.config_str("tokenUrl").unwrap_or_default(),
@@ -137,65 +91,6 @@ pub async fn client_credentials(
     };
     let expires = v.get("expires_in").and_then(Value::as_u64).unwrap_or(0);
     Ok((Arc::new(Secret::new(t.to_string())), expires))
-}
-
-/// Whether a vendor integration's sync is due at `now` (ms).
-fn sync_due(i: &Integration, now: i64) -> bool {
-    !i.builtin && i.meta.active && crate::service::jobs::period_over(i.last_sync, i.sync_frequency_seconds, now)
-}
-
-/// §3.11: every `syncFrequencySeconds`, each active vendor integration obtains a token from its
-/// `tokenUrl` and records `lastSync` and `lastSyncStatus` (`Success` or the error). The record is
-/// made by one node only when several share PostgreSQL: each due integration's sync holds a
-/// cluster-wide lock (`service::jobs::turn`), and a node that gets it after another has synced
-/// sees the recorded `lastSync` and skips.
-pub async fn sync_integrations(app: &App) {
-    let now = crate::clock::now_millis();
-    let due: Vec<Uuid> = app
-        .state_full()
-        .integrations
-        .values()
-        .filter(|i| sync_due(i, now))
-        .map(|i| i.meta.id)
-        .collect();
-    for id in due {
-        let due_now = |st: &crate::state::State| {
-            st.integrations
-                .get(&id)
-                .is_some_and(|i| sync_due(i, crate::clock::now_millis()))
-        };
-        let Some(_turn) = crate::service::jobs::turn(app, &format!("svc-integration-sync:{id}"), due_now).await else {
-            continue;
-        };
-        let Some(i) = app.state_full().integrations.get(&id).cloned() else {
-            continue;
-        };
-        let status = match tokio::time::timeout(crate::upstream::TIMEOUT, request_token(app, &i)).await {
-            Ok(Ok(_)) => "Success".to_string(),
-            Ok(Err(e)) => e,
-            Err(_) => "timed out".to_string(),
-        };
-        let mut w = match crate::service::write::Write::begin_system(app).await {
-            Ok(w) => w,
-            Err(e) => {
-                tracing::warn!(error = %e, "integration sync not recorded");
-                return;
-            }
-        };
-        let Some(current) = w.st.integrations.get(&i.meta.id).cloned() else {
-            continue;
-        };
-        if !sync_due(&current, now) {
-            continue;
-        }
-        let mut n = (*current).clone();
-        n.last_sync = Some(crate::domain::Timestamp::from_millis(crate::clock::now_millis()));
-        n.last_sync_status = Some(status);
-        w.put(n);
-        if let Err(e) = w.commit().await {
-            tracing::warn!(integration = %i.meta.id, error = %e, "integration sync not recorded");
-        }
-    }
 }
 
 fn text(v: &Value, k: &str) -> Option<String> {
@@ -391,7 +286,7 @@ pub async fn check(
     client: &ClientWorkloadDetails,
     facts: &Facts,
     source_ip: Option<std::net::IpAddr>,
-    ev: &mut crate::edge::events::Parts,
+    ev: &mut crate::policy::outcome::Parts,
 ) -> Result<(), crate::policy::decide::Decision> {
     let geo = conds
         .iter()

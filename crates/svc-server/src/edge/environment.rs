@@ -166,7 +166,7 @@ pub(crate) struct EnvCiC<'a> {
 
 /// The orchestrator pod name and service-account UID a request's subject shows: the only part
 /// of the `environment` that needs the identified subject (`None, None` before it is known).
-pub fn subject_ids(s: &super::identity::Subject<'_>) -> (Option<String>, Option<String>) {
+pub fn subject_ids(s: &crate::policy::identity::Subject<'_>) -> (Option<String>, Option<String>) {
     let first = |name: &str| {
         crate::domain::identity::lookup(name)
             .and_then(|t| s.values(t, None).into_iter().next())

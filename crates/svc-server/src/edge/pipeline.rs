@@ -13,12 +13,12 @@ use std::net::IpAddr;
 use svc_api::edge::ApiCredentialsRequest;
 use uuid::Uuid;
 
-use super::events::Parts;
-use super::identity::Subject;
 use crate::app::App;
 use crate::credential::IssueCx;
 use crate::domain::trust::TrustKind;
 use crate::policy::decide::{self, Attestation, Attested, Decision, NOT_APPLICABLE, Run};
+use crate::policy::identity::Subject;
+use crate::policy::outcome::Parts;
 use crate::state::State as Snapshot;
 use crate::trust::Facts;
 

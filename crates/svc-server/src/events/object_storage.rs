@@ -1,7 +1,7 @@
 //! The object-storage destinations of log streams (contract §3.14, §5.4): `ObjectStorageABucket`
 //! (SigV4-signed `PUT` with the host's own cloudA credentials) and `ObjectStorageCBucket`
 //! (assertion → cloudC exchange → `generateAccessToken` → upload). One call uploads one
-//! transaction's records as one NDJSON object; the delivery loop (`events::streams`) decides
+//! transaction's records as one NDJSON object; the delivery loop (`service::streams`) decides
 //! what to send and keeps the cursor. Object naming, the credential chain and the keys are in
 //! docs/log-streams/object-storage.md.
 

@@ -27,7 +27,7 @@ fn parts(e: &Error) -> (StatusCode, std::borrow::Cow<'_, str>) {
         Error::ForbiddenMsg(m) => (StatusCode::FORBIDDEN, m.as_str().into()),
         Error::NotFound => (StatusCode::NOT_FOUND, NOT_FOUND.into()),
         Error::MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, METHOD_NOT_ALLOWED.into()),
-        Error::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, crate::edge::TOO_MANY.into()),
+        Error::TooManyRequests(_) => (StatusCode::TOO_MANY_REQUESTS, crate::http::edge::TOO_MANY.into()),
         Error::Internal(detail) => {
             tracing::error!(error = %detail, "internal error");
             (StatusCode::INTERNAL_SERVER_ERROR, INTERNAL.into())
@@ -35,7 +35,7 @@ fn parts(e: &Error) -> (StatusCode, std::borrow::Cow<'_, str>) {
         // Issue 32: the database is unreachable or cannot be written; the edge's message.
         Error::Unavailable(detail) => {
             tracing::warn!(error = %detail, "answering 503: the database cannot serve this request now");
-            (StatusCode::SERVICE_UNAVAILABLE, crate::edge::UNAVAILABLE.into())
+            (StatusCode::SERVICE_UNAVAILABLE, crate::http::edge::UNAVAILABLE.into())
         }
     }
 }

@@ -4,12 +4,14 @@
 pub mod api;
 pub mod conn;
 pub mod console;
+pub mod edge;
 pub mod error;
 pub mod extract;
 pub mod guard;
 pub mod list;
 pub mod openapi;
 pub mod resources;
+pub mod scrape;
 pub mod server;
 
 use std::time::Instant;

@@ -3,5 +3,6 @@
 
 pub mod ca;
 pub mod keys;
+pub mod mgmt_token;
 
 pub use keys::KeyRing;

@@ -11,13 +11,13 @@ use svc_api::edge::{ApiCredentialsRequest, ClientWorkloadDetails, ConnectionMeta
 use uuid::Uuid;
 
 use super::conditions::{self, CloudResource, Device, Geo, Lookup};
+use super::identity::Subject;
+use super::outcome::{AttestationResult, CpResult, EntityResult, Parts};
 use crate::credential::{CompiledCredential, Issued};
 use crate::domain::Label;
 use crate::domain::condition::{AccessCondition, ConditionSpec};
 use crate::domain::policy::{Mapping, MappingType, Policy};
 use crate::domain::workload::{ClientWorkload, ServerWorkload};
-use crate::edge::events::{AttestationResult, CpResult, EntityResult, Parts};
-use crate::edge::identity::Subject;
 use crate::state::{HasMeta, State as Snapshot};
 use crate::trust::{CompiledTrust, TrustError};
 

@@ -10,7 +10,7 @@ use svc_api::mgmt::evaluate::{
 use uuid::Uuid;
 
 use super::decide::{Attested, Decision, Run};
-use crate::edge::events::{AttestationResult, EntityResult, Parts};
+use super::outcome::{AttestationResult, EntityResult, Parts};
 use crate::state::{HasMeta, State as Snapshot};
 
 /// The explain answer being built.

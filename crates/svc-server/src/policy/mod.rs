@@ -5,3 +5,5 @@
 pub mod conditions;
 pub mod decide;
 pub mod explain;
+pub mod identity;
+pub mod outcome;

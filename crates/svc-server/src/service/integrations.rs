@@ -1,8 +1,10 @@
 //! The built-in `GeoIP` and `Time` integrations every resource set holds (contract §3.11): made
-//! with the resource set, and at start for sets that predate them.
+//! with the resource set, and at start for sets that predate them; and the periodic sync of the
+//! vendor integrations (`lastSync`, `lastSyncStatus`).
 
 use uuid::Uuid;
 
+use crate::app::App;
 use crate::domain::condition::{GEOIP, Integration, TIME};
 use crate::domain::credential::SecretFields;
 use crate::domain::{Kind, Meta};
@@ -55,4 +57,68 @@ pub async fn add_builtins(w: &mut Write<'_>, rs: Uuid, author: &Author, audit: b
         }
     }
     Ok(())
+}
+
+/// Whether a vendor integration's sync is due at `now` (ms).
+fn sync_due(i: &Integration, now: i64) -> bool {
+    !i.builtin && i.meta.active && super::jobs::period_over(i.last_sync, i.sync_frequency_seconds, now)
+}
+
+/// §3.11: every `syncFrequencySeconds`, each active vendor integration obtains a token from its
+/// `tokenUrl` and records `lastSync` and `lastSyncStatus` (`Success` or the error). The record is
+/// made by one node only when several share PostgreSQL: each due integration's sync holds a
+/// cluster-wide lock (`service::jobs::turn`), and a node that gets it after another has synced
+/// sees the recorded `lastSync` and skips.
+pub async fn sync_integrations(app: &App) {
+    let now = crate::clock::now_millis();
+    let due: Vec<Uuid> = app
+        .state_full()
+        .integrations
+        .values()
+        .filter(|i| sync_due(i, now))
+        .map(|i| i.meta.id)
+        .collect();
+    for id in due {
+        let due_now = |st: &crate::state::State| {
+            st.integrations
+                .get(&id)
+                .is_some_and(|i| sync_due(i, crate::clock::now_millis()))
+        };
+        let Some(_turn) = super::jobs::turn(app, &format!("svc-integration-sync:{id}"), due_now).await else {
+            continue;
+        };
+        let Some(i) = app.state_full().integrations.get(&id).cloned() else {
+            continue;
+        };
+        let status = match tokio::time::timeout(
+            crate::upstream::TIMEOUT,
+            crate::edge::conditions::request_token(app, &i),
+        )
+        .await
+        {
+            Ok(Ok(_)) => "Success".to_string(),
+            Ok(Err(e)) => e,
+            Err(_) => "timed out".to_string(),
+        };
+        let mut w = match Write::begin_system(app).await {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(error = %e, "integration sync not recorded");
+                return;
+            }
+        };
+        let Some(current) = w.st.integrations.get(&i.meta.id).cloned() else {
+            continue;
+        };
+        if !sync_due(&current, now) {
+            continue;
+        }
+        let mut n = (*current).clone();
+        n.last_sync = Some(crate::domain::Timestamp::from_millis(crate::clock::now_millis()));
+        n.last_sync_status = Some(status);
+        w.put(n);
+        if let Err(e) = w.commit().await {
+            tracing::warn!(integration = %i.meta.id, error = %e, "integration sync not recorded");
+        }
+    }
 }

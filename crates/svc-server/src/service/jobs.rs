@@ -16,13 +16,13 @@ const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
 pub fn spawn(node: &App) {
     node.events.start();
     // §3.14: every active log stream, every `SVC_LOG_STREAM_INTERVAL_SECONDS`.
-    on_node(node.clock.clone(), crate::events::streams::run(node.clone()));
+    on_node(node.clock.clone(), crate::service::streams::run(node.clone()));
     // §3.11: the integrations' periodic token check (`lastSync`, `lastSyncStatus`).
     let app = node.clone();
     on_node(app.clock.clone(), async move {
         loop {
             tokio::time::sleep(Duration::from_secs(5)).await;
-            crate::edge::conditions::sync_integrations(&app).await;
+            crate::service::integrations::sync_integrations(&app).await;
             crate::service::discovery::sync_due(&app).await;
         }
     });
@@ -151,7 +151,7 @@ pub async fn retention(app: &App) -> Result<u64, crate::store::StoreError> {
         return Ok(0);
     }
     let cutoff = crate::clock::now_millis() - days * 86_400_000;
-    let floors = crate::events::streams::retention_floors(app).await?;
+    let floors = crate::service::streams::retention_floors(app).await?;
     app.store.purge_events_through(cutoff, &floors).await
 }
 

@@ -21,5 +21,5 @@ pub mod rekey;
 pub mod renewal;
 pub mod sso;
 pub mod startup;
-pub mod throttle;
+pub mod streams;
 pub mod write;

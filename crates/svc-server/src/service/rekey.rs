@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::app::{App, StartError};
-use crate::config::{Config, DatabaseUrl};
+use crate::config::{Config, DatabaseUrl, KeySource};
 use crate::crypto::aead::{Cipher, key_id, kid_of};
 use crate::crypto::{b64std, b64std_decode, random_bytes};
 use crate::store::sealed::{CHECK_KEY, ROTATION_KEY, SEALED, meta_label};
@@ -34,37 +34,28 @@ use crate::store::{Store, StoreError};
 /// What the check value seals.
 const KEY_CHECK: &str = "svc-encryption-key-check";
 
-/// Where a node's keys come from.
-#[derive(Clone, Debug)]
-pub enum Source {
-    /// `SVC_ENCRYPTION_KEY` (and `SVC_ENCRYPTION_KEY_PREVIOUS`).
-    Environment,
-    /// The key file beside the SQLite database.
-    File(PathBuf),
-}
-
 pub fn key_file_path(db: &Path) -> PathBuf {
     crate::store::files::key_file(db)
 }
 
 /// The keys of the configuration, the newest first.
-pub fn configured_keys(cfg: &Config) -> Result<(Vec<[u8; 32]>, Source), StartError> {
+pub fn configured_keys(cfg: &Config) -> Result<(Vec<[u8; 32]>, KeySource), StartError> {
     if let Some(k) = cfg.encryption_key {
         let mut keys = vec![k];
         keys.extend(cfg.encryption_key_previous);
-        return Ok((keys, Source::Environment));
+        return Ok((keys, KeySource::Environment));
     }
     let DatabaseUrl::Sqlite(db) = &cfg.database_url else {
         return Err(StartError("SVC_ENCRYPTION_KEY is required with PostgreSQL".into()));
     };
     let path = key_file_path(db);
     if path.exists() {
-        return Ok((read_key_file(&path)?, Source::File(path)));
+        return Ok((read_key_file(&path)?, KeySource::File(path)));
     }
     let key = random_bytes::<32>();
     write_key_file(&path, &[key], false)?;
     tracing::info!(path = %path.display(), "generated a new encryption key file");
-    Ok((vec![key], Source::File(path)))
+    Ok((vec![key], KeySource::File(path)))
 }
 
 /// The keys of a key file: one standard-base64 key of 32 bytes a line, the newest first.
@@ -155,7 +146,7 @@ fn when(ms: i64) -> String {
 /// Start-up: the cipher of the configured keys, sealing with the database's key (on first start
 /// the newest configured key, recorded by the check value). Refuses a node that does not hold
 /// the database's key, or that lacks the old key while a rotation is under way.
-pub async fn open_cipher(cfg: &Config, store: &Store) -> Result<(Cipher, Source), StartError> {
+pub async fn open_cipher(cfg: &Config, store: &Store) -> Result<(Cipher, KeySource), StartError> {
     let (keys, source) = configured_keys(cfg)?;
     let cipher = Cipher::with_keys(&keys);
     let check = store
@@ -219,7 +210,7 @@ pub async fn open_cipher(cfg: &Config, store: &Store) -> Result<(Cipher, Source)
 /// again, seals with the database's key (or stops writing when it does not hold it), forgets a
 /// retired key, and says so in its row of `nodes`.
 pub async fn adopt(app: &App) -> Result<(), String> {
-    if let Source::File(path) = &app.key_source {
+    if let KeySource::File(path) = &app.key_source {
         let keys = read_key_file(path).map_err(|e| e.0)?;
         app.cipher.replace(&keys, &app.cipher.kid());
     }
@@ -295,7 +286,7 @@ pub async fn rotate(app: &App, wait: Duration, say: &dyn Fn(String)) -> Result<R
             ));
             r.to.clone()
         }
-        (Source::Environment, _) => {
+        (KeySource::Environment, _) => {
             let newest = app
                 .cfg
                 .encryption_key
@@ -315,7 +306,7 @@ pub async fn rotate(app: &App, wait: Duration, say: &dyn Fn(String)) -> Result<R
             }
             newest
         }
-        (Source::File(path), _) => {
+        (KeySource::File(path), _) => {
             // A new key, first in the file, the old ones kept until the rotation is done; a key
             // an earlier run put there and never switched to is used again.
             let mut keys = read_key_file(path).map_err(|e| e.0)?;
@@ -425,7 +416,7 @@ pub async fn rotate(app: &App, wait: Duration, say: &dyn Fn(String)) -> Result<R
             .map_or(crate::clock::now_millis(), |r| r.started_at),
         finished_at: Some(crate::clock::now_millis()),
     };
-    if let Source::File(path) = &app.key_source {
+    if let KeySource::File(path) = &app.key_source {
         let keys = read_key_file(path).map_err(|e| e.0)?;
         let kept: Vec<[u8; 32]> = keys.into_iter().filter(|k| key_id(k) == target).collect();
         write_key_file(path, &kept, true).map_err(|e| e.0)?;

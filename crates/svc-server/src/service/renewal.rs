@@ -11,7 +11,6 @@ use uuid::Uuid;
 use crate::app::App;
 use crate::credential::{BoxFuture, IssueError, RenewalGuard, Renewals, Services};
 use crate::domain::credential::CredentialProvider;
-use crate::state::State;
 
 impl App {
     /// What credential backends may use (narrower than the application: no storage but the
@@ -34,7 +33,7 @@ impl App {
 }
 
 impl Renewals for App {
-    fn current(&self) -> Arc<State> {
+    fn current(&self) -> Arc<dyn crate::credential::Lookup> {
         self.state_full()
     }
 

@@ -27,6 +27,21 @@ pub fn key_file_errors(cfg: &Config) -> Vec<String> {
     errors
 }
 
+/// `App`'s constructors live with start-up, so `app` (the container) needs nothing of `service`.
+impl App {
+    /// Opens storage and loads everything; does not start background jobs or listen
+    /// ([`crate::service::startup`]).
+    pub async fn open(cfg: Config) -> Result<App, StartError> {
+        open(cfg, false).await
+    }
+
+    /// A host command's open (`svc admin …`): the database must exist and hold this binary's
+    /// schema; nothing is created or migrated.
+    pub async fn open_existing(cfg: Config) -> Result<App, StartError> {
+        open(cfg, true).await
+    }
+}
+
 /// Opens storage and loads everything; does not start background jobs or listen. `existing`:
 /// a host command's open (the database must exist at this binary's schema: nothing is created
 /// or migrated); otherwise `serve`'s (created on first start, migrated).
@@ -59,9 +74,9 @@ pub async fn open(cfg: Config, existing: bool) -> Result<App, StartError> {
     );
     let streams = crate::events::streams::Streams::new(&store, store.stream_cursors().await?);
     let upstream = Arc::new(crate::upstream::Upstream::new(&cfg)?);
-    let limits = crate::edge::ratelimit::Limiters::new(&cfg);
-    let login_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
-    let sso_throttle = crate::service::throttle::Throttle::new(cfg.login_failures_per_minute);
+    let limits = crate::limits::ratelimit::Limiters::new(&cfg);
+    let login_throttle = crate::limits::throttle::Throttle::new(cfg.login_failures_per_minute);
+    let sso_throttle = crate::limits::throttle::Throttle::new(cfg.login_failures_per_minute);
     let geoip_db = cfg.geoip_db.clone();
     let app = App(Arc::new(Inner {
         cfg,

@@ -381,6 +381,21 @@ impl Record for User {
     }
 }
 
+impl crate::credential::Lookup for State {
+    fn credential_provider(&self, id: &Uuid) -> Option<&Arc<CredentialProvider>> {
+        self.credential_providers.get(id)
+    }
+    fn credential_integration(&self, id: &Uuid) -> Option<&Arc<CredentialIntegration>> {
+        self.credential_integrations.get(id)
+    }
+    fn has_role(&self, id: &Uuid) -> bool {
+        self.roles.contains_key(id)
+    }
+    fn has_client_workload(&self, id: &Uuid) -> bool {
+        self.client_workloads.contains_key(id)
+    }
+}
+
 impl State {
     pub fn get<T: Record>(&self, id: &Uuid) -> Option<&Arc<T>> {
         T::table(self).get(id)

@@ -14,7 +14,7 @@ use aws_lc_rs::signature::{self, ParsedPublicKey};
 use crate::config::Config;
 use crate::crypto::chain::Cert;
 use crate::crypto::pkcs7::SignerId;
-use crate::crypto::x509::{Spki, parse_spki, pem_blocks};
+use crate::crypto::x509::{Spki, bundle, parse_spki};
 
 /// A trusted cloudA identity-document signing key and the certificates that carry it.
 pub struct CloudAKey {
@@ -67,23 +67,6 @@ pub fn add_dedup(keys: &mut Vec<CloudAKey>, key: CloudAKey) {
         Some(k) => k.ids.extend(key.ids),
         None => keys.push(key),
     }
-}
-
-pub(crate) fn bundle(cfg_key: &str, path: Option<&std::path::Path>, default: &str) -> Result<Vec<Vec<u8>>, String> {
-    let text = match path {
-        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{cfg_key}: cannot read {}: {e}", p.display()))?,
-        None => default.to_string(),
-    };
-    let blocks = pem_blocks(&text).map_err(|e| format!("{cfg_key}: {e}"))?;
-    let certs: Vec<Vec<u8>> = blocks
-        .into_iter()
-        .filter(|(label, _)| label == "CERTIFICATE")
-        .map(|(_, der)| der)
-        .collect();
-    if certs.is_empty() {
-        return Err(format!("{cfg_key}: no CERTIFICATE block"));
-    }
-    Ok(certs)
 }
 
 /// Certificates of one AIA answer, with the Unix time they expire from the cache.

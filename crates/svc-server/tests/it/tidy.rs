@@ -2,6 +2,7 @@
 //! docs/ARCHITECTURE.md and the file rules of docs/STYLE.md, checked over the source tree. Each
 //! rule is a function of the files' text, so a test can show that it fails.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// One source file: its path relative to the workspace root, and its text.
@@ -62,12 +63,9 @@ fn mentions(text: &str, word: &str) -> bool {
 
 const SERVER: &str = "crates/svc-server/src/";
 
-/// Architecture invariant 3: only `http` and the Edge API's handlers know axum.
+/// Architecture invariant 3: only `http` (with the Edge API's handlers, `http/edge/`) knows axum.
 fn axum_outside_http(f: &File) -> bool {
-    let allowed = f.path.starts_with("crates/svc-server/src/http/")
-        || ["edge/mod.rs", "edge/auth.rs", "edge/credentials.rs"]
-            .iter()
-            .any(|e| f.path == format!("{SERVER}{e}"));
+    let allowed = f.path.starts_with("crates/svc-server/src/http/");
     f.path.starts_with(SERVER) && !allowed && mentions(&f.text, "axum")
 }
 
@@ -104,7 +102,7 @@ type Rule = (&'static str, fn(&File) -> bool);
 /// The rules, by name, and the files each one finds.
 fn violations(files: &[File]) -> Vec<String> {
     let rules: [Rule; 5] = [
-        ("axum outside http/ and the edge handlers", axum_outside_http),
+        ("axum outside http/", axum_outside_http),
         ("sqlx outside store/", sqlx_outside_store),
         ("crate::app in trust/, credential/ or policy/", app_in_narrow_code),
         ("I/O in policy/", io_in_policy),
@@ -142,7 +140,7 @@ fn an_axum_import_under_trust_is_a_violation() {
     });
     let v = violations(&files);
     for expected in [
-        "axum outside http/ and the edge handlers: crates/svc-server/src/trust/new_kind.rs",
+        "axum outside http/: crates/svc-server/src/trust/new_kind.rs",
         "crate::app in trust/, credential/ or policy/: crates/svc-server/src/credential/new_type.rs",
         "sqlx outside store/: crates/svc-server/src/policy/step.rs",
         "I/O in policy/: crates/svc-server/src/policy/step.rs",
@@ -153,6 +151,316 @@ fn an_axum_import_under_trust_is_a_violation() {
     // A comment that names a crate is no import.
     assert!(!mentions("// axum is not used here\n", "axum"));
     assert!(!mentions("let maxumum = 1;\n", "axum"));
+}
+
+/// Architecture invariant 3, the allowed-imports matrix: each top-level module of
+/// `crates/svc-server/src` and the modules its code may name as `crate::<module>` (tests inside a
+/// module, `#[cfg(test)] mod tests`, may reach further). The matrix has no cycle
+/// ([`the_allowed_imports_have_no_cycle`]), so neither has the code; a new import between
+/// modules is a new entry here, where a review sees it. Listed bottom-up, as in ARCHITECTURE.md.
+const ALLOWED: &[(&str, &[&str])] = &[
+    ("clock", &[]),
+    ("metrics", &[]),
+    ("net", &[]),
+    ("platform", &[]),
+    ("util", &[]),
+    ("crypto", &["util"]),
+    ("config", &["crypto", "net", "platform", "util"]),
+    ("limits", &["config"]),
+    ("store", &["clock", "config", "crypto"]),
+    ("error", &["store"]),
+    ("issuer", &["clock", "config", "crypto", "store"]),
+    ("domain", &["crypto", "error"]),
+    ("upstream", &["config", "crypto", "error", "metrics", "net"]),
+    (
+        "trust",
+        &[
+            "clock", "config", "crypto", "domain", "issuer", "metrics", "platform", "upstream",
+        ],
+    ),
+    (
+        "credential",
+        &[
+            "clock", "config", "crypto", "domain", "error", "issuer", "metrics", "trust", "upstream",
+        ],
+    ),
+    (
+        "events",
+        &[
+            "clock",
+            "config",
+            "credential",
+            "domain",
+            "metrics",
+            "platform",
+            "store",
+            "upstream",
+            "util",
+        ],
+    ),
+    ("state", &["clock", "credential", "domain", "trust"]),
+    ("policy", &["credential", "domain", "net", "state", "trust"]),
+    ("caches", &["crypto", "domain", "policy", "trust", "util"]),
+    ("geoip", &["policy"]),
+    (
+        "app",
+        &[
+            "caches",
+            "clock",
+            "config",
+            "credential",
+            "crypto",
+            "events",
+            "geoip",
+            "issuer",
+            "limits",
+            "state",
+            "store",
+            "trust",
+            "upstream",
+        ],
+    ),
+    (
+        "edge",
+        &[
+            "app",
+            "caches",
+            "clock",
+            "credential",
+            "crypto",
+            "domain",
+            "events",
+            "metrics",
+            "policy",
+            "state",
+            "store",
+            "trust",
+            "upstream",
+            "util",
+        ],
+    ),
+    (
+        "service",
+        &[
+            "app",
+            "clock",
+            "config",
+            "credential",
+            "crypto",
+            "domain",
+            "edge",
+            "error",
+            "events",
+            "geoip",
+            "issuer",
+            "limits",
+            "metrics",
+            "state",
+            "store",
+            "trust",
+            "upstream",
+        ],
+    ),
+    (
+        "http",
+        &[
+            "app",
+            "caches",
+            "clock",
+            "config",
+            "credential",
+            "crypto",
+            "domain",
+            "edge",
+            "error",
+            "events",
+            "metrics",
+            "net",
+            "policy",
+            "service",
+            "state",
+            "store",
+            "trust",
+            "upstream",
+            "util",
+        ],
+    ),
+];
+
+/// The top-level module of a library file (`None` for `lib.rs`, `main.rs`, the binary's `cli/`
+/// and files outside `crates/svc-server/src`).
+fn module_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix(SERVER)?;
+    let first = rest.split('/').next()?;
+    let m = first.strip_suffix(".rs").unwrap_or(first);
+    (!["lib", "main", "cli"].contains(&m)).then_some(m)
+}
+
+/// A file's code without comments and without its `#[cfg(test)] mod … { … }` blocks.
+fn non_test_code(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = String::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let l = lines[i].trim();
+        let next = lines.get(i + 1).map(|n| n.trim()).unwrap_or_default();
+        if l == "#[cfg(test)]" && next.starts_with("mod ") && next.ends_with('{') {
+            let mut depth = 0i64;
+            i += 1;
+            while i < lines.len() {
+                depth += lines[i].matches('{').count() as i64 - lines[i].matches('}').count() as i64;
+                i += 1;
+                if depth <= 0 {
+                    break;
+                }
+            }
+            continue;
+        }
+        if !l.starts_with("//") {
+            out.push_str(lines[i]);
+            out.push('\n');
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The modules a file's non-test code names: `crate::<module>` (also `$crate::` in a macro) and
+/// each top-level name of a `crate::{…}` group.
+fn named_modules(text: &str) -> BTreeSet<String> {
+    let code = non_test_code(text);
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    let mut out = BTreeSet::new();
+    for (i, _) in code.match_indices("crate::") {
+        if code[..i].chars().next_back().is_some_and(ident) {
+            continue;
+        }
+        let rest = &code[i + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let (mut depth, mut item, mut items) = (0, String::new(), Vec::new());
+            for c in group.chars() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => items.push(std::mem::take(&mut item)),
+                    _ => item.push(c),
+                }
+            }
+            items.push(item);
+            for it in items {
+                let name: String = it.trim().chars().take_while(|c| ident(*c)).collect();
+                if !name.is_empty() && name != "self" {
+                    out.insert(name);
+                }
+            }
+        } else {
+            let name: String = rest.chars().take_while(|c| ident(*c)).collect();
+            if !name.is_empty() {
+                out.insert(name);
+            }
+        }
+    }
+    out
+}
+
+/// Imports between top-level modules the matrix does not allow, and modules it does not list:
+/// one line each, naming the file.
+fn matrix_violations(files: &[File], allowed: &[(&str, &[&str])]) -> Vec<String> {
+    let rows: BTreeMap<&str, &[&str]> = allowed.iter().copied().collect();
+    let modules: BTreeSet<&str> = files.iter().filter_map(|f| module_of(&f.path)).collect();
+    let mut out: Vec<String> = modules
+        .iter()
+        .filter(|m| !rows.contains_key(**m))
+        .map(|m| format!("module {m} is not in the matrix"))
+        .collect();
+    for f in files {
+        let Some(from) = module_of(&f.path) else {
+            continue;
+        };
+        let may = rows.get(from).copied().unwrap_or_default();
+        for to in named_modules(&f.text) {
+            if to != from && modules.contains(to.as_str()) && !may.contains(&to.as_str()) {
+                out.push(format!("{from} -> {to}: {}", f.path));
+            }
+        }
+    }
+    out
+}
+
+/// A cycle of the matrix, if it has one (the modules along it, the first repeated at the end).
+fn matrix_cycle(allowed: &[(&str, &[&str])]) -> Option<Vec<String>> {
+    fn visit<'a>(
+        m: &'a str,
+        rows: &BTreeMap<&'a str, &'a [&'a str]>,
+        done: &mut BTreeSet<&'a str>,
+        path: &mut Vec<&'a str>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|p| *p == m) {
+            let mut c: Vec<String> = path[at..].iter().map(|s| s.to_string()).collect();
+            c.push(m.to_string());
+            return Some(c);
+        }
+        if !done.insert(m) {
+            return None;
+        }
+        path.push(m);
+        for next in rows.get(m).copied().unwrap_or_default() {
+            if let Some(c) = visit(next, rows, done, path) {
+                return Some(c);
+            }
+        }
+        path.pop();
+        None
+    }
+    let rows: BTreeMap<&str, &[&str]> = allowed.iter().copied().collect();
+    let mut done = BTreeSet::new();
+    rows.keys().find_map(|m| visit(m, &rows, &mut done, &mut Vec::new()))
+}
+
+#[test]
+fn the_modules_import_only_what_the_matrix_allows() {
+    let v = matrix_violations(&tree(), ALLOWED);
+    assert!(
+        v.is_empty(),
+        "imports between top-level modules that docs/ARCHITECTURE.md invariant 3 and ALLOWED in tests/it/tidy.rs do not allow \
+         (move the code down, or add the entry if it keeps the matrix without a cycle):\n{}",
+        v.join("\n")
+    );
+}
+
+#[test]
+fn the_allowed_imports_have_no_cycle() {
+    assert_eq!(matrix_cycle(ALLOWED), None);
+}
+
+#[test]
+fn an_import_against_the_matrix_or_a_cycle_is_found() {
+    let mut files = tree();
+    files.push(File {
+        path: format!("{SERVER}store/new.rs"),
+        text: "//! New.\n\nuse crate::app::App;\nuse crate::{clock, service::write::Write};\n// crate::http in a comment\n\n#[cfg(test)]\nmod tests {\n    use crate::edge::token;\n}\n".into(),
+    });
+    files.push(File {
+        path: format!("{SERVER}newmod.rs"),
+        text: "//! New.\n".into(),
+    });
+    let mut v = matrix_violations(&files, ALLOWED);
+    v.sort();
+    assert_eq!(
+        v,
+        [
+            "module newmod is not in the matrix",
+            "store -> app: crates/svc-server/src/store/new.rs",
+            "store -> service: crates/svc-server/src/store/new.rs",
+        ]
+    );
+    let cyclic: &[(&str, &[&str])] = &[("a", &["b"]), ("b", &["c"]), ("c", &["a"]), ("d", &["a"])];
+    assert_eq!(
+        matrix_cycle(cyclic),
+        Some(vec!["a".into(), "b".into(), "c".into(), "a".into()])
+    );
+    assert_eq!(matrix_cycle(&cyclic[1..]), None);
 }
 
 /// Every top-level module of the server (the library's and the `svc` binary's) and every crate

@@ -17,8 +17,6 @@ use uuid::Uuid;
 
 use crate::app::App;
 use crate::domain::Perm;
-use crate::edge::events::Parts;
-use crate::edge::identity::Subject;
 use crate::edge::pipeline::{self, Fetch, Input};
 use crate::error::{Error, Result};
 use crate::http::api::{Api, Op};
@@ -27,6 +25,8 @@ use crate::http::guard::{Ctx, Scope};
 use crate::http::ok;
 use crate::policy::decide::trust_result;
 use crate::policy::explain::{self, Trace, note};
+use crate::policy::identity::Subject;
+use crate::policy::outcome::Parts;
 use crate::state::State as Snapshot;
 use crate::trust::{self, CompiledTrust, TrustError, Verified};
 
@@ -50,7 +50,7 @@ async fn evaluate(State(app): State<App>, ctx: Ctx, headers: HeaderMap, JsonBody
 
     let st = app.state_full();
     let client = auth_body.as_ref().and_then(|r| r.client.as_ref());
-    let selected_rs = crate::edge::select_rs(&st, &headers, client);
+    let selected_rs = crate::http::edge::select_rs(&st, &headers, client);
     // The trace reads the selected set's entities: the caller must be able to read them there.
     if let Some(rs) = selected_rs
         && rs != ctx.rs
@@ -82,7 +82,7 @@ async fn explain_request(
             trace.decided(
                 401,
                 Some("InvalidToken"),
-                Some(crate::edge::credentials::UNAUTHORIZED.into()),
+                Some(crate::http::edge::credentials::UNAUTHORIZED.into()),
             );
             trace.skip_after(2);
             return trace;
@@ -170,8 +170,8 @@ async fn authenticate(
             "the resource set of X-Svc-ResourceSet and SVC_RESOURCE_SET_ID is malformed, unknown or ambiguous",
         );
     };
-    let Some((kind, tp_id)) = crate::edge::auth::parse_client_id(app, client_id) else {
-        return refused("InvalidClientId", 400, crate::edge::auth::INVALID_CLIENT_ID);
+    let Some((kind, tp_id)) = crate::http::edge::auth::parse_client_id(app, client_id) else {
+        return refused("InvalidClientId", 400, crate::http::edge::auth::INVALID_CLIENT_ID);
     };
     let tp = match st.idx.trust.get(&tp_id) {
         Some(tp) if tp.rs == rs && tp.active && tp.kind == kind => tp.clone(),

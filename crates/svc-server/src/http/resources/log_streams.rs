@@ -1,6 +1,6 @@
 //! Log streams (contract §3.14): four destination variants on the shared CRUD layer, global
 //! entities (no `resourceSet`), an int `id`, the `dataType` they carry, the three transaction
-//! counters (read from `events::streams`, which delivers), and the collectors' write-only secrets
+//! counters (read from `events::streams`; `service::streams` delivers), and the collectors' write-only secrets
 //! (§1.9: `authenticationToken`, `apiKey`). A stream's delivery row is created and removed with
 //! it, in its write unit.
 

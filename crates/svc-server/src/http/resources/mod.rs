@@ -68,7 +68,7 @@ pub fn register(api: &mut Api<'_>) {
     discovery::register(api);
     root_ca::register(api);
     api.public("/edge/v1/auth").methods(
-        crate::edge::auth_route(),
+        crate::http::edge::auth_route(),
         "post",
         Op::new("Authenticate a workload (§4.4)")
             .body::<svc_api::edge::AuthRequest>()
@@ -76,7 +76,7 @@ pub fn register(api: &mut Api<'_>) {
             .errors(&[401, 429, 503]),
     );
     api.edge("/edge/v1/credentials").methods(
-        crate::edge::credentials_route(),
+        crate::http::edge::credentials_route(),
         "post",
         Op::new("A credential for a workload (§4.8)")
             .body::<svc_api::edge::ApiCredentialsRequest>()

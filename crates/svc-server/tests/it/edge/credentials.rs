@@ -220,7 +220,7 @@ async fn invalid_tokens_are_401_and_management_tokens_are_refused() {
     );
 }
 
-/// A token verified once is kept (`edge::token::Verified`) but never trusted beyond what
+/// A token verified once is kept (`caches::edge_tokens::Verified`) but never trusted beyond what
 /// verifying it again would allow: the same signature under other claims is refused, expiry and
 /// the provider's revocation still apply, and a refused token is not kept.
 #[tokio::test]

@@ -177,7 +177,7 @@ async fn with_metrics() -> (TestApp, String) {
     let t = TestApp::start().await;
     let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", l.local_addr().unwrap());
-    tokio::spawn(svc_server::metrics::serve(t.app.clone(), l));
+    tokio::spawn(svc_server::http::scrape::serve(t.app.clone(), l));
     (t, url)
 }
 

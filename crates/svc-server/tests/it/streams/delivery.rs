@@ -294,7 +294,7 @@ async fn a_sink_that_is_down_gets_the_backlog_after_recovery_with_nothing_lost()
     delivered_exactly(&c, &expected).await;
 
     let seq = v["id"].as_i64().unwrap();
-    let text = svc_server::metrics::render(&t.app).await;
+    let text = svc_server::http::scrape::render(&t.app).await;
     for (name, label) in [
         ("svc_log_stream_transactions_total", "result=\"errored\""),
         ("svc_log_stream_transactions_total", "result=\"completed\""),

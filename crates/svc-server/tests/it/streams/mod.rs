@@ -52,7 +52,7 @@ pub fn long_lived(mut t: TestApp) -> TestApp {
 
 /// One delivery cycle of the node, on its clock.
 pub async fn cycle(t: &TestApp) {
-    svc_server::clock::scope(t.app.clock.clone(), svc_server::events::streams::cycle(&t.app)).await;
+    svc_server::clock::scope(t.app.clock.clone(), svc_server::service::streams::cycle(&t.app)).await;
 }
 
 /// A fresh GUID-form `authenticationToken`.

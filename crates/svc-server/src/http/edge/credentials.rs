@@ -10,16 +10,18 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use svc_api::edge::{ApiCredentialsRequest, ApiCredentialsResponse};
 
-use super::events::{self, CpResult, Parts, RequestInfo, WorkloadEvent};
-use super::identity::Subject;
-use super::pipeline::{self, Fetch, Input};
-use super::token::{self, Token};
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
+use crate::caches::edge_tokens::Token;
 use crate::credential::{CompiledCredential, Issued};
 use crate::domain::DEFAULT_RESOURCE_SET;
+use crate::edge::events::{self, RequestInfo, WorkloadEvent};
+use crate::edge::pipeline::{self, Fetch, Input};
+use crate::edge::token;
 use crate::events::Recorder;
 use crate::policy::decide::{self, Decision, Identified, Run};
+use crate::policy::identity::Subject;
+use crate::policy::outcome::{CpResult, Parts};
 use crate::trust::Facts;
 
 pub const UNAUTHORIZED: &str = "Unauthorized access.";
@@ -149,7 +151,7 @@ fn request_info(
     let empty = Facts::new();
     let client = parsed.as_ref().and_then(|r| r.client.as_ref());
     let server = parsed.as_ref().and_then(|r| r.server.as_ref());
-    let ids = subject.map_or((None, None), super::environment::subject_ids);
+    let ids = subject.map_or((None, None), crate::edge::environment::subject_ids);
     RequestInfo {
         context_id: crate::util::uuid_v4(),
         ts: crate::clock::now_millis(),
@@ -161,7 +163,7 @@ fn request_info(
             .and_then(|s| s.port)
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
-        environment: super::environment::environment(
+        environment: crate::edge::environment::environment(
             token.map(|t| &t.svc.facts).unwrap_or(&empty),
             ids,
             client,

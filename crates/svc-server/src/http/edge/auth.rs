@@ -7,12 +7,13 @@ use axum::response::{IntoResponse, Response};
 use svc_api::edge::{AuthRequest, TokenDto};
 use uuid::Uuid;
 
-use super::events::{self, AttestationResult, Parts, RequestInfo};
 use super::{generic, peer, select_rs, too_many};
 use crate::app::App;
 use crate::domain::DEFAULT_RESOURCE_SET;
 use crate::domain::trust::TrustKind;
+use crate::edge::events::{self, RequestInfo};
 use crate::policy::decide::trust_result;
+use crate::policy::outcome::{AttestationResult, Parts};
 use crate::trust::{self, Facts, TrustError};
 
 pub const INVALID_REQUEST: &str = "The authentication request is invalid.";
@@ -104,7 +105,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         };
         // Evidence first, then the match rules: evidence that verified gives the event its facts
         // even when a rule fails (§4.11: the environment holds the verified facts).
-        let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&st, id);
+        let is_id_token = |id| crate::credential::issued_jwt::is_id_token_provider(&**st, id);
         let verified = match trust::verify_evidence(&app.verify_cx_via(&app.upstream_for(tp.rs)), &tp, client)
             .await
             .and_then(|v| trust::check_own_issued(&tp, &v, app.cfg.issuer(), is_id_token).map(|()| v))
@@ -122,7 +123,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         match verified {
             Ok(v) => {
                 let (access_token, expires_in) =
-                    super::token::issue(&app, client_id, tp.id, tp.kind, rs, &v.facts, v.claims.as_ref());
+                    crate::edge::token::issue(&app, client_id, tp.id, tp.kind, rs, &v.facts, v.claims.as_ref());
                 token = Some(TokenDto {
                     access_token,
                     refresh_token: None,
@@ -165,7 +166,7 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
         source_port: peer_port,
         target_host: None,
         target_port: 0,
-        environment: super::environment::environment(&facts, (None, sa_uid), client, client_id),
+        environment: crate::edge::environment::environment(&facts, (None, sa_uid), client, client_id),
     };
     let mut parts_ev = Parts::default();
     parts_ev.trust_providers.extend(outcome.provider);
