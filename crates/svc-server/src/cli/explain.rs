@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use reqwest::Method;
 use serde_json::{Map, Value, json};
+use svc_api::mgmt::evaluate::{Evaluation, StepDetail};
 
 use super::client::Api;
 use super::table;
@@ -116,34 +117,38 @@ pub async fn run(a: ExplainArgs) -> Result<(), Failure> {
             "{}",
             serde_json::to_string_pretty(&answer).expect("a JSON value serialises")
         ),
-        Output::Table => print!("{}", render(&answer)),
+        Output::Table => {
+            // The server's answer read as its DTO, the type the server wrote it from.
+            let answer: Evaluation = serde_json::from_value(answer)
+                .map_err(|e| Failure::failed(format!("the answer is not an AccessPolicyEvaluationDTO: {e}")))?;
+            print!("{}", render(&answer));
+        }
     }
     Ok(())
 }
 
+fn plain(s: &str) -> String {
+    table::text(&Value::String(s.to_string()))
+}
+
 /// The answer as text: its outcome, then one row per step.
-fn render(answer: &Value) -> String {
-    let mut out = format!(
-        "status: {}\nreason: {}\n",
-        table::text(&answer["status"]),
-        table::text(&answer["reason"])
-    );
-    if !answer["message"].is_null() {
-        out.push_str(&format!("message: {}\n", table::text(&answer["message"])));
+fn render(answer: &Evaluation) -> String {
+    let opt = |s: &Option<String>| s.as_deref().map_or_else(|| "-".to_string(), plain);
+    let mut out = format!("status: {}\nreason: {}\n", answer.status, opt(&answer.reason));
+    if let Some(m) = &answer.message {
+        out.push_str(&format!("message: {}\n", plain(m)));
     }
     out.push('\n');
-    let rows: Vec<Vec<String>> = answer["steps"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
+    let rows: Vec<Vec<String>> = answer
+        .steps
         .iter()
         .map(|s| {
             vec![
-                table::text(&s["step"]),
-                table::text(&s["name"]),
-                table::text(&s["result"]),
-                table::text(&s["reason"]),
-                detail(&s["detail"]),
+                s.step.to_string(),
+                text_of(&s.name),
+                text_of(&s.result),
+                opt(&s.reason),
+                detail(&s.detail),
             ]
         })
         .collect();
@@ -151,66 +156,69 @@ fn render(answer: &Value) -> String {
     out
 }
 
+/// A value as its JSON text, unquoted when a string (an enum's name).
+fn text_of<T: serde::Serialize>(v: &T) -> String {
+    table::text(&serde_json::to_value(v).unwrap_or(Value::Null))
+}
+
+fn named(id: &uuid::Uuid, name: &str) -> String {
+    format!("{} ({id})", plain(name))
+}
+
 /// A step's detail in a few words: what it chose (or the entry it checked) and how many
 /// candidates there were, the check that refused (its attribute, the values it expected and the
 /// one it found, and what failed), the conditions that failed, explain's own note, else the
 /// detail's JSON, shortened.
-fn detail(d: &Value) -> String {
-    let named = |v: &Value| v["name"].as_str().map(|n| format!("{n} ({})", table::text(&v["id"])));
+fn detail(d: &StepDetail) -> String {
     let mut parts = Vec::new();
-    if let Some(c) = d.get("chosen").filter(|c| !c.is_null()) {
-        parts.push(format!("chosen: {}", named(c).unwrap_or_else(|| table::text(c))));
+    if let Some(Some(c)) = &d.chosen {
+        parts.push(format!("chosen: {}", named(&c.id, &c.name)));
     }
-    if let Some(c) = d["candidates"].as_array() {
+    if let Some(c) = &d.candidates {
         parts.push(format!("{} candidate{}", c.len(), if c.len() == 1 { "" } else { "s" }));
     }
     if parts.is_empty()
-        && let Some(n) = named(d)
+        && let (Some(id), Some(name)) = (&d.id, &d.name)
     {
-        parts.push(n);
+        parts.push(named(id, name));
     }
-    if let Some(tp) = d.get("trustProvider").and_then(named) {
-        parts.push(format!("trust provider: {tp}"));
+    if let Some(tp) = &d.trust_provider {
+        parts.push(format!("trust provider: {}", named(&tp.id, &tp.name)));
     }
-    let content: Vec<&str> = d["contentSecurity"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|c| c["name"].as_str())
-        .collect();
+    let content: Vec<&str> = d.content_security.iter().flatten().map(|c| c.name.as_str()).collect();
     if !content.is_empty() {
         parts.push(format!("content security: {}", content.join(", ")));
     }
-    if let Some(check) = failed_check(d) {
+    if let Some(check) = failed_check(&d.attribute, &d.expected_values, &d.actual_value) {
         parts.push(check);
     }
-    let failed: Vec<String> = d["conditions"]
-        .as_array()
-        .map(Vec::as_slice)
-        .unwrap_or_default()
-        .iter()
-        .filter(|c| c["result"] == "Failed")
-        .map(|c| {
-            let name = c["name"].as_str().unwrap_or("-");
-            failed_check(c).map_or_else(|| format!("{name} failed"), |check| format!("{name} failed: {check}"))
-        })
-        .collect();
-    parts.extend(failed);
+    for c in d.conditions.iter().flatten().filter(|c| c.result == "Failed") {
+        parts.push(
+            failed_check(&c.attribute, &c.expected_values, &c.actual_value).map_or_else(
+                || format!("{} failed", c.name),
+                |check| format!("{} failed: {check}", c.name),
+            ),
+        );
+    }
     // A refusal's description, or a note, beside what was named (step 2, a trust provider's
     // check).
     if !parts.is_empty()
-        && let Some(m) = d["message"].as_str()
+        && let Some(m) = &d.message
     {
-        parts.push(m.to_string());
+        parts.push(m.clone());
     }
     if parts.is_empty() {
-        let d = strip_nulls(d);
         // A note of explain's own: its text.
-        if let Some(Value::String(m)) = d.get("message").filter(|_| d.as_object().is_some_and(|o| o.len() == 1)) {
-            return table::text(&Value::String(m.clone()));
+        if let Some(m) = &d.message
+            && *d
+                == (StepDetail {
+                    message: Some(m.clone()),
+                    ..Default::default()
+                })
+        {
+            return plain(m);
         }
-        let s = table::text(&d);
+        let s = table::text(&serde_json::to_value(d).unwrap_or(Value::Null));
         let s = if s == "{}" { "-".to_string() } else { s };
         return if s.chars().count() > 100 {
             format!("{}…", s.chars().take(99).collect::<String>())
@@ -218,84 +226,108 @@ fn detail(d: &Value) -> String {
             s
         };
     }
-    table::text(&Value::String(parts.join("; ")))
+    plain(&parts.join("; "))
 }
 
 /// A failed check that compares a value: `aud: expected [svc-edge], got "other"`.
-fn failed_check(d: &Value) -> Option<String> {
-    let attribute = d["attribute"].as_str()?;
-    let expected: Vec<&str> = d["expectedValues"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let actual = match d["actualValue"].as_str() {
+fn failed_check(attribute: &Option<String>, expected: &Option<Vec<String>>, actual: &Option<String>) -> Option<String> {
+    let attribute = attribute.as_deref()?;
+    let expected = expected.as_deref().unwrap_or_default().join(", ");
+    let actual = match actual {
         Some(a) => format!("{a:?}"),
         None => "nothing".to_string(),
     };
-    Some(format!("{attribute}: expected [{}], got {actual}", expected.join(", ")))
-}
-
-fn strip_nulls(v: &Value) -> Value {
-    match v {
-        Value::Object(o) => Value::Object(
-            o.iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), strip_nulls(v)))
-                .collect(),
-        ),
-        other => other.clone(),
-    }
+    Some(format!("{attribute}: expected [{expected}], got {actual}"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// A step detail read from the JSON the server answers.
+    fn d(v: Value) -> StepDetail {
+        serde_json::from_value(v).expect("a StepDetail")
+    }
+
+    const A: &str = "00000000-0000-0000-0000-00000000000a";
+    const T: &str = "00000000-0000-0000-0000-00000000000b";
+
     #[test]
     fn a_step_detail_reads_as_a_few_words() {
-        let d = json!({"candidates": [{"id": "a", "name": "x"}], "chosen": {"id": "a", "name": "x"}});
-        assert_eq!(detail(&d), "chosen: x (a); 1 candidate");
-        let d = json!({"candidates": [{"id": "a", "name": "x"}], "chosen": {"id": "a", "name": "x"},
-                       "contentSecurity": [{"id": "c", "name": "aidr"}]});
-        assert_eq!(detail(&d), "chosen: x (a); 1 candidate; content security: aidr");
-        assert_eq!(detail(&json!({"id": "t", "name": "ci"})), "ci (t)");
+        let x = json!({"id": A, "name": "x"});
         assert_eq!(
-            detail(&json!({"requested": "ApiKey", "unresolvable": null})),
+            detail(&d(json!({"candidates": [x], "chosen": x}))),
+            format!("chosen: x ({A}); 1 candidate")
+        );
+        assert_eq!(
+            detail(&d(
+                json!({"candidates": [x], "chosen": x, "contentSecurity": [{"id": T, "name": "aidr"}]})
+            )),
+            format!("chosen: x ({A}); 1 candidate; content security: aidr")
+        );
+        assert_eq!(detail(&d(json!({"candidates": [x], "chosen": null}))), "1 candidate");
+        assert_eq!(detail(&d(json!({"id": T, "name": "ci"}))), format!("ci ({T})"));
+        assert_eq!(
+            detail(&d(json!({"requested": "ApiKey", "unresolvable": null}))),
             r#"{"requested":"ApiKey"}"#
         );
-        assert_eq!(detail(&Value::Null), "-");
-        assert_eq!(detail(&json!({})), "-");
-        assert_eq!(detail(&json!({"message": "not reached", "x": null})), "not reached");
+        assert_eq!(detail(&StepDetail::default()), "-");
+        assert_eq!(detail(&d(json!({"message": "not reached"}))), "not reached");
     }
 
     #[test]
     fn a_refused_check_reads_as_what_was_expected_and_found() {
-        let step2 = json!({"clientId": "svc:x", "authStatus": 401, "message": "aud does not contain an accepted audience",
-                           "trustProvider": {"id": "t", "name": "ci", "provider": "OidcIdToken"},
-                           "attribute": "aud", "expectedValues": ["https://svc"], "actualValue": "other"});
+        let step2 = d(
+            json!({"clientId": "svc:x", "authStatus": 401, "message": "aud does not contain an accepted audience",
+                           "trustProvider": {"id": T, "name": "ci", "provider": "OidcIdToken"},
+                           "attribute": "aud", "expectedValues": ["https://svc"], "actualValue": "other"}),
+        );
         assert_eq!(
             detail(&step2),
-            "trust provider: ci (t); aud: expected [https://svc], got \"other\"; aud does not contain an accepted audience"
+            format!(
+                "trust provider: ci ({T}); aud: expected [https://svc], got \"other\"; aud does not contain an accepted audience"
+            )
         );
-        let malformed = json!({"clientId": "svc:x", "authStatus": 401, "message": "malformed token: not three parts",
-                               "trustProvider": {"id": "t", "name": "ci", "provider": "OidcIdToken"}});
+        let malformed = d(
+            json!({"clientId": "svc:x", "authStatus": 401, "message": "malformed token: not three parts",
+                               "trustProvider": {"id": T, "name": "ci", "provider": "OidcIdToken"}}),
+        );
         assert_eq!(
             detail(&malformed),
-            "trust provider: ci (t); malformed token: not three parts"
+            format!("trust provider: ci ({T}); malformed token: not three parts")
         );
-        let check = json!({"id": "s", "name": "strict", "provider": "OidcIdToken", "result": "Unauthorized",
-                           "attribute": "OidcSubject", "expectedValues": ["a", "b"], "message": "match rule on OidcSubject failed"});
+        let check = d(
+            json!({"id": T, "name": "strict", "provider": "OidcIdToken", "result": "Unauthorized",
+                           "attribute": "OidcSubject", "expectedValues": ["a", "b"], "message": "match rule on OidcSubject failed"}),
+        );
         assert_eq!(
             detail(&check),
-            "strict (s); OidcSubject: expected [a, b], got nothing; match rule on OidcSubject failed"
+            format!("strict ({T}); OidcSubject: expected [a, b], got nothing; match rule on OidcSubject failed")
         );
-        let conditions = json!({"conditions": [
-            {"id": "1", "name": "office-hours", "result": "Passed"},
-            {"id": "2", "name": "geo", "result": "Failed", "reason": "ConditionFailed",
-             "attribute": "GeoIPCountry", "expectedValues": ["US"], "actualValue": "DE"}]});
+        let conditions = d(json!({"conditions": [
+            {"id": A, "name": "office-hours", "result": "Passed", "reason": null, "attribute": null, "expectedValues": null, "actualValue": null},
+            {"id": T, "name": "geo", "result": "Failed", "reason": "ConditionFailed",
+             "attribute": "GeoIPCountry", "expectedValues": ["US"], "actualValue": "DE"}]}));
         assert_eq!(
             detail(&conditions),
             "geo failed: GeoIPCountry: expected [US], got \"DE\""
         );
+    }
+
+    #[test]
+    fn the_answer_renders_from_its_dto() {
+        let answer: Evaluation = serde_json::from_value(json!({"status": 403, "reason": "AttestationFailed", "message": null,
+            "steps": [{"step": 8, "name": "attestation", "result": "Failed", "reason": "AttestationFailed", "detail": {"message": "no listed trust provider passed"}}]}))
+        .unwrap();
+        let text = render(&answer);
+        assert!(text.starts_with("status: 403\nreason: AttestationFailed\n\n"), "{text}");
+        let row = text.lines().find(|l| l.starts_with('8')).expect("step 8's row");
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(
+            &cells[..4],
+            ["8", "attestation", "Failed", "AttestationFailed"],
+            "{text}"
+        );
+        assert!(row.ends_with("no listed trust provider passed"), "{text}");
     }
 }
