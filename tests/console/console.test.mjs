@@ -441,6 +441,9 @@ test('a denial is found in Events with its reason, and explained the same in Why
   const tps = p.getByRole('region', { name: 'Trust providers' }).or(p.locator('section').filter({ has: p.getByRole('heading', { name: 'Trust providers' }) }));
   const tpRow = tps.getByRole('row').filter({ hasText: 'build-runners' });
   assert.match(await tpRow.innerText(), /Unauthorized[\s\S]*MatchRuleFailed[\s\S]*OidcSubject[\s\S]*system:job:build[\s\S]*system:job:test/);
+  // The failed check the event stored (its `detail`), beside the reason and in the verdict.
+  assert.match(await tpRow.innerText(), /match rule on OidcSubject failed/);
+  await p.getByText('Failed check:').waitFor();
   await shot(p, 'event-authentication', { full: true });
 
   // The policy-level denial: its page, then "Why denied?" from it.

@@ -47,6 +47,12 @@ function windowParams(windows, key, start, end) {
   return (windows.find(w => w[0] === key) || windows[2])[2];
 }
 
+/** The failed check an event recorded in a few words (`detail`: a refused request's, or its first
+ * refused trust provider's); never the evidence. */
+function eventDetail(ev) {
+  return (ev.outcome && ev.outcome.detail) || (ev.trustProviders || []).map(t => t.detail).find(Boolean) || null;
+}
+
 /** The reason an authorization event gives: its outcome's, or its first trust provider's. */
 export function eventReason(ev) {
   return (ev.outcome && ev.outcome.reason) || (ev.trustProviders && ev.trustProviders[0] && ev.trustProviders[0].reason) || null;
@@ -163,7 +169,7 @@ function Attestations({ title, items, family }) {
     <tbody>${items.map(a => html`<tr>
       <td><${RefName} family=${family} id=${a.id} name=${a.name} /></td>
       <td><${Outcome} value=${a.result} /></td>
-      <td>${a.reason ? html`<strong>${a.reason}</strong>${reasonText(a.reason) ? html`<div class="small">${reasonText(a.reason)}</div>` : ''}` : html`<span class="muted">—</span>`}</td>
+      <td>${a.reason ? html`<strong>${a.reason}</strong>${reasonText(a.reason) ? html`<div class="small">${reasonText(a.reason)}</div>` : ''}${a.detail ? html`<div class="small mono">${a.detail}</div>` : ''}` : html`<span class="muted">—</span>`}</td>
       <td>${a.attribute || html`<span class="muted">—</span>`}</td>
       <td class="mono">${a.expectedValues && a.expectedValues.length ? a.expectedValues.join(' or ') : (a.expectedValue ?? html`<span class="muted">—</span>`)}</td>
       <td class="mono">${a.actualValue ?? html`<span class="muted">—</span>`}</td>
@@ -229,7 +235,7 @@ export function EventPage({ kind, id }) {
   return html`<div class="page">
     <p class="crumbs"><${Link} to="events">Authorization events</${Link}> ›</p>
     <div class="page-head"><h1>${ev.meta.eventType}</h1><${Outcome} value=${ev.outcome && ev.outcome.result} /></div>
-    ${reason && html`<div class=${denied ? 'verdict bad' : 'verdict'}><strong>${reason}</strong>${reasonText(reason) ? html` — ${reasonText(reason)}` : ''}</div>`}
+    ${reason && html`<div class=${denied ? 'verdict bad' : 'verdict'}><strong>${reason}</strong>${reasonText(reason) ? html` — ${reasonText(reason)}` : ''}${eventDetail(ev) ? html`<div class="small">Failed check: <span class="mono">${eventDetail(ev)}</span></div>` : ''}</div>`}
     ${denied && ev.meta.eventType !== 'access.authentication' && html`<p><${Link} to=${explain} class="button">Why denied? Explain against today's configuration</${Link}></p>`}
     ${denied && ev.meta.eventType === 'access.authentication' && html`<p><${Link} to=${explain} class="button secondary">Check this workload's evidence in “Why denied?”</${Link}></p>`}
     <section><h2>Decision</h2><dl class="facts">
