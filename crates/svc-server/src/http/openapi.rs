@@ -269,7 +269,7 @@ pub fn document() -> Value {
         entry[o.method] = op;
     }
     let mut schemas = g.take_definitions(true);
-    tag_variants(&mut schemas);
+    svc_api::schema::tag_variants(&mut schemas);
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -288,54 +288,6 @@ pub fn document() -> Value {
             }
         }
     })
-}
-
-/// Puts each tagged union's tag into the component schemas its `discriminator` maps to: the
-/// property, required, with the values that map there. The union's branches already fix the tag
-/// beside their `$ref`, but a generator that reads a variant on its own (openapi-python-client
-/// tries each variant's model in turn and ignores the `discriminator`) would otherwise take an
-/// `OidcIdToken` provider for whichever variant it tries first.
-fn tag_variants(schemas: &mut Map<String, Value>) {
-    let mut tags: std::collections::BTreeMap<(String, String), Vec<String>> = Default::default();
-    for union in schemas.values() {
-        let Some(d) = union.get("discriminator") else { continue };
-        let (Some(tag), Some(mapping)) = (
-            d.get("propertyName").and_then(Value::as_str),
-            d.get("mapping").and_then(Value::as_object),
-        ) else {
-            continue;
-        };
-        for (value, target) in mapping {
-            if let Some(name) = target.as_str().and_then(|t| t.strip_prefix("#/components/schemas/")) {
-                tags.entry((name.to_string(), tag.to_string()))
-                    .or_default()
-                    .push(value.clone());
-            }
-        }
-    }
-    for ((name, tag), values) in tags {
-        let Some(Value::Object(variant)) = schemas.get_mut(&name) else {
-            continue;
-        };
-        if variant.get("properties").and_then(|p| p.get(&tag)).is_some() {
-            continue;
-        }
-        let property = json!({"type": "string", "enum": values});
-        match variant.get_mut("properties") {
-            Some(Value::Object(props)) => {
-                props.insert(tag.clone(), property);
-            }
-            _ => {
-                variant.insert("properties".into(), json!({ tag.clone(): property }));
-            }
-        }
-        match variant.get_mut("required") {
-            Some(Value::Array(req)) => req.push(Value::String(tag)),
-            _ => {
-                variant.insert("required".into(), json!([tag]));
-            }
-        }
-    }
 }
 
 #[cfg(test)]
