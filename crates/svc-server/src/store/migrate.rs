@@ -61,6 +61,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0007_request_templates.sql"),
         postgres: include_str!("../../migrations/postgres/0007_request_templates.sql"),
     },
+    Migration {
+        version: 8,
+        name: "template_views",
+        sqlite: include_str!("../../migrations/sqlite/0008_template_views.sql"),
+        postgres: include_str!("../../migrations/postgres/0008_template_views.sql"),
+    },
 ];
 
 /// The schema version this binary writes: its newest migration.

@@ -7,6 +7,7 @@
 //! `workload_events`, `pending_states`, `log_stream_cursors` (`streams.rs`).
 
 pub mod backup;
+mod event_pages;
 mod events;
 pub mod files;
 pub mod health;

@@ -1488,3 +1488,213 @@ async fn a_database_of_the_build_before_templates_migrates_with_nothing_lost() {
     }
     s.close().await;
 }
+
+/// Issue 34: the lists read through the request templates (`store::event_pages`: an `order` on a
+/// field a template decides walks the templates in that order; a filter matching a few
+/// templates reads only their rows) page exactly as one statement over the event views does
+/// (`EventQuery::one_statement`): every sortable column and two body keys (one merged from the
+/// request's shared part), both directions, with and without filters, windows and several
+/// resource sets, rows written out of time order and ties within a millisecond; each group of
+/// rows read through the template index or, over `few_rows`, in time order.
+#[tokio::test]
+async fn template_reads_page_as_one_statement_over_the_events_does() {
+    use svc_server::store::{RequestContext, RequestRow};
+    let (s, _dir) = open().await;
+    let (rs, other) = (uuid::Uuid::from_u128(0x5e), uuid::Uuid::from_u128(0x5f));
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut rnd = |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    // Body values of the key `k` ("" leaves it out): cases, numbers that compare equal, a boolean.
+    let keys = [
+        r#""alpha""#,
+        r#""Alpha""#,
+        r#""beta""#,
+        "1",
+        "1.0",
+        "2",
+        "true",
+        "null",
+        "",
+    ];
+    let ips = [Some("10.0.0.1"), Some("10.0.0.2"), None];
+    let types = ["access.request", "access.authorization", "access.credential"];
+    let base = 1_700_000_000_000i64;
+    for chunk in 0..6 {
+        let mut batch = Vec::new();
+        for r in chunk * 25..chunk * 25 + 25 {
+            // Twelve kinds of request (templates); times that tie and go back now and then.
+            let kind = rnd(12) as usize;
+            let ts = base + (r as i64 / 3) * 7 + rnd(3) as i64;
+            let set = if rnd(8) == 0 { other } else { rs };
+            let ip = ips[kind % 3];
+            let first = svc_server::util::uuid_v7(ts);
+            let mut events: Vec<EventRow> = (0..3)
+                .map(|i| {
+                    let k = keys[(kind + i) % keys.len()];
+                    EventRow {
+                        event_type: types[(kind + i) % 3],
+                        severity: ["Info", "Warning"][(kind / 3 + i) % 2],
+                        result: [Some("Authorized"), Some("denied"), None][(kind + 2 * i) % 3],
+                        client_ip: ip.map(Into::into),
+                        body: if k.is_empty() {
+                            "{}".into()
+                        } else {
+                            format!("{{\"k\":{k}}}").into()
+                        },
+                        ..edge_event(
+                            EventTable::Authorization,
+                            svc_server::store::nth_event_id(first, i),
+                            set,
+                            ts,
+                            None,
+                        )
+                    }
+                })
+                .collect();
+            let k = keys[(kind + 5) % keys.len()];
+            events.push(EventRow {
+                severity: ["Info", "Warning"][kind % 2],
+                result: [Some("CredentialIssued"), Some("denied"), None][kind % 3],
+                client_ip: ip.map(Into::into),
+                client_workload: Some(uuid::Uuid::from_u128(0xc0 + (kind % 4) as u128)),
+                server_workload: Some(uuid::Uuid::from_u128(0x50 + (kind % 3) as u128)),
+                app_protocol: Some(["HTTP", "gRPC"][kind % 2].into()),
+                body: if k.is_empty() {
+                    "{}".into()
+                } else {
+                    format!("{{\"k\":{k}}}").into()
+                },
+                ..edge_event(
+                    EventTable::Workload,
+                    svc_server::store::nth_event_id(first, 3),
+                    set,
+                    ts,
+                    None,
+                )
+            });
+            let shared = kind
+                .is_multiple_of(2)
+                .then(|| format!("{{\"environment\":{{\"sub\":\"S{}\"}}}}", kind % 4).into());
+            let context = RequestContext {
+                context_id: uuid::Uuid::from_u128(rnd(1000) as u128),
+                source_port: 1000 + rnd(5) as u16,
+            };
+            batch.extend(RequestRow::group(&events, shared.as_ref(), Some(context)));
+        }
+        s.insert_requests(&batch).await.unwrap();
+    }
+    // Each table: its sortable columns and body keys.
+    type Sortable = (EventTable, &'static [&'static str], &'static [&'static [&'static str]]);
+    let orders: &[Sortable] = &[
+        (
+            EventTable::Authorization,
+            &[
+                "event_type",
+                "severity",
+                "result",
+                "client_ip",
+                "id",
+                "rs",
+                "ts",
+                "context_id",
+                "source_port",
+            ],
+            &[&["k"], &["environment", "sub"]],
+        ),
+        (
+            EventTable::Workload,
+            &[
+                "event_type",
+                "action",
+                "severity",
+                "client_workload",
+                "server_workload",
+                "app_protocol",
+                "client_ip",
+                "id",
+                "ts",
+                "context_id",
+                "source_port",
+            ],
+            &[&["k"]],
+        ),
+    ];
+    let sets = [
+        (vec![rs.to_string()], None),
+        (vec![rs.to_string()], Some(base + 150)),
+        (vec![rs.to_string(), other.to_string()], None),
+    ];
+    let mut compared = 0;
+    for (table, cols, paths) in orders {
+        let filters: Vec<EventQuery> = vec![
+            EventQuery::default(),
+            EventQuery {
+                eq: vec![("severity", "warning".into())],
+                ..Default::default()
+            },
+            EventQuery {
+                search: Some("ALP".into()),
+                ..Default::default()
+            },
+            EventQuery {
+                any_of: vec![("client_workload", vec![uuid::Uuid::from_u128(0xc1).to_string()])],
+                ..Default::default()
+            },
+        ];
+        let by: Vec<(&'static str, Option<Vec<&'static str>>)> = cols
+            .iter()
+            .map(|c| (*c, None))
+            .chain(paths.iter().map(|p| ("ts", Some(p.to_vec()))))
+            .collect();
+        for filter in &filters {
+            if *table == EventTable::Authorization && !filter.any_of.is_empty() {
+                continue;
+            }
+            for (col, json) in &by {
+                for desc in [false, true] {
+                    for (sets, from) in &sets {
+                        for (offset, limit, few_rows) in
+                            [(0, 5, None), (3, 10, Some(0)), (17, 9, None), (0, 1000, Some(2))]
+                        {
+                            let q = EventQuery {
+                                few_rows,
+                                rs: sets.clone(),
+                                from: *from,
+                                order_col: col,
+                                order_json: json.clone(),
+                                desc,
+                                offset,
+                                limit,
+                                ..filter.clone()
+                            };
+                            let got = s.query_events(*table, &q).await.unwrap();
+                            let want = s
+                                .query_events(
+                                    *table,
+                                    &EventQuery {
+                                        one_statement: true,
+                                        ..q.clone()
+                                    },
+                                )
+                                .await
+                                .unwrap();
+                            let what = format!(
+                                "{table:?} by {col} {json:?} desc {desc} {offset}+{limit} {sets:?} {from:?} {filter:?}"
+                            );
+                            assert_eq!(got.bodies, want.bodies, "{what}");
+                            let ids = |p: &QueryPage| p.columns.iter().map(|c| c["id"].clone()).collect::<Vec<_>>();
+                            assert_eq!(ids(&got), ids(&want), "{what}");
+                            assert_eq!((got.total, got.estimated), (want.total, want.estimated), "{what}");
+                            compared += usize::from(!want.bodies.is_empty());
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(compared > 500, "only {compared} non-empty pages compared");
+}

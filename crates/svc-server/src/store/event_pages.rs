@@ -1,0 +1,282 @@
+//! Edge event pages read in two steps (issue 34): first the request rows a page needs, through
+//! the indexes of `edge_requests` alone (no JSON read, no event expanded), then only those rows'
+//! events through the event view. Serves the lists whose matches the request templates name
+//! (migration 0007): a filter matching a few templates, and an `order` on a field a template
+//! decides (migration 0008's `*_templates` views), which sorts the templates rather than the
+//! events.
+
+use std::collections::HashMap;
+
+use sqlx::Row;
+use sqlx::any::AnyRow;
+
+use super::events::{BindValue, EventQuery, EventTable, bound};
+use super::{Dialect, Result, Store};
+
+/// The rows of one group that are read through `(rs, tpl, ts)` and sorted, at most; a group with
+/// more is read in time order off `(rs, ts)`, where its rows are dense enough to fill a page soon.
+pub const FEW_ROWS: i64 = 20_000;
+
+/// Pairs of a template and the index (`n`) of one of its events that share one place in a page's
+/// order: the events of one value of an `order` on a template-level field, or all the matches of
+/// a filter in time order.
+pub(super) type Group = Vec<(i64, i64)>;
+
+/// A part of a page: request rows (sequence number, the indexes of the events of it the page
+/// may show, in order), of which the page shows `take` events after the first `skip`; `by_id`,
+/// sorted by their ids first.
+struct Part {
+    rows: Vec<(i64, Vec<i64>)>,
+    skip: usize,
+    take: usize,
+    by_id: bool,
+}
+
+/// The rows a list reads: its conditions on `edge_requests` (`rs`, `ts`) with their values.
+pub(super) struct Window<'a> {
+    pub conds: &'a str,
+    pub binds: &'a [BindValue],
+}
+
+/// The columns of an edge event view that a template decides (the `*_templates` views of
+/// migration 0008 have them), besides the body: an `order` on one of them, or on a body field,
+/// sorts the templates. The others (`ts`, `id`, `rs`, `context_id`, `source_port`) are the row's.
+pub(super) const TEMPLATE_COLUMNS: &[&str] = &[
+    "event_type",
+    "severity",
+    "result",
+    "client_ip",
+    "action",
+    "client_workload",
+    "server_workload",
+    "app_protocol",
+    "user_id",
+];
+
+/// The view of a table's template events (migration 0008).
+pub(super) fn template_view(table: EventTable) -> &'static str {
+    match table {
+        EventTable::Workload => "workload_templates",
+        _ => "authorization_templates",
+    }
+}
+
+fn id_list(ids: impl Iterator<Item = i64>) -> String {
+    ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+}
+
+impl Store {
+    /// The template events of the window's templates (those `w`'s rows refer to) that meet
+    /// `conds` (over the table's `*_templates` view, values in `binds` after `w`'s), in the order
+    /// of `keys`, grouped by `identity` (an expression equal for equal keys): each group one place
+    /// in the order, its events then in time order.
+    pub(super) async fn template_order_groups(
+        &self,
+        table: EventTable,
+        w: &Window<'_>,
+        conds: &[String],
+        binds: &[BindValue],
+        keys: &str,
+        identity: &str,
+    ) -> Result<Vec<Group>> {
+        let filter: String = conds.iter().map(|c| format!(" AND {c}")).collect();
+        let sql = format!(
+            "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN \
+             (SELECT t.id FROM edge_templates AS t WHERE EXISTS \
+              (SELECT 1 FROM edge_requests WHERE {window} AND tpl = t.id)){filter} \
+             ORDER BY {keys}, tpl, n",
+            view = template_view(table),
+            window = w.conds,
+        );
+        let rows = bound(&sql, binds).fetch_all(self.pool()).await?;
+        let mut groups: Vec<Group> = Vec::new();
+        let mut last: Option<Option<String>> = None;
+        for r in rows {
+            let id: Option<String> = r.try_get(2).ok().flatten();
+            if last.as_ref() != Some(&id) {
+                groups.push(Vec::new());
+                last = Some(id);
+            }
+            if let Some(g) = groups.last_mut() {
+                g.push((r.get::<i64, _>(0), r.get::<i64, _>(1)));
+            }
+        }
+        Ok(groups)
+    }
+
+    /// The events of `q`'s page (`offset..offset + limit`) of the `groups` in their order, each
+    /// group's events in time order (newest first when `desc`), then in the order they were
+    /// written (`rseq`, `n`), or with `by_id` by their ids (an edge event's id is time-ordered,
+    /// its row's `ts` first: `order=eventId`). Reads, per group until the page is full, the
+    /// sequence numbers of its rows in that order (a few: through `(rs, tpl, ts)`, sorted; many:
+    /// off `(rs, ts)`), and then only the page's rows through the event view.
+    pub(super) async fn page_of_groups(
+        &self,
+        table: EventTable,
+        w: &Window<'_>,
+        groups: impl IntoIterator<Item = Group>,
+        q: &EventQuery,
+        by_id: bool,
+    ) -> Result<Vec<AnyRow>> {
+        let desc = q.desc;
+        let dir = if desc { "DESC" } else { "ASC" };
+        let few_rows = q.few_rows.unwrap_or(FEW_ROWS);
+        let mut skip = q.offset.max(0) as usize;
+        let mut want = q.limit.max(0) as usize;
+        // The page's parts in order: rows with the events of each the page may show, and how
+        // many of those events to skip and show (by id, the rows of one time are one part).
+        let mut picked: Vec<Part> = Vec::new();
+        for group in groups {
+            if want == 0 {
+                break;
+            }
+            let mut per: HashMap<i64, Vec<i64>> = HashMap::new();
+            for (tpl, n) in group {
+                per.entry(tpl).or_default().push(n);
+            }
+            for ns in per.values_mut() {
+                ns.sort_unstable();
+                ns.dedup();
+                if desc {
+                    ns.reverse();
+                }
+            }
+            let mut tpls: Vec<i64> = per.keys().copied().collect();
+            tpls.sort_unstable();
+            let list = id_list(tpls.into_iter());
+            let count_sql = format!(
+                "SELECT COUNT(*) FROM (SELECT 1 FROM edge_requests WHERE {} AND tpl IN ({list}) LIMIT {}) AS c",
+                w.conds,
+                few_rows + 1
+            );
+            let rows_in_group: i64 = bound(&count_sql, w.binds).fetch_one(self.pool()).await?.get(0);
+            if rows_in_group == 0 {
+                continue;
+            }
+            // Each row holds at least one of the group's events.
+            let need = skip + want;
+            // `+ 0` keeps the planner off the index not meant: a few rows are read through
+            // `(rs, tpl, ts)` and sorted, many in time order off `(rs, ts)`.
+            let (tpl_col, ts_col) = if rows_in_group <= few_rows {
+                ("tpl", "(ts + 0)")
+            } else {
+                ("(tpl + 0)", "ts")
+            };
+            let sql = format!(
+                "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
+                 ORDER BY {ts_col} {dir}, seq {dir} LIMIT {need}",
+                w.conds
+            );
+            let mut rows: Vec<(i64, i64, i64)> = bound(&sql, w.binds)
+                .fetch_all(self.pool())
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2)))
+                .collect();
+            // By id, the last time read is read whole.
+            if by_id
+                && rows.len() == need
+                && let Some(&(seq, _, ts)) = rows.last()
+            {
+                let beyond = if desc { "<" } else { ">" };
+                let sql = format!(
+                    "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
+                     AND ts = {ts} AND seq {beyond} {seq} ORDER BY seq {dir}",
+                    w.conds
+                );
+                let more = bound(&sql, w.binds).fetch_all(self.pool()).await?;
+                rows.extend(more.iter().map(|r| (r.get(0), r.get(1), r.get(2))));
+            }
+            let mut rows = rows.into_iter().peekable();
+            while let Some((seq, tpl, ts)) = rows.next() {
+                let mut part = Part {
+                    rows: vec![(seq, per.get(&tpl).cloned().unwrap_or_default())],
+                    skip: 0,
+                    take: 0,
+                    by_id,
+                };
+                while by_id && rows.peek().is_some_and(|r| r.2 == ts) {
+                    let (seq, tpl, _) = rows.next().unwrap_or_default();
+                    part.rows.push((seq, per.get(&tpl).cloned().unwrap_or_default()));
+                }
+                let events: usize = part.rows.iter().map(|(_, ns)| ns.len()).sum();
+                if skip >= events {
+                    skip -= events;
+                    continue;
+                }
+                part.skip = skip;
+                part.take = want.min(events - skip);
+                skip = 0;
+                want -= part.take;
+                picked.push(part);
+                if want == 0 {
+                    break;
+                }
+            }
+        }
+        if picked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let seqs = id_list(picked.iter().flat_map(|p| p.rows.iter().map(|(seq, _)| *seq)));
+        let sql = format!(
+            "SELECT {}, rseq, n FROM {} WHERE rseq IN ({seqs})",
+            table.select_list(),
+            table.name()
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .persistent(false)
+            .fetch_all(self.pool())
+            .await?;
+        let mut by_event: HashMap<(i64, i64), AnyRow> = rows
+            .into_iter()
+            .map(|r| ((r.get::<i64, _>(r.len() - 2), r.get::<i64, _>(r.len() - 1)), r))
+            .collect();
+        let mut page = Vec::with_capacity(q.limit.max(0) as usize);
+        for part in picked {
+            let mut events: Vec<AnyRow> = part
+                .rows
+                .iter()
+                .flat_map(|(seq, ns)| ns.iter().map(move |n| (*seq, *n)))
+                .filter_map(|k| by_event.remove(&k))
+                .collect();
+            if part.by_id {
+                // `select_list`: body, ts, id, ...
+                events.sort_by_cached_key(|r| r.get::<String, _>(2));
+                if desc {
+                    events.reverse();
+                }
+            }
+            page.extend(events.into_iter().skip(part.skip).take(part.take));
+        }
+        Ok(page)
+    }
+
+    /// Whether the window holds rows stored before templates (migration 0007): the templates
+    /// then do not describe every event in it.
+    pub(super) async fn window_has_untemplated_rows(&self, w: &Window<'_>) -> Result<bool> {
+        let sql = format!("SELECT 1 FROM edge_requests WHERE {} AND tpl IS NULL LIMIT 1", w.conds);
+        Ok(bound(&sql, w.binds).fetch_optional(self.pool()).await?.is_some())
+    }
+
+    /// An expression equal for two template events exactly when `order` puts them in one place:
+    /// the sort value itself, quoted (nulls included).
+    pub(super) fn order_identity(&self, col: &str, json_path: Option<&[&str]>) -> String {
+        match (json_path, self.dialect()) {
+            (None, Dialect::Sqlite) => format!("quote({col})"),
+            (None, Dialect::Postgres) => format!("quote_nullable({col})"),
+            // Numbers that compare equal are one value (`1`, `1.0`; in SQLite `true` is 1 too).
+            (Some(path), Dialect::Sqlite) => {
+                let p: Vec<String> = path.iter().map(|k| format!("\"{k}\"")).collect();
+                let v = format!("json_extract(body, '$.{}')", p.join("."));
+                format!("CASE WHEN typeof({v}) IN ('integer', 'real') THEN 'n:' || ({v} + 0.0) ELSE quote({v}) END")
+            }
+            (Some(path), Dialect::Postgres) => {
+                let v = format!("(body::jsonb #> '{{{}}}')", path.join(","));
+                format!(
+                    "CASE WHEN jsonb_typeof({v}) = 'number' THEN 'n:' || trim_scale(({v} #>> '{{}}')::numeric)::text \
+                     ELSE {v}::text END"
+                )
+            }
+        }
+    }
+}
