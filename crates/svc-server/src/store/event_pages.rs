@@ -143,11 +143,10 @@ impl Store {
             }
             let mut tpls: Vec<i64> = per.keys().copied().collect();
             tpls.sort_unstable();
-            let list = id_list(tpls.into_iter());
+            let list = id_list(tpls.iter().copied());
             let count_sql = format!(
-                "SELECT COUNT(*) FROM (SELECT 1 FROM edge_requests WHERE {} AND tpl IN ({list}) LIMIT {}) AS c",
-                w.conds,
-                few_rows + 1
+                "SELECT COUNT(*) FROM ({}) AS c",
+                self.rows_of_templates(w.conds, &tpls, "1", "", few_rows + 1)
             );
             let rows_in_group: i64 = bound(&count_sql, w.binds).fetch_one(self.pool()).await?.get(0);
             if rows_in_group == 0 {
@@ -155,18 +154,25 @@ impl Store {
             }
             // Each row holds at least one of the group's events.
             let need = skip + want;
-            // `+ 0` keeps the planner off the index not meant: a few rows are read through
-            // `(rs, tpl, ts)` and sorted, many in time order off `(rs, ts)`.
-            let (tpl_col, ts_col) = if rows_in_group <= few_rows {
-                ("tpl", "(ts + 0)")
+            // A few rows are read through `(rs, tpl, ts)` and sorted, many in time order off
+            // `(rs, ts)` (`+ 0` keeps the planner off the index not meant).
+            let few = rows_in_group <= few_rows;
+            let tpl_col = if few { "tpl" } else { "(tpl + 0)" };
+            let sql = if few {
+                self.rows_of_templates(
+                    w.conds,
+                    &tpls,
+                    "seq, tpl, ts",
+                    &format!("ts {dir}, seq {dir}"),
+                    need as i64,
+                )
             } else {
-                ("(tpl + 0)", "ts")
+                format!(
+                    "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
+                     ORDER BY ts {dir}, seq {dir} LIMIT {need}",
+                    w.conds
+                )
             };
-            let sql = format!(
-                "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
-                 ORDER BY {ts_col} {dir}, seq {dir} LIMIT {need}",
-                w.conds
-            );
             let mut rows: Vec<(i64, i64, i64)> = bound(&sql, w.binds)
                 .fetch_all(self.pool())
                 .await?
@@ -249,6 +255,42 @@ impl Store {
             page.extend(events.into_iter().skip(part.skip).take(part.take));
         }
         Ok(page)
+    }
+
+    /// A statement giving `columns` (of `edge_requests`) of at most `limit` of the rows of the
+    /// templates `tpls` in the window `window`, in the order `order` (none: any). Reads each
+    /// template's rows through `(rs, tpl, ts)`: SQLite does for an `IN` list; PostgreSQL's planner
+    /// would scan the table for a long one (it expects every template to hold as many rows), so
+    /// there each template is read on its own (`LATERAL`), at most `limit` rows of it in that
+    /// order, and the rows merged.
+    pub(super) fn rows_of_templates(
+        &self,
+        window: &str,
+        tpls: &[i64],
+        columns: &str,
+        order: &str,
+        limit: i64,
+    ) -> String {
+        let list = id_list(tpls.iter().copied());
+        let order_by = |order: &str| {
+            if order.is_empty() {
+                String::new()
+            } else {
+                format!(" ORDER BY {order}")
+            }
+        };
+        match self.dialect() {
+            // `+ 0`: sorted, not read in the time index's order.
+            Dialect::Sqlite => format!(
+                "SELECT {columns} FROM edge_requests WHERE {window} AND tpl IN ({list}){} LIMIT {limit}",
+                order_by(&order.replacen("ts ", "(ts + 0) ", 1))
+            ),
+            Dialect::Postgres => format!(
+                "SELECT {columns} FROM unnest(ARRAY[{list}]::bigint[]) AS u(t) CROSS JOIN LATERAL \
+                 (SELECT seq, tpl, ts FROM edge_requests WHERE {window} AND tpl = u.t{o} LIMIT {limit}) AS r{o} LIMIT {limit}",
+                o = order_by(order)
+            ),
+        }
     }
 
     /// Whether the window holds rows stored before templates (migration 0007): the templates

@@ -998,19 +998,20 @@ impl Store {
         }
         let mut ids: Vec<i64> = per.keys().copied().collect();
         ids.sort_unstable();
-        let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
         // The first `EXACT_TOTAL + 1` matching rows, in the order of the `(rs, tpl, ts)` index
         // (a few rows: read through it); when there are more, the oldest (in one resource set),
         // as the count of `query_events` samples them for its estimate.
         let cap = EXACT_TOTAL + 1;
-        let sample = |oldest: &str| {
-            run(format!(
-                "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}){oldest} LIMIT {cap}"
-            ))
-        };
-        let mut rows = sample("").fetch_all(self.pool()).await?;
+        let mut rows = run(self.rows_of_templates(&window_sql, &ids, "tpl, seq", "", cap))
+            .fetch_all(self.pool())
+            .await?;
         if rows.len() as i64 >= cap && q.rs.len() == 1 {
-            rows = sample(" ORDER BY ts").fetch_all(self.pool()).await?;
+            let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            rows = run(format!(
+                "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}) ORDER BY ts LIMIT {cap}"
+            ))
+            .fetch_all(self.pool())
+            .await?;
         }
         let counted: i64 = rows
             .iter()
