@@ -518,6 +518,8 @@ if [[ -n $EVENTS_SCALE ]]; then
       PG_DB_URL=${PG_ADMIN%/*}/$PG_NAME
       DB_URL=$PG_DB_URL
       DB_ENV=(SVC_ENCRYPTION_KEY="$(head -c 32 /dev/urandom | base64)")
+      # Kept with --keep-data, so the database can be served again.
+      (umask 077 && printf '%s\n' "${DB_ENV[0]#SVC_ENCRYPTION_KEY=}" >"$OUT/svc-encryption-key-$PG_NAME")
       dbsize() { "$PY" "$BENCH/lib/events_scale.py" dbsize --postgres "$PG_DB_URL"; }
     else
       rm -rf "$OUT/svc-data"

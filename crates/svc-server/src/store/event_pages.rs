@@ -146,7 +146,7 @@ impl Store {
             let list = id_list(tpls.iter().copied());
             let count_sql = format!(
                 "SELECT COUNT(*) FROM ({}) AS c",
-                self.rows_of_templates(w.conds, &tpls, "1", "", few_rows + 1)
+                self.rows_of_templates(w.conds, &tpls, "1", None, few_rows + 1)
             );
             let rows_in_group: i64 = bound(&count_sql, w.binds).fetch_one(self.pool()).await?.get(0);
             if rows_in_group == 0 {
@@ -159,13 +159,7 @@ impl Store {
             let few = rows_in_group <= few_rows;
             let tpl_col = if few { "tpl" } else { "(tpl + 0)" };
             let sql = if few {
-                self.rows_of_templates(
-                    w.conds,
-                    &tpls,
-                    "seq, tpl, ts",
-                    &format!("ts {dir}, seq {dir}"),
-                    need as i64,
-                )
+                self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64)
             } else {
                 format!(
                     "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
@@ -258,37 +252,31 @@ impl Store {
     }
 
     /// A statement giving `columns` (of `edge_requests`) of at most `limit` of the rows of the
-    /// templates `tpls` in the window `window`, in the order `order` (none: any). Reads each
-    /// template's rows through `(rs, tpl, ts)`: SQLite does for an `IN` list; PostgreSQL's planner
-    /// would scan the table for a long one (it expects every template to hold as many rows), so
-    /// there each template is read on its own (`LATERAL`), at most `limit` rows of it in that
-    /// order, and the rows merged.
+    /// templates `tpls` in the window `window`: in time order (newest first when `Some(true)`;
+    /// then in the order written), or in any order (`None`). Reads each template's rows through
+    /// `(rs, tpl, ts)`: SQLite does for an `IN` list; PostgreSQL's planner would scan the table for
+    /// a long one (it expects every template to hold as many rows), so there each template is
+    /// read on its own (`LATERAL`), at most `limit` rows of it in that order, and the rows merged.
     pub(super) fn rows_of_templates(
         &self,
         window: &str,
         tpls: &[i64],
         columns: &str,
-        order: &str,
+        newest_first: Option<bool>,
         limit: i64,
     ) -> String {
         let list = id_list(tpls.iter().copied());
-        let order_by = |order: &str| {
-            if order.is_empty() {
-                String::new()
-            } else {
-                format!(" ORDER BY {order}")
-            }
-        };
+        let dir = |desc: bool| if desc { "DESC" } else { "ASC" };
         match self.dialect() {
             // `+ 0`: sorted, not read in the time index's order.
             Dialect::Sqlite => format!(
                 "SELECT {columns} FROM edge_requests WHERE {window} AND tpl IN ({list}){} LIMIT {limit}",
-                order_by(&order.replacen("ts ", "(ts + 0) ", 1))
+                newest_first.map_or(String::new(), |d| format!(" ORDER BY (ts + 0) {0}, seq {0}", dir(d)))
             ),
             Dialect::Postgres => format!(
                 "SELECT {columns} FROM unnest(ARRAY[{list}]::bigint[]) AS u(t) CROSS JOIN LATERAL \
                  (SELECT seq, tpl, ts FROM edge_requests WHERE {window} AND tpl = u.t{o} LIMIT {limit}) AS r{o} LIMIT {limit}",
-                o = order_by(order)
+                o = newest_first.map_or(String::new(), |d| format!(" ORDER BY ts {0}, seq {0}", dir(d)))
             ),
         }
     }

@@ -1002,7 +1002,7 @@ impl Store {
         // (a few rows: read through it); when there are more, the oldest (in one resource set),
         // as the count of `query_events` samples them for its estimate.
         let cap = EXACT_TOTAL + 1;
-        let mut rows = run(self.rows_of_templates(&window_sql, &ids, "tpl, seq", "", cap))
+        let mut rows = run(self.rows_of_templates(&window_sql, &ids, "tpl, seq", None, cap))
             .fetch_all(self.pool())
             .await?;
         if rows.len() as i64 >= cap && q.rs.len() == 1 {
