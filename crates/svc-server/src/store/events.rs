@@ -1002,12 +1002,20 @@ impl Store {
         // (a few rows: read through it); when there are more, the oldest (in one resource set),
         // as the count of `query_events` samples them for its estimate.
         let cap = EXACT_TOTAL + 1;
-        let mut rows = run(self.rows_of_templates(&window_sql, &ids, "tpl, seq", None, cap))
+        // Summed per template in the database: a template's sampled rows, their least and
+        // greatest sequence numbers (not 10,001 rows through the driver).
+        let per_template = |sample: String| {
+            run(format!(
+                "SELECT tpl, COUNT(*), MIN(seq), MAX(seq) FROM ({sample}) AS s GROUP BY tpl"
+            ))
+        };
+        let mut rows = per_template(self.rows_of_templates(&window_sql, &ids, "tpl, seq", None, cap))
             .fetch_all(self.pool())
             .await?;
-        if rows.len() as i64 >= cap && q.rs.len() == 1 {
+        let sampled = |rows: &[sqlx::any::AnyRow]| rows.iter().map(|r| r.get::<i64, _>(1)).sum::<i64>();
+        if sampled(&rows) >= cap && q.rs.len() == 1 {
             let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
-            rows = run(format!(
+            rows = per_template(format!(
                 "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}) ORDER BY ts LIMIT {cap}"
             ))
             .fetch_all(self.pool())
@@ -1015,11 +1023,13 @@ impl Store {
         }
         let counted: i64 = rows
             .iter()
-            .map(|r| per.get(&r.get::<i64, _>(0)).copied().unwrap_or(0))
+            .map(|r| per.get(&r.get::<i64, _>(0)).copied().unwrap_or(0) * r.get::<i64, _>(1))
             .sum();
-        let seqs = rows.iter().map(|r| r.get::<i64, _>(1));
-        let span = (seqs.clone().min(), seqs.max());
-        let few = (rows.len() as i64) < cap;
+        let span = (
+            rows.iter().map(|r| r.get::<i64, _>(2)).min(),
+            rows.iter().map(|r| r.get::<i64, _>(3)).max(),
+        );
+        let few = sampled(&rows) < cap;
         let (total, estimated) = if few {
             (counted, false)
         } else {
