@@ -36,6 +36,8 @@ struct Part {
 pub(super) struct Window<'a> {
     pub conds: &'a str,
     pub binds: &'a [BindValue],
+    /// [`template_days`] of the window.
+    pub days: String,
 }
 
 /// The columns of an edge event view that a template decides (the `*_templates` views of
@@ -61,6 +63,19 @@ pub(super) fn template_view(table: EventTable) -> &'static str {
     }
 }
 
+/// The condition on `edge_templates.day` of the templates a window's rows can refer to: a row
+/// refers to a template of its own day (migration 0007), and retention keeps up to its days of
+/// them, so a list of the last day reads the templates of one or two days, not of all.
+pub(super) fn template_days(from: Option<i64>, to: Option<i64>) -> String {
+    let day = |ms: i64| ms.div_euclid(86_400_000);
+    match (from, to) {
+        (Some(f), Some(t)) => format!("day >= {} AND day <= {}", day(f), day(t.saturating_sub(1))),
+        (Some(f), None) => format!("day >= {}", day(f)),
+        (None, Some(t)) => format!("day <= {}", day(t.saturating_sub(1))),
+        (None, None) => "1 = 1".to_string(),
+    }
+}
+
 fn id_list(ids: impl Iterator<Item = i64>) -> String {
     ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
@@ -82,11 +97,12 @@ impl Store {
         let filter: String = conds.iter().map(|c| format!(" AND {c}")).collect();
         let sql = format!(
             "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN \
-             (SELECT t.id FROM edge_templates AS t WHERE EXISTS \
+             (SELECT t.id FROM edge_templates AS t WHERE {days} AND EXISTS \
               (SELECT 1 FROM edge_requests WHERE {window} AND tpl = t.id)){filter} \
              ORDER BY {keys}, tpl, n",
             view = template_view(table),
             window = w.conds,
+            days = w.days,
         );
         let rows = bound(&sql, binds).fetch_all(self.pool()).await?;
         let mut groups: Vec<Group> = Vec::new();

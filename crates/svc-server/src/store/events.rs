@@ -961,9 +961,11 @@ impl Store {
     ) -> Result<TemplateFilter> {
         let mut binds = Vec::new();
         let conds = self.event_conds(table, q, &mut binds);
+        // Only the templates of the window's days.
         let sql = format!(
-            "SELECT tpl, n FROM {} WHERE {}",
+            "SELECT tpl, n FROM {} WHERE tpl IN (SELECT id FROM edge_templates WHERE {}) AND {}",
             super::event_pages::template_view(table),
+            super::event_pages::template_days(q.from, q.to),
             conds.join(" AND ")
         );
         // The matching template events, and each matching template with how many of its events match.
@@ -1098,6 +1100,7 @@ impl Store {
         let window = super::event_pages::Window {
             conds: &window_sql,
             binds: &window_binds,
+            days: super::event_pages::template_days(q.from, q.to),
         };
         let event_filters =
             !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());

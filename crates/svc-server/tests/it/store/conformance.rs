@@ -1528,7 +1528,8 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
         for r in chunk * 25..chunk * 25 + 25 {
             // Twelve kinds of request (templates); times that tie and go back now and then.
             let kind = rnd(12) as usize;
-            let ts = base + (r as i64 / 3) * 7 + rnd(3) as i64;
+            // Half a day between batches: the rows refer to the templates of three days.
+            let ts = base + chunk as i64 * 43_200_000 + (r as i64 / 3) * 7 + rnd(3) as i64;
             let set = if rnd(8) == 0 { other } else { rs };
             let ip = ips[kind % 3];
             let first = svc_server::util::uuid_v7(ts);
@@ -1623,10 +1624,16 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
             &[&["k"]],
         ),
     ];
+    let day = 86_400_000;
     let sets = [
-        (vec![rs.to_string()], None),
-        (vec![rs.to_string()], Some(base + 150)),
-        (vec![rs.to_string(), other.to_string()], None),
+        (vec![rs.to_string()], None, None),
+        (vec![rs.to_string()], Some(base + 150), None),
+        (
+            vec![rs.to_string()],
+            Some(base + day / 2 + 100),
+            Some(base + 2 * day + 200),
+        ),
+        (vec![rs.to_string(), other.to_string()], None, Some(base + day + 300)),
     ];
     let mut compared = 0;
     for (table, cols, paths) in orders {
@@ -1656,7 +1663,7 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
             }
             for (col, json) in &by {
                 for desc in [false, true] {
-                    for (sets, from) in &sets {
+                    for (sets, from, to) in &sets {
                         for (offset, limit, few_rows) in
                             [(0, 5, None), (3, 10, Some(0)), (17, 9, None), (0, 1000, Some(2))]
                         {
@@ -1664,6 +1671,7 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
                                 few_rows,
                                 rs: sets.clone(),
                                 from: *from,
+                                to: *to,
                                 order_col: col,
                                 order_json: json.clone(),
                                 desc,
@@ -1683,7 +1691,7 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
                                 .await
                                 .unwrap();
                             let what = format!(
-                                "{table:?} by {col} {json:?} desc {desc} {offset}+{limit} {sets:?} {from:?} {filter:?}"
+                                "{table:?} by {col} {json:?} desc {desc} {offset}+{limit} {sets:?} {from:?}..{to:?} {filter:?}"
                             );
                             assert_eq!(got.bodies, want.bodies, "{what}");
                             let ids = |p: &QueryPage| p.columns.iter().map(|c| c["id"].clone()).collect::<Vec<_>>();
