@@ -541,12 +541,17 @@ if [[ -n $EVENTS_SCALE ]]; then
     if ((STREAM)); then
       "$PY" "$BENCH/lib/svcbench.py" stream --base "$SVC" --hec "127.0.0.1:$HEC_PORT" --inactive >"$OUT/stream-$DB.json"
     fi
+    SIZE_A0=$(dbsize)
     if ((AUDIT_N > 0)); then
       log "$DB: $AUDIT_N audit entries"
       ev_extra audit_fill "$(on_load "$PY" "$BENCH/lib/events_scale.py" audit --base "$SVC" --count "$AUDIT_N")"
     fi
     settle
     SIZE0=$(dbsize)
+    if ((AUDIT_N > 0)); then
+      ev_extra audit_size "{\"db\": \"$DB\", \"entries\": $AUDIT_N, \"bytes\": $((SIZE0 - SIZE_A0)), \"bytes_per_entry\": $(((SIZE0 - SIZE_A0) / AUDIT_N))}"
+      log "$DB: $(((SIZE0 - SIZE_A0) / AUDIT_N)) bytes of database per audit entry"
+    fi
     AUTHZ=$FLEET REQS=0
     for N in "${CHECKPOINTS[@]}"; do
       RATE=0

@@ -187,6 +187,21 @@ QUERIES = [
     (AUDIT, "auditLogs", "order=target%20asc", "audit: order=target asc"),
     (AUDIT, "auditLogs", "order=actor.userName%20desc", "audit: order=actor.userName desc"),
     (AUDIT, "auditLogs", "@{lid}", "audit: one by id"),
+    (AUDIT, "auditLogs", "search=ag", "audit: search of 2 characters (matching many)"),
+    (AUDIT, "auditLogs", "search=fleet-job-00042", "audit: search matching few"),
+    (AUDIT, "auditLogs", "severity=Info", "audit: severity=Info (all)"),
+    (AUDIT, "auditLogs", "category=AgentControllers", "audit: category=AgentControllers (all but the setup)"),
+    (AUDIT, "auditLogs", "order=createdAt%20asc", "audit: order=createdAt asc"),
+    (AUDIT, "auditLogs", "order=externalId%20desc", "audit: order=externalId desc"),
+    (AUDIT, "auditLogs", "order=resourceSetId%20desc", "audit: order=resourceSetId desc"),
+    (AUDIT, "auditLogs", "order=category%20desc", "audit: order=category desc"),
+    (AUDIT, "auditLogs", "order=target%20desc", "audit: order=target desc"),
+    (AUDIT, "auditLogs", "order=client.ipAddress%20asc", "audit: order=client.ipAddress asc"),
+    (AUDIT, "auditLogs", "order=outcome.reason%20asc", "audit: order=outcome.reason asc"),
+    (AUDIT, "auditLogs", "order=client.userAgent.browser%20desc", "audit: order=client.userAgent.browser desc"),
+    (AUDIT, "auditLogs", "order=actor.accessPolicyId%20desc", "audit: order=actor.accessPolicyId desc"),
+    (AUDIT, "auditLogs", "category=AgentControllers&order=actor.userName%20asc",
+     "audit: category=AgentControllers, order=actor.userName asc"),
 ]
 
 
