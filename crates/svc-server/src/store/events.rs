@@ -233,7 +233,7 @@ pub struct QueryPage {
 /// counting millions of events took longer than reading the page).
 pub const EXACT_TOTAL: i64 = 10_000;
 
-fn escape_like(s: &str) -> String {
+pub(super) fn escape_like(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('%');
     for c in s.to_lowercase().chars() {
@@ -1032,6 +1032,10 @@ impl Store {
     }
 
     async fn query_events_now(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
+        // Audit entries have their own indexes (migration 0009) and query (`store::audit`).
+        if table == EventTable::Audit {
+            return self.query_audit_now(q).await;
+        }
         let mut conds: Vec<String> = Vec::new();
         let mut binds: Vec<BindValue> = Vec::new();
         let empty = || QueryPage {
@@ -1241,7 +1245,7 @@ impl Store {
     /// numbers of its first and last row in time (two index reads per resource set). Assumes the
     /// matches are spread over the window as in the sample; rows of other resource sets between
     /// these numbers count too, so it errs high when sets interleave.
-    async fn estimate_total(
+    pub(super) async fn estimate_total(
         &self,
         table: EventTable,
         q: &EventQuery,
@@ -1431,7 +1435,7 @@ pub fn nth_event_id(first: Uuid, n: usize) -> Uuid {
 /// Rows per retention `DELETE` (see [`Store::purge_events`]).
 pub const PURGE_CHUNK: usize = 2000;
 
-enum BindValue {
+pub(super) enum BindValue {
     Text(String),
     Int(i64),
 }
@@ -1456,7 +1460,7 @@ enum TemplateFilter {
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
 
 impl BindValue {
-    fn bind<'q>(&self, q: AnyQuery<'q>) -> AnyQuery<'q> {
+    pub(super) fn bind<'q>(&self, q: AnyQuery<'q>) -> AnyQuery<'q> {
         match self {
             BindValue::Text(s) => q.bind(s.clone()),
             BindValue::Int(i) => q.bind(*i),
