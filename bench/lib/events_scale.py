@@ -12,7 +12,7 @@
         carry W workloads, W server workloads, W policies, W addresses and W environments.
     events_scale.py audit --base URL --count N
         N audit entries: N PATCHes of one agent controller (one entry each), 8 in flight.
-    events_scale.py queries --base URL --state FILE --label L [--timeout S] [--runs 3]
+    events_scale.py queries --base URL --state FILE --label L [--timeout S] [--runs 3] [--only PREFIX]
         Times each query of the list below through the API (wall time of the HTTP exchange on one
         keep-alive connection, the median of --runs), prints one JSON line per query:
         {"label", "list", "query", "ms", "runs_ms", "total", "estimated", "items"}.
@@ -238,6 +238,8 @@ def queries(a) -> None:
         first = items[0]
         fill[fill_key] = (first.get("meta") or {}).get("eventId") or first.get("externalId") or "none"
     for path, key, q, what in QUERIES:
+        if a.only and not what.startswith(a.only):
+            continue
         q = q.format(**fill)
         url = f"{path}/{q[1:]}" if q.startswith("@") else f"{path}?{q}"
         runs, body = [], None
@@ -292,6 +294,7 @@ def main() -> int:
     q.add_argument("--label", required=True)
     q.add_argument("--timeout", type=float, default=120)
     q.add_argument("--runs", type=int, default=3)
+    q.add_argument("--only", default="", help="only the queries whose description starts so (e.g. 'audit:')")
     d = sp.add_parser("dbsize")
     d.add_argument("--sqlite")
     d.add_argument("--postgres")
