@@ -189,6 +189,7 @@ QUERIES = [
     (AUDIT, "auditLogs", "@{lid}", "audit: one by id"),
     (AUDIT, "auditLogs", "search=ag", "audit: search of 2 characters (matching many)"),
     (AUDIT, "auditLogs", "search=fleet-job-00042", "audit: search matching few"),
+    (AUDIT, "auditLogs", "search=trustprovider", "audit: search matching one (the trust provider's creation)"),
     (AUDIT, "auditLogs", "severity=Info", "audit: severity=Info (all)"),
     (AUDIT, "auditLogs", "category=AgentControllers", "audit: category=AgentControllers (all but the setup)"),
     (AUDIT, "auditLogs", "order=createdAt%20asc", "audit: order=createdAt asc"),
