@@ -66,7 +66,8 @@
 #                the edge (wrk, c=50, bench/wrk/fill.lua: 3 authorization events and 1 workload
 #                event each) until each N authorization events are stored; at each N the bytes of
 #                database per request and every query of events_scale.py timed through the API
-#                (median of 3, BENCH_QUERY_TIMEOUT s at most, default 120). Also, with --stream, a
+#                (median of 3, BENCH_QUERY_TIMEOUT s at most, default 120; BENCH_QUERY_ONLY=audit:
+#                only the audit queries). Also, with --stream, a
 #                HEC stream inactive during the fill is activated at the last N and its catch-up
 #                timed. Results: DIR/events.jsonl, DIR/report.md
 #   --no-build   use the existing target/release/svc
@@ -543,12 +544,17 @@ if [[ -n $EVENTS_SCALE ]]; then
     if ((STREAM)); then
       "$PY" "$BENCH/lib/svcbench.py" stream --base "$SVC" --hec "127.0.0.1:$HEC_PORT" --inactive >"$OUT/stream-$DB.json"
     fi
+    SIZE_A0=$(dbsize)
     if ((AUDIT_N > 0)); then
       log "$DB: $AUDIT_N audit entries"
       ev_extra audit_fill "$(on_load "$PY" "$BENCH/lib/events_scale.py" audit --base "$SVC" --count "$AUDIT_N")"
     fi
     settle
     SIZE0=$(dbsize)
+    if ((AUDIT_N > 0)); then
+      ev_extra audit_size "{\"db\": \"$DB\", \"entries\": $AUDIT_N, \"bytes\": $((SIZE0 - SIZE_A0)), \"bytes_per_entry\": $(((SIZE0 - SIZE_A0) / AUDIT_N))}"
+      log "$DB: $(((SIZE0 - SIZE_A0) / AUDIT_N)) bytes of database per audit entry"
+    fi
     AUTHZ=$FLEET REQS=0
     for N in "${CHECKPOINTS[@]}"; do
       RATE=0
@@ -572,7 +578,7 @@ if [[ -n $EVENTS_SCALE ]]; then
       ev_extra size "{\"db\": \"$DB\", \"authz\": $AUTHZ, \"requests\": $REQS, \"bytes\": $SIZE, \"bytes_before_fill\": $SIZE0, \"fill_rate\": $RATE, \"load\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"
       log "$DB at $AUTHZ authorization events: $(((SIZE - SIZE0) / (REQS > 0 ? REQS : 1))) bytes per request; timing queries"
       "$PY" "$BENCH/lib/events_scale.py" queries --base "$SVC" --state "$OUT/fleet-$DB.json" \
-        --label "$DB $AUTHZ" --timeout "${BENCH_QUERY_TIMEOUT:-120}" >>"$EV"
+        --label "$DB $AUTHZ" --timeout "${BENCH_QUERY_TIMEOUT:-120}" --only "${BENCH_QUERY_ONLY:-}" >>"$EV"
     done
     if ((STREAM)); then
       curl -sf -X POST "http://127.0.0.1:$HEC_PORT/reset" >/dev/null

@@ -12,7 +12,7 @@
         carry W workloads, W server workloads, W policies, W addresses and W environments.
     events_scale.py audit --base URL --count N
         N audit entries: N PATCHes of one agent controller (one entry each), 8 in flight.
-    events_scale.py queries --base URL --state FILE --label L [--timeout S] [--runs 3]
+    events_scale.py queries --base URL --state FILE --label L [--timeout S] [--runs 3] [--only PREFIX]
         Times each query of the list below through the API (wall time of the HTTP exchange on one
         keep-alive connection, the median of --runs), prints one JSON line per query:
         {"label", "list", "query", "ms", "runs_ms", "total", "estimated", "items"}.
@@ -187,6 +187,22 @@ QUERIES = [
     (AUDIT, "auditLogs", "order=target%20asc", "audit: order=target asc"),
     (AUDIT, "auditLogs", "order=actor.userName%20desc", "audit: order=actor.userName desc"),
     (AUDIT, "auditLogs", "@{lid}", "audit: one by id"),
+    (AUDIT, "auditLogs", "search=ag", "audit: search of 2 characters (matching many)"),
+    (AUDIT, "auditLogs", "search=fleet-job-00042", "audit: search matching few"),
+    (AUDIT, "auditLogs", "search=trustprovider", "audit: search matching one (the trust provider's creation)"),
+    (AUDIT, "auditLogs", "severity=Info", "audit: severity=Info (all)"),
+    (AUDIT, "auditLogs", "category=AgentControllers", "audit: category=AgentControllers (all but the setup)"),
+    (AUDIT, "auditLogs", "order=createdAt%20asc", "audit: order=createdAt asc"),
+    (AUDIT, "auditLogs", "order=externalId%20desc", "audit: order=externalId desc"),
+    (AUDIT, "auditLogs", "order=resourceSetId%20desc", "audit: order=resourceSetId desc"),
+    (AUDIT, "auditLogs", "order=category%20desc", "audit: order=category desc"),
+    (AUDIT, "auditLogs", "order=target%20desc", "audit: order=target desc"),
+    (AUDIT, "auditLogs", "order=client.ipAddress%20asc", "audit: order=client.ipAddress asc"),
+    (AUDIT, "auditLogs", "order=outcome.reason%20asc", "audit: order=outcome.reason asc"),
+    (AUDIT, "auditLogs", "order=client.userAgent.browser%20desc", "audit: order=client.userAgent.browser desc"),
+    (AUDIT, "auditLogs", "order=actor.accessPolicyId%20desc", "audit: order=actor.accessPolicyId desc"),
+    (AUDIT, "auditLogs", "category=AgentControllers&order=actor.userName%20asc",
+     "audit: category=AgentControllers, order=actor.userName asc"),
 ]
 
 
@@ -223,6 +239,8 @@ def queries(a) -> None:
         first = items[0]
         fill[fill_key] = (first.get("meta") or {}).get("eventId") or first.get("externalId") or "none"
     for path, key, q, what in QUERIES:
+        if a.only and not what.startswith(a.only):
+            continue
         q = q.format(**fill)
         url = f"{path}/{q[1:]}" if q.startswith("@") else f"{path}?{q}"
         runs, body = [], None
@@ -277,6 +295,7 @@ def main() -> int:
     q.add_argument("--label", required=True)
     q.add_argument("--timeout", type=float, default=120)
     q.add_argument("--runs", type=int, default=3)
+    q.add_argument("--only", default="", help="only the queries whose description starts so (e.g. 'audit:')")
     d = sp.add_parser("dbsize")
     d.add_argument("--sqlite")
     d.add_argument("--postgres")

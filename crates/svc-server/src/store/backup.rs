@@ -108,29 +108,38 @@ impl Store {
     /// (`service::backup`, issue 31: a backup changed after it was made is refused).
     pub async fn content_digest(&self) -> Result<[u8; 32]> {
         let mut h = aws_lc_rs::digest::Context::new(&aws_lc_rs::digest::SHA256);
-        let tables: Vec<String> = sqlx::query(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+        // A virtual table (the audit search index, migration 0009) holds nothing of its own: its
+        // shadow tables are hashed, those without a rowid in the order of all their columns.
+        let tables: Vec<(String, String)> = sqlx::query(
+            "SELECT name, COALESCE(sql, '') FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
         )
         .fetch_all(self.pool())
         .await?
         .iter()
-        .map(|r| r.get::<String, _>(0))
+        .map(|r| (r.get::<String, _>(0), r.get::<String, _>(1)))
+        .filter(|(_, sql)| !sql.to_ascii_uppercase().starts_with("CREATE VIRTUAL TABLE"))
         .collect();
-        for t in tables {
+        for (t, create) in tables {
             let quoted = format!("\"{}\"", t.replace('"', "\"\""));
-            let cols: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA table_info({quoted})")))
+            let names: Vec<String> = sqlx::query(sqlx::AssertSqlSafe(format!("PRAGMA table_info({quoted})")))
                 .fetch_all(self.pool())
                 .await?
                 .iter()
-                .map(|r| format!("quote(\"{}\")", r.get::<String, _>(1).replace('"', "\"\"")))
+                .map(|r| format!("\"{}\"", r.get::<String, _>(1).replace('"', "\"\"")))
                 .collect();
+            let cols: Vec<String> = names.iter().map(|n| format!("quote({n})")).collect();
             let skip = if t == "meta" {
                 format!(" WHERE key <> '{MANIFEST_KEY}'")
             } else {
                 String::new()
             };
+            let order = if create.to_ascii_uppercase().contains("WITHOUT ROWID") {
+                names.join(", ")
+            } else {
+                "rowid".to_string()
+            };
             let sql = format!(
-                "SELECT {} FROM {quoted}{skip} ORDER BY rowid",
+                "SELECT {} FROM {quoted}{skip} ORDER BY {order}",
                 cols.join(" || char(31) || ")
             );
             h.update(t.as_bytes());

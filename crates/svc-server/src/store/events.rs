@@ -241,7 +241,7 @@ pub struct QueryPage {
 /// counting millions of events took longer than reading the page).
 pub const EXACT_TOTAL: i64 = 10_000;
 
-fn escape_like(s: &str) -> String {
+pub(super) fn escape_like(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('%');
     for c in s.to_lowercase().chars() {
@@ -1053,11 +1053,14 @@ impl Store {
     }
 
     async fn query_events_now(&self, table: EventTable, q: &EventQuery) -> Result<QueryPage> {
-        let edge = table != EventTable::Audit;
+        // Audit entries have their own indexes (migration 0009) and query (`store::audit`).
+        if table == EventTable::Audit {
+            return self.query_audit_now(q).await;
+        }
         // In one resource set every event ties on `resourceSetId`: its order is the ties' order,
         // which is the time's.
         let rs_only;
-        let q = if edge && q.order_col == "rs" && q.order_json.is_none() && q.rs.len() == 1 {
+        let q = if q.order_col == "rs" && q.order_json.is_none() && q.rs.len() == 1 {
             rs_only = EventQuery {
                 order_col: table.time_col(),
                 ..q.clone()
@@ -1105,15 +1108,14 @@ impl Store {
         let event_filters =
             !q.eq.is_empty() || !q.any_of.is_empty() || q.search.as_ref().is_some_and(|s| !s.is_empty());
         // An edge list ordered on a field its templates decide sorts the templates (below).
-        let template_order = edge
-            && !q.one_statement
+        let template_order = !q.one_statement
             && (q.order_json.is_some() || super::event_pages::TEMPLATE_COLUMNS.contains(&q.order_col))
             && !self.window_has_untemplated_rows(&window).await?;
         // The total when the templates gave it; the matching template events when the list reads
         // only a few templates' rows.
         let mut counted = None;
         let mut few_pairs = None;
-        if event_filters && edge && !q.one_statement {
+        if event_filters && !q.one_statement {
             match self.template_filter(table, q, &conds, &binds).await? {
                 TemplateFilter::Empty => return Ok(empty()),
                 TemplateFilter::Some {
@@ -1161,10 +1163,6 @@ impl Store {
                      (SELECT {n} AS n, seq FROM edge_requests WHERE {where_} AND {n} > 0{oldest} LIMIT {cap}) AS sample"
                 )
             }
-            EventTable::Audit => format!(
-                "SELECT COUNT(*), COUNT(*), MIN(seq), MAX(seq) FROM \
-                 (SELECT seq FROM audit_logs WHERE {where_}{oldest} LIMIT {cap}) AS sample"
-            ),
             _ => format!(
                 "SELECT COUNT(*), COUNT(*), MIN(rseq), MAX(rseq) FROM \
                  (SELECT rseq FROM {name} WHERE {where_}{oldest} LIMIT {cap}) AS sample"
@@ -1212,7 +1210,7 @@ impl Store {
             return Ok(page(rows));
         }
         // An edge event's id is time-ordered (its row's `ts` first): by id is by time, then id.
-        let by_id = edge && q.order_json.is_none() && q.order_col == "id";
+        let by_id = q.order_json.is_none() && q.order_col == "id";
         if let Some(pairs) = few_pairs.filter(|_| by_time || by_id) {
             let rows = self.page_of_groups(table, &window, [pairs], q, by_id).await?;
             return Ok(page(rows));
@@ -1233,16 +1231,17 @@ impl Store {
         // table). Descending, each request's run of events is reversed after the read
         // ([`newest_first`]). Several resource sets (and PostgreSQL, which sorts the rows of one
         // time incrementally) order on all three.
-        let straight = edge && by_time && q.rs.len() == 1 && self.dialect() == Dialect::Sqlite;
-        // Ties: audit entries on `externalId` ascending (§1.6); events have no `externalId`, so
-        // they keep the time's order, then the order they were written in, newest first when
-        // descending (docs/API-CONVENTIONS.md): the events of one request share its time.
-        // (`rseq`, `n`: an event's `seq` in parts the primary key's order can give.)
-        let tie = match table {
-            EventTable::Audit => "id ASC".to_string(),
-            _ if straight => format!("rseq {dir}"),
-            _ if by_time => format!("rseq {dir}, n {dir}"),
-            _ => format!("ts {dir}, rseq {dir}, n {dir}"),
+        let straight = by_time && q.rs.len() == 1 && self.dialect() == Dialect::Sqlite;
+        // Ties: events have no `externalId`, so they keep the time's order, then the order they
+        // were written in, newest first when descending (docs/API-CONVENTIONS.md): the events of
+        // one request share its time. (`rseq`, `n`: an event's `seq` in parts the primary key's
+        // order can give.)
+        let tie = if straight {
+            format!("rseq {dir}")
+        } else if by_time {
+            format!("rseq {dir}, n {dir}")
+        } else {
+            format!("ts {dir}, rseq {dir}, n {dir}")
         };
         // Reversing runs needs the whole run of every request the page touches: up to
         // `EVENTS_PER_REQUEST - 1` rows more on each side.
@@ -1252,7 +1251,7 @@ impl Store {
         let page_sql = format!(
             "SELECT {}{} FROM {name} WHERE {where_} ORDER BY {keys}, {tie} LIMIT {} OFFSET {}",
             table.select_list(),
-            if edge { ", rseq" } else { "" },
+            ", rseq",
             q.limit + before + after,
             q.offset - before
         );
@@ -1284,7 +1283,7 @@ impl Store {
         };
         match (&q.order_json, self.dialect()) {
             (None, _) if q.order_col == table.time_col() => format!("{} {dir}", q.order_col),
-            (None, _) if table != EventTable::Audit && q.order_col == "id" => format!("ts {dir}, id {dir}"),
+            (None, _) if q.order_col == "id" => format!("ts {dir}, id {dir}"),
             (None, _) if NUMERIC_COLUMNS.contains(&q.order_col) => format!("{} {dir}{nulls}", q.order_col),
             // Every other column is text.
             (None, Dialect::Sqlite) => format!("{c} COLLATE NOCASE {dir}, {c} {dir}", c = q.order_col),
@@ -1320,7 +1319,7 @@ impl Store {
     /// numbers of its first and last row in time (two index reads per resource set). Assumes the
     /// matches are spread over the window as in the sample; rows of other resource sets between
     /// these numbers count too, so it errs high when sets interleave.
-    async fn estimate_total(
+    pub(super) async fn estimate_total(
         &self,
         table: EventTable,
         q: &EventQuery,
@@ -1545,7 +1544,7 @@ enum TemplateFilter {
 type AnyQuery<'q> = sqlx::query::Query<'q, Any, sqlx::any::AnyArguments>;
 
 impl BindValue {
-    fn bind<'q>(&self, q: AnyQuery<'q>) -> AnyQuery<'q> {
+    pub(super) fn bind<'q>(&self, q: AnyQuery<'q>) -> AnyQuery<'q> {
         match self {
             BindValue::Text(s) => q.bind(s.clone()),
             BindValue::Int(i) => q.bind(*i),

@@ -67,7 +67,18 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0008_template_views.sql"),
         postgres: include_str!("../../migrations/postgres/0008_template_views.sql"),
     },
+    Migration {
+        version: 9,
+        name: "audit_search",
+        sqlite: include_str!("../../migrations/sqlite/0009_audit_search.sql"),
+        postgres: include_str!("../../migrations/postgres/0009_audit_search.sql"),
+    },
 ];
+
+/// The versions of every migration this binary knows, in order.
+pub fn versions() -> Vec<i64> {
+    MIGRATIONS.iter().map(|m| m.version).collect()
+}
 
 /// The schema version this binary writes: its newest migration.
 pub const LATEST: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;

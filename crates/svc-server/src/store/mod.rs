@@ -6,6 +6,7 @@
 //! `changes` (cross-node refresh), `signing_keys`, `meta`, `audit_logs`, `authorization_events`,
 //! `workload_events`, `pending_states`, `log_stream_cursors` (`streams.rs`).
 
+mod audit;
 pub mod backup;
 mod event_pages;
 mod events;
@@ -237,6 +238,10 @@ impl Store {
 
     /// The schema version this binary writes.
     pub const LATEST_SCHEMA: i64 = migrate::LATEST;
+    /// Every schema version this binary's migrations record, in order.
+    pub fn schema_versions() -> Vec<i64> {
+        migrate::versions()
+    }
 
     /// The database's schema version (`None`: no svc schema) and the newest this binary knows.
     pub async fn schema_version(&self) -> Result<(Option<i64>, i64)> {
