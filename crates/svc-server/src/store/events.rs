@@ -1111,10 +1111,10 @@ impl Store {
         let template_order = !q.one_statement
             && (q.order_json.is_some() || super::event_pages::TEMPLATE_COLUMNS.contains(&q.order_col))
             && !self.window_has_untemplated_rows(&window).await?;
-        // The total when the templates gave it; the matching template events when the list reads
-        // only a few templates' rows.
+        // The total when the templates gave it; the matching template events, and whether their
+        // rows are dense in the window (more than `EXACT_TOTAL`).
         let mut counted = None;
-        let mut few_pairs = None;
+        let mut matching = None;
         if event_filters && !q.one_statement {
             match self.template_filter(table, q, &conds, &binds).await? {
                 TemplateFilter::Empty => return Ok(empty()),
@@ -1131,8 +1131,8 @@ impl Store {
                         tpls.dedup();
                         let tpls: Vec<String> = tpls.iter().map(i64::to_string).collect();
                         conds.push(format!("tpl IN ({})", tpls.join(", ")));
-                        few_pairs = Some(pairs);
                     }
+                    matching = Some((pairs, !few));
                     counted = Some((total, estimated));
                 }
                 TemplateFilter::Any => {}
@@ -1206,13 +1206,17 @@ impl Store {
             let groups = self
                 .template_order_groups(table, &window, &tconds, &tbinds, &keys, &identity)
                 .await?;
-            let rows = self.page_of_groups(table, &window, groups, q, false).await?;
+            let rows = self.page_of_groups(table, &window, groups, q, false, None).await?;
             return Ok(page(rows));
         }
         // An edge event's id is time-ordered (its row's `ts` first): by id is by time, then id.
         let by_id = q.order_json.is_none() && q.order_col == "id";
-        if let Some(pairs) = few_pairs.filter(|_| by_time || by_id) {
-            let rows = self.page_of_groups(table, &window, [pairs], q, by_id).await?;
+        // A filtered list in time order reads the matching templates' rows, then only the page's
+        // events: the filter is not evaluated again on the window's events (their JSON).
+        if let Some((pairs, dense)) = matching.filter(|_| by_time || by_id) {
+            let rows = self
+                .page_of_groups(table, &window, [pairs], q, by_id, Some(dense))
+                .await?;
             return Ok(page(rows));
         }
         if by_id && !q.one_statement && !self.window_has_untemplated_rows(&window).await? {
@@ -1221,7 +1225,7 @@ impl Store {
             let all = self
                 .template_order_groups(table, &window, &tconds, &tbinds, "1", "1")
                 .await?;
-            let rows = self.page_of_groups(table, &window, all, q, true).await?;
+            let rows = self.page_of_groups(table, &window, all, q, true, None).await?;
             return Ok(page(rows));
         }
         // An edge list in time order within one resource set is read straight off the
