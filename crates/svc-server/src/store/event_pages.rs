@@ -76,24 +76,26 @@ pub(super) fn template_days(from: Option<i64>, to: Option<i64>) -> String {
     }
 }
 
-fn id_list(ids: impl Iterator<Item = i64>) -> String {
+/// Ids as the text of an SQL list (`1, 2, 3`).
+pub(super) fn id_list(ids: impl Iterator<Item = i64>) -> String {
     ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
 
 impl Store {
-    /// The template events of the window's templates (those `w`'s rows refer to) that meet
-    /// `conds` (over the table's `*_templates` view, values in `binds` after `w`'s), in the order
-    /// of `keys`, grouped by `identity` (an expression equal for equal keys): each group one place
-    /// in the order, its events then in time order.
+    /// The template events of the window's templates (those `w`'s rows refer to) that meet `q`'s
+    /// filter (run over the table's `*_templates` view), in the order of `keys`, grouped by
+    /// `identity` (an expression equal for equal keys): each group one place in the order, its
+    /// events then in time order.
     pub(super) async fn template_order_groups(
         &self,
         table: EventTable,
         w: &Window<'_>,
-        conds: &[String],
-        binds: &[BindValue],
+        q: &EventQuery,
         keys: &str,
         identity: &str,
     ) -> Result<Vec<Group>> {
+        let mut binds = w.binds.to_vec();
+        let conds = self.event_conds(table, q, &mut binds);
         let filter: String = conds.iter().map(|c| format!(" AND {c}")).collect();
         let sql = format!(
             "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN \
@@ -104,7 +106,7 @@ impl Store {
             window = w.conds,
             days = w.days,
         );
-        let rows = bound(&sql, binds).fetch_all(self.pool()).await?;
+        let rows = bound(&sql, &binds).fetch_all(self.pool()).await?;
         let mut groups: Vec<Group> = Vec::new();
         let mut last: Option<Option<String>> = None;
         for r in rows {

@@ -897,7 +897,7 @@ impl Store {
 
     /// The conditions of `q` on the events' own fields (equality, `any_of`, `search`), their
     /// values appended to `binds` (numbered after what `binds` holds).
-    fn event_conds(&self, table: EventTable, q: &EventQuery, binds: &mut Vec<BindValue>) -> Vec<String> {
+    pub(super) fn event_conds(&self, table: EventTable, q: &EventQuery, binds: &mut Vec<BindValue>) -> Vec<String> {
         let mut conds = Vec::new();
         let next = |binds: &mut Vec<BindValue>, v: BindValue| {
             binds.push(v);
@@ -1016,7 +1016,7 @@ impl Store {
             .await?;
         let sampled = |rows: &[sqlx::any::AnyRow]| rows.iter().map(|r| r.get::<i64, _>(1)).sum::<i64>();
         if sampled(&rows) >= cap && q.rs.len() == 1 {
-            let list = ids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+            let list = super::event_pages::id_list(ids.iter().copied());
             rows = per_template(format!(
                 "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}) ORDER BY ts LIMIT {cap}"
             ))
@@ -1129,8 +1129,7 @@ impl Store {
                         let mut tpls: Vec<i64> = pairs.iter().map(|(t, _)| *t).collect();
                         tpls.sort_unstable();
                         tpls.dedup();
-                        let tpls: Vec<String> = tpls.iter().map(i64::to_string).collect();
-                        conds.push(format!("tpl IN ({})", tpls.join(", ")));
+                        conds.push(format!("tpl IN ({})", super::event_pages::id_list(tpls.into_iter())));
                     }
                     matching = Some((pairs, !few));
                     counted = Some((total, estimated));
@@ -1200,12 +1199,8 @@ impl Store {
         // then their events. An order on a template-level field walks the window's templates in
         // that order; a filter matching a few templates' rows reads only those, in time order.
         if template_order {
-            let mut tbinds = window_binds.clone();
-            let tconds = self.event_conds(table, q, &mut tbinds);
             let identity = self.order_identity(q.order_col, q.order_json.as_deref());
-            let groups = self
-                .template_order_groups(table, &window, &tconds, &tbinds, &keys, &identity)
-                .await?;
+            let groups = self.template_order_groups(table, &window, q, &keys, &identity).await?;
             let rows = self.page_of_groups(table, &window, groups, q, false, None).await?;
             return Ok(page(rows));
         }
@@ -1220,11 +1215,7 @@ impl Store {
             return Ok(page(rows));
         }
         if by_id && !q.one_statement && !self.window_has_untemplated_rows(&window).await? {
-            let mut tbinds = window_binds.clone();
-            let tconds = self.event_conds(table, q, &mut tbinds);
-            let all = self
-                .template_order_groups(table, &window, &tconds, &tbinds, "1", "1")
-                .await?;
+            let all = self.template_order_groups(table, &window, q, "1", "1").await?;
             let rows = self.page_of_groups(table, &window, all, q, true, None).await?;
             return Ok(page(rows));
         }
