@@ -17,7 +17,6 @@ use crate::store::{EventRow, EventTable};
 
 /// What every event of one request shares.
 pub struct RequestInfo {
-    pub context_id: Uuid,
     /// The time (ms) of every event of the request: they are stored in one row.
     pub ts: i64,
     pub rs: Uuid,
@@ -194,7 +193,7 @@ fn to_json<T: Serialize>(v: &T) -> std::sync::Arc<str> {
 /// Sets the request's shared parts (once): merged into its authorization events when read, and
 /// where its workload events' `meta.connectionId` is read from.
 fn share(rec: &mut Recorder, info: &RequestInfo) {
-    rec.context(info.context_id, info.source_port);
+    rec.context(info.source_port);
     rec.share_once(|| {
         to_json(&Shared {
             client_request: ClientRequest {

@@ -54,9 +54,9 @@ pub struct Recorder {
     rows: Vec<EventRow>,
     /// What the request's authorization events share, stored once ([`RequestRow::shared`]).
     shared: Option<Arc<str>>,
-    /// The request's `contextId` and client port, kept out of its stored template
+    /// The request's client port, kept out of its stored template with its `contextId`
     /// ([`RequestRow::context`]).
-    context: Option<crate::store::RequestContext>,
+    port: Option<u16>,
 }
 
 impl Recorder {
@@ -89,14 +89,21 @@ impl Recorder {
         self.shared.get_or_insert_with(make);
     }
 
-    /// Sets the request's `contextId` and client port (its events' `meta.contextId`,
-    /// `clientRequest.network.sourcePort`, a workload event's `connectionId` and
-    /// `clientWorkloadPort`), stored in its row rather than its template.
-    pub fn context(&mut self, context_id: uuid::Uuid, source_port: u16) {
-        self.context = Some(crate::store::RequestContext {
-            context_id,
-            source_port,
-        });
+    /// Sets the request's client port (its events' `clientRequest.network.sourcePort`, a
+    /// workload event's `clientWorkloadPort`), stored in its row rather than its template with
+    /// its `contextId` (`meta.contextId`, a workload event's `connectionId`): the one its first
+    /// event's id gives ([`crate::store::context_of`]).
+    pub fn context(&mut self, source_port: u16) {
+        self.port = Some(source_port);
+    }
+
+    /// The request's `contextId` and client port, once its first event is recorded.
+    fn request_context(&self) -> Option<crate::store::RequestContext> {
+        let first = self.rows.first()?;
+        Some(crate::store::RequestContext {
+            context_id: crate::store::context_of(first.id),
+            source_port: self.port?,
+        })
     }
 }
 
@@ -248,7 +255,7 @@ impl EventSink {
         }
         let n = rec.rows.len() as u64;
         // The rows are built here, on the request's own thread, not by the one writer.
-        let requests = RequestRow::group(&rec.rows, rec.shared.as_ref(), rec.context);
+        let requests = RequestRow::group(&rec.rows, rec.shared.as_ref(), rec.request_context());
         let (waiter, done) = if self.durability.fail_open {
             (None, None)
         } else {

@@ -22,14 +22,29 @@ pub const FEW_ROWS: i64 = 20_000;
 /// a filter in time order.
 pub(super) type Group = Vec<(i64, i64)>;
 
+/// How the rows of one group follow each other in a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum RowOrder {
+    /// By time, then in the order written.
+    Time,
+    /// By an event column whose values are version 7 UUIDs of their row's time (`id`, and
+    /// `context_id` where the window's rows derive it, migration 0010): by time, then by the
+    /// column within one millisecond (its events read whole and sorted), ties (one request's
+    /// events share a `context_id`) in the order written.
+    TimeThen(&'static str),
+    /// By the request's client port (`port`, migration 0010's index), then by time, then in the
+    /// order written.
+    Port,
+}
+
 /// A part of a page: request rows (sequence number, the indexes of the events of it the page
-/// may show, in order), of which the page shows `take` events after the first `skip`; `by_id`,
-/// sorted by their ids first.
+/// may show, in order), of which the page shows `take` events after the first `skip`; with
+/// `sort_by`, sorted by that column first.
 struct Part {
     rows: Vec<(i64, Vec<i64>)>,
     skip: usize,
     take: usize,
-    by_id: bool,
+    sort_by: Option<&'static str>,
 }
 
 /// The rows a list reads: its conditions on `edge_requests` (`rs`, `ts`) with their values.
@@ -123,23 +138,26 @@ impl Store {
     }
 
     /// The events of `q`'s page (`offset..offset + limit`) of the `groups` in their order, each
-    /// group's events in time order (newest first when `desc`), then in the order they were
-    /// written (`rseq`, `n`), or with `by_id` by their ids (an edge event's id is time-ordered,
-    /// its row's `ts` first: `order=eventId`). Reads, per group until the page is full, the
-    /// sequence numbers of its rows in that order (a few: through `(rs, tpl, ts)`, sorted; many:
-    /// off `(rs, ts)`; `dense` says which when the caller knows), and then only the page's rows
-    /// through the event view.
+    /// group's events in `order` (newest first when `desc`), then in the order they were
+    /// written (`rseq`, `n`). Reads, per group until the page is full, the sequence numbers of
+    /// its rows in that order (a few: through `(rs, tpl, ts)`, sorted; many: off `(rs, ts)`, or
+    /// `(rs, port, ts)` by port; `dense` says which when the caller knows), and then only the
+    /// page's rows through the event view.
     pub(super) async fn page_of_groups(
         &self,
         table: EventTable,
         w: &Window<'_>,
         groups: impl IntoIterator<Item = Group>,
         q: &EventQuery,
-        by_id: bool,
+        order: RowOrder,
         dense: Option<bool>,
     ) -> Result<Vec<AnyRow>> {
         let desc = q.desc;
         let dir = if desc { "DESC" } else { "ASC" };
+        let sort_by = match order {
+            RowOrder::TimeThen(col) => Some(col),
+            _ => None,
+        };
         let few_rows = q.few_rows.unwrap_or(FEW_ROWS);
         let mut skip = q.offset.max(0) as usize;
         let mut want = q.limit.max(0) as usize;
@@ -182,26 +200,40 @@ impl Store {
             };
             // Each row holds at least one of the group's events.
             let need = skip + want;
-            // A few rows are read through `(rs, tpl, ts)` and sorted, many in time order off
-            // `(rs, ts)` (`+ 0` keeps the planner off the index not meant).
+            // A few rows are read through `(rs, tpl, ts)` and sorted, many in order off
+            // `(rs, ts)` or `(rs, port, ts)` (`+ 0` keeps the planner off the index not meant).
             let tpl_col = if few { "tpl" } else { "(tpl + 0)" };
-            let sql = if few {
-                self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64)
-            } else {
-                format!(
-                    "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
+            let sql = match (few, order) {
+                // Every row, sorted below.
+                (true, RowOrder::Port) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", None, few_rows),
+                (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", Some(desc), need as i64),
+                (false, RowOrder::Port) => format!(
+                    "SELECT seq, tpl, ts, port FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
+                     ORDER BY port {dir}{nulls}, ts {dir}, seq {dir} LIMIT {need}",
+                    w.conds,
+                    nulls = self.nulls_lowest(desc),
+                ),
+                (false, _) => format!(
+                    "SELECT seq, tpl, ts, port FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
                      ORDER BY ts {dir}, seq {dir} LIMIT {need}",
                     w.conds
-                )
+                ),
             };
-            let mut rows: Vec<(i64, i64, i64)> = bound(&sql, w.binds)
-                .fetch_all(self.pool())
-                .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.get(2)))
-                .collect();
-            // By id, the last time read is read whole.
-            if by_id
+            let rows = bound(&sql, w.binds).fetch_all(self.pool()).await?;
+            let mut rows: Vec<(i64, i64, i64)> = if few && order == RowOrder::Port {
+                let mut keyed: Vec<(Option<i64>, i64, i64, i64)> =
+                    rows.iter().map(|r| (r.get(3), r.get(2), r.get(0), r.get(1))).collect();
+                keyed.sort_unstable();
+                if desc {
+                    keyed.reverse();
+                }
+                keyed.truncate(need);
+                keyed.into_iter().map(|(_, ts, seq, tpl)| (seq, tpl, ts)).collect()
+            } else {
+                rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
+            };
+            // Sorted by a column within a time, the last time read is read whole.
+            if sort_by.is_some()
                 && rows.len() == need
                 && let Some(&(seq, _, ts)) = rows.last()
             {
@@ -220,9 +252,9 @@ impl Store {
                     rows: vec![(seq, per.get(&tpl).cloned().unwrap_or_default())],
                     skip: 0,
                     take: 0,
-                    by_id,
+                    sort_by,
                 };
-                while by_id && rows.peek().is_some_and(|r| r.2 == ts) {
+                while sort_by.is_some() && rows.peek().is_some_and(|r| r.2 == ts) {
                     let (seq, tpl, _) = rows.next().unwrap_or_default();
                     part.rows.push((seq, per.get(&tpl).cloned().unwrap_or_default()));
                 }
@@ -266,9 +298,12 @@ impl Store {
                 .flat_map(|(seq, ns)| ns.iter().map(move |n| (*seq, *n)))
                 .filter_map(|k| by_event.remove(&k))
                 .collect();
-            if part.by_id {
-                // `select_list`: body, ts, id, ...
-                events.sort_by_cached_key(|r| r.get::<String, _>(2));
+            if let Some(col) = part.sort_by {
+                // By the column, then in the order written; all of it reversed when descending.
+                events.sort_by_cached_key(|r| {
+                    let key: Option<String> = r.try_get(col).ok().flatten();
+                    (key, r.get::<i64, _>(r.len() - 2), r.get::<i64, _>(r.len() - 1))
+                });
                 if desc {
                     events.reverse();
                 }
@@ -302,7 +337,7 @@ impl Store {
             ),
             Dialect::Postgres => format!(
                 "SELECT {columns} FROM unnest(ARRAY[{list}]::bigint[]) AS u(t) CROSS JOIN LATERAL \
-                 (SELECT seq, tpl, ts FROM edge_requests WHERE {window} AND tpl = u.t{o} LIMIT {limit}) AS r{o} LIMIT {limit}",
+                 (SELECT seq, tpl, ts, port FROM edge_requests WHERE {window} AND tpl = u.t{o} LIMIT {limit}) AS r{o} LIMIT {limit}",
                 o = newest_first.map_or(String::new(), |d| format!(" ORDER BY ts {0}, seq {0}", dir(d)))
             ),
         }
@@ -313,6 +348,27 @@ impl Store {
     pub(super) async fn window_has_untemplated_rows(&self, w: &Window<'_>) -> Result<bool> {
         let sql = format!("SELECT 1 FROM edge_requests WHERE {} AND tpl IS NULL LIMIT 1", w.conds);
         Ok(bound(&sql, w.binds).fetch_optional(self.pool()).await?.is_some())
+    }
+
+    /// Whether the window holds rows whose `contextId` is not derived from their first event's
+    /// id (stored before migration 0010, or without a client port: its partial index lists
+    /// them): the request-value orders then read as before.
+    pub(super) async fn window_has_stored_contexts(&self, w: &Window<'_>) -> Result<bool> {
+        let sql = format!(
+            "SELECT 1 FROM edge_requests WHERE {} AND (ctx IS NOT NULL OR port IS NULL) LIMIT 1",
+            w.conds
+        );
+        Ok(bound(&sql, w.binds).fetch_optional(self.pool()).await?.is_some())
+    }
+
+    /// What puts nulls lowest in an `ORDER BY` term (docs/API-CONVENTIONS.md), as SQLite does
+    /// by itself; PostgreSQL puts them the other way round unless told.
+    pub(super) fn nulls_lowest(&self, desc: bool) -> &'static str {
+        match (self.dialect(), desc) {
+            (Dialect::Sqlite, _) => "",
+            (Dialect::Postgres, false) => " NULLS FIRST",
+            (Dialect::Postgres, true) => " NULLS LAST",
+        }
     }
 
     /// An expression equal for two template events exactly when `order` puts them in one place:

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use sqlx::{Any, Row, Sqlite, Transaction};
 use uuid::Uuid;
 
+use super::event_pages::RowOrder;
 use super::{Dialect, Result, Store};
 
 #[derive(Clone, Debug, PartialEq)]
@@ -337,6 +338,17 @@ pub struct RequestContext {
     pub source_port: u16,
 }
 
+impl RequestRow {
+    /// The `contextId` the row stores: none when it is the one its first event's id gives
+    /// ([`context_of`]; the views derive it, migration 0010), as for every edge request's row
+    /// but a second row of one request.
+    fn stored_context(&self) -> Option<Uuid> {
+        self.context
+            .map(|c| c.context_id)
+            .filter(|c| *c != context_of(self.first_id))
+    }
+}
+
 /// An element's kind and severity when its `meta` leaves them out (migration 0005's views say
 /// the same).
 const DEFAULT_KIND: &str = "a";
@@ -514,9 +526,18 @@ impl StoredRequest<'_> {
             .shared
             .and_then(|s| serde_json::from_str::<Shared>(s).ok())
             .and_then(|s| s.meta);
+        // Stored, in the shared parts (rows before migration 0007), or derived from the first
+        // event's id (a row with a client port, migration 0010).
+        let derived = self
+            .port
+            .and(self.first_id)
+            .and_then(|id| Uuid::try_parse(id).ok())
+            .map(|id| uuid_text(context_of(id)));
         let context_id = self
             .ctx
-            .or_else(|| shared_meta.as_ref().and_then(|m| m.context_id.as_deref()));
+            .map(Cow::Borrowed)
+            .or_else(|| shared_meta.as_ref().and_then(|m| m.context_id.clone()))
+            .or_else(|| derived.as_deref().map(|c| Cow::Owned(c.to_string())));
         let shared: Option<Arc<str>> = self
             .shared
             .filter(|_| table == EventTable::Authorization)
@@ -552,7 +573,7 @@ impl StoredRequest<'_> {
                     "rs" => Some(self.rs),
                     "event_type" => Some(&*e.t),
                     "severity" => Some(e.s.as_deref().unwrap_or(DEFAULT_SEVERITY)),
-                    "context_id" => context_id,
+                    "context_id" => context_id.as_deref(),
                     "result" | "action" => e.r.as_deref(),
                     "client_ip" => self.client_ip,
                     "client_workload" => e.cw.as_deref(),
@@ -597,7 +618,7 @@ macro_rules! bind_request {
             .bind(r.workload)
             .bind($tpl)
             .bind(text(uuid_text(r.first_id)))
-            .bind(r.context.map(|c| text(uuid_text(c.context_id))))
+            .bind(r.stored_context().map(|c| text(uuid_text(c))))
             .bind(r.context.map(|c| i64::from(c.source_port)))
             .bind(text(none.clone()))
             .bind(text(none))
@@ -1201,22 +1222,40 @@ impl Store {
         if template_order {
             let identity = self.order_identity(q.order_col, q.order_json.as_deref());
             let groups = self.template_order_groups(table, &window, q, &keys, &identity).await?;
-            let rows = self.page_of_groups(table, &window, groups, q, false, None).await?;
-            return Ok(page(rows));
-        }
-        // An edge event's id is time-ordered (its row's `ts` first): by id is by time, then id.
-        let by_id = q.order_json.is_none() && q.order_col == "id";
-        // A filtered list in time order reads the matching templates' rows, then only the page's
-        // events: the filter is not evaluated again on the window's events (their JSON).
-        if let Some((pairs, dense)) = matching.filter(|_| by_time || by_id) {
             let rows = self
-                .page_of_groups(table, &window, [pairs], q, by_id, Some(dense))
+                .page_of_groups(table, &window, groups, q, RowOrder::Time, None)
                 .await?;
             return Ok(page(rows));
         }
-        if by_id && !q.one_statement && !self.window_has_untemplated_rows(&window).await? {
+        // An order on a request's own value reads its rows in that order: an edge event's id is
+        // time-ordered (its row's `ts` first), so is a `contextId` derived from it (migration
+        // 0010, where the window's rows all derive theirs), and the client port has an index.
+        let request_order = match (&q.order_json, q.order_col) {
+            _ if q.one_statement => None,
+            (None, "id") => Some(RowOrder::TimeThen("id")),
+            (None, "context_id" | "source_port") if !self.window_has_stored_contexts(&window).await? => {
+                Some(if q.order_col == "source_port" {
+                    RowOrder::Port
+                } else {
+                    RowOrder::TimeThen("context_id")
+                })
+            }
+            _ => None,
+        };
+        // A filtered list in time order reads the matching templates' rows, then only the page's
+        // events: the filter is not evaluated again on the window's events (their JSON).
+        if let Some((pairs, dense)) = matching.filter(|_| by_time || request_order.is_some()) {
+            let order = request_order.unwrap_or(RowOrder::Time);
+            let rows = self
+                .page_of_groups(table, &window, [pairs], q, order, Some(dense))
+                .await?;
+            return Ok(page(rows));
+        }
+        if let Some(order) = request_order
+            && !self.window_has_untemplated_rows(&window).await?
+        {
             let all = self.template_order_groups(table, &window, q, "1", "1").await?;
-            let rows = self.page_of_groups(table, &window, all, q, true, None).await?;
+            let rows = self.page_of_groups(table, &window, all, q, order, None).await?;
             return Ok(page(rows));
         }
         // An edge list in time order within one resource set is read straight off the
@@ -1271,11 +1310,7 @@ impl Store {
         let dir = if q.desc { "DESC" } else { "ASC" };
         // Nulls first ascending, last descending (docs/API-CONVENTIONS.md: null sorts lowest), as
         // SQLite does by itself; PostgreSQL puts them the other way round unless told.
-        let nulls = match (self.dialect(), q.desc) {
-            (Dialect::Sqlite, _) => "",
-            (Dialect::Postgres, false) => " NULLS FIRST",
-            (Dialect::Postgres, true) => " NULLS LAST",
-        };
+        let nulls = self.nulls_lowest(q.desc);
         match (&q.order_json, self.dialect()) {
             (None, _) if q.order_col == table.time_col() => format!("{} {dir}", q.order_col),
             (None, _) if q.order_col == "id" => format!("ts {dir}, id {dir}"),
@@ -1498,6 +1533,16 @@ pub fn nth_event_id(first: Uuid, n: usize) -> Uuid {
     debug_assert!(n < EVENTS_PER_REQUEST);
     let mut b = *first.as_bytes();
     b[15] ^= (n & 0x0f) as u8;
+    Uuid::from_bytes(b)
+}
+
+/// The `contextId` of a request whose first event has id `first`: `first` with 8 xor-ed into
+/// its 34th hex digit (random bits of a v7 UUID, never one the event ids use: [`nth_event_id`]
+/// changes the 36th). A version 7 UUID of the request's time, so a list ordered on it is in time
+/// order first, as by `eventId`; a request row stores it only when it differs (migration 0010).
+pub fn context_of(first: Uuid) -> Uuid {
+    let mut b = *first.as_bytes();
+    b[14] ^= 0x08;
     Uuid::from_bytes(b)
 }
 

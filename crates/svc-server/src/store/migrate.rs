@@ -73,6 +73,18 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0009_audit_search.sql"),
         postgres: include_str!("../../migrations/postgres/0009_audit_search.sql"),
     },
+    Migration {
+        version: 10,
+        name: "request_orders",
+        sqlite: include_str!("../../migrations/sqlite/0010_request_orders.sql"),
+        postgres: include_str!("../../migrations/postgres/0010_request_orders.sql"),
+    },
+    Migration {
+        version: 11,
+        name: "template_names",
+        sqlite: include_str!("../../migrations/sqlite/0011_template_names.sql"),
+        postgres: include_str!("../../migrations/postgres/0011_template_names.sql"),
+    },
 ];
 
 /// The versions of every migration this binary knows, in order.

@@ -19,7 +19,7 @@ mod streams;
 pub(crate) use events::v7_millis;
 pub use events::{
     AuditRow, Columns, EVENTS_PER_REQUEST, EXACT_TOTAL, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage,
-    RequestContext, RequestRow, nth_event_id,
+    RequestContext, RequestRow, context_of, nth_event_id,
 };
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 

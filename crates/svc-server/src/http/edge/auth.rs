@@ -159,7 +159,6 @@ pub async fn auth(State(app): State<App>, req: Request) -> Response {
 
     let source_ip_text = source_ip.map(super::ip_text);
     let info = RequestInfo {
-        context_id: crate::util::uuid_v4(),
         ts: crate::clock::now_millis(),
         rs: selected.unwrap_or(DEFAULT_RESOURCE_SET),
         client_ip: source_ip_text,

@@ -153,7 +153,6 @@ fn request_info(
     let server = parsed.as_ref().and_then(|r| r.server.as_ref());
     let ids = subject.map_or((None, None), crate::edge::environment::subject_ids);
     RequestInfo {
-        context_id: crate::util::uuid_v4(),
         ts: crate::clock::now_millis(),
         rs: selected_rs.or(token.map(|t| t.svc.rs)).unwrap_or(DEFAULT_RESOURCE_SET),
         client_ip: source_ip.map(super::ip_text),

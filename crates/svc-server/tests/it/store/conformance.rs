@@ -1541,10 +1541,12 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
                         severity: ["Info", "Warning"][(kind / 3 + i) % 2],
                         result: [Some("Authorized"), Some("denied"), None][(kind + 2 * i) % 3],
                         client_ip: ip.map(Into::into),
-                        body: if k.is_empty() {
-                            "{}".into()
-                        } else {
-                            format!("{{\"k\":{k}}}").into()
+                        // Names (what `search` matches besides the columns) in some: stored
+                        // with the template on PostgreSQL (migration 0011).
+                        body: match (k.is_empty(), (kind + i) % 3) {
+                            (true, _) => "{}".into(),
+                            (false, 0) => format!("{{\"k\":{k},\"c\":{{\"name\":\"Alpine-{kind}\"}}}}").into(),
+                            (false, _) => format!("{{\"k\":{k}}}").into(),
                         },
                         ..edge_event(
                             EventTable::Authorization,
@@ -1580,8 +1582,15 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
             let shared = kind
                 .is_multiple_of(2)
                 .then(|| format!("{{\"environment\":{{\"sub\":\"S{}\"}}}}", kind % 4).into());
+            // The request's `contextId` is its first event's id's (migration 0010) but in the
+            // other resource set, where it is stored as rows before that migration stored it:
+            // lists of both sets read as before, of `rs` alone by the request-value orders.
             let context = RequestContext {
-                context_id: uuid::Uuid::from_u128(rnd(1000) as u128),
+                context_id: if set == other {
+                    uuid::Uuid::from_u128(rnd(1000) as u128)
+                } else {
+                    svc_server::store::context_of(first)
+                },
                 source_port: 1000 + rnd(5) as u16,
             };
             batch.extend(RequestRow::group(&events, shared.as_ref(), Some(context)));
@@ -1923,4 +1932,59 @@ async fn audit_lists_read_through_their_indexes_answer_as_before() {
         ..base.clone()
     };
     assert_eq!(s.query_events(EventTable::Audit, &q).await.unwrap().total, 1);
+}
+
+/// A request's `contextId` is its first event's id with one hex digit changed (migration 0010,
+/// `store::context_of`), not stored in its row: the lists, one event and the log streams' records
+/// read the same value for its authorization and workload events, and a request's second row
+/// (past the events a row holds, with ids of its own) keeps the request's.
+#[tokio::test]
+async fn a_context_id_derived_from_the_first_event_id_reads_alike_everywhere() {
+    use svc_server::store::{EVENTS_PER_REQUEST, RequestContext, RequestRow, context_of, nth_event_id};
+    let (s, _dir) = open().await;
+    let rs = uuid::Uuid::from_u128(0x7c);
+    let ts = 1_700_000_200_000i64;
+    let first = svc_server::util::uuid_v7(ts);
+    let ctx = context_of(first);
+    assert_eq!(ctx.get_version_num(), 7);
+    assert_eq!(ctx.as_bytes()[..6], first.as_bytes()[..6], "the time it carries");
+    assert!((0..EVENTS_PER_REQUEST).all(|n| nth_event_id(first, n) != ctx));
+    // One more event than a row holds: the last goes to a second row, whose first id is new.
+    let second = svc_server::util::uuid_v7(ts);
+    let events: Vec<EventRow> = (0..=EVENTS_PER_REQUEST)
+        .map(|i| {
+            let (table, id) = match i {
+                i if i == EVENTS_PER_REQUEST => (EventTable::Workload, second),
+                i => (EventTable::Authorization, nth_event_id(first, i)),
+            };
+            edge_event(table, id, rs, ts, None)
+        })
+        .collect();
+    let context = RequestContext {
+        context_id: ctx,
+        source_port: 40_123,
+    };
+    s.insert_requests(&RequestRow::group(&events, None, Some(context)))
+        .await
+        .unwrap();
+    let want = serde_json::Value::String(ctx.to_string());
+    for table in [EventTable::Authorization, EventTable::Workload] {
+        let q = EventQuery {
+            rs: vec![rs.to_string()],
+            order_col: "context_id",
+            limit: 50,
+            ..Default::default()
+        };
+        let page = s.query_events(table, &q).await.unwrap();
+        assert!(!page.columns.is_empty());
+        for c in &page.columns {
+            assert_eq!(c["context_id"], want, "{table:?}");
+            assert_eq!(c["source_port"], 40_123, "{table:?}");
+        }
+        let records = s.records_after(table, -1, None, 50).await.unwrap();
+        assert_eq!(records.len(), page.columns.len(), "{table:?}");
+        for r in &records {
+            assert_eq!(r.columns["context_id"], want, "{table:?} stream record");
+        }
+    }
 }

@@ -1,0 +1,42 @@
+-- Event lists ordered on a request's own values (issue 34): `meta.contextId` (a workload event's
+-- `meta.connectionId`, `meta.directiveId`) and the client port (`clientRequest.network.sourcePort`,
+-- `network.clientWorkloadPort`). No template decides them, so a sort on them read every event of
+-- the window (seconds at ten million).
+--
+-- A request's `contextId` is now derived from its first event's id, a version 7 UUID of the
+-- request's time: the id with its 34th hex digit xor 8 (`store::context_of`). It orders as the
+-- event ids do, the time first, and new rows leave `ctx` null (the views derive it from `eid`, for
+-- a row that has a client port). Rows stored before keep their random (version 4) `ctx`; the
+-- partial index below lists them, so a list whose window holds any reads as before.
+--
+-- The client port gets an index (nulls first, as the lists sort them): a list ordered on it reads
+-- the window's rows in port order.
+CREATE INDEX edge_requests_rs_port_time ON edge_requests (rs, port NULLS FIRST, ts);
+
+-- The rows whose `contextId` is not derived from their first event's id: stored before this
+-- migration (or without a client port). New rows are not in it.
+CREATE INDEX edge_requests_stored_context ON edge_requests (rs, ts) WHERE ctx IS NOT NULL OR port IS NULL;
+
+CREATE OR REPLACE VIEW edge_events AS
+    SELECT r.seq AS rseq, e.n - 1 AS n, r.rs AS rs, r.ts AS ts, r.tpl AS tpl,
+           COALESCE(t.client_ip, r.client_ip) AS row_ip,
+           COALESCE(t.shared, r.shared) AS shared,
+           COALESCE(t.bodies, r.bodies)::jsonb -> (e.n - 1)::int AS b, e.v AS v,
+           COALESCE(t.bodies, r.bodies) AS bodies,
+           COALESCE(r.ctx,
+                    CASE WHEN r.port IS NOT NULL THEN
+                        substr(r.eid, 1, 33)
+                        || substr('89abcdef01234567', strpos('0123456789abcdef', substr(r.eid, 34, 1)), 1)
+                        || substr(r.eid, 35, 2) END) AS ctx,
+           r.port AS port,
+           COALESCE(e.v ->> 'k', 'a') AS kind,
+           COALESCE(e.v ->> 'id',
+                    substr(COALESCE(r.eid, r.meta::jsonb -> 0 ->> 'id'), 1, 35)
+                    || substr('0123456789abcdef',
+                              1 + ((strpos('0123456789abcdef', substr(COALESCE(r.eid, r.meta::jsonb -> 0 ->> 'id'), 36, 1)) - 1)
+                                   # (e.n - 1)::int),
+                              1)) AS id,
+           COALESCE(e.v ->> 's', 'Info') AS severity
+    FROM edge_requests AS r
+    LEFT JOIN edge_templates AS t ON t.id = r.tpl
+    CROSS JOIN LATERAL jsonb_array_elements(COALESCE(t.meta, r.meta)::jsonb) WITH ORDINALITY AS e(v, n);
