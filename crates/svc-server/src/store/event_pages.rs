@@ -32,8 +32,7 @@ pub(super) enum RowOrder {
     /// column within one millisecond (its events read whole and sorted), ties (one request's
     /// events share a `context_id`) in the order written.
     TimeThen(&'static str),
-    /// By the request's client port (`port`, migration 0010's index), then by time, then in the
-    /// order written.
+    /// By the request's client port (`port`), then by time, then in the order written.
     Port,
 }
 
@@ -141,7 +140,7 @@ impl Store {
     /// group's events in `order` (newest first when `desc`), then in the order they were
     /// written (`rseq`, `n`). Reads, per group until the page is full, the sequence numbers of
     /// its rows in that order (a few: through `(rs, tpl, ts)`, sorted; many: off `(rs, ts)`, or
-    /// `(rs, port, ts)` by port; `dense` says which when the caller knows), and then only the
+    /// sorted by port (no index: migration 0010); `dense` says which when the caller knows), and then only the
     /// page's rows through the event view.
     pub(super) async fn page_of_groups(
         &self,
@@ -201,7 +200,8 @@ impl Store {
             // Each row holds at least one of the group's events.
             let need = skip + want;
             // A few rows are read through `(rs, tpl, ts)` and sorted, many in order off
-            // `(rs, ts)` or `(rs, port, ts)` (`+ 0` keeps the planner off the index not meant).
+            // `(rs, ts)`, or by port: the window's rows sorted, not their events (`+ 0` keeps the
+            // planner off the index not meant).
             let tpl_col = if few { "tpl" } else { "(tpl + 0)" };
             let sql = match (few, order) {
                 // Every row, sorted below.
