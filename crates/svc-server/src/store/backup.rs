@@ -63,6 +63,7 @@ impl Store {
             dialect: Dialect::Sqlite,
             events: None,
             templates: Default::default(),
+            template_orders: Default::default(),
             health: Default::default(),
             probe_dsn: None,
         })

@@ -6,6 +6,7 @@
 //! events.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
@@ -95,11 +96,29 @@ pub(super) fn id_list(ids: impl Iterator<Item = i64>) -> String {
     ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
 
+/// Template events in an order: each with its template, index and order identity.
+type Ordered = Arc<Vec<(i64, i64, Option<String>)>>;
+
+/// The templates of some days sorted for an `order` without a filter (the statement's text is
+/// the key), with the version of the days' templates they were read at: templates never change
+/// once written, so a sort stays right until one is added or a day purged, which the version
+/// (the days' greatest template id and their count) shows. Sorting them is most of an ordered
+/// list's time (each template event's body merged and its key read; ~40 ms for ~6,000 on
+/// PostgreSQL at ten million events).
+#[derive(Default)]
+pub struct OrderCache {
+    sorted: HashMap<String, ((i64, i64), Ordered)>,
+}
+
+/// Sorts kept at most ([`OrderCache`]); beyond, the cache starts again.
+const ORDERS_KEPT: usize = 64;
+
 impl Store {
     /// The template events of the window's templates (those `w`'s rows refer to) that meet `q`'s
     /// filter (run over the table's `*_templates` view), in the order of `keys`, grouped by
     /// `identity` (an expression equal for equal keys): each group one place in the order, its
-    /// events then in time order.
+    /// events then in time order. Without a filter the days' templates are sorted once
+    /// ([`OrderCache`]) and the window's picked from them.
     pub(super) async fn template_order_groups(
         &self,
         table: EventTable,
@@ -110,30 +129,82 @@ impl Store {
     ) -> Result<Vec<Group>> {
         let mut binds = w.binds.to_vec();
         let conds = self.event_conds(table, q, &mut binds);
-        let filter: String = conds.iter().map(|c| format!(" AND {c}")).collect();
-        let sql = format!(
-            "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN \
-             (SELECT t.id FROM edge_templates AS t WHERE {days} AND EXISTS \
-              (SELECT 1 FROM edge_requests WHERE {window} AND tpl = t.id)){filter} \
-             ORDER BY {keys}, tpl, n",
-            view = template_view(table),
+        let view = template_view(table);
+        let in_window = format!(
+            "SELECT t.id FROM edge_templates AS t WHERE {days} AND EXISTS \
+             (SELECT 1 FROM edge_requests WHERE {window} AND tpl = t.id)",
             window = w.conds,
             days = w.days,
         );
-        let rows = bound(&sql, &binds).fetch_all(self.pool()).await?;
+        let rows: Vec<(i64, i64, Option<String>)> = if conds.is_empty() {
+            let sorted = self.sorted_templates(view, &w.days, keys, identity).await?;
+            let ids: std::collections::HashSet<i64> = bound(&in_window, w.binds)
+                .fetch_all(self.pool())
+                .await?
+                .iter()
+                .map(|r| r.get::<i64, _>(0))
+                .collect();
+            sorted.iter().filter(|(tpl, _, _)| ids.contains(tpl)).cloned().collect()
+        } else {
+            let filter: String = conds.iter().map(|c| format!(" AND {c}")).collect();
+            let sql = format!(
+                "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN ({in_window}){filter} ORDER BY {keys}, tpl, n"
+            );
+            bound(&sql, &binds)
+                .fetch_all(self.pool())
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.try_get(2).ok().flatten()))
+                .collect()
+        };
         let mut groups: Vec<Group> = Vec::new();
         let mut last: Option<Option<String>> = None;
-        for r in rows {
-            let id: Option<String> = r.try_get(2).ok().flatten();
+        for (tpl, n, id) in rows {
             if last.as_ref() != Some(&id) {
                 groups.push(Vec::new());
                 last = Some(id);
             }
             if let Some(g) = groups.last_mut() {
-                g.push((r.get::<i64, _>(0), r.get::<i64, _>(1)));
+                g.push((tpl, n));
             }
         }
         Ok(groups)
+    }
+
+    /// Every template event of the templates of `days` in the order of `keys` (then template and
+    /// index), with its `identity`: kept in the [`OrderCache`] while the days' templates stay
+    /// as they were.
+    async fn sorted_templates(&self, view: &str, days: &str, keys: &str, identity: &str) -> Result<Ordered> {
+        let sql = format!(
+            "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN (SELECT id FROM edge_templates WHERE {days}) \
+             ORDER BY {keys}, tpl, n"
+        );
+        let version_sql = format!("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM edge_templates WHERE {days}");
+        let v = sqlx::query(sqlx::AssertSqlSafe(version_sql))
+            .persistent(false)
+            .fetch_one(self.pool())
+            .await?;
+        let version: (i64, i64) = (v.get(0), v.get(1));
+        if let Some((at, sorted)) = self.template_orders.lock().expect("order cache").sorted.get(&sql)
+            && *at == version
+        {
+            return Ok(sorted.clone());
+        }
+        let sorted: Ordered = Arc::new(
+            sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+                .persistent(false)
+                .fetch_all(self.pool())
+                .await?
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.try_get(2).ok().flatten()))
+                .collect(),
+        );
+        let mut cache = self.template_orders.lock().expect("order cache");
+        if cache.sorted.len() >= ORDERS_KEPT {
+            cache.sorted.clear();
+        }
+        cache.sorted.insert(sql, (version, sorted.clone()));
+        Ok(sorted)
     }
 
     /// The events of `q`'s page (`offset..offset + limit`) of the `groups` in their order, each

@@ -169,6 +169,8 @@ pub struct Store {
     events: Option<sqlx::SqlitePool>,
     /// The event writer's recent request templates (migration 0007, `events::TemplateCache`).
     templates: std::sync::Arc<std::sync::Mutex<events::TemplateCache>>,
+    /// The templates of some days in the order of an event list's `order` (`event_pages`).
+    template_orders: std::sync::Arc<std::sync::Mutex<event_pages::OrderCache>>,
     /// Whether the database can be used now (the probe's finding), shared by the clones.
     health: Arc<Health>,
     /// PostgreSQL: where the probe connects (its own connection, not the pool's).
@@ -289,6 +291,7 @@ impl Store {
             dialect,
             events: None,
             templates: Default::default(),
+            template_orders: Default::default(),
             health: Arc::new(Health::default()),
             probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
         })

@@ -1988,3 +1988,74 @@ async fn a_context_id_derived_from_the_first_event_id_reads_alike_everywhere() {
         }
     }
 }
+
+/// The templates sorted for an `order` are kept (`event_pages::OrderCache`) until the templates
+/// of the window's days change: a list read after new kinds of request were stored, and after
+/// retention dropped a day, still answers as the one-statement read does.
+#[tokio::test]
+async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
+    use svc_server::store::{RequestContext, RequestRow, context_of};
+    let (s, _dir) = open().await;
+    let rs = uuid::Uuid::from_u128(0x7d);
+    let day = 86_400_000i64;
+    let base = 1_700_006_400_000i64 - 1_700_006_400_000i64 % day;
+    let store = |ts: i64, k: &'static str| {
+        let s = s.clone();
+        async move {
+            let first = svc_server::util::uuid_v7(ts);
+            let e = EventRow {
+                body: format!("{{\"k\":\"{k}\"}}").into(),
+                ..edge_event(EventTable::Authorization, first, rs, ts, None)
+            };
+            let context = RequestContext {
+                context_id: context_of(first),
+                source_port: 1000,
+            };
+            s.insert_requests(&RequestRow::group(&[e], None, Some(context)))
+                .await
+                .unwrap();
+        }
+    };
+    let compare = |what: &'static str| {
+        let s = s.clone();
+        async move {
+            for desc in [false, true] {
+                let q = EventQuery {
+                    rs: vec![rs.to_string()],
+                    order_col: "ts",
+                    order_json: Some(vec!["k"]),
+                    desc,
+                    limit: 50,
+                    ..Default::default()
+                };
+                let got = s.query_events(EventTable::Authorization, &q).await.unwrap();
+                let want = s
+                    .query_events(
+                        EventTable::Authorization,
+                        &EventQuery {
+                            one_statement: true,
+                            ..q.clone()
+                        },
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(got.bodies, want.bodies, "{what}, desc {desc}");
+                assert!(!want.bodies.is_empty(), "{what}");
+            }
+        }
+    };
+    store(base + 10, "m").await;
+    store(base + 20, "c").await;
+    compare("first read").await;
+    // New kinds of request: templates before and after the others in the order.
+    store(base + 30, "a").await;
+    store(base + 40, "z").await;
+    compare("after new templates").await;
+    // The next day's requests, then the first day dropped by retention.
+    store(base + day + 10, "b").await;
+    compare("a second day").await;
+    s.purge_events(base + day).await.unwrap();
+    compare("after the purge").await;
+    store(base + day + 20, "y").await;
+    compare("after the purge and a new template").await;
+}
