@@ -2059,3 +2059,67 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     store(base + day + 20, "y").await;
     compare("after the purge and a new template").await;
 }
+
+/// A filter matching more than `EXACT_TOTAL` rows tells the page read its matches are dense
+/// (read in order off the window rather than through `(rs, tpl, ts)` and sorted): every order
+/// that read serves answers as the one-statement read does, with the total estimated.
+#[tokio::test]
+async fn a_filter_matching_more_than_ten_thousand_rows_pages_as_the_one_statement_read() {
+    use svc_server::store::{EXACT_TOTAL, RequestContext, RequestRow, context_of};
+    let (s, _dir) = open().await;
+    let rs = uuid::Uuid::from_u128(0x7e);
+    let base = 1_700_010_000_000i64;
+    let mut batch = Vec::new();
+    let rows = EXACT_TOTAL as usize + 1_500;
+    for r in 0..rows {
+        // Two requests a millisecond; every tenth of another kind (a template of its own).
+        let ts = base + (r / 2) as i64;
+        let first = svc_server::util::uuid_v7(ts);
+        let e = EventRow {
+            severity: if r % 10 == 0 { "Info" } else { "Warning" },
+            ..edge_event(EventTable::Authorization, first, rs, ts, None)
+        };
+        let context = RequestContext {
+            context_id: context_of(first),
+            source_port: 2000 + (r * 7 % 13) as u16,
+        };
+        batch.extend(RequestRow::group(&[e], None, Some(context)));
+        if batch.len() == 1_000 {
+            s.insert_requests(&batch).await.unwrap();
+            batch.clear();
+        }
+    }
+    s.insert_requests(&batch).await.unwrap();
+    for order in ["ts", "id", "context_id", "source_port"] {
+        for desc in [false, true] {
+            for offset in [0, 37, EXACT_TOTAL - 5] {
+                let q = EventQuery {
+                    rs: vec![rs.to_string()],
+                    order_col: order,
+                    desc,
+                    offset,
+                    limit: 25,
+                    eq: vec![("severity", "warning".into())],
+                    ..Default::default()
+                };
+                let got = s.query_events(EventTable::Authorization, &q).await.unwrap();
+                let want = s
+                    .query_events(
+                        EventTable::Authorization,
+                        &EventQuery {
+                            one_statement: true,
+                            ..q.clone()
+                        },
+                    )
+                    .await
+                    .unwrap();
+                let what = format!("by {order} desc {desc} from {offset}");
+                assert_eq!(got.bodies.len(), 25, "{what}");
+                assert_eq!(got.bodies, want.bodies, "{what}");
+                let ids = |p: &QueryPage| p.columns.iter().map(|c| c["id"].clone()).collect::<Vec<_>>();
+                assert_eq!(ids(&got), ids(&want), "{what}");
+                assert!(got.estimated && got.total > EXACT_TOTAL, "{what}: {}", got.total);
+            }
+        }
+    }
+}
