@@ -4,11 +4,12 @@
 -- every search (98 of the 130 ms of a search matching many, at ten million events). Templates
 -- never change, so the names are now worked out once, when a template is stored (a trigger, so
 -- they are exactly what the view computed), as a JSON array with an element per event of the
--- template (null when it has none), and the view reads its element.
+-- template (null when it has none), and the view reads its element. The functions keep the
+-- migration's `search_path` (a data-only restore runs with an empty one).
 ALTER TABLE edge_templates ADD COLUMN names jsonb;
 
 CREATE FUNCTION edge_template_names(bodies text, meta text) RETURNS jsonb
-LANGUAGE sql IMMUTABLE AS $$
+LANGUAGE sql IMMUTABLE SET search_path FROM CURRENT AS $$
     SELECT jsonb_agg(
                (SELECT string_agg(lower((x #>> '{}') COLLATE "C"), E'\n')
                 FROM jsonb_path_query(bodies::jsonb -> (e.n - 1)::int,
@@ -18,7 +19,7 @@ LANGUAGE sql IMMUTABLE AS $$
 $$;
 
 CREATE FUNCTION edge_templates_set_names() RETURNS trigger
-LANGUAGE plpgsql AS $$
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     NEW.names := edge_template_names(NEW.bodies, NEW.meta);
     RETURN NEW;

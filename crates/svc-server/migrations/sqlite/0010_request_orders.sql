@@ -4,7 +4,7 @@
 -- the window (seconds at ten million).
 --
 -- A request's `contextId` is now derived from its first event's id, a version 7 UUID of the
--- request's time: the id with its 34th hex digit xor 8 (`store::context_of`). It orders as the
+-- request's time: the id with the 34th character of its text xor 8 (`store::context_of`). It orders as the
 -- event ids do, the time first, and new rows leave `ctx` null (the views derive it from `eid`, for
 -- a row that has a client port). Rows stored before keep their random (version 4) `ctx`; the
 -- partial index below lists them, so a list whose window holds any reads as before.

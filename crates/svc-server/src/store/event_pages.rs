@@ -99,19 +99,72 @@ pub(super) fn id_list(ids: impl Iterator<Item = i64>) -> String {
 /// Template events in an order: each with its template, index and order identity.
 type Ordered = Arc<Vec<(i64, i64, Option<String>)>>;
 
-/// The templates of some days sorted for an `order` without a filter (the statement's text is
-/// the key), with the version of the days' templates they were read at: templates never change
-/// once written, so a sort stays right until one is added or a day purged, which the version
-/// (the days' greatest template id and their count) shows. Sorting them is most of an ordered
-/// list's time (each template event's body merged and its key read; ~40 ms for ~6,000 on
-/// PostgreSQL at ten million events).
-#[derive(Default)]
-pub struct OrderCache {
-    sorted: HashMap<String, ((i64, i64), Ordered)>,
+/// What identifies a template's content: the first 32 hex digits of its digest (a SHA-256 of its
+/// day and content, migration 0007).
+fn content_key(digest: &str) -> u128 {
+    u128::from_str_radix(digest.get(..32).unwrap_or(digest), 16).unwrap_or_default()
 }
 
-/// Sorts kept at most ([`OrderCache`]); beyond, the cache starts again.
-const ORDERS_KEPT: usize = 64;
+/// One sort of [`OrderCache`]: the template events in order, and the content of each template
+/// it holds, by id.
+struct Sorted {
+    events: Ordered,
+    content: HashMap<i64, u128>,
+    /// When it was last used (the cache's clock).
+    used: u64,
+}
+
+/// The templates of some days sorted for an `order` without a filter (the statement's text is
+/// the key). Templates never change once written, so a sort is right for every template it holds
+/// with the same id and content: a list uses it when each of its window's templates is in it as
+/// read now (id and digest), and sorts again otherwise (a template added, or an id reused for
+/// other content once retention dropped the old). Sorting them is most of an ordered list's time
+/// (each template event's body merged and its key read; ~40 ms for ~6,000 on PostgreSQL at ten
+/// million events). Least recently used sorts go first beyond [`CACHED_EVENTS`].
+#[derive(Default)]
+pub struct OrderCache {
+    sorted: HashMap<String, Sorted>,
+    clock: u64,
+    events: usize,
+}
+
+/// Template events the [`OrderCache`] holds at most, over all its sorts (~100 bytes each).
+const CACHED_EVENTS: usize = 200_000;
+
+impl OrderCache {
+    /// The sort kept for `sql`, when it holds every template of `window` as it is now.
+    fn get(&mut self, sql: &str, window: &[(i64, u128)]) -> Option<Ordered> {
+        self.clock += 1;
+        let clock = self.clock;
+        let s = self.sorted.get_mut(sql)?;
+        if !window.iter().all(|(id, key)| s.content.get(id) == Some(key)) {
+            return None;
+        }
+        s.used = clock;
+        Some(s.events.clone())
+    }
+
+    fn put(&mut self, sql: String, events: Ordered, content: HashMap<i64, u128>) {
+        if events.len() > CACHED_EVENTS {
+            return;
+        }
+        if let Some(old) = self.sorted.remove(&sql) {
+            self.events -= old.events.len();
+        }
+        while self.events + events.len() > CACHED_EVENTS {
+            let Some(oldest) = self.sorted.iter().min_by_key(|(_, s)| s.used).map(|(k, _)| k.clone()) else {
+                break;
+            };
+            if let Some(old) = self.sorted.remove(&oldest) {
+                self.events -= old.events.len();
+            }
+        }
+        self.clock += 1;
+        self.events += events.len();
+        let used = self.clock;
+        self.sorted.insert(sql, Sorted { events, content, used });
+    }
+}
 
 impl Store {
     /// The template events of the window's templates (those `w`'s rows refer to) that meet `q`'s
@@ -130,25 +183,30 @@ impl Store {
         let mut binds = w.binds.to_vec();
         let conds = self.event_conds(table, q, &mut binds);
         let view = template_view(table);
-        let in_window = format!(
-            "SELECT t.id FROM edge_templates AS t WHERE {days} AND EXISTS \
-             (SELECT 1 FROM edge_requests WHERE {window} AND tpl = t.id)",
-            window = w.conds,
-            days = w.days,
-        );
+        let in_window = |columns: &str| {
+            format!(
+                "SELECT {columns} FROM edge_templates AS t WHERE {days} AND EXISTS \
+                 (SELECT 1 FROM edge_requests WHERE {window} AND tpl = t.id)",
+                window = w.conds,
+                days = w.days,
+            )
+        };
         let rows: Vec<(i64, i64, Option<String>)> = if conds.is_empty() {
-            let sorted = self.sorted_templates(view, &w.days, keys, identity).await?;
-            let ids: std::collections::HashSet<i64> = bound(&in_window, w.binds)
+            // The window's templates first: the sort then holds every one of them.
+            let window: Vec<(i64, u128)> = bound(&in_window("t.id, t.digest"), w.binds)
                 .fetch_all(self.pool())
                 .await?
                 .iter()
-                .map(|r| r.get::<i64, _>(0))
+                .map(|r| (r.get::<i64, _>(0), content_key(&r.get::<String, _>(1))))
                 .collect();
+            let sorted = self.sorted_templates(view, &w.days, keys, identity, &window).await?;
+            let ids: std::collections::HashSet<i64> = window.iter().map(|(id, _)| *id).collect();
             sorted.iter().filter(|(tpl, _, _)| ids.contains(tpl)).cloned().collect()
         } else {
             let filter: String = conds.iter().map(|c| format!(" AND {c}")).collect();
             let sql = format!(
-                "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN ({in_window}){filter} ORDER BY {keys}, tpl, n"
+                "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN ({}){filter} ORDER BY {keys}, tpl, n",
+                in_window("t.id")
             );
             bound(&sql, &binds)
                 .fetch_all(self.pool())
@@ -172,39 +230,44 @@ impl Store {
     }
 
     /// Every template event of the templates of `days` in the order of `keys` (then template and
-    /// index), with its `identity`: kept in the [`OrderCache`] while the days' templates stay
-    /// as they were.
-    async fn sorted_templates(&self, view: &str, days: &str, keys: &str, identity: &str) -> Result<Ordered> {
+    /// index), with its `identity`: kept in the [`OrderCache`] while it holds each template of
+    /// `window` (id and content) as it is now.
+    async fn sorted_templates(
+        &self,
+        view: &str,
+        days: &str,
+        keys: &str,
+        identity: &str,
+        window: &[(i64, u128)],
+    ) -> Result<Ordered> {
         let sql = format!(
-            "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN (SELECT id FROM edge_templates WHERE {days}) \
-             ORDER BY {keys}, tpl, n"
+            "SELECT tpl, (SELECT digest FROM edge_templates WHERE id = tpl), n, {identity} FROM {view} \
+             WHERE tpl IN (SELECT id FROM edge_templates WHERE {days}) ORDER BY {keys}, tpl, n"
         );
-        let version_sql = format!("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM edge_templates WHERE {days}");
-        let v = sqlx::query(sqlx::AssertSqlSafe(version_sql))
-            .persistent(false)
-            .fetch_one(self.pool())
-            .await?;
-        let version: (i64, i64) = (v.get(0), v.get(1));
-        if let Some((at, sorted)) = self.template_orders.lock().expect("order cache").sorted.get(&sql)
-            && *at == version
-        {
-            return Ok(sorted.clone());
+        if let Some(sorted) = self.template_orders.lock().expect("order cache").get(&sql, window) {
+            return Ok(sorted);
         }
-        let sorted: Ordered = Arc::new(
-            sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
-                .persistent(false)
-                .fetch_all(self.pool())
-                .await?
-                .iter()
-                .map(|r| (r.get(0), r.get(1), r.try_get(2).ok().flatten()))
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .persistent(false)
+            .fetch_all(self.pool())
+            .await?;
+        let mut content = HashMap::new();
+        let events: Ordered = Arc::new(
+            rows.iter()
+                .map(|r| {
+                    let tpl: i64 = r.get(0);
+                    content
+                        .entry(tpl)
+                        .or_insert_with(|| content_key(&r.get::<String, _>(1)));
+                    (tpl, r.get(2), r.try_get(3).ok().flatten())
+                })
                 .collect(),
         );
-        let mut cache = self.template_orders.lock().expect("order cache");
-        if cache.sorted.len() >= ORDERS_KEPT {
-            cache.sorted.clear();
-        }
-        cache.sorted.insert(sql, (version, sorted.clone()));
-        Ok(sorted)
+        self.template_orders
+            .lock()
+            .expect("order cache")
+            .put(sql, events.clone(), content);
+        Ok(events)
     }
 
     /// The events of `q`'s page (`offset..offset + limit`) of the `groups` in their order, each

@@ -526,8 +526,8 @@ impl StoredRequest<'_> {
             .shared
             .and_then(|s| serde_json::from_str::<Shared>(s).ok())
             .and_then(|s| s.meta);
-        // Stored, in the shared parts (rows before migration 0007), or derived from the first
-        // event's id (a row with a client port, migration 0010).
+        // Stored, derived from the first event's id (a row with a client port, migration 0010),
+        // or in the shared parts (rows before migration 0007): the views' order.
         let derived = self
             .port
             .and(self.first_id)
@@ -536,8 +536,8 @@ impl StoredRequest<'_> {
         let context_id = self
             .ctx
             .map(Cow::Borrowed)
-            .or_else(|| shared_meta.as_ref().and_then(|m| m.context_id.clone()))
-            .or_else(|| derived.as_deref().map(|c| Cow::Owned(c.to_string())));
+            .or_else(|| derived.as_deref().map(|c| Cow::Owned(c.to_string())))
+            .or_else(|| shared_meta.as_ref().and_then(|m| m.context_id.clone()));
         let shared: Option<Arc<str>> = self
             .shared
             .filter(|_| table == EventTable::Authorization)
@@ -1537,8 +1537,8 @@ pub fn nth_event_id(first: Uuid, n: usize) -> Uuid {
 }
 
 /// The `contextId` of a request whose first event has id `first`: `first` with 8 xor-ed into
-/// its 34th hex digit (random bits of a v7 UUID, never one the event ids use: [`nth_event_id`]
-/// changes the 36th). A version 7 UUID of the request's time, so a list ordered on it is in time
+/// the 34th character of its text (the 30th hex digit: random bits of a v7 UUID, never one the
+/// event ids use: [`nth_event_id`] changes the last). A version 7 UUID of the request's time, so a list ordered on it is in time
 /// order first, as by `eventId`; a request row stores it only when it differs (migration 0010).
 pub fn context_of(first: Uuid) -> Uuid {
     let mut b = *first.as_bytes();
