@@ -138,6 +138,8 @@ pub struct OrderCache {
     sorted: HashMap<String, Sorted>,
     clock: u64,
     events: usize,
+    /// Sorts made since start (what the tests see of the cache).
+    sorts: u64,
 }
 
 /// Template events the [`OrderCache`] holds at most, over all its sorts (~100 bytes each).
@@ -157,6 +159,7 @@ impl OrderCache {
     }
 
     fn put(&mut self, sql: String, events: Ordered, content: HashMap<i64, u128>) {
+        self.sorts += 1;
         if events.len() > CACHED_EVENTS {
             return;
         }
@@ -268,26 +271,30 @@ impl Store {
             view,
             &format!("tpl IN (SELECT id FROM edge_templates WHERE {days})"),
             column,
-            &format!("tpl, (SELECT digest FROM edge_templates WHERE id = tpl), n, {identity}"),
+            &format!("tpl, n, {identity}"),
             keys,
         );
         if let Some(sorted) = self.template_orders.lock().expect("order cache").get(&sql, window) {
             return Ok(sorted);
         }
+        // Every template of the days (those without an event of this kind too), read before the
+        // sort: the sort holds each of them.
+        let content: HashMap<i64, u128> = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT id, digest FROM edge_templates WHERE {days}"
+        )))
+        .persistent(false)
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(|r| (r.get::<i64, _>(0), content_key(&r.get::<String, _>(1))))
+        .collect();
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
             .persistent(false)
             .fetch_all(self.pool())
             .await?;
-        let mut content = HashMap::new();
         let events: Ordered = Arc::new(
             rows.iter()
-                .map(|r| {
-                    let tpl: i64 = r.get(0);
-                    content
-                        .entry(tpl)
-                        .or_insert_with(|| content_key(&r.get::<String, _>(1)));
-                    (tpl, r.get(2), r.try_get(3).ok().flatten())
-                })
+                .map(|r| (r.get(0), r.get(1), r.try_get(2).ok().flatten()))
                 .collect(),
         );
         self.template_orders
@@ -509,6 +516,12 @@ impl Store {
     pub(super) async fn window_has_untemplated_rows(&self, w: &Window<'_>) -> Result<bool> {
         let sql = format!("SELECT 1 FROM edge_requests WHERE {} AND tpl IS NULL LIMIT 1", w.conds);
         Ok(bound(&sql, w.binds).fetch_optional(self.pool()).await?.is_some())
+    }
+
+    /// How many times the templates have been sorted for an order since start ([`OrderCache`]):
+    /// a list that found its sort kept did not sort.
+    pub fn template_sorts(&self) -> u64 {
+        self.template_orders.lock().expect("order cache").sorts
     }
 
     /// Whether the window holds rows whose `contextId` is not derived from their first event's

@@ -2054,6 +2054,10 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     store(base + 10, "m").await;
     store(base + 20, "c").await;
     compare("first read").await;
+    // Read again with nothing changed: the sorts are kept.
+    let sorts = s.template_sorts();
+    compare("read again").await;
+    assert_eq!(s.template_sorts(), sorts, "a list read again sorted again");
     // Everything dropped, then as many templates of other content (on SQLite, with the same ids),
     // which sort the other way round.
     s.purge_events(base + 10 * day).await.unwrap();
@@ -2071,6 +2075,31 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     compare("after the purge").await;
     store(base + day + 20, "y").await;
     compare("after the purge and a new template").await;
+    // Workload events: their sort keeps too, though most of the window's templates (these
+    // requests') have no workload event.
+    let first = svc_server::util::uuid_v7(base + day + 30);
+    let w = EventRow {
+        body: r#"{"k":"w"}"#.into(),
+        ..edge_event(EventTable::Workload, first, rs, base + day + 30, None)
+    };
+    let context = RequestContext {
+        context_id: context_of(first),
+        source_port: 1000,
+    };
+    s.insert_requests(&RequestRow::group(&[w], None, Some(context)))
+        .await
+        .unwrap();
+    let q = EventQuery {
+        rs: vec![rs.to_string()],
+        order_col: "ts",
+        order_json: Some(vec!["k"]),
+        limit: 50,
+        ..Default::default()
+    };
+    assert_eq!(s.query_events(EventTable::Workload, &q).await.unwrap().bodies.len(), 1);
+    let sorts = s.template_sorts();
+    assert_eq!(s.query_events(EventTable::Workload, &q).await.unwrap().bodies.len(), 1);
+    assert_eq!(s.template_sorts(), sorts, "a workload list read again sorted again");
 }
 
 /// A filter matching more than `EXACT_TOTAL` rows tells the page read its matches are dense
