@@ -66,6 +66,7 @@ impl Store {
             template_orders: Default::default(),
             health: Default::default(),
             probe_dsn: None,
+            data_dir: None,
         })
     }
 

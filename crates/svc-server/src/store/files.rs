@@ -18,6 +18,20 @@ pub fn data_dir(db: &Path) -> PathBuf {
     }
 }
 
+/// The bytes an unprivileged writer may still use on the filesystem that holds `path`, if it
+/// can be asked.
+#[allow(unsafe_code)]
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: `statvfs` is plain data (all-zero is a valid value), and the call only writes the
+    // struct it is given, reading the NUL-terminated path.
+    let mut s: libc::statvfs = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::statvfs(c.as_ptr(), &mut s) } == 0;
+    #[allow(clippy::unnecessary_cast)] // the fields' widths differ between platforms
+    ok.then(|| s.f_bavail as u64 * s.f_frsize as u64)
+}
+
 /// Checks (and with `create`, on first start makes) the data directory and the database file.
 pub fn prepare(db: &Path, create: bool) -> Result<()> {
     let dir = data_dir(db);
@@ -122,5 +136,18 @@ pub fn tighten(db: &Path) {
                 Err(e) => tracing::warn!(path = %path.display(), error = %e, "cannot make the database file private"),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn free_bytes_reads_the_filesystem_and_none_for_a_missing_path() {
+        let here = super::free_bytes(std::path::Path::new(".")).expect("the current folder's filesystem");
+        assert!(here > 0);
+        assert_eq!(
+            super::free_bytes(std::path::Path::new("/no/such/folder/anywhere")),
+            None
+        );
     }
 }

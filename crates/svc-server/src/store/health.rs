@@ -65,6 +65,10 @@ pub const PROBE_EVERY_DEGRADED: Duration = Duration::from_millis(100);
 /// take longer count the database as unreachable (a refused or failed connection counts at once).
 pub const PROBE_TIMEOUT: Duration = Duration::from_millis(500);
 pub const PROBE_CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
+/// The free bytes on a SQLite database's filesystem before the probe tries whether it can write
+/// again after a full disk: more than the WAL holds between checkpoints (250 pages) and a
+/// checkpoint's growth of the database.
+pub const HEADROOM: u64 = 4 << 20;
 
 impl Health {
     pub fn condition(&self) -> Condition {

@@ -175,6 +175,8 @@ pub struct Store {
     health: Arc<Health>,
     /// PostgreSQL: where the probe connects (its own connection, not the pool's).
     probe_dsn: Option<String>,
+    /// SQLite: the folder of the database, whose free space the full-disk probe reads.
+    data_dir: Option<std::path::PathBuf>,
 }
 
 /// Whether a connection given back to the pool may be used again. One given back inside a
@@ -294,6 +296,10 @@ impl Store {
             template_orders: Default::default(),
             health: Arc::new(Health::default()),
             probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
+            data_dir: match url {
+                DatabaseUrl::Sqlite(path) => Some(files::data_dir(path)),
+                DatabaseUrl::Postgres(_) => None,
+            },
         })
     }
 
@@ -385,13 +391,19 @@ impl Store {
 
     /// One look: PostgreSQL through a connection of the probe's own (connected again when it
     /// fails, once, so a restarted server is not taken for a dead one); SQLite, while writes
-    /// failed for space, by a small write.
+    /// failed for space, by the filesystem's free space ([`health::HEADROOM`]) and a small write.
     async fn probe(&self, conn: &mut Option<sqlx::AnyConnection>) -> Look {
         use health::{PROBE_CONNECT_TIMEOUT, PROBE_TIMEOUT};
         use sqlx::Connection;
         let Some(dsn) = &self.probe_dsn else {
             if self.health.condition() != Condition::Unwritable {
                 return Look::Is(Condition::Ok);
+            }
+            // Room for a checkpoint's pages first: a small write can fit in the WAL's own space
+            // on a full disk, and taking that for "space returned" made the condition flap.
+            let room = self.data_dir.as_deref().and_then(files::free_bytes);
+            if room.is_some_and(|free| free < health::HEADROOM) {
+                return Look::Is(Condition::Unwritable);
             }
             let write = async {
                 let mut tx = self.begin_write().await?;
