@@ -69,9 +69,9 @@ struct ClientRequest<'a> {
 /// (`Recorder::share`) and merged into each body when it is read. The meta block is all columns
 /// (`clientIP`, `timestamp`, `eventType`, `eventId`, `resourceSetId`, `severity`, and the
 /// request's `contextId`, which `directiveId` equals): the shape restores it (`Col`, `TimeCol`,
-/// `Sibling`). Without the request's own values (`contextId`, `sourcePort`, which its row holds:
-/// `Recorder::context`) this is the same for a workload's requests, and stored once for them all
-/// (`store::RequestRow`, migration 0007).
+/// `Sibling`). Without the request's own values (its `contextId`, derived from its first event's
+/// id, and its `sourcePort`, which its row holds: `Recorder::client_port`) this is the same for
+/// a workload's requests, and stored once for them all (`store::RequestRow`, migration 0007).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Shared<'a> {
@@ -193,7 +193,7 @@ fn to_json<T: Serialize>(v: &T) -> std::sync::Arc<str> {
 /// Sets the request's shared parts (once): merged into its authorization events when read, and
 /// where its workload events' `meta.connectionId` is read from.
 fn share(rec: &mut Recorder, info: &RequestInfo) {
-    rec.context(info.source_port);
+    rec.client_port(info.source_port);
     rec.share_once(|| {
         to_json(&Shared {
             client_request: ClientRequest {

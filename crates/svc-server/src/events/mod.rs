@@ -93,7 +93,7 @@ impl Recorder {
     /// workload event's `clientWorkloadPort`), stored in its row rather than its template with
     /// its `contextId` (`meta.contextId`, a workload event's `connectionId`): the one its first
     /// event's id gives ([`crate::store::context_of`]).
-    pub fn context(&mut self, source_port: u16) {
+    pub fn client_port(&mut self, source_port: u16) {
         self.port = Some(source_port);
     }
 

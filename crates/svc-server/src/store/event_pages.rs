@@ -38,13 +38,11 @@ pub(super) enum RowOrder {
 }
 
 /// A part of a page: request rows (sequence number, the indexes of the events of it the page
-/// may show, in order), of which the page shows `take` events after the first `skip`; with
-/// `sort_by`, sorted by that column first.
+/// may show, in order), of which the page shows `take` events after the first `skip`.
 struct Part {
     rows: Vec<(i64, Vec<i64>)>,
     skip: usize,
     take: usize,
-    sort_by: Option<&'static str>,
 }
 
 /// The rows a list reads: its conditions on `edge_requests` (`rs`, `ts`) with their values.
@@ -308,8 +306,8 @@ impl Store {
     /// group's events in `order` (newest first when `desc`), then in the order they were
     /// written (`rseq`, `n`). Reads, per group until the page is full, the sequence numbers of
     /// its rows in that order (a few: through `(rs, tpl, ts)`, sorted; many: off `(rs, ts)`, or
-    /// sorted by port (no index: migration 0010); `dense` says which when the caller knows), and then only the
-    /// page's rows through the event view.
+    /// sorted by port, which has no index, migration 0010; `dense` says which when the caller
+    /// knows), and then only the page's rows through the event view.
     pub(super) async fn page_of_groups(
         &self,
         table: EventTable,
@@ -329,7 +327,8 @@ impl Store {
         let mut skip = q.offset.max(0) as usize;
         let mut want = q.limit.max(0) as usize;
         // The page's parts in order: rows with the events of each the page may show, and how
-        // many of those events to skip and show (by id, the rows of one time are one part).
+        // many of those events to skip and show (sorted by a column, the rows of one time are
+        // one part, sorted when read).
         let mut picked: Vec<Part> = Vec::new();
         for group in groups {
             if want == 0 {
@@ -374,7 +373,7 @@ impl Store {
             let sql = match (few, order) {
                 // Every row, sorted below.
                 (true, RowOrder::Port) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", None, few_rows),
-                (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", Some(desc), need as i64),
+                (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64),
                 (false, RowOrder::Port) => format!(
                     "SELECT seq, tpl, ts, port FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
                      ORDER BY port {dir}{nulls}, ts {dir}, seq {dir} LIMIT {need}",
@@ -382,7 +381,7 @@ impl Store {
                     nulls = self.nulls_lowest(desc),
                 ),
                 (false, _) => format!(
-                    "SELECT seq, tpl, ts, port FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
+                    "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
                      ORDER BY ts {dir}, seq {dir} LIMIT {need}",
                     w.conds
                 ),
@@ -420,7 +419,6 @@ impl Store {
                     rows: vec![(seq, per.get(&tpl).cloned().unwrap_or_default())],
                     skip: 0,
                     take: 0,
-                    sort_by,
                 };
                 while sort_by.is_some() && rows.peek().is_some_and(|r| r.2 == ts) {
                     let (seq, tpl, _) = rows.next().unwrap_or_default();
@@ -466,7 +464,7 @@ impl Store {
                 .flat_map(|(seq, ns)| ns.iter().map(move |n| (*seq, *n)))
                 .filter_map(|k| by_event.remove(&k))
                 .collect();
-            if let Some(col) = part.sort_by {
+            if let Some(col) = sort_by {
                 // By the column, then in the order written; all of it reversed when descending.
                 events.sort_by_cached_key(|r| {
                     let key: Option<String> = r.try_get(col).ok().flatten();
@@ -511,11 +509,16 @@ impl Store {
         }
     }
 
+    /// Whether the window holds a row that meets `cond`.
+    async fn window_holds(&self, w: &Window<'_>, cond: &str) -> Result<bool> {
+        let sql = format!("SELECT 1 FROM edge_requests WHERE {} AND {cond} LIMIT 1", w.conds);
+        Ok(bound(&sql, w.binds).fetch_optional(self.pool()).await?.is_some())
+    }
+
     /// Whether the window holds rows stored before templates (migration 0007): the templates
     /// then do not describe every event in it.
     pub(super) async fn window_has_untemplated_rows(&self, w: &Window<'_>) -> Result<bool> {
-        let sql = format!("SELECT 1 FROM edge_requests WHERE {} AND tpl IS NULL LIMIT 1", w.conds);
-        Ok(bound(&sql, w.binds).fetch_optional(self.pool()).await?.is_some())
+        self.window_holds(w, "tpl IS NULL").await
     }
 
     /// How many times the templates have been sorted for an order since start ([`OrderCache`]):
@@ -528,11 +531,7 @@ impl Store {
     /// id (stored before migration 0010, or without a client port: its partial index lists
     /// them): the request-value orders then read as before.
     pub(super) async fn window_has_stored_contexts(&self, w: &Window<'_>) -> Result<bool> {
-        let sql = format!(
-            "SELECT 1 FROM edge_requests WHERE {} AND (ctx IS NOT NULL OR port IS NULL) LIMIT 1",
-            w.conds
-        );
-        Ok(bound(&sql, w.binds).fetch_optional(self.pool()).await?.is_some())
+        self.window_holds(w, "(ctx IS NOT NULL OR port IS NULL)").await
     }
 
     /// What puts nulls lowest in an `ORDER BY` term (docs/API-CONVENTIONS.md), as SQLite does
@@ -545,6 +544,19 @@ impl Store {
         }
     }
 
+    /// The value at `path` (keys from the event's shape, `events::shape`) of a row's `body`: SQL
+    /// text, number or null on SQLite, `jsonb` on PostgreSQL. What an `order` on a body field
+    /// sorts on.
+    pub(super) fn body_value(&self, path: &[&str]) -> String {
+        match self.dialect() {
+            Dialect::Sqlite => {
+                let p: Vec<String> = path.iter().map(|k| format!("\"{k}\"")).collect();
+                format!("json_extract(body, '$.{}')", p.join("."))
+            }
+            Dialect::Postgres => format!("(body::jsonb #> '{{{}}}')", path.join(",")),
+        }
+    }
+
     /// An expression equal for two template events exactly when `order` puts them in one place:
     /// the sort value itself, quoted (nulls included).
     pub(super) fn order_identity(&self, col: &str, json_path: Option<&[&str]>) -> String {
@@ -553,12 +565,11 @@ impl Store {
             (None, Dialect::Postgres) => format!("quote_nullable({col})"),
             // Numbers that compare equal are one value (`1`, `1.0`; in SQLite `true` is 1 too).
             (Some(path), Dialect::Sqlite) => {
-                let p: Vec<String> = path.iter().map(|k| format!("\"{k}\"")).collect();
-                let v = format!("json_extract(body, '$.{}')", p.join("."));
+                let v = self.body_value(path);
                 format!("CASE WHEN typeof({v}) IN ('integer', 'real') THEN 'n:' || ({v} + 0.0) ELSE quote({v}) END")
             }
             (Some(path), Dialect::Postgres) => {
-                let v = format!("(body::jsonb #> '{{{}}}')", path.join(","));
+                let v = self.body_value(path);
                 format!(
                     "CASE WHEN jsonb_typeof({v}) = 'number' THEN 'n:' || trim_scale(({v} #>> '{{}}')::numeric)::text \
                      ELSE {v}::text END"

@@ -977,8 +977,7 @@ impl Store {
         &self,
         table: EventTable,
         q: &EventQuery,
-        window: &[String],
-        window_binds: &[BindValue],
+        w: &super::event_pages::Window<'_>,
     ) -> Result<TemplateFilter> {
         let mut binds = Vec::new();
         let conds = self.event_conds(table, q, &mut binds);
@@ -1000,20 +999,7 @@ impl Store {
         for (tpl, _) in &pairs {
             *per.entry(*tpl).or_default() += 1;
         }
-        let window_sql = window.join(" AND ");
-        let run = |sql: String| {
-            let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(false);
-            for b in window_binds {
-                q = b.bind(q);
-            }
-            q
-        };
-        let legacy = run(format!(
-            "SELECT 1 FROM edge_requests WHERE {window_sql} AND tpl IS NULL LIMIT 1"
-        ))
-        .fetch_optional(self.pool())
-        .await?;
-        if legacy.is_some() {
+        if self.window_has_untemplated_rows(w).await? {
             return Ok(TemplateFilter::Any);
         }
         if per.is_empty() {
@@ -1028,18 +1014,20 @@ impl Store {
         // Summed per template in the database: a template's sampled rows, their least and
         // greatest sequence numbers (not 10,001 rows through the driver).
         let per_template = |sample: String| {
-            run(format!(
-                "SELECT tpl, COUNT(*), MIN(seq), MAX(seq) FROM ({sample}) AS s GROUP BY tpl"
-            ))
+            bound(
+                &format!("SELECT tpl, COUNT(*), MIN(seq), MAX(seq) FROM ({sample}) AS s GROUP BY tpl"),
+                w.binds,
+            )
         };
-        let mut rows = per_template(self.rows_of_templates(&window_sql, &ids, "tpl, seq", None, cap))
+        let mut rows = per_template(self.rows_of_templates(w.conds, &ids, "tpl, seq", None, cap))
             .fetch_all(self.pool())
             .await?;
         let sampled = |rows: &[sqlx::any::AnyRow]| rows.iter().map(|r| r.get::<i64, _>(1)).sum::<i64>();
         if sampled(&rows) >= cap && q.rs.len() == 1 {
             let list = super::event_pages::id_list(ids.iter().copied());
             rows = per_template(format!(
-                "SELECT tpl, seq FROM edge_requests WHERE {window_sql} AND tpl IN ({list}) ORDER BY ts LIMIT {cap}"
+                "SELECT tpl, seq FROM edge_requests WHERE {} AND tpl IN ({list}) ORDER BY ts LIMIT {cap}",
+                w.conds
             ))
             .fetch_all(self.pool())
             .await?;
@@ -1137,7 +1125,7 @@ impl Store {
         let mut counted = None;
         let mut matching = None;
         if event_filters && !q.one_statement {
-            match self.template_filter(table, q, &conds, &binds).await? {
+            match self.template_filter(table, q, &window).await? {
                 TemplateFilter::Empty => return Ok(empty()),
                 TemplateFilter::Some {
                     pairs,
@@ -1228,18 +1216,15 @@ impl Store {
             return Ok(page(rows));
         }
         // An order on a request's own value reads its rows in that order: an edge event's id is
-        // time-ordered (its row's `ts` first), so is a `contextId` derived from it (migration
-        // 0010, where the window's rows all derive theirs), and the client port has an index.
+        // time-ordered (its row's `ts` first), and so is a `contextId` derived from it (migration
+        // 0010, where the window's rows all derive theirs); the client port's rows are sorted.
         let request_order = match (&q.order_json, q.order_col) {
             _ if q.one_statement => None,
             (None, "id") => Some(RowOrder::TimeThen("id")),
-            (None, "context_id" | "source_port") if !self.window_has_stored_contexts(&window).await? => {
-                Some(if q.order_col == "source_port" {
-                    RowOrder::Port
-                } else {
-                    RowOrder::TimeThen("context_id")
-                })
+            (None, "context_id") if !self.window_has_stored_contexts(&window).await? => {
+                Some(RowOrder::TimeThen("context_id"))
             }
+            (None, "source_port") if !self.window_has_stored_contexts(&window).await? => Some(RowOrder::Port),
             _ => None,
         };
         // A filtered list in time order reads the matching templates' rows, then only the page's
@@ -1327,12 +1312,11 @@ impl Store {
             (Some(path), Dialect::Sqlite) => {
                 // json_extract gives SQL NULL, integers (booleans as 0/1), reals or text, which
                 // SQLite orders NULL < numbers < text; the collation applies to text only.
-                let p: Vec<String> = path.iter().map(|k| format!("\"{k}\"")).collect();
-                let v = format!("json_extract(body, '$.{}')", p.join("."));
+                let v = self.body_value(path);
                 format!("{v} COLLATE NOCASE {dir}, {v} {dir}")
             }
             (Some(path), Dialect::Postgres) => {
-                let v = format!("(body::jsonb #> '{{{}}}')", path.join(","));
+                let v = self.body_value(path);
                 format!(
                     "CASE jsonb_typeof({v}) WHEN 'boolean' THEN 1 WHEN 'number' THEN 2 WHEN 'string' THEN 3 ELSE 0 END {dir}, \
                      CASE WHEN jsonb_typeof({v}) = 'string' THEN LOWER({v} #>> '{{}}') END {dir}{nulls}, \
@@ -1538,8 +1522,9 @@ pub fn nth_event_id(first: Uuid, n: usize) -> Uuid {
 
 /// The `contextId` of a request whose first event has id `first`: `first` with 8 xor-ed into
 /// the 34th character of its text (the 30th hex digit: random bits of a v7 UUID, never one the
-/// event ids use: [`nth_event_id`] changes the last). A version 7 UUID of the request's time, so a list ordered on it is in time
-/// order first, as by `eventId`; a request row stores it only when it differs (migration 0010).
+/// event ids use: [`nth_event_id`] changes the last). A version 7 UUID of the request's time,
+/// so a list ordered on it is in time order first, as by `eventId`; a request row stores it
+/// only when it differs (migration 0010).
 pub fn context_of(first: Uuid) -> Uuid {
     let mut b = *first.as_bytes();
     b[14] ^= 0x08;

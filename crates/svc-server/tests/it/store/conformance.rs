@@ -1489,6 +1489,22 @@ async fn a_database_of_the_build_before_templates_migrates_with_nothing_lost() {
     s.close().await;
 }
 
+/// `q`'s page of `table` as the list reads it, and as the one-statement read over the event views
+/// does (`EventQuery::one_statement`, the reference of the template reads).
+async fn both_reads(s: &Store, table: EventTable, q: &EventQuery) -> (QueryPage, QueryPage) {
+    let got = s.query_events(table, q).await.unwrap();
+    let reference = EventQuery {
+        one_statement: true,
+        ..q.clone()
+    };
+    (got, s.query_events(table, &reference).await.unwrap())
+}
+
+/// A page's event ids, in order.
+fn page_ids(p: &QueryPage) -> Vec<serde_json::Value> {
+    p.columns.iter().map(|c| c["id"].clone()).collect()
+}
+
 /// Issue 34: the lists read through the request templates (`store::event_pages`: an `order` on a
 /// field a template decides walks the templates in that order; a filter matching a few
 /// templates reads only their rows) page exactly as one statement over the event views does
@@ -1695,23 +1711,12 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
                                 limit,
                                 ..filter.clone()
                             };
-                            let got = s.query_events(*table, &q).await.unwrap();
-                            let want = s
-                                .query_events(
-                                    *table,
-                                    &EventQuery {
-                                        one_statement: true,
-                                        ..q.clone()
-                                    },
-                                )
-                                .await
-                                .unwrap();
+                            let (got, want) = both_reads(&s, *table, &q).await;
                             let what = format!(
                                 "{table:?} by {col} {json:?} desc {desc} {offset}+{limit} {sets:?} {from:?}..{to:?} {filter:?}"
                             );
                             assert_eq!(got.bodies, want.bodies, "{what}");
-                            let ids = |p: &QueryPage| p.columns.iter().map(|c| c["id"].clone()).collect::<Vec<_>>();
-                            assert_eq!(ids(&got), ids(&want), "{what}");
+                            assert_eq!(page_ids(&got), page_ids(&want), "{what}");
                             assert_eq!((got.total, got.estimated), (want.total, want.estimated), "{what}");
                             compared += usize::from(!want.bodies.is_empty());
                         }
@@ -2035,17 +2040,7 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
                     limit: 50,
                     ..Default::default()
                 };
-                let got = s.query_events(EventTable::Authorization, &q).await.unwrap();
-                let want = s
-                    .query_events(
-                        EventTable::Authorization,
-                        &EventQuery {
-                            one_statement: true,
-                            ..q.clone()
-                        },
-                    )
-                    .await
-                    .unwrap();
+                let (got, want) = both_reads(&s, EventTable::Authorization, &q).await;
                 assert_eq!(got.bodies, want.bodies, "{what}, desc {desc}");
                 assert!(!want.bodies.is_empty(), "{what}");
             }
@@ -2144,22 +2139,11 @@ async fn a_filter_matching_more_than_ten_thousand_rows_pages_as_the_one_statemen
                     eq: vec![("severity", "warning".into())],
                     ..Default::default()
                 };
-                let got = s.query_events(EventTable::Authorization, &q).await.unwrap();
-                let want = s
-                    .query_events(
-                        EventTable::Authorization,
-                        &EventQuery {
-                            one_statement: true,
-                            ..q.clone()
-                        },
-                    )
-                    .await
-                    .unwrap();
+                let (got, want) = both_reads(&s, EventTable::Authorization, &q).await;
                 let what = format!("by {order} desc {desc} from {offset}");
                 assert_eq!(got.bodies.len(), 25, "{what}");
                 assert_eq!(got.bodies, want.bodies, "{what}");
-                let ids = |p: &QueryPage| p.columns.iter().map(|c| c["id"].clone()).collect::<Vec<_>>();
-                assert_eq!(ids(&got), ids(&want), "{what}");
+                assert_eq!(page_ids(&got), page_ids(&want), "{what}");
                 assert!(got.estimated && got.total > EXACT_TOTAL, "{what}: {}", got.total);
             }
         }
