@@ -1112,6 +1112,7 @@ impl Store {
         let window = super::event_pages::Window {
             conds: &window_sql,
             binds: &window_binds,
+            rs: &list,
             days: super::event_pages::template_days(q.from, q.to),
         };
         let event_filters =
@@ -1476,6 +1477,9 @@ impl Store {
             .bind(keep_from)
             .execute(self.pool())
             .await?;
+        // The port order's entries of those days (PostgreSQL, migration 0012): an entry of a
+        // row deleted since is skipped when read.
+        total += self.purge_ports_before(keep_from).await?;
         Ok(total)
     }
 }

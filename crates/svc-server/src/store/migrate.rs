@@ -85,6 +85,12 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../../migrations/sqlite/0011_template_names.sql"),
         postgres: include_str!("../../migrations/postgres/0011_template_names.sql"),
     },
+    Migration {
+        version: 12,
+        name: "port_index",
+        sqlite: include_str!("../../migrations/sqlite/0012_port_index.sql"),
+        postgres: include_str!("../../migrations/postgres/0012_port_index.sql"),
+    },
 ];
 
 /// The versions of every migration this binary knows, in order.
