@@ -171,6 +171,7 @@ QUERIES = [
     (AUTHZ, "authorizationEvents", "order=environment.oidc.sub%20desc", "order=environment.oidc.sub desc"),
     (AUTHZ, "authorizationEvents", "order=eventId%20asc", "order=eventId asc"),
     (AUTHZ, "authorizationEvents", "order=eventType%20asc", "order=eventType asc"),
+    (AUTHZ, "authorizationEvents", "order=clientRequest.network.sourcePort%20desc", "order=clientRequest.network.sourcePort desc"),
     (WORKLOAD, "workloadEvents", "order=meta.clientWorkloadId%20desc", "workload events: order=meta.clientWorkloadId desc"),
     (AUTHZ, "authorizationEvents", "@{aid}", "one event by id"),
     (WORKLOAD, "workloadEvents", "", "workload events: first page"),

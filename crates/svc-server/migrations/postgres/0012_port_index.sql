@@ -1,28 +1,12 @@
--- The client-port order's own index (issue 34): `order=clientRequest.network.sourcePort` (and a
--- workload event's `network.clientWorkloadPort`) sorted the window's rows, 0.3-0.7 s at ten
--- million events. An index on `edge_requests.port` is written at a random place by every request
--- and cost /credentials ~9,400 instructions (+4.8%, over issue 34's budget; migration 0010).
---
--- This table is that index kept apart: one entry per request row, sorted by day, resource set,
--- port, time and row, written in the background in short chunks behind the event writer
--- (`Store::index_ports`), never by it: the work is PostgreSQL's, off the request's path (on
--- SQLite it would be the server's own, over the budget: its migration 0012).
--- `edge_request_ports_mark.seq` is the last request row it holds: a list reads the rows after
--- it from `edge_requests` and merges them (`Store::rows_by_port`). A row without a client port is entered with port -1 (the lowest, as
--- the lists sort a null port). Retention deletes whole days of it (`Store::purge_events`).
--- Rows written before this migration are entered by the same background job, from the first.
-CREATE TABLE edge_request_ports (
-    day  BIGINT  NOT NULL,
-    rs   TEXT    NOT NULL,
-    port BIGINT  NOT NULL,
-    ts   BIGINT  NOT NULL,
-    seq  BIGINT  NOT NULL,
-    tpl  BIGINT,
-    PRIMARY KEY (day, rs, port, ts, seq)
-);
-
-CREATE TABLE edge_request_ports_mark (
-    id  INTEGER PRIMARY KEY CHECK (id = 1),
-    seq BIGINT  NOT NULL
-);
-INSERT INTO edge_request_ports_mark (id, seq) VALUES (1, 0);
+-- The client-port order (issue 34): `order=clientRequest.network.sourcePort` (and a workload
+-- event's `network.clientWorkloadPort`) sorted the window's rows, 0.3 s at ten million events.
+-- An index on the port, inserted into by PostgreSQL in each event transaction: a list reads each
+-- resource set's rows in its order (`Store::rows_by_port`), nulls first as the lists sort them
+-- (a descending list reads it backwards). It costs the server nothing (the instruction budget
+-- is the server's: on SQLite the same index was over it, its migration 0012), PostgreSQL ~2%
+-- of the fill's requests a second and ~157 bytes a request (inserted at random places, its
+-- pages stay about half full; built here at once, ~86). A table of it filled in the background
+-- behind the event writer cost more: 4-15% of the fill's rate (its rows read again, a heap of
+-- its own) and ~174 bytes a request (docs/performance-runs.md, run 39). Building it takes a few
+-- seconds per million request rows (4.5 s for 3.4 million), writes waiting meanwhile.
+CREATE INDEX edge_requests_port ON edge_requests (rs, port NULLS FIRST, ts, seq);

@@ -1,6 +1,6 @@
 //! The background jobs of a node: the event writer, the log streams' delivery, the database
 //! health probe, the refresh from other nodes' changes (the change log on PostgreSQL, key changes
-//! on SQLite), signing-key rotation, event retention and the port order's index.
+//! on SQLite), signing-key rotation and event retention.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -10,15 +10,6 @@ use crate::issuer::keys;
 
 /// How long after start the first event-retention purge waits.
 const RETENTION_FIRST_DELAY: Duration = Duration::from_secs(15 * 60);
-
-/// The client-port order's index (PostgreSQL) takes the request rows written since
-/// (`Store::index_ports`) once this many are waiting, or [`PORT_INDEX_WAIT`] after the first: a
-/// list ordered on the port reads and sorts at most about this many rows, or this long's, from
-/// `edge_requests`.
-const PORT_INDEX_ROWS: i64 = 2_000;
-
-/// See [`PORT_INDEX_ROWS`].
-const PORT_INDEX_WAIT: Duration = Duration::from_secs(5);
 
 /// Starts the background jobs: event writer, log-stream delivery, health probe, cross-node
 /// refresh, key rotation, retention.
@@ -146,43 +137,6 @@ pub fn spawn(node: &App) {
             tokio::time::sleep(Duration::from_secs(60)).await;
             if let Err(e) = app.store.purge_pending(crate::clock::now_millis()).await {
                 tracing::warn!(error = %e, "purging expired pending states failed");
-            }
-        }
-    });
-    // PostgreSQL: the client-port order's index (`store::ports`, migration 0012) takes the
-    // request rows written since, behind the event writer rather than by it, once
-    // [`PORT_INDEX_ROWS`] are waiting or [`PORT_INDEX_WAIT`] after the first. A failure is
-    // logged once until it changes or the job succeeds again.
-    if !node.store.keeps_port_index() {
-        return;
-    }
-    let app = node.clone();
-    on_node(app.clock.clone(), async move {
-        let mut failing: Option<String> = None;
-        let mut waiting_since: Option<tokio::time::Instant> = None;
-        loop {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-            let run = match app.store.ports_behind().await {
-                Ok(0) => false,
-                Ok(behind) => {
-                    let since = *waiting_since.get_or_insert_with(tokio::time::Instant::now);
-                    behind >= PORT_INDEX_ROWS || since.elapsed() >= PORT_INDEX_WAIT
-                }
-                Err(_) => true,
-            };
-            if !run {
-                continue;
-            }
-            match app.store.index_ports().await {
-                Ok(_) => {
-                    failing = None;
-                    waiting_since = None;
-                }
-                Err(e) if failing.as_deref() != Some(e.message.as_str()) => {
-                    tracing::warn!(error = %e, "entering request rows into the port order failed");
-                    failing = Some(e.message);
-                }
-                Err(_) => {}
             }
         }
     });

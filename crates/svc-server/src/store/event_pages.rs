@@ -308,8 +308,8 @@ impl Store {
     /// group's events in `order` (newest first when `desc`), then in the order they were
     /// written (`rseq`, `n`). Reads, per group until the page is full, the sequence numbers of
     /// its rows in that order (a few: through `(rs, tpl, ts)`, sorted; many: off `(rs, ts)`, or
-    /// by port, `store::ports`; `dense` says which when the caller
-    /// knows), and then only the page's rows through the event view.
+    /// by port, `store::ports`; `dense` says which when the caller knows), and then only the
+    /// page's rows through the event view.
     pub(super) async fn page_of_groups(
         &self,
         table: EventTable,
@@ -369,13 +369,22 @@ impl Store {
             // Each row holds at least one of the group's events.
             let need = skip + want;
             // A few rows are read through `(rs, tpl, ts)` and sorted, many in order off
-            // `(rs, ts)` (`+ 0` keeps the planner off the index not meant), or by port (through
-            // its own index on PostgreSQL, `store::ports`): rows sorted, not their events.
+            // `(rs, ts)` (`+ 0` keeps the planner off the index not meant), or by port
+            // (`store::ports`): rows sorted, not their events.
             let tpl_col = if few { "tpl" } else { "(tpl + 0)" };
+            let sql = match (few, order) {
+                // Every row, sorted below.
+                (true, RowOrder::Port) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", None, few_rows),
+                (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64),
+                (false, RowOrder::Port) => self.rows_by_port(w, &list, desc, need),
+                (false, _) => format!(
+                    "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
+                     ORDER BY ts {dir}, seq {dir} LIMIT {need}",
+                    w.conds
+                ),
+            };
+            let rows = bound(&sql, w.binds).fetch_all(self.pool()).await?;
             let mut rows: Vec<(i64, i64, i64)> = if few && order == RowOrder::Port {
-                // Every row, sorted.
-                let sql = self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", None, few_rows);
-                let rows = bound(&sql, w.binds).fetch_all(self.pool()).await?;
                 let mut keyed: Vec<(Option<i64>, i64, i64, i64)> =
                     rows.iter().map(|r| (r.get(3), r.get(2), r.get(0), r.get(1))).collect();
                 keyed.sort_unstable();
@@ -384,25 +393,7 @@ impl Store {
                 }
                 keyed.truncate(need);
                 keyed.into_iter().map(|(_, ts, seq, tpl)| (seq, tpl, ts)).collect()
-            } else if order == RowOrder::Port && self.keeps_port_index() {
-                self.rows_by_port(w, (q.from, q.to), &list, desc, need).await?
             } else {
-                let sql = match (few, order) {
-                    (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64),
-                    // SQLite keeps no port index: the window's rows sorted.
-                    (false, RowOrder::Port) => format!(
-                        "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
-                         ORDER BY port {dir}{nulls}, ts {dir}, seq {dir} LIMIT {need}",
-                        w.conds,
-                        nulls = self.nulls_lowest(desc),
-                    ),
-                    (false, _) => format!(
-                        "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
-                         ORDER BY ts {dir}, seq {dir} LIMIT {need}",
-                        w.conds
-                    ),
-                };
-                let rows = bound(&sql, w.binds).fetch_all(self.pool()).await?;
                 rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
             };
             // Sorted by a column within a time, the last time read is read whole.

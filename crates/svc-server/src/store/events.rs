@@ -1477,9 +1477,6 @@ impl Store {
             .bind(keep_from)
             .execute(self.pool())
             .await?;
-        // The port order's entries of those days (PostgreSQL, migration 0012): an entry of a
-        // row deleted since is skipped when read.
-        total += self.purge_ports_before(keep_from).await?;
         Ok(total)
     }
 }

@@ -5,20 +5,14 @@ use svc_server::config::DatabaseUrl;
 use svc_server::store::{AuditRow, EntityRow, EventQuery, EventRow, EventTable, KeyRow, QueryPage, Store};
 
 async fn open() -> (Store, crate::support::harness::TempDir) {
-    let (s, dir, _) = open_at().await;
-    (s, dir)
-}
-
-/// [`open`], and the database's URL (for statements the storage API does not make).
-async fn open_at() -> (Store, crate::support::harness::TempDir, String) {
     let dir = crate::support::harness::temp_dir();
     let url = crate::support::harness::fresh_database(&dir).await;
     let db = if let Some(p) = url.strip_prefix("sqlite://") {
         DatabaseUrl::Sqlite(p.into())
     } else {
-        DatabaseUrl::Postgres(url.clone())
+        DatabaseUrl::Postgres(url)
     };
-    (Store::open(&db).await.expect("open store"), dir, url)
+    (Store::open(&db).await.expect("open store"), dir)
 }
 
 fn row(kind: &str, id: &str, body: &str) -> EntityRow {
@@ -1622,10 +1616,6 @@ async fn template_reads_page_as_one_statement_over_the_events_does() {
             batch.extend(RequestRow::group(&events, shared.as_ref(), context));
         }
         s.insert_requests(&batch).await.unwrap();
-        // The port order's index holds the first four batches; the others are read after it.
-        if chunk == 3 {
-            s.index_ports().await.unwrap();
-        }
     }
     // Each table: its sortable columns and body keys.
     type Sortable = (EventTable, &'static [&'static str], &'static [&'static [&'static str]]);
@@ -2134,10 +2124,6 @@ async fn a_filter_matching_more_than_ten_thousand_rows_pages_as_the_one_statemen
         if batch.len() == 1_000 {
             s.insert_requests(&batch).await.unwrap();
             batch.clear();
-            // The port order's index holds about half the rows; the others are read after it.
-            if r + 1 == 6_000 {
-                s.index_ports().await.unwrap();
-            }
         }
     }
     s.insert_requests(&batch).await.unwrap();
@@ -2164,22 +2150,18 @@ async fn a_filter_matching_more_than_ten_thousand_rows_pages_as_the_one_statemen
     }
 }
 
-/// The client-port order reads its own index (`store::ports`, PostgreSQL's migration 0012) merged
-/// with the rows written after its mark, and skips entries whose rows retention deleted (SQLite
-/// keeps none and sorts the window's rows): pages ordered on
-/// the port (both event tables, both directions, offsets, windows over three days and two
-/// resource sets) read as the one-statement read does with nothing entered, part entered, all
-/// entered, with a mark behind its entries, and after a purge that leaves the entries of the
-/// purged rows' day.
+/// A list ordered on the client port (PostgreSQL: read per resource set through its index,
+/// migration 0012; SQLite: the window's rows sorted) pages as the one-statement read does: both
+/// event tables, both directions, offsets, windows over three days and two resource sets, rows
+/// written late and ports that tie, before and after a purge.
 #[tokio::test]
-async fn the_port_order_reads_its_index_and_the_rows_after_it_as_the_one_statement_read() {
+async fn a_list_ordered_on_the_client_port_pages_as_the_one_statement_read() {
     use svc_server::store::{RequestContext, RequestRow, context_of};
-    let (s, _dir, url) = open_at().await;
+    let (s, _dir) = open().await;
     let (a, b) = (uuid::Uuid::from_u128(0x9a), uuid::Uuid::from_u128(0x9b));
     let day = 86_400_000;
     // The start of a UTC day, and rows every ~20 minutes for three days; some written late.
     let base = 19_700 * day;
-    let rows = 216;
     let write = |from: usize, to: usize| {
         let mut batch = Vec::new();
         for r in from..to {
@@ -2187,7 +2169,7 @@ async fn the_port_order_reads_its_index_and_the_rows_after_it_as_the_one_stateme
             let ts = base + r as i64 * 1_200_000 - back;
             let first = svc_server::util::uuid_v7(ts);
             let set = if r % 3 == 0 { b } else { a };
-            // Four kinds of request: a template holds rows of every day.
+            // Four kinds of request (templates).
             let body: std::sync::Arc<str> = format!("{{\"k\":{}}}", r % 4).into();
             let events = [
                 EventRow {
@@ -2214,49 +2196,15 @@ async fn the_port_order_reads_its_index_and_the_rows_after_it_as_the_one_stateme
         }
         batch
     };
-    // PostgreSQL keeps the index; SQLite none (the lists sort the window's rows).
-    let entered = |n: usize| if s.keeps_port_index() { n as u64 } else { 0 };
-    s.insert_requests(&write(0, rows / 2)).await.unwrap();
-    port_pages(&s, (a, b), base, "nothing entered").await;
-    assert_eq!(s.index_ports().await.unwrap(), entered(rows / 2));
-    s.insert_requests(&write(rows / 2, rows)).await.unwrap();
-    port_pages(&s, (a, b), base, "half entered").await;
-    assert_eq!(s.index_ports().await.unwrap(), entered(rows / 2));
-    assert_eq!(s.index_ports().await.unwrap(), 0);
-    port_pages(&s, (a, b), base, "all entered").await;
-    // A list that read the mark before the last entries were made reads those rows both ways.
-    if s.keeps_port_index() {
-        let mark = s.port_mark().await.unwrap();
-        let raw = sqlx::AnyPool::connect(&url).await.unwrap();
-        sqlx::query("UPDATE edge_request_ports_mark SET seq = 0")
-            .execute(&raw)
-            .await
-            .unwrap();
-        port_pages(&s, (a, b), base, "mark behind its entries").await;
-        assert_eq!(s.index_ports().await.unwrap(), 0, "every row is in already");
-        assert_eq!(s.port_mark().await.unwrap(), mark);
-    }
-    // Retention deletes the rows before noon of the second day; their day's entries stay (the
-    // day before the oldest row left is kept) and are skipped.
+    s.insert_requests(&write(0, 216)).await.unwrap();
+    port_pages(&s, (a, b), base, "written").await;
+    // Retention deletes the rows before noon of the second day.
     s.purge_events(base + day + day / 2).await.unwrap();
     port_pages(&s, (a, b), base, "after a purge").await;
-    let first = |d: i64| Some(d).filter(|_| s.keeps_port_index());
-    assert_eq!(
-        s.port_days().await.unwrap().0,
-        first(19_700),
-        "the entries of the day before the oldest row left stay"
-    );
-    s.purge_events(base + 2 * day + day / 2).await.unwrap();
-    assert_eq!(
-        s.port_days().await.unwrap().0,
-        first(19_701),
-        "a day before that is deleted"
-    );
-    port_pages(&s, (a, b), base, "after a second purge").await;
 }
 
 /// Pages ordered on the client port, read as the lists do and as the one-statement read does
-/// (see `the_port_order_reads_its_index_and_the_rows_after_it_as_the_one_statement_read`).
+/// (see `a_list_ordered_on_the_client_port_pages_as_the_one_statement_read`).
 async fn port_pages(s: &Store, (a, b): (uuid::Uuid, uuid::Uuid), base: i64, what: &str) {
     let day = 86_400_000;
     let sets = [
