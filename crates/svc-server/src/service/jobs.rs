@@ -1,6 +1,6 @@
 //! The background jobs of a node: the event writer, the log streams' delivery, the database
 //! health probe, the refresh from other nodes' changes (the change log on PostgreSQL, key changes
-//! on SQLite), signing-key rotation and event retention.
+//! on SQLite), signing-key rotation, event retention and the event lists' sorted templates.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -130,6 +130,17 @@ pub fn spawn(node: &App) {
             }
         });
     }
+    // The event lists' sorted templates (`store::event_pages::OrderCache`): those used lately
+    // are sorted again when their days gain templates, every 2 s, so a list finds them sorted.
+    let app = node.clone();
+    on_node(app.clock.clone(), async move {
+        loop {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            if let Err(e) = app.store.refresh_template_sorts().await {
+                tracing::debug!(error = %e, "sorting the templates again failed");
+            }
+        }
+    });
     // Expired single-use states (SSO sign-ins and consents never finished), every minute.
     let app = node.clone();
     on_node(app.clock.clone(), async move {

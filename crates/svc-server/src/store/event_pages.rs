@@ -122,8 +122,11 @@ fn content_key(digest: &str) -> u128 {
 struct Sorted {
     events: Ordered,
     content: HashMap<i64, u128>,
-    /// When it was last used (the cache's clock).
+    /// When it was last used (the cache's clock, and time).
     used: u64,
+    used_at: std::time::Instant,
+    /// The days' condition on `edge_templates` (what [`Store::refresh_template_sorts`] reads).
+    days: String,
 }
 
 /// The templates of some days sorted for an `order` without a filter (the statement's text is
@@ -132,15 +135,21 @@ struct Sorted {
 /// read now (id and digest), and sorts again otherwise (a template added, or an id reused for
 /// other content once retention dropped the old). Sorting them is most of an ordered list's time
 /// (each template event's body merged and its key read; ~40 ms for ~6,000 on PostgreSQL at ten
-/// million events). Least recently used sorts go first beyond [`CACHED_EVENTS`].
+/// million events). Least recently used sorts go first beyond [`CACHED_EVENTS`]. The sorts used
+/// lately are made again in the background when their days gain templates
+/// ([`Store::refresh_template_sorts`]), so a list after a new kind of request finds one.
 #[derive(Default)]
 pub struct OrderCache {
     sorted: HashMap<String, Sorted>,
     clock: u64,
     events: usize,
-    /// Sorts made since start (what the tests see of the cache).
+    /// Sorts made for a list since start (what the tests see of the cache; not those made in
+    /// the background).
     sorts: u64,
 }
+
+/// How long after its last use a sort is still made again when its days gain templates.
+const REFRESH_USED_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Template events the [`OrderCache`] holds at most, over all its sorts (~100 bytes each).
 const CACHED_EVENTS: usize = 200_000;
@@ -155,16 +164,28 @@ impl OrderCache {
             return None;
         }
         s.used = clock;
+        s.used_at = std::time::Instant::now();
         Some(s.events.clone())
     }
 
-    fn put(&mut self, sql: String, events: Ordered, content: HashMap<i64, u128>) {
-        self.sorts += 1;
+    /// Keeps a sort (made for a list, or in the background: `refresh`), as used now unless it
+    /// replaces one (a background sort keeps the time the list last used it).
+    fn put(&mut self, sql: String, days: &str, events: Ordered, content: HashMap<i64, u128>, refresh: bool) {
+        if !refresh {
+            self.sorts += 1;
+        }
         if events.len() > CACHED_EVENTS {
             return;
         }
+        let mut used_at = std::time::Instant::now();
         if let Some(old) = self.sorted.remove(&sql) {
             self.events -= old.events.len();
+            if refresh {
+                used_at = old.used_at;
+            }
+        } else if refresh {
+            // Dropped meanwhile (least recently used): not kept again.
+            return;
         }
         while self.events + events.len() > CACHED_EVENTS {
             let Some(oldest) = self.sorted.iter().min_by_key(|(_, s)| s.used).map(|(k, _)| k.clone()) else {
@@ -177,7 +198,34 @@ impl OrderCache {
         self.clock += 1;
         self.events += events.len();
         let used = self.clock;
-        self.sorted.insert(sql, Sorted { events, content, used });
+        let days = days.to_string();
+        self.sorted.insert(
+            sql,
+            Sorted {
+                events,
+                content,
+                used,
+                used_at,
+                days,
+            },
+        );
+    }
+
+    /// The sorts used within [`REFRESH_USED_WITHIN`]: statement, days, and how many templates
+    /// and the highest id they hold.
+    fn recent(&self) -> Vec<(String, String, usize, Option<i64>)> {
+        self.sorted
+            .iter()
+            .filter(|(_, s)| s.used_at.elapsed() < REFRESH_USED_WITHIN)
+            .map(|(sql, s)| {
+                (
+                    sql.clone(),
+                    s.days.clone(),
+                    s.content.len(),
+                    s.content.keys().max().copied(),
+                )
+            })
+            .collect()
     }
 }
 
@@ -277,8 +325,18 @@ impl Store {
         if let Some(sorted) = self.template_orders.lock().expect("order cache").get(&sql, window) {
             return Ok(sorted);
         }
-        // Every template of the days (those without an event of this kind too), read before the
-        // sort: the sort holds each of them.
+        let (events, content) = self.sort_templates(&sql, days).await?;
+        self.template_orders
+            .lock()
+            .expect("order cache")
+            .put(sql, days, events.clone(), content, false);
+        Ok(events)
+    }
+
+    /// Runs a sort of [`Store::sorted_templates`] (`sql`): the template events in order, and
+    /// every template of the `days` (those without an event of this kind too), read before the
+    /// sort: the sort holds each of them.
+    async fn sort_templates(&self, sql: &str, days: &str) -> Result<(Ordered, HashMap<i64, u128>)> {
         let content: HashMap<i64, u128> = sqlx::query(sqlx::AssertSqlSafe(format!(
             "SELECT id, digest FROM edge_templates WHERE {days}"
         )))
@@ -288,7 +346,7 @@ impl Store {
         .iter()
         .map(|r| (r.get::<i64, _>(0), content_key(&r.get::<String, _>(1))))
         .collect();
-        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
             .persistent(false)
             .fetch_all(self.pool())
             .await?;
@@ -297,11 +355,35 @@ impl Store {
                 .map(|r| (r.get(0), r.get(1), r.try_get(2).ok().flatten()))
                 .collect(),
         );
-        self.template_orders
-            .lock()
-            .expect("order cache")
-            .put(sql, events.clone(), content);
-        Ok(events)
+        Ok((events, content))
+    }
+
+    /// Makes again each sort of the [`OrderCache`] used in the last ten minutes whose days have
+    /// gained or lost templates since (their count or highest id differs), so the next list
+    /// finds it (a background job, every few seconds: a new kind of request, another node's,
+    /// or a new day's first requests add templates). Returns how many it sorted.
+    pub async fn refresh_template_sorts(&self) -> Result<usize> {
+        let recent = self.template_orders.lock().expect("order cache").recent();
+        let mut sorted = 0;
+        for (sql, days, held, highest) in recent {
+            let now = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SELECT COUNT(*), MAX(id) FROM edge_templates WHERE {days}"
+            )))
+            .persistent(false)
+            .fetch_one(self.pool())
+            .await?;
+            let (count, max): (i64, Option<i64>) = (now.try_get(0)?, now.try_get(1)?);
+            if count as usize == held && max == highest {
+                continue;
+            }
+            let (events, content) = self.sort_templates(&sql, &days).await?;
+            self.template_orders
+                .lock()
+                .expect("order cache")
+                .put(sql, &days, events, content, true);
+            sorted += 1;
+        }
+        Ok(sorted)
     }
 
     /// The events of `q`'s page (`offset..offset + limit`) of the `groups` in their order, each
@@ -518,8 +600,8 @@ impl Store {
         self.window_holds(w, "tpl IS NULL").await
     }
 
-    /// How many times the templates have been sorted for an order since start ([`OrderCache`]):
-    /// a list that found its sort kept did not sort.
+    /// How many times the templates have been sorted for a list since start ([`OrderCache`]):
+    /// a list that found its sort kept did not sort. Background sorts are not counted.
     pub fn template_sorts(&self) -> u64 {
         self.template_orders.lock().expect("order cache").sorts
     }

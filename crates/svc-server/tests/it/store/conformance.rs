@@ -2003,7 +2003,8 @@ async fn a_context_id_derived_from_the_first_event_id_reads_alike_everywhere() {
 
 /// The templates sorted for an `order` are kept (`event_pages::OrderCache`) until the templates
 /// of the window's days change: a list read after new kinds of request were stored, and after
-/// retention dropped a day, still answers as the one-statement read does.
+/// retention dropped a day, still answers as the one-statement read does; a sort used lately is
+/// made again in the background when its days gain a template, and the next list uses it.
 #[tokio::test]
 async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     use svc_server::store::{RequestContext, RequestRow, context_of};
@@ -2063,6 +2064,14 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     store(base + 30, "a").await;
     store(base + 40, "z").await;
     compare("after new templates").await;
+    // Another: the sort is made again in the background, and the next list finds it.
+    store(base + 50, "n").await;
+    // The sorts of both directions.
+    assert_eq!(s.refresh_template_sorts().await.unwrap(), 2, "the sorts used lately");
+    assert_eq!(s.refresh_template_sorts().await.unwrap(), 0, "nothing new since");
+    let sorts = s.template_sorts();
+    compare("after a new template sorted in the background").await;
+    assert_eq!(s.template_sorts(), sorts, "a list sorted what the background had");
     // The next day's requests, then the first day dropped by retention.
     store(base + day + 10, "b").await;
     compare("a second day").await;
