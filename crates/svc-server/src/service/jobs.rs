@@ -130,14 +130,21 @@ pub fn spawn(node: &App) {
             }
         });
     }
-    // The event lists' sorted templates (`store::event_pages::OrderCache`): those used lately
-    // are sorted again when their days gain templates, every 2 s, so a list finds them sorted.
+    // The event lists' sorted templates (`store::event_pages::OrderCache`): those a list used
+    // since are sorted again when their days gain templates, every 2 s, so the next finds them.
+    // A failure is logged once until it changes or a turn succeeds.
     let app = node.clone();
     on_node(app.clock.clone(), async move {
+        let mut failing: Option<String> = None;
         loop {
             tokio::time::sleep(Duration::from_secs(2)).await;
-            if let Err(e) = app.store.refresh_template_sorts().await {
-                tracing::debug!(error = %e, "sorting the templates again failed");
+            match app.store.refresh_template_sorts().await {
+                Ok(_) => failing = None,
+                Err(e) if failing.as_deref() != Some(e.message.as_str()) => {
+                    tracing::warn!(error = %e, "sorting the event lists' templates again failed");
+                    failing = Some(e.message);
+                }
+                Err(_) => {}
             }
         }
     });

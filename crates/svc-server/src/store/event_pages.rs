@@ -49,8 +49,9 @@ struct Part {
 pub(super) struct Window<'a> {
     pub conds: &'a str,
     pub binds: &'a [BindValue],
-    /// The placeholders of the resource sets in `binds`.
+    /// The placeholders of the resource sets in `binds`, and the conditions on time alone.
     pub rs: &'a [String],
+    pub times: &'a str,
     /// [`template_days`] of the window.
     pub days: String,
 }
@@ -108,6 +109,13 @@ pub(super) fn id_list(ids: impl Iterator<Item = i64>) -> String {
     ids.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
 
+/// A statement giving `seq, tpl, ts, port` of the rows meeting `conds` among the templates
+/// `list` (an id list) in `order` (with its `LIMIT`): rows read in the order of an index on the
+/// window (`+ 0`: not through the templates' index, which would read all of the window).
+pub(super) fn dense_rows(conds: &str, list: &str, order: &str) -> String {
+    format!("SELECT seq, tpl, ts, port FROM edge_requests WHERE {conds} AND (tpl + 0) IN ({list}) {order}")
+}
+
 /// Template events in an order: each with its template, index and order identity.
 type Ordered = Arc<Vec<(i64, i64, Option<String>)>>;
 
@@ -125,8 +133,22 @@ struct Sorted {
     /// When it was last used (the cache's clock, and time).
     used: u64,
     used_at: std::time::Instant,
+    /// Whether a list used it since it was last sorted in the background.
+    wanted: bool,
     /// The days' condition on `edge_templates` (what [`Store::refresh_template_sorts`] reads).
     days: String,
+}
+
+/// What a background sort compares to see whether the days' templates changed: their count,
+/// highest id and sum of ids.
+type Stamp = (i64, Option<i64>, i64);
+
+impl Sorted {
+    /// The [`Stamp`] of the templates it holds.
+    fn stamp(&self) -> Stamp {
+        let ids = self.content.keys();
+        (ids.len() as i64, ids.clone().max().copied(), ids.sum())
+    }
 }
 
 /// The templates of some days sorted for an `order` without a filter (the statement's text is
@@ -151,6 +173,9 @@ pub struct OrderCache {
 /// How long after its last use a sort is still made again when its days gain templates.
 const REFRESH_USED_WITHIN: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// Sorts [`Store::refresh_template_sorts`] makes at most a call.
+const REFRESH_SORTS: usize = 8;
+
 /// Template events the [`OrderCache`] holds at most, over all its sorts (~100 bytes each).
 const CACHED_EVENTS: usize = 200_000;
 
@@ -165,39 +190,59 @@ impl OrderCache {
         }
         s.used = clock;
         s.used_at = std::time::Instant::now();
+        s.wanted = true;
         Some(s.events.clone())
     }
 
-    /// Keeps a sort (made for a list, or in the background: `refresh`), as used now unless it
-    /// replaces one (a background sort keeps the time the list last used it).
-    fn put(&mut self, sql: String, days: &str, events: Ordered, content: HashMap<i64, u128>, refresh: bool) {
-        if !refresh {
-            self.sorts += 1;
+    /// Keeps a sort made for a list: as used now.
+    fn put(&mut self, sql: String, days: &str, events: Ordered, content: HashMap<i64, u128>) {
+        self.sorts += 1;
+        self.remove(&sql);
+        self.clock += 1;
+        let (used, used_at) = (self.clock, std::time::Instant::now());
+        self.insert(sql, days, events, content, (used, used_at, true));
+    }
+
+    /// Keeps a sort made in the background for the one of `sql` it replaces, when that still
+    /// holds the templates of `seen` (a list may have stored a newer sort meanwhile, or the
+    /// cache dropped it): with its time of last use, as not wanted again until a list uses it.
+    fn put_refreshed(&mut self, sql: String, seen: Stamp, events: Ordered, content: HashMap<i64, u128>) -> bool {
+        if self.sorted.get(&sql).is_none_or(|s| s.stamp() != seen) {
+            return false;
         }
+        let Some(old) = self.remove(&sql) else {
+            return false;
+        };
+        let days = old.days.clone();
+        self.insert(sql, &days, events, content, (old.used, old.used_at, false))
+    }
+
+    fn remove(&mut self, sql: &str) -> Option<Sorted> {
+        let old = self.sorted.remove(sql)?;
+        self.events -= old.events.len();
+        Some(old)
+    }
+
+    /// Inserts a sort (not one over [`CACHED_EVENTS`]: the one it replaces is gone all the
+    /// same), dropping the least recently used ones beyond it.
+    fn insert(
+        &mut self,
+        sql: String,
+        days: &str,
+        events: Ordered,
+        content: HashMap<i64, u128>,
+        (used, used_at, wanted): (u64, std::time::Instant, bool),
+    ) -> bool {
         if events.len() > CACHED_EVENTS {
-            return;
-        }
-        let mut used_at = std::time::Instant::now();
-        if let Some(old) = self.sorted.remove(&sql) {
-            self.events -= old.events.len();
-            if refresh {
-                used_at = old.used_at;
-            }
-        } else if refresh {
-            // Dropped meanwhile (least recently used): not kept again.
-            return;
+            return false;
         }
         while self.events + events.len() > CACHED_EVENTS {
             let Some(oldest) = self.sorted.iter().min_by_key(|(_, s)| s.used).map(|(k, _)| k.clone()) else {
                 break;
             };
-            if let Some(old) = self.sorted.remove(&oldest) {
-                self.events -= old.events.len();
-            }
+            self.remove(&oldest);
         }
-        self.clock += 1;
         self.events += events.len();
-        let used = self.clock;
         let days = days.to_string();
         self.sorted.insert(
             sql,
@@ -206,25 +251,20 @@ impl OrderCache {
                 content,
                 used,
                 used_at,
+                wanted,
                 days,
             },
         );
+        true
     }
 
-    /// The sorts used within [`REFRESH_USED_WITHIN`]: statement, days, and how many templates
-    /// and the highest id they hold.
-    fn recent(&self) -> Vec<(String, String, usize, Option<i64>)> {
+    /// The sorts a list used since they were last sorted, within [`REFRESH_USED_WITHIN`]:
+    /// statement, days and [`Stamp`].
+    fn wanted(&self) -> Vec<(String, String, Stamp)> {
         self.sorted
             .iter()
-            .filter(|(_, s)| s.used_at.elapsed() < REFRESH_USED_WITHIN)
-            .map(|(sql, s)| {
-                (
-                    sql.clone(),
-                    s.days.clone(),
-                    s.content.len(),
-                    s.content.keys().max().copied(),
-                )
-            })
+            .filter(|(_, s)| s.wanted && s.used_at.elapsed() < REFRESH_USED_WITHIN)
+            .map(|(sql, s)| (sql.clone(), s.days.clone(), s.stamp()))
             .collect()
     }
 }
@@ -329,7 +369,7 @@ impl Store {
         self.template_orders
             .lock()
             .expect("order cache")
-            .put(sql, days, events.clone(), content, false);
+            .put(sql, days, events.clone(), content);
         Ok(events)
     }
 
@@ -358,32 +398,59 @@ impl Store {
         Ok((events, content))
     }
 
-    /// Makes again each sort of the [`OrderCache`] used in the last ten minutes whose days have
-    /// gained or lost templates since (their count or highest id differs), so the next list
-    /// finds it (a background job, every few seconds: a new kind of request, another node's,
-    /// or a new day's first requests add templates). Returns how many it sorted.
+    /// Makes again each sort of the [`OrderCache`] a list used since it was last sorted (in the
+    /// last ten minutes) whose days have gained or lost templates since (their [`Stamp`]
+    /// differs), [`REFRESH_SORTS`] at most a call, so the next list finds it (a background job,
+    /// every few seconds: a new kind of request, another node's, or a new day's first requests
+    /// add templates). A sort a list stored meanwhile is kept rather than this one. Returns how
+    /// many it sorted; a failed one does not stop the others (the last error is returned).
     pub async fn refresh_template_sorts(&self) -> Result<usize> {
-        let recent = self.template_orders.lock().expect("order cache").recent();
-        let mut sorted = 0;
-        for (sql, days, held, highest) in recent {
-            let now = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT COUNT(*), MAX(id) FROM edge_templates WHERE {days}"
-            )))
-            .persistent(false)
-            .fetch_one(self.pool())
-            .await?;
-            let (count, max): (i64, Option<i64>) = (now.try_get(0)?, now.try_get(1)?);
-            if count as usize == held && max == highest {
+        let wanted = self.template_orders.lock().expect("order cache").wanted();
+        let mut now: HashMap<String, Stamp> = HashMap::new();
+        let (mut sorted, mut failed) = (0, None);
+        for (sql, days, seen) in wanted {
+            if sorted == REFRESH_SORTS {
+                break;
+            }
+            let stamp = match now.get(&days) {
+                Some(stamp) => *stamp,
+                None => match self.template_stamp(&days).await {
+                    Ok(stamp) => *now.entry(days.clone()).or_insert(stamp),
+                    Err(e) => {
+                        failed = Some(e);
+                        continue;
+                    }
+                },
+            };
+            if stamp == seen {
                 continue;
             }
-            let (events, content) = self.sort_templates(&sql, &days).await?;
-            self.template_orders
-                .lock()
-                .expect("order cache")
-                .put(sql, &days, events, content, true);
-            sorted += 1;
+            match self.sort_templates(&sql, &days).await {
+                Ok((events, content)) => {
+                    self.template_orders
+                        .lock()
+                        .expect("order cache")
+                        .put_refreshed(sql, seen, events, content);
+                    sorted += 1;
+                }
+                Err(e) => failed = Some(e),
+            }
         }
-        Ok(sorted)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(sorted),
+        }
+    }
+
+    /// The [`Stamp`] of the templates of `days` as they are now.
+    async fn template_stamp(&self, days: &str) -> Result<Stamp> {
+        let r = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT COUNT(*), MAX(id), CAST(COALESCE(SUM(id), 0) AS BIGINT) FROM edge_templates WHERE {days}"
+        )))
+        .persistent(false)
+        .fetch_one(self.pool())
+        .await?;
+        Ok((r.try_get(0)?, r.try_get(1)?, r.try_get(2)?))
     }
 
     /// The events of `q`'s page (`offset..offset + limit`) of the `groups` in their order, each
@@ -459,11 +526,7 @@ impl Store {
                 (true, RowOrder::Port) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", None, few_rows),
                 (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64),
                 (false, RowOrder::Port) => self.rows_by_port(w, &list, desc, need),
-                (false, _) => format!(
-                    "SELECT seq, tpl, ts FROM edge_requests WHERE {} AND {tpl_col} IN ({list}) \
-                     ORDER BY ts {dir}, seq {dir} LIMIT {need}",
-                    w.conds
-                ),
+                (false, _) => dense_rows(w.conds, &list, &format!("ORDER BY ts {dir}, seq {dir} LIMIT {need}")),
             };
             let rows = bound(&sql, w.binds).fetch_all(self.pool()).await?;
             let mut rows: Vec<(i64, i64, i64)> = if few && order == RowOrder::Port {
@@ -655,5 +718,53 @@ impl Store {
                 )
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sort(ids: &[i64]) -> (Ordered, HashMap<i64, u128>) {
+        let events = Arc::new(ids.iter().map(|id| (*id, 0, None)).collect::<Vec<_>>());
+        (events, ids.iter().map(|id| (*id, *id as u128)).collect())
+    }
+
+    /// A background sort replaces only the sort it was made for: not one a list stored
+    /// meanwhile, nor one the cache dropped; it keeps the sort's place in the least recently used
+    /// order, and a sort too big to keep takes the one it replaces with it.
+    #[test]
+    fn a_background_sort_replaces_only_what_it_was_made_for() {
+        let mut cache = OrderCache::default();
+        let (events, content) = sort(&[1, 2]);
+        cache.put("a".into(), "d", events, content);
+        let seen = cache.wanted()[0].2;
+        // A list stores a sort of more templates meanwhile: the background's is dropped.
+        let (events, content) = sort(&[1, 2, 3]);
+        cache.put("a".into(), "d", events, content);
+        let (events, content) = sort(&[1, 2, 4]);
+        assert!(!cache.put_refreshed("a".into(), seen, events, content));
+        assert!(cache.get("a", &[(3, 3)]).is_some(), "the list's sort was replaced");
+        // Made for the sort there: kept, not wanted again until a list uses it, and still the
+        // least recently used.
+        let (events, content) = sort(&[7]);
+        cache.put("b".into(), "d", events, content);
+        let seen = cache.sorted["a"].stamp();
+        let (events, content) = sort(&[1, 2, 3, 4]);
+        assert!(cache.put_refreshed("a".into(), seen, events, content));
+        assert!(cache.wanted().iter().all(|(sql, _, _)| sql == "b"));
+        assert!(cache.sorted["a"].used < cache.sorted["b"].used);
+        // Dropped meanwhile: not kept again.
+        let seen = cache.sorted["b"].stamp();
+        cache.remove("b");
+        let (events, content) = sort(&[7, 8]);
+        assert!(!cache.put_refreshed("b".into(), seen, events, content));
+        assert!(!cache.sorted.contains_key("b"));
+        // Too big to keep: the sort it replaces goes too.
+        let big: Vec<i64> = (0..=CACHED_EVENTS as i64).collect();
+        let (events, content) = sort(&big);
+        cache.put("a".into(), "d", events, content);
+        assert!(!cache.sorted.contains_key("a"));
+        assert_eq!(cache.events, 0);
     }
 }

@@ -1108,11 +1108,16 @@ impl Store {
         }
         // The rows' window (resource sets and time), before any condition on the events.
         let window_sql = conds.join(" AND ");
+        let times = match &conds[1..] {
+            [] => "1 = 1".to_string(),
+            times => times.join(" AND "),
+        };
         let window_binds = binds.clone();
         let window = super::event_pages::Window {
             conds: &window_sql,
             binds: &window_binds,
             rs: &list,
+            times: &times,
             days: super::event_pages::template_days(q.from, q.to),
         };
         let event_filters =

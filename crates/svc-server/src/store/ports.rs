@@ -5,7 +5,7 @@
 //! table of it filled in the background ~8,000 at the least), over issue 34's budget
 //! (docs/PERFORMANCE.md); its lists sort the window's rows.
 
-use super::event_pages::Window;
+use super::event_pages::{Window, dense_rows};
 use super::{Dialect, Store};
 
 impl Store {
@@ -17,32 +17,32 @@ impl Store {
     /// A statement giving the first `need` rows (`seq, tpl, ts, port`) of the window `w` among
     /// the templates `tpls` (an id list) by client port, then time, then the order written (all
     /// of it reversed when `desc`; no port lowest). PostgreSQL reads each resource set's rows in
-    /// the index's order (for a list of sets it would sort them) and merges them; SQLite sorts
-    /// the window's rows. `+ 0`: not through the templates' index, which would read all of the
-    /// window.
+    /// the index's order and merges them (the index does not order a list of sets); SQLite sorts
+    /// the window's rows.
     pub(super) fn rows_by_port(&self, w: &Window<'_>, tpls: &str, desc: bool, need: usize) -> String {
         let dir = if desc { "DESC" } else { "ASC" };
         let order = format!(
             "ORDER BY port {dir}{nulls}, ts {dir}, seq {dir} LIMIT {need}",
             nulls = self.nulls_lowest(desc)
         );
-        let rows = |set: &str| {
-            format!(
-                "SELECT seq, tpl, ts, port FROM edge_requests WHERE {set}{} AND (tpl + 0) IN ({tpls}) {order}",
-                w.conds
-            )
-        };
-        if !self.keeps_port_index() {
-            return rows("");
+        debug_assert!(!w.rs.is_empty(), "a window has a resource set");
+        match w.rs {
+            [rs] if self.keeps_port_index() => dense_rows(&format!("rs = {rs} AND {}", w.times), tpls, &order),
+            _ if self.keeps_port_index() => {
+                let parts: Vec<String> =
+                    w.rs.iter()
+                        .enumerate()
+                        .map(|(i, rs)| {
+                            let set = dense_rows(&format!("rs = {rs} AND {}", w.times), tpls, &order);
+                            format!("SELECT * FROM ({set}) AS p{i}")
+                        })
+                        .collect();
+                format!(
+                    "SELECT seq, tpl, ts, port FROM ({}) AS u {order}",
+                    parts.join(" UNION ALL ")
+                )
+            }
+            _ => dense_rows(w.conds, tpls, &order),
         }
-        let parts: Vec<String> =
-            w.rs.iter()
-                .enumerate()
-                .map(|(i, rs)| format!("SELECT * FROM ({}) AS p{i}", rows(&format!("rs = {rs} AND "))))
-                .collect();
-        format!(
-            "SELECT seq, tpl, ts, port FROM ({}) AS u {order}",
-            parts.join(" UNION ALL ")
-        )
     }
 }

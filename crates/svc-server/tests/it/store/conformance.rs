@@ -2072,6 +2072,12 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     let sorts = s.template_sorts();
     compare("after a new template sorted in the background").await;
     assert_eq!(s.template_sorts(), sorts, "a list sorted what the background had");
+    // Sorted again only once a list has used the sort since: the lists above did, no list since.
+    store(base + 60, "o").await;
+    assert_eq!(s.refresh_template_sorts().await.unwrap(), 2, "used by the lists since");
+    store(base + 70, "p").await;
+    assert_eq!(s.refresh_template_sorts().await.unwrap(), 0, "no list since");
+    compare("after a template no background sort has").await;
     // The next day's requests, then the first day dropped by retention.
     store(base + day + 10, "b").await;
     compare("a second day").await;
@@ -2162,7 +2168,7 @@ async fn a_filter_matching_more_than_ten_thousand_rows_pages_as_the_one_statemen
 /// A list ordered on the client port (PostgreSQL: read per resource set through its index,
 /// migration 0012; SQLite: the window's rows sorted) pages as the one-statement read does: both
 /// event tables, both directions, offsets, windows over three days and two resource sets, rows
-/// written late and ports that tie, before and after a purge.
+/// written late, ports that tie and rows of one time and port, before and after a purge.
 #[tokio::test]
 async fn a_list_ordered_on_the_client_port_pages_as_the_one_statement_read() {
     use svc_server::store::{RequestContext, RequestRow, context_of};
@@ -2186,7 +2192,7 @@ async fn a_list_ordered_on_the_client_port_pages_as_the_one_statement_read() {
                     ..edge_event(EventTable::Authorization, first, set, ts, None)
                 },
                 EventRow {
-                    body,
+                    body: body.clone(),
                     ..edge_event(
                         EventTable::Workload,
                         svc_server::store::nth_event_id(first, 1),
@@ -2202,6 +2208,22 @@ async fn a_list_ordered_on_the_client_port_pages_as_the_one_statement_read() {
                 source_port: 40_000 + (r * 7 % 17) as u16,
             };
             batch.extend(RequestRow::group(&events, None, Some(context)));
+            // Every ninth request has a twin of the same time and port in each set: only the
+            // order written tells them apart.
+            if r % 9 == 0 {
+                for set in [a, b] {
+                    let twin = svc_server::util::uuid_v7(ts);
+                    let events = [EventRow {
+                        body: body.clone(),
+                        ..edge_event(EventTable::Authorization, twin, set, ts, None)
+                    }];
+                    let context = RequestContext {
+                        context_id: context_of(twin),
+                        ..context
+                    };
+                    batch.extend(RequestRow::group(&events, None, Some(context)));
+                }
+            }
         }
         batch
     };
