@@ -3,7 +3,7 @@
 -- An index on the port, inserted into by PostgreSQL in each event transaction: a list reads each
 -- resource set's rows in its order (`Store::rows_by_port`), nulls first as the lists sort them
 -- (a descending list reads it backwards). It costs the server nothing (the instruction budget
--- is the server's: on SQLite the same index was over it, its migration 0012), PostgreSQL ~2%
+-- is the server's: on SQLite the same index was over it, its migration 0012), PostgreSQL 2-9%
 -- of the fill's requests a second and ~157 bytes a request (inserted at random places, its
 -- pages stay about half full; built here at once, ~86). A table of it filled in the background
 -- behind the event writer cost more: 4-15% of the fill's rate (its rows read again, a heap of
