@@ -7,6 +7,10 @@
 -- of the fill's requests a second and ~157 bytes a request (inserted at random places, its
 -- pages stay about half full; built here at once, ~86). A table of it filled in the background
 -- behind the event writer cost more: 4-15% of the fill's rate (its rows read again, a heap of
--- its own) and ~174 bytes a request (docs/performance-runs.md, run 39). Building it takes a few
--- seconds per million request rows (4.5 s for 3.4 million), writes waiting meanwhile.
-CREATE INDEX edge_requests_port ON edge_requests (rs, port NULLS FIRST, ts, seq);
+-- its own) and ~174 bytes a request (docs/performance-runs.md, run 39).
+--
+-- Built CONCURRENTLY, each statement on its own (`Migration::concurrent`): the nodes still
+-- running keep storing events (so answering) while it is built, a few seconds per million
+-- request rows. A build cut short leaves an invalid index, dropped by the next start's run.
+DROP INDEX CONCURRENTLY IF EXISTS edge_requests_port;
+CREATE INDEX CONCURRENTLY edge_requests_port ON edge_requests (rs, port NULLS FIRST, ts, seq);

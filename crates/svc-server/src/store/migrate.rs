@@ -1,6 +1,8 @@
 //! Schema migrations: SQL files embedded from `migrations/<dialect>/`, applied in order at start,
 //! each in its own transaction and recorded in `schema_migrations` in that transaction (a
-//! migration that fails leaves nothing of itself, and one recorded is never applied again). On
+//! migration that fails leaves nothing of itself, and one recorded is never applied again); on
+//! PostgreSQL an index build that must not block writes runs its statements on their own, each
+//! safe to run again (`Migration::concurrent`). On
 //! PostgreSQL an advisory lock keeps nodes that start together from racing. A database whose
 //! schema is newer than this binary's (a newer svc upgraded it) is refused, by `serve` and by
 //! every host command: an older node must not write to a schema it does not know (issue 32,
@@ -16,6 +18,11 @@ struct Migration {
     name: &'static str,
     sqlite: &'static str,
     postgres: &'static str,
+    /// PostgreSQL: each statement runs on its own, outside a transaction, and the migration is
+    /// recorded after the last: an index built `CONCURRENTLY` lets the nodes still running write
+    /// meanwhile. Its statements must be safe to run again (a build cut short leaves an invalid
+    /// index: drop it first).
+    concurrent: bool,
 }
 
 const MIGRATIONS: &[Migration] = &[
@@ -24,72 +31,84 @@ const MIGRATIONS: &[Migration] = &[
         name: "init",
         sqlite: include_str!("../../migrations/sqlite/0001_init.sql"),
         postgres: include_str!("../../migrations/postgres/0001_init.sql"),
+        concurrent: false,
     },
     Migration {
         version: 2,
         name: "event_rows",
         sqlite: include_str!("../../migrations/sqlite/0002_event_rows.sql"),
         postgres: include_str!("../../migrations/postgres/0002_event_rows.sql"),
+        concurrent: false,
     },
     Migration {
         version: 3,
         name: "log_streams",
         sqlite: include_str!("../../migrations/sqlite/0003_log_streams.sql"),
         postgres: include_str!("../../migrations/postgres/0003_log_streams.sql"),
+        concurrent: false,
     },
     Migration {
         version: 4,
         name: "edge_requests",
         sqlite: include_str!("../../migrations/sqlite/0004_edge_requests.sql"),
         postgres: include_str!("../../migrations/postgres/0004_edge_requests.sql"),
+        concurrent: false,
     },
     Migration {
         version: 5,
         name: "request_rows_compact",
         sqlite: include_str!("../../migrations/sqlite/0005_request_rows_compact.sql"),
         postgres: include_str!("../../migrations/postgres/0005_request_rows_compact.sql"),
+        concurrent: false,
     },
     Migration {
         version: 6,
         name: "nodes",
         sqlite: include_str!("../../migrations/sqlite/0006_nodes.sql"),
         postgres: include_str!("../../migrations/postgres/0006_nodes.sql"),
+        concurrent: false,
     },
     Migration {
         version: 7,
         name: "request_templates",
         sqlite: include_str!("../../migrations/sqlite/0007_request_templates.sql"),
         postgres: include_str!("../../migrations/postgres/0007_request_templates.sql"),
+        concurrent: false,
     },
     Migration {
         version: 8,
         name: "template_views",
         sqlite: include_str!("../../migrations/sqlite/0008_template_views.sql"),
         postgres: include_str!("../../migrations/postgres/0008_template_views.sql"),
+        concurrent: false,
     },
     Migration {
         version: 9,
         name: "audit_search",
         sqlite: include_str!("../../migrations/sqlite/0009_audit_search.sql"),
         postgres: include_str!("../../migrations/postgres/0009_audit_search.sql"),
+        concurrent: false,
     },
     Migration {
         version: 10,
         name: "request_orders",
         sqlite: include_str!("../../migrations/sqlite/0010_request_orders.sql"),
         postgres: include_str!("../../migrations/postgres/0010_request_orders.sql"),
+        concurrent: false,
     },
     Migration {
         version: 11,
         name: "template_names",
         sqlite: include_str!("../../migrations/sqlite/0011_template_names.sql"),
         postgres: include_str!("../../migrations/postgres/0011_template_names.sql"),
+        concurrent: false,
     },
     Migration {
         version: 12,
         name: "port_index",
         sqlite: include_str!("../../migrations/sqlite/0012_port_index.sql"),
         postgres: include_str!("../../migrations/postgres/0012_port_index.sql"),
+        concurrent: true,
     },
 ];
 
@@ -190,6 +209,19 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection, migrations: &[M
             Dialect::Postgres => m.postgres,
         };
         tracing::info!(version = m.version, name = m.name, "applying migration");
+        if dialect == Dialect::Postgres && m.concurrent {
+            for statement in statements(sql) {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *conn).await?;
+            }
+            sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
+                .bind(m.version)
+                .bind(m.name)
+                .bind(crate::clock::now_millis())
+                .execute(&mut *conn)
+                .await?;
+            tracing::info!(version = m.version, name = m.name, "applied migration");
+            continue;
+        }
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
         sqlx::raw_sql(sql).execute(&mut *tx).await?;
         sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
@@ -204,15 +236,38 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection, migrations: &[M
     Ok(())
 }
 
+/// The statements of a migration's SQL, one by one: each ends a line with `;`; comment lines
+/// are left out.
+fn statements(sql: &str) -> Vec<String> {
+    sql.split(";\n")
+        .map(|s| {
+            s.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_string()
+        })
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_migrations_statements_are_split_without_its_comments() {
+        let sql = "-- a comment; with a semicolon\nDROP INDEX x;\n\n-- more\nCREATE INDEX x\n    ON t (a);\n";
+        assert_eq!(statements(sql), ["DROP INDEX x", "CREATE INDEX x\n    ON t (a)"]);
+    }
 
     const FIRST: Migration = Migration {
         version: 1,
         name: "first",
         sqlite: "CREATE TABLE a (x INTEGER);",
         postgres: "",
+        concurrent: false,
     };
 
     async fn conn(path: &std::path::Path) -> sqlx::AnyConnection {
@@ -242,6 +297,7 @@ mod tests {
             name: "broken",
             sqlite: "CREATE TABLE b (x INTEGER); INSERT INTO missing VALUES (1);",
             postgres: "",
+            concurrent: false,
         };
         assert!(apply(Dialect::Sqlite, &mut c, &[FIRST, broken]).await.is_err());
         assert_eq!(tables(&mut c).await, ["a", "schema_migrations"], "no table b");
@@ -250,6 +306,7 @@ mod tests {
             name: "fixed",
             sqlite: "CREATE TABLE b (x INTEGER);",
             postgres: "",
+            concurrent: false,
         };
         // Version 1 is not applied again (its CREATE TABLE would fail), version 2 now is; and a
         // third run changes nothing.

@@ -2272,3 +2272,36 @@ async fn port_pages(s: &Store, (a, b): (uuid::Uuid, uuid::Uuid), base: i64, what
     }
     assert!(compared > 30, "{what}: only {compared} non-empty pages");
 }
+
+/// Migration 0012 builds PostgreSQL's port index concurrently, outside a transaction, and
+/// records itself after: a run cut short after the build (the index there, the migration not
+/// recorded) runs again at the next start and ends with one valid index.
+#[tokio::test]
+async fn a_port_index_migration_cut_short_runs_again() {
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
+    let db = match url.strip_prefix("sqlite://") {
+        Some(p) => DatabaseUrl::Sqlite(p.into()),
+        None => DatabaseUrl::Postgres(url.clone()),
+    };
+    let s = Store::open(&db).await.expect("open store");
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::query("DELETE FROM schema_migrations WHERE version = 12").execute(&raw).await.unwrap();
+    drop(s);
+    let s = Store::open(&db).await.expect("open store again");
+    let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = 12")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    assert_eq!(versions, [12]);
+    if s.keeps_port_index() {
+        let valid: Vec<bool> = sqlx::query_scalar(
+            "SELECT i.indisvalid FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE c.relname = 'edge_requests_port'",
+        )
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+        assert_eq!(valid, [true]);
+    }
+}
