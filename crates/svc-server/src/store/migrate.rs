@@ -211,7 +211,9 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection, migrations: &[M
         tracing::info!(version = m.version, name = m.name, "applying migration");
         if dialect == Dialect::Postgres && m.concurrent {
             for statement in statements(sql) {
-                sqlx::raw_sql(sqlx::AssertSqlSafe(statement)).execute(&mut *conn).await?;
+                sqlx::raw_sql(sqlx::AssertSqlSafe(statement))
+                    .execute(&mut *conn)
+                    .await?;
             }
             sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
                 .bind(m.version)

@@ -2286,7 +2286,10 @@ async fn a_port_index_migration_cut_short_runs_again() {
     };
     let s = Store::open(&db).await.expect("open store");
     let raw = sqlx::AnyPool::connect(&url).await.unwrap();
-    sqlx::query("DELETE FROM schema_migrations WHERE version = 12").execute(&raw).await.unwrap();
+    sqlx::query("DELETE FROM schema_migrations WHERE version = 12")
+        .execute(&raw)
+        .await
+        .unwrap();
     drop(s);
     let s = Store::open(&db).await.expect("open store again");
     let versions: Vec<i64> = sqlx::query_scalar("SELECT version FROM schema_migrations WHERE version = 12")
