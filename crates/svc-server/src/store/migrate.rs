@@ -126,10 +126,17 @@ pub async fn run(store: &Store) -> Result<()> {
     let pool = store.pool();
     let mut conn = pool.acquire().await?;
     if store.dialect() == Dialect::Postgres {
-        sqlx::query("SELECT pg_advisory_lock($1)")
+        // Tried every 100 ms rather than waited for in one statement: a waiting statement holds
+        // a snapshot, and an index built `CONCURRENTLY` by the node holding the lock waits for
+        // every snapshot older than its build (a deadlock; `Migration::concurrent`).
+        while !sqlx::query("SELECT pg_try_advisory_lock($1)")
             .bind(PG_LOCK)
-            .execute(&mut *conn)
-            .await?;
+            .fetch_one(&mut *conn)
+            .await?
+            .get::<bool, _>(0)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
     }
     let result = apply(store.dialect(), &mut conn, MIGRATIONS).await;
     if store.dialect() == Dialect::Postgres {
