@@ -222,26 +222,26 @@ async fn apply(dialect: Dialect, conn: &mut sqlx::AnyConnection, migrations: &[M
                     .execute(&mut *conn)
                     .await?;
             }
-            sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
-                .bind(m.version)
-                .bind(m.name)
-                .bind(crate::clock::now_millis())
-                .execute(&mut *conn)
-                .await?;
-            tracing::info!(version = m.version, name = m.name, "applied migration");
-            continue;
+            record(&mut *conn, m).await?;
+        } else {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            sqlx::raw_sql(sql).execute(&mut *tx).await?;
+            record(&mut tx, m).await?;
+            tx.commit().await?;
         }
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        sqlx::raw_sql(sql).execute(&mut *tx).await?;
-        sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
-            .bind(m.version)
-            .bind(m.name)
-            .bind(crate::clock::now_millis())
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
         tracing::info!(version = m.version, name = m.name, "applied migration");
     }
+    Ok(())
+}
+
+/// Records `m` as applied.
+async fn record(conn: &mut sqlx::AnyConnection, m: &Migration) -> Result<()> {
+    sqlx::query("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)")
+        .bind(m.version)
+        .bind(m.name)
+        .bind(crate::clock::now_millis())
+        .execute(conn)
+        .await?;
     Ok(())
 }
 

@@ -7,12 +7,15 @@ use svc_server::store::{AuditRow, EntityRow, EventQuery, EventRow, EventTable, K
 async fn open() -> (Store, crate::support::harness::TempDir) {
     let dir = crate::support::harness::temp_dir();
     let url = crate::support::harness::fresh_database(&dir).await;
-    let db = if let Some(p) = url.strip_prefix("sqlite://") {
-        DatabaseUrl::Sqlite(p.into())
-    } else {
-        DatabaseUrl::Postgres(url)
-    };
-    (Store::open(&db).await.expect("open store"), dir)
+    (Store::open(&database_url(&url)).await.expect("open store"), dir)
+}
+
+/// The store's configuration for a test database's URL.
+fn database_url(url: &str) -> DatabaseUrl {
+    match url.strip_prefix("sqlite://") {
+        Some(p) => DatabaseUrl::Sqlite(p.into()),
+        None => DatabaseUrl::Postgres(url.to_string()),
+    }
 }
 
 fn row(kind: &str, id: &str, body: &str) -> EntityRow {
@@ -626,10 +629,7 @@ async fn migration_2_keeps_the_events_stored_before_it() {
     .await
     .unwrap();
     pool.close().await;
-    let db = match url.strip_prefix("sqlite://") {
-        Some(p) => DatabaseUrl::Sqlite(p.into()),
-        None => DatabaseUrl::Postgres(url.clone()),
-    };
+    let db = database_url(&url);
     let s = Store::open(&db).await.expect("migrates");
     let rs1 = uuid::Uuid::from_u128(0x51);
     let rs = [rs1.to_string()];
@@ -729,10 +729,7 @@ async fn migration_4_keeps_the_events_and_the_stream_cursors() {
     ));
     sqlx::raw_sql(sqlx::AssertSqlSafe(setup)).execute(&pool).await.unwrap();
     pool.close().await;
-    let db = match url.strip_prefix("sqlite://") {
-        Some(p) => DatabaseUrl::Sqlite(p.into()),
-        None => DatabaseUrl::Postgres(url.clone()),
-    };
+    let db = database_url(&url);
     let s = Store::open(&db).await.expect("migrates");
 
     let all = |table| {
@@ -969,10 +966,7 @@ async fn request_rows_leave_out_what_the_views_derive_and_read_it_back() {
     use svc_server::store::{RequestRow, nth_event_id};
     let dir = crate::support::harness::temp_dir();
     let url = crate::support::harness::fresh_database(&dir).await;
-    let db = match url.strip_prefix("sqlite://") {
-        Some(p) => DatabaseUrl::Sqlite(p.into()),
-        None => DatabaseUrl::Postgres(url.clone()),
-    };
+    let db = database_url(&url);
     let s = Store::open(&db).await.expect("open store");
     let rs = uuid::Uuid::from_u128(0x55);
     let now = 1_700_000_000_555;
@@ -1353,10 +1347,7 @@ async fn a_database_of_the_build_before_templates_migrates_with_nothing_lost() {
     .unwrap();
     pool.close().await;
 
-    let db = match url.strip_prefix("sqlite://") {
-        Some(p) => DatabaseUrl::Sqlite(p.into()),
-        None => DatabaseUrl::Postgres(url.clone()),
-    };
+    let db = database_url(&url);
     let s = Store::open(&db).await.expect("migrates");
     // The same request stored now: its texts in a template, its own values in its row.
     let new_first = svc_server::util::uuid_v7(t0 + 10);
@@ -2280,10 +2271,7 @@ async fn port_pages(s: &Store, (a, b): (uuid::Uuid, uuid::Uuid), base: i64, what
 async fn a_port_index_migration_cut_short_runs_again() {
     let dir = crate::support::harness::temp_dir();
     let url = crate::support::harness::fresh_database(&dir).await;
-    let db = match url.strip_prefix("sqlite://") {
-        Some(p) => DatabaseUrl::Sqlite(p.into()),
-        None => DatabaseUrl::Postgres(url.clone()),
-    };
+    let db = database_url(&url);
     let s = Store::open(&db).await.expect("open store");
     let raw = sqlx::AnyPool::connect(&url).await.unwrap();
     sqlx::query("DELETE FROM schema_migrations WHERE version = 12")
