@@ -207,7 +207,7 @@ impl OrderCache {
     /// holds the templates of `seen` (a list may have stored a newer sort meanwhile, or the
     /// cache dropped it): with its time of last use, as not wanted again until a list uses it.
     fn put_refreshed(&mut self, sql: String, seen: Stamp, events: Ordered, content: HashMap<i64, u128>) -> bool {
-        if self.sorted.get(&sql).is_none_or(|s| s.stamp() != seen) {
+        if self.sorted.get(&sql).map(Sorted::stamp) != Some(seen) {
             return false;
         }
         let Some(old) = self.remove(&sql) else {

@@ -26,23 +26,23 @@ impl Store {
             nulls = self.nulls_lowest(desc)
         );
         debug_assert!(!w.rs.is_empty(), "a window has a resource set");
+        if !self.keeps_port_index() {
+            return dense_rows(w.conds, tpls, &order);
+        }
+        let one_set = |rs: &String| dense_rows(&format!("rs = {rs} AND {}", w.times), tpls, &order);
         match w.rs {
-            [rs] if self.keeps_port_index() => dense_rows(&format!("rs = {rs} AND {}", w.times), tpls, &order),
-            _ if self.keeps_port_index() => {
-                let parts: Vec<String> =
-                    w.rs.iter()
-                        .enumerate()
-                        .map(|(i, rs)| {
-                            let set = dense_rows(&format!("rs = {rs} AND {}", w.times), tpls, &order);
-                            format!("SELECT * FROM ({set}) AS p{i}")
-                        })
-                        .collect();
+            [rs] => one_set(rs),
+            sets => {
+                let parts: Vec<String> = sets
+                    .iter()
+                    .enumerate()
+                    .map(|(i, rs)| format!("SELECT * FROM ({}) AS p{i}", one_set(rs)))
+                    .collect();
                 format!(
                     "SELECT seq, tpl, ts, port FROM ({}) AS u {order}",
                     parts.join(" UNION ALL ")
                 )
             }
-            _ => dense_rows(w.conds, tpls, &order),
         }
     }
 }

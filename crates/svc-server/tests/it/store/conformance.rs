@@ -2003,13 +2003,14 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     let rs = uuid::Uuid::from_u128(0x7d);
     let day = 86_400_000i64;
     let base = 1_700_006_400_000i64 - 1_700_006_400_000i64 % day;
-    let store = |ts: i64, k: &'static str| {
+    // One request with one event of `table` whose body's `k` is `k`.
+    let store_in = |table: EventTable, ts: i64, k: &'static str| {
         let s = s.clone();
         async move {
             let first = svc_server::util::uuid_v7(ts);
             let e = EventRow {
                 body: format!("{{\"k\":\"{k}\"}}").into(),
-                ..edge_event(EventTable::Authorization, first, rs, ts, None)
+                ..edge_event(table, first, rs, ts, None)
             };
             let context = RequestContext {
                 context_id: context_of(first),
@@ -2020,6 +2021,7 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
                 .unwrap();
         }
     };
+    let store = |ts: i64, k: &'static str| store_in(EventTable::Authorization, ts, k);
     let compare = |what: &'static str| {
         let s = s.clone();
         async move {
@@ -2078,18 +2080,7 @@ async fn sorted_templates_are_read_again_when_templates_are_added_or_purged() {
     compare("after the purge and a new template").await;
     // Workload events: their sort keeps too, though most of the window's templates (these
     // requests') have no workload event.
-    let first = svc_server::util::uuid_v7(base + day + 30);
-    let w = EventRow {
-        body: r#"{"k":"w"}"#.into(),
-        ..edge_event(EventTable::Workload, first, rs, base + day + 30, None)
-    };
-    let context = RequestContext {
-        context_id: context_of(first),
-        source_port: 1000,
-    };
-    s.insert_requests(&RequestRow::group(&[w], None, Some(context)))
-        .await
-        .unwrap();
+    store_in(EventTable::Workload, base + day + 30, "w").await;
     let q = EventQuery {
         rs: vec![rs.to_string()],
         order_col: "ts",
