@@ -170,7 +170,13 @@ pub async fn retention(app: &App) -> Result<u64, crate::store::StoreError> {
     }
     let cutoff = crate::clock::now_millis() - days * 86_400_000;
     let floors = crate::service::streams::retention_floors(app).await?;
-    app.store.purge_events_through(cutoff, &floors).await
+    let started = std::time::Instant::now();
+    let purged = app.store.purge_events_through(cutoff, &floors).await?;
+    if purged > 0 {
+        let ms = started.elapsed().as_millis() as u64;
+        tracing::info!(rows = purged, ms, "event retention purged old rows");
+    }
+    Ok(purged)
 }
 
 /// Whether a period of `secs` seconds is over since `last` at `now` (ms); never synced: over.

@@ -14,7 +14,8 @@ use sqlx::any::AnyRow;
 use super::events::{BindValue, EventQuery, EventTable, bound};
 use super::{Dialect, Result, Store};
 
-/// The rows of one group that are read through `(rs, tpl, ts)` and sorted, at most; a group with
+/// The rows of one group that are read through the templates' rows ([`Store::template_rows`])
+/// and sorted, at most; a group with
 /// more is read in time order off `(rs, ts)`, where its rows are dense enough to fill a page soon.
 pub const FEW_ROWS: i64 = 20_000;
 
@@ -295,7 +296,8 @@ impl Store {
         let in_window = |columns: &str| {
             format!(
                 "SELECT {columns} FROM edge_templates AS t WHERE {days} AND EXISTS \
-                 (SELECT 1 FROM edge_requests WHERE {window} AND tpl = t.id)",
+                 (SELECT 1 FROM {rows} WHERE {window} AND tpl = t.id)",
+                rows = self.template_rows(),
                 window = w.conds,
                 days = w.days,
             )
@@ -456,7 +458,7 @@ impl Store {
     /// The events of `q`'s page (`offset..offset + limit`) of the `groups` in their order, each
     /// group's events in `order` (newest first when `desc`), then in the order they were
     /// written (`rseq`, `n`). Reads, per group until the page is full, the sequence numbers of
-    /// its rows in that order (a few: through `(rs, tpl, ts)`, sorted; many: off `(rs, ts)`, or
+    /// its rows in that order (a few: through the templates' rows, sorted; many: off `(rs, ts)`, or
     /// by port, `store::ports`; `dense` says which when the caller knows), and then only the
     /// page's rows through the event view.
     pub(super) async fn page_of_groups(
@@ -517,7 +519,7 @@ impl Store {
             };
             // Each row holds at least one of the group's events.
             let need = skip + want;
-            // A few rows are read through `(rs, tpl, ts)` and sorted, many in order off
+            // A few rows are read through the templates' rows and sorted, many in order off
             // `(rs, ts)` (`+ 0` keeps the planner off the index not meant), or by port
             // (`store::ports`): rows sorted, not their events.
             let tpl_col = if few { "tpl" } else { "(tpl + 0)" };
@@ -621,12 +623,13 @@ impl Store {
         Ok(page)
     }
 
-    /// A statement giving `columns` (of `edge_requests`) of at most `limit` of the rows of the
-    /// templates `tpls` in the window `window`: in time order (newest first when `Some(true)`;
-    /// then in the order written), or in any order (`None`). Reads each template's rows through
-    /// `(rs, tpl, ts)`: SQLite does for an `IN` list; PostgreSQL's planner would scan the table for
-    /// a long one (it expects every template to hold as many rows), so there each template is
-    /// read on its own (`LATERAL`), at most `limit` rows of it in that order, and the rows merged.
+    /// A statement giving `columns` (of `seq, tpl, ts, port`) of at most `limit` of the rows of
+    /// the templates `tpls` in the window `window`: in time order (newest first when
+    /// `Some(true)`; then in the order written), or in any order (`None`). Reads each template's
+    /// rows through [`Store::template_rows`]: SQLite does for an `IN` list (a row's port, where
+    /// asked for, from its row); PostgreSQL's planner would scan the table for a long one (it
+    /// expects every template to hold as many rows), so there each template is read on its own
+    /// (`LATERAL`), at most `limit` rows of it in that order, and the rows merged.
     pub(super) fn rows_of_templates(
         &self,
         window: &str,
@@ -638,16 +641,42 @@ impl Store {
         let list = id_list(tpls.iter().copied());
         let dir = |desc: bool| if desc { "DESC" } else { "ASC" };
         match self.dialect() {
-            // `+ 0`: sorted, not read in the time index's order.
             Dialect::Sqlite => format!(
-                "SELECT {columns} FROM edge_requests WHERE {window} AND tpl IN ({list}){} LIMIT {limit}",
-                newest_first.map_or(String::new(), |d| format!(" ORDER BY (ts + 0) {0}, seq {0}", dir(d)))
+                "SELECT {columns} FROM (SELECT seq, tpl, ts, \
+                 (SELECT port FROM edge_requests AS r WHERE r.seq = x.seq) AS port \
+                 FROM edge_request_tpls AS x WHERE {window} AND tpl IN ({list})){} LIMIT {limit}",
+                newest_first.map_or(String::new(), |d| format!(" ORDER BY ts {0}, seq {0}", dir(d)))
             ),
             Dialect::Postgres => format!(
                 "SELECT {columns} FROM unnest(ARRAY[{list}]::bigint[]) AS u(t) CROSS JOIN LATERAL \
                  (SELECT seq, tpl, ts, port FROM edge_requests WHERE {window} AND tpl = u.t{o} LIMIT {limit}) AS r{o} LIMIT {limit}",
                 o = newest_first.map_or(String::new(), |d| format!(" ORDER BY ts {0}, seq {0}", dir(d)))
             ),
+        }
+    }
+
+    /// The table whose rows list each templated request row by template, then time
+    /// (`tpl, ts, seq, rs`): on SQLite a table of its own (migration 0013: the purge deletes each
+    /// in its own order), on PostgreSQL `edge_requests` with its `(rs, tpl, ts)` index.
+    pub(super) fn template_rows(&self) -> &'static str {
+        match self.dialect() {
+            Dialect::Sqlite => "edge_request_tpls",
+            Dialect::Postgres => "edge_requests",
+        }
+    }
+
+    /// The condition on an event view (its `rseq`) that keeps the rows of templates `list` (an
+    /// id list) in the window `w` and replaces `w`'s own conditions: read through
+    /// [`Store::template_rows`] (on SQLite, rows then found by their `seq`).
+    pub(super) fn rows_of_templates_cond(&self, w: &Window<'_>, list: &str) -> String {
+        match self.dialect() {
+            Dialect::Sqlite => {
+                format!(
+                    "rseq IN (SELECT seq FROM edge_request_tpls WHERE {} AND tpl IN ({list}))",
+                    w.conds
+                )
+            }
+            Dialect::Postgres => format!("{} AND tpl IN ({list})", w.conds),
         }
     }
 

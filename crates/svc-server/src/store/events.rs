@@ -661,8 +661,16 @@ fn insert_chunks(rows: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     })
 }
 
+/// The statement storing `rows` request rows. On SQLite `OR FAIL`: a failing row stops the
+/// statement without undoing its rows before (the writer's transaction is rolled back then
+/// anyway), so SQLite keeps no statement journal for it, which a statement of several rows, or
+/// with migration 0013's trigger, would otherwise copy each page it changes into.
 fn request_insert_sql(dialect: Dialect, rows: usize) -> String {
-    multi_insert_sql(dialect, "edge_requests", REQUEST_COLUMNS, rows)
+    let insert = multi_insert_sql(dialect, "edge_requests", REQUEST_COLUMNS, rows);
+    match dialect {
+        Dialect::Sqlite => insert.replacen("INSERT INTO", "INSERT OR FAIL INTO", 1),
+        Dialect::Postgres => insert,
+    }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1007,7 +1015,7 @@ impl Store {
         }
         let mut ids: Vec<i64> = per.keys().copied().collect();
         ids.sort_unstable();
-        // The first `EXACT_TOTAL + 1` matching rows, in the order of the `(rs, tpl, ts)` index
+        // The first `EXACT_TOTAL + 1` matching rows, in the templates' rows' order
         // (a few rows: read through it); when there are more, the oldest (in one resource set),
         // as the count of `query_events` samples them for its estimate.
         let cap = EXACT_TOTAL + 1;
@@ -1139,12 +1147,14 @@ impl Store {
                     total,
                     estimated,
                 } => {
-                    // Few rows: only theirs are read (the `(rs, tpl, ts)` index).
+                    // Few rows: only theirs are read (`Store::template_rows`), the window's
+                    // conditions with them.
                     if few {
                         let mut tpls: Vec<i64> = pairs.iter().map(|(t, _)| *t).collect();
                         tpls.sort_unstable();
                         tpls.dedup();
-                        conds.push(format!("tpl IN ({})", super::event_pages::id_list(tpls.into_iter())));
+                        let list = super::event_pages::id_list(tpls.into_iter());
+                        conds = vec![self.rows_of_templates_cond(&window, &list)];
                     }
                     matching = Some((pairs, !few));
                     counted = Some((total, estimated));
@@ -1448,27 +1458,47 @@ impl Store {
             .min()
             .map(|f| (f + 1).div_euclid(EVENTS_PER_REQUEST as i64) - 1);
         let mut total = 0;
-        for (name, time, floor) in [
-            ("audit_logs", "created_at", floor(EventTable::Audit)),
-            ("edge_requests", "ts", edge_floor),
+        for (name, time, floor, chunk) in [
+            ("audit_logs", "created_at", floor(EventTable::Audit), AUDIT_PURGE_CHUNK),
+            ("edge_requests", "ts", edge_floor, PURGE_CHUNK),
         ] {
             let bound = if floor.is_some() { " AND seq <= $2" } else { "" };
+            // The head's old rows, as one range of `seq` (a range delete reads each page once;
+            // a list of `seq`s was a lookup each, run 40).
             let sql = format!(
-                "DELETE FROM {name} WHERE seq IN (SELECT seq FROM \
-                 (SELECT seq, {time} FROM {name} ORDER BY seq LIMIT {PURGE_CHUNK}) AS head WHERE {time} < $1{bound})"
+                "DELETE FROM {name} WHERE seq <= (SELECT MAX(seq) FROM \
+                 (SELECT seq FROM {name} ORDER BY seq LIMIT {chunk}) AS head) AND {time} < $1{bound}"
             );
             loop {
-                let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(before);
-                if let Some(f) = floor {
-                    q = q.bind(f);
-                }
-                let n = q.execute(self.pool()).await?.rows_affected();
+                // On SQLite through the event writer's connection: a chunk and an event batch
+                // take turns in its queue. From a connection of its own the purge raced the
+                // writer for the write lock, and SQLite's busy wait (1 to 100 ms a try) left a
+                // writer that kept losing to back-to-back chunks waiting up to 1.3 s (run 40).
+                let n = match &self.events {
+                    Some(writer) => {
+                        let mut q = sqlx::query::<Sqlite>(sqlx::AssertSqlSafe(sql.clone())).bind(before);
+                        if let Some(f) = floor {
+                            q = q.bind(f);
+                        }
+                        q.execute(writer).await?.rows_affected()
+                    }
+                    None => {
+                        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(before);
+                        if let Some(f) = floor {
+                            q = q.bind(f);
+                        }
+                        q.execute(self.pool()).await?.rows_affected()
+                    }
+                };
                 total += n;
                 if n == 0 {
                     break;
                 }
                 tokio::task::yield_now().await;
             }
+        }
+        if let Some(writer) = &self.events {
+            self.purge_template_rows(writer, before, edge_floor).await?;
         }
         // The templates no request row can refer to any more (migration 0007): a row refers to a
         // template of its own day, and the rows left start at the head; a day more is kept for a
@@ -1483,6 +1513,90 @@ impl Store {
             .execute(self.pool())
             .await?;
         Ok(total)
+    }
+}
+
+impl Store {
+    /// SQLite's retention of `edge_request_tpls` (migration 0013), after `edge_requests`'
+    /// (deleting `ts < before` from its head, at most to `floor`): the entries of the rows
+    /// deleted, in the table's own order (template, time), in chunks of [`PURGE_CHUNK`] through
+    /// the event writer's connection `writer` (each resumes where the last stopped: an entry
+    /// kept is read once). An entry goes when its row's
+    /// `ts < before` and `seq ≤ last`, `last` the greatest `seq` of the first chunk of the rows
+    /// left (or `floor`, if lower): such a row was in the purge's last chunk and would have been
+    /// deleted; and every row deleted, now or by a purge cut short before, is at or below it.
+    /// Returns the number of entries deleted.
+    async fn purge_template_rows(&self, writer: &sqlx::SqlitePool, before: i64, floor: Option<i64>) -> Result<u64> {
+        let head: Option<i64> = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT MAX(seq) FROM (SELECT seq FROM edge_requests ORDER BY seq LIMIT {PURGE_CHUNK}) AS head"
+        )))
+        .fetch_one(self.pool())
+        .await?
+        .get(0);
+        let last = match (head, floor) {
+            (Some(h), Some(f)) => h.min(f),
+            (Some(h), None) => h,
+            // No row left: every entry of a row older than `before` is one deleted.
+            (None, f) => f.unwrap_or(i64::MAX),
+        };
+        // Entries older than `before` are of templates of its day or before (a row's template
+        // is of its own day).
+        let Some(highest): Option<i64> = sqlx::query("SELECT MAX(id) FROM edge_templates WHERE day <= $1")
+            .bind(day_of(before))
+            .fetch_one(self.pool())
+            .await?
+            .get(0)
+        else {
+            return Ok(0);
+        };
+        // Each chunk: the key of its last entry, then its entries as one range of the key (a
+        // range delete reads each page once; a list of keys was a lookup each, run 40), the rest
+        // at once when fewer than a chunk are left.
+        let matching = "tpl <= $4 AND ts < $5 AND seq <= $6";
+        let find = format!(
+            "SELECT tpl, ts, seq FROM edge_request_tpls WHERE (tpl, ts, seq) > ($1, $2, $3) AND {matching} \
+             ORDER BY tpl, ts, seq LIMIT 1 OFFSET {}",
+            PURGE_CHUNK - 1
+        );
+        // Bounded by the two keys alone: with `tpl <= $4` beside them, SQLite 3.51 reads from
+        // the first key to `tpl`'s bound, the whole table after it (run 40).
+        let chunk = "DELETE FROM edge_request_tpls WHERE (tpl, ts, seq) > ($1, $2, $3) \
+                     AND (tpl, ts, seq) <= ($4, $5, $6) AND ts < $7 AND seq <= $8";
+        let rest = format!("DELETE FROM edge_request_tpls WHERE (tpl, ts, seq) > ($1, $2, $3) AND {matching}");
+        let mut from = (i64::MIN, i64::MIN, i64::MIN);
+        let mut total = 0;
+        loop {
+            let bind = |sql: &str| {
+                sqlx::query::<Sqlite>(sqlx::AssertSqlSafe(sql.to_string()))
+                    .bind(from.0)
+                    .bind(from.1)
+                    .bind(from.2)
+                    .bind(highest)
+                    .bind(before)
+                    .bind(last)
+            };
+            let to: Option<(i64, i64, i64)> = bind(&find)
+                .fetch_optional(writer)
+                .await?
+                .map(|r| (r.get(0), r.get(1), r.get(2)));
+            let Some(to) = to else {
+                return Ok(total + bind(&rest).execute(writer).await?.rows_affected());
+            };
+            total += sqlx::query::<Sqlite>(chunk)
+                .bind(from.0)
+                .bind(from.1)
+                .bind(from.2)
+                .bind(to.0)
+                .bind(to.1)
+                .bind(to.2)
+                .bind(before)
+                .bind(last)
+                .execute(writer)
+                .await?
+                .rows_affected();
+            from = to;
+            tokio::task::yield_now().await;
+        }
     }
 }
 
@@ -1537,8 +1651,14 @@ pub fn context_of(first: Uuid) -> Uuid {
     Uuid::from_bytes(b)
 }
 
-/// Rows per retention `DELETE` (see [`Store::purge_events`]).
-pub const PURGE_CHUNK: usize = 2000;
+/// Rows per retention `DELETE` (see [`Store::purge_events`]): on SQLite, a chunk of request
+/// rows (or of `edge_request_tpls`) holds the event writer's connection ~1-2 ms under load.
+pub const PURGE_CHUNK: usize = 1000;
+
+/// Audit entries per retention `DELETE`: each takes its 33 order indexes and its search index's
+/// trigrams with it (~120 µs on an idle SQLite, ~400 under load), so a chunk of 2,000 held the
+/// event writer for 242 ms and one of 100 for ~40 ms (run 40); 16 hold it ~6 ms.
+pub const AUDIT_PURGE_CHUNK: usize = 16;
 
 #[derive(Clone)]
 pub(super) enum BindValue {

@@ -110,6 +110,13 @@ const MIGRATIONS: &[Migration] = &[
         postgres: include_str!("../../migrations/postgres/0012_port_index.sql"),
         concurrent: true,
     },
+    Migration {
+        version: 13,
+        name: "template_rows",
+        sqlite: include_str!("../../migrations/sqlite/0013_template_rows.sql"),
+        postgres: include_str!("../../migrations/postgres/0013_template_rows.sql"),
+        concurrent: false,
+    },
 ];
 
 /// The versions of every migration this binary knows, in order.

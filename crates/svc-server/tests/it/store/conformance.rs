@@ -310,7 +310,12 @@ async fn event_queries_filter_order_and_page() {
     assert_eq!(s.purge_events(10_000).await.unwrap(), 4);
 
     // Retention purges from the head in chunks: more old rows than one chunk all go, the newer
-    // rows behind them stay.
+    // rows behind them stay; audit entries in chunks of their own size.
+    let old_audit: Vec<AuditRow> = (0..svc_server::store::AUDIT_PURGE_CHUNK + 7)
+        .map(|i| audit(&format!("old{i}"), "rs1", 1_000 + i as i64, "Roles", ""))
+        .chain([audit("new", "rs1", 20_000, "Roles", "")])
+        .collect();
+    s.insert_audit_now(&old_audit).await.unwrap();
     // (Each its own request: a time of its own.)
     let old_rows: Vec<EventRow> = (0..svc_server::store::PURGE_CHUNK + 150)
         .map(|i| EventRow {
@@ -328,7 +333,7 @@ async fn event_queries_filter_order_and_page() {
     s.insert_events(&new_rows).await.unwrap();
     assert_eq!(
         s.purge_events(10_000).await.unwrap(),
-        (svc_server::store::PURGE_CHUNK + 150) as u64
+        (svc_server::store::PURGE_CHUNK + 150 + svc_server::store::AUDIT_PURGE_CHUNK + 7) as u64
     );
     let all = EventQuery {
         rs: vec![rs1.to_string()],
@@ -337,6 +342,13 @@ async fn event_queries_filter_order_and_page() {
         ..Default::default()
     };
     assert_eq!(s.query_events(EventTable::Authorization, &all).await.unwrap().total, 3);
+    let audit_left = EventQuery {
+        rs: vec!["rs1".into()],
+        order_col: "created_at",
+        limit: 10,
+        ..Default::default()
+    };
+    assert_eq!(s.query_events(EventTable::Audit, &audit_left).await.unwrap().total, 1);
     s.close().await;
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -2286,4 +2298,130 @@ async fn a_port_index_migration_cut_short_runs_again() {
         .unwrap();
         assert_eq!(valid, [true]);
     }
+}
+
+/// Retention deletes a request row's entry in the templates' rows (SQLite's `edge_request_tpls`,
+/// migration 0013, purged in its own order) with the row, and no other: after a purge held back
+/// by a log stream's floor, after a purge cut short between the two tables (the next one deletes
+/// what it left), and after one of every old row, each entry is exactly a templated row's
+/// (template, time, resource set), more than a chunk of them gone each time. The lists read
+/// through them page as the one-statement read.
+#[tokio::test]
+async fn retention_deletes_each_template_row_with_its_request_row() {
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
+    let s = Store::open(&database_url(&url)).await.expect("open store");
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    let (a, b) = (uuid::Uuid::from_u128(0x7a), uuid::Uuid::from_u128(0x7b));
+    let day = 86_400_000;
+    let base = 19_800 * day;
+    // 6,000 requests over three days, a minute apart in each set, every 13th written an hour
+    // late; five kinds of request a day and set (templates).
+    for chunk in 0..12 {
+        let mut batch = Vec::new();
+        for r in chunk * 500..chunk * 500 + 500 {
+            let back = if r % 13 == 0 { 3_600_000 } else { 0 };
+            let ts = base + r as i64 * 43_200 - back;
+            let set = if r % 4 == 0 { b } else { a };
+            batch.push(EventRow {
+                body: format!("{{\"k\":{}}}", r % 5).into(),
+                ..edge_event(EventTable::Authorization, svc_server::util::uuid_v7(ts), set, ts, None)
+            });
+        }
+        s.insert_events(&batch).await.unwrap();
+    }
+    let sqlite = url.starts_with("sqlite:");
+    // The templated rows' count; on SQLite every entry is one of theirs, with its values
+    // (PostgreSQL reads the rows themselves).
+    let pool = &raw;
+    let entries = || async move {
+        let rows = "SELECT seq, tpl, ts, rs FROM edge_requests WHERE tpl IS NOT NULL ORDER BY seq";
+        let entries = if sqlite {
+            "SELECT seq, tpl, ts, rs FROM edge_request_tpls ORDER BY seq"
+        } else {
+            rows
+        };
+        let read = |sql: &'static str| async move {
+            sqlx::query(sql)
+                .fetch_all(pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| {
+                    use sqlx::Row;
+                    (
+                        r.get::<i64, _>(0),
+                        r.get::<i64, _>(1),
+                        r.get::<i64, _>(2),
+                        r.get::<String, _>(3),
+                    )
+                })
+                .collect::<Vec<_>>()
+        };
+        let (rows, entries) = (read(rows).await, read(entries).await);
+        let odd = rows.iter().zip(&entries).find(|(r, e)| r != e);
+        assert!(
+            rows == entries,
+            "{} rows, {} entries, first odd {odd:?}",
+            rows.len(),
+            entries.len()
+        );
+        rows.len()
+    };
+    let lists = |what: &'static str| {
+        let s = s.clone();
+        async move {
+            for rs in [vec![a.to_string()], vec![a.to_string(), b.to_string()]] {
+                for (from, to) in [(None, None), (Some(base + day), Some(base + 2 * day))] {
+                    for q in [
+                        EventQuery {
+                            eq: vec![("event_type", "access.credential".into())],
+                            ..Default::default()
+                        },
+                        EventQuery {
+                            order_col: "event_type",
+                            ..Default::default()
+                        },
+                    ] {
+                        let q = EventQuery {
+                            rs: rs.clone(),
+                            from,
+                            to,
+                            limit: 50,
+                            few_rows: Some(100_000),
+                            ..q
+                        };
+                        let (got, want) = both_reads(&s, EventTable::Authorization, &q).await;
+                        assert_eq!(page_ids(&got), page_ids(&want), "{what}: {rs:?} {from:?}..{to:?}");
+                        assert_eq!(got.total, want.total, "{what}: {rs:?} {from:?}..{to:?}");
+                    }
+                }
+            }
+        }
+    };
+    assert_eq!(entries().await, 6_000);
+    lists("written").await;
+    // Noon of the second day is after the first 3,000 requests (and 7 written late). A stream
+    // has delivered up to the 2,500th: the purge stops there.
+    let noon = base + day + day / 2;
+    let floor: i64 = sqlx::query_scalar("SELECT seq FROM edge_requests ORDER BY seq LIMIT 1 OFFSET 2499")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    let floors = [(EventTable::Authorization, floor * 16 + 15)];
+    assert_eq!(s.purge_events_through(noon, &floors).await.unwrap(), 2_500);
+    assert_eq!(entries().await, 3_500);
+    lists("purged to a stream's floor").await;
+    // A purge cut short between the tables: the next 300 rows gone from `edge_requests` only.
+    sqlx::query("DELETE FROM edge_requests WHERE seq IN (SELECT seq FROM edge_requests ORDER BY seq LIMIT 300)")
+        .execute(&raw)
+        .await
+        .unwrap();
+    assert_eq!(s.purge_events(noon).await.unwrap(), 207);
+    assert_eq!(entries().await, 2_993);
+    lists("after a purge cut short").await;
+    // Every row of the first two days, 7 of them written late into the third.
+    assert_eq!(s.purge_events(base + 2 * day).await.unwrap(), 1_000);
+    assert_eq!(entries().await, 1_993);
+    lists("purged to the third day").await;
 }
