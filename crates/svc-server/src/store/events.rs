@@ -1436,7 +1436,7 @@ impl Store {
 
     /// Deletes records older than `before` (ms) (retention): audit entries and edge requests.
     /// Rows are appended in time order, so the old ones are the head of each table by `seq`: the
-    /// purge deletes them from the head in chunks of [`PURGE_CHUNK`], each its own short
+    /// purge deletes them from the head in chunks (`Store::purge_chunk`), each its own short
     /// statement, and stops at the first chunk with nothing old in it. It never scans a table
     /// (there is no index on the time column) and never holds the write lock long enough to
     /// stall the event writer. A row written out of order (another node's clock, seconds at
@@ -1459,8 +1459,13 @@ impl Store {
             .map(|f| (f + 1).div_euclid(EVENTS_PER_REQUEST as i64) - 1);
         let mut total = 0;
         for (name, time, floor, chunk) in [
-            ("audit_logs", "created_at", floor(EventTable::Audit), AUDIT_PURGE_CHUNK),
-            ("edge_requests", "ts", edge_floor, PURGE_CHUNK),
+            (
+                "audit_logs",
+                "created_at",
+                floor(EventTable::Audit),
+                self.purge_chunk(true),
+            ),
+            ("edge_requests", "ts", edge_floor, self.purge_chunk(false)),
         ] {
             let bound = if floor.is_some() { " AND seq <= $2" } else { "" };
             // The head's old rows, as one range of `seq` (a range delete reads each page once;
@@ -1519,7 +1524,7 @@ impl Store {
 impl Store {
     /// SQLite's retention of `edge_request_tpls` (migration 0013), after `edge_requests`'
     /// (deleting `ts < before` from its head, at most to `floor`): the entries of the rows
-    /// deleted, in the table's own order (template, time), in chunks of [`PURGE_CHUNK`] through
+    /// deleted, in the table's own order (template, time), in chunks of [`SQLITE_PURGE_CHUNK`] through
     /// the event writer's connection `writer` (each resumes where the last stopped: an entry
     /// kept is read once). An entry goes when its row's
     /// `ts < before` and `seq ≤ last`, `last` the greatest `seq` of the first chunk of the rows
@@ -1528,7 +1533,7 @@ impl Store {
     /// Returns the number of entries deleted.
     async fn purge_template_rows(&self, writer: &sqlx::SqlitePool, before: i64, floor: Option<i64>) -> Result<u64> {
         let head: Option<i64> = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT MAX(seq) FROM (SELECT seq FROM edge_requests ORDER BY seq LIMIT {PURGE_CHUNK}) AS head"
+            "SELECT MAX(seq) FROM (SELECT seq FROM edge_requests ORDER BY seq LIMIT {SQLITE_PURGE_CHUNK}) AS head"
         )))
         .fetch_one(self.pool())
         .await?
@@ -1556,7 +1561,7 @@ impl Store {
         let find = format!(
             "SELECT tpl, ts, seq FROM edge_request_tpls WHERE (tpl, ts, seq) > ($1, $2, $3) AND {matching} \
              ORDER BY tpl, ts, seq LIMIT 1 OFFSET {}",
-            PURGE_CHUNK - 1
+            SQLITE_PURGE_CHUNK - 1
         );
         // Bounded by the two keys alone: with `tpl <= $4` beside them, SQLite 3.51 reads from
         // the first key to `tpl`'s bound, the whole table after it (run 40).
@@ -1651,14 +1656,29 @@ pub fn context_of(first: Uuid) -> Uuid {
     Uuid::from_bytes(b)
 }
 
-/// Rows per retention `DELETE` (see [`Store::purge_events`]): on SQLite, a chunk of request
-/// rows (or of `edge_request_tpls`) holds the event writer's connection ~1-2 ms under load.
-pub const PURGE_CHUNK: usize = 1000;
+/// Rows per retention `DELETE` (see [`Store::purge_events`]), at most: PostgreSQL's chunks
+/// (each statement locks only its rows; 394,000 request rows a second, run 36).
+pub const PURGE_CHUNK: usize = 2000;
 
-/// Audit entries per retention `DELETE`: each takes its 33 order indexes and its search index's
-/// trigrams with it (~120 µs on an idle SQLite, ~400 under load), so a chunk of 2,000 held the
-/// event writer for 242 ms and one of 100 for ~40 ms (run 40); 16 hold it ~6 ms.
-pub const AUDIT_PURGE_CHUNK: usize = 16;
+/// SQLite's request rows (and `edge_request_tpls` entries) per retention `DELETE`: a chunk holds
+/// the event writer's connection ~1-2 ms under load (run 40).
+const SQLITE_PURGE_CHUNK: usize = 1000;
+
+/// SQLite's audit entries per retention `DELETE`: each takes its 33 order indexes and its search
+/// index's trigrams with it (~120 µs idle, ~400 under load), so a chunk of 2,000 held the event
+/// writer for 242 ms and one of 100 for ~40 ms (run 40); 16 hold it ~6 ms.
+const SQLITE_AUDIT_PURGE_CHUNK: usize = 16;
+
+impl Store {
+    /// Rows of `audit_logs` (`audit`) or `edge_requests` per retention `DELETE` here.
+    fn purge_chunk(&self, audit: bool) -> usize {
+        match (self.dialect(), audit) {
+            (Dialect::Sqlite, true) => SQLITE_AUDIT_PURGE_CHUNK,
+            (Dialect::Sqlite, false) => SQLITE_PURGE_CHUNK,
+            (Dialect::Postgres, _) => PURGE_CHUNK,
+        }
+    }
+}
 
 #[derive(Clone)]
 pub(super) enum BindValue {

@@ -19,8 +19,8 @@ mod streams;
 
 pub(crate) use events::v7_millis;
 pub use events::{
-    AUDIT_PURGE_CHUNK, AuditRow, Columns, EVENTS_PER_REQUEST, EXACT_TOTAL, EventQuery, EventRow, EventTable,
-    PURGE_CHUNK, QueryPage, RequestContext, RequestRow, context_of, nth_event_id,
+    AuditRow, Columns, EVENTS_PER_REQUEST, EXACT_TOTAL, EventQuery, EventRow, EventTable, PURGE_CHUNK, QueryPage,
+    RequestContext, RequestRow, context_of, nth_event_id,
 };
 pub use streams::{CursorOp, CursorRow, Deliverer, Outcome, StreamRecord};
 

@@ -310,8 +310,8 @@ async fn event_queries_filter_order_and_page() {
     assert_eq!(s.purge_events(10_000).await.unwrap(), 4);
 
     // Retention purges from the head in chunks: more old rows than one chunk all go, the newer
-    // rows behind them stay; audit entries in chunks of their own size.
-    let old_audit: Vec<AuditRow> = (0..svc_server::store::AUDIT_PURGE_CHUNK + 7)
+    // rows behind them stay; audit entries too (in chunks of their own size on SQLite).
+    let old_audit: Vec<AuditRow> = (0..svc_server::store::PURGE_CHUNK + 7)
         .map(|i| audit(&format!("old{i}"), "rs1", 1_000 + i as i64, "Roles", ""))
         .chain([audit("new", "rs1", 20_000, "Roles", "")])
         .collect();
@@ -333,7 +333,7 @@ async fn event_queries_filter_order_and_page() {
     s.insert_events(&new_rows).await.unwrap();
     assert_eq!(
         s.purge_events(10_000).await.unwrap(),
-        (svc_server::store::PURGE_CHUNK + 150 + svc_server::store::AUDIT_PURGE_CHUNK + 7) as u64
+        (2 * svc_server::store::PURGE_CHUNK + 157) as u64
     );
     let all = EventQuery {
         rs: vec![rs1.to_string()],
