@@ -670,12 +670,13 @@ impl Store {
     /// [`Store::template_rows`] (on SQLite, rows then found by their `seq`).
     pub(super) fn rows_of_templates_cond(&self, w: &Window<'_>, list: &str) -> String {
         match self.dialect() {
-            Dialect::Sqlite => {
-                format!(
-                    "rseq IN (SELECT seq FROM edge_request_tpls WHERE {} AND tpl IN ({list}))",
-                    w.conds
-                )
-            }
+            // The resource sets again on the rows (`+`: not read through `(rs, ts)`): the
+            // entries' `rs` is a copy.
+            Dialect::Sqlite => format!(
+                "rseq IN (SELECT seq FROM edge_request_tpls WHERE {} AND tpl IN ({list})) AND +rs IN ({})",
+                w.conds,
+                w.rs.join(", ")
+            ),
             Dialect::Postgres => format!("{} AND tpl IN ({list})", w.conds),
         }
     }

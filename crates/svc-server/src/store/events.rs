@@ -1530,84 +1530,70 @@ impl Store {
 impl Store {
     /// SQLite's retention of `edge_request_tpls` (migration 0013), after `edge_requests`'
     /// (deleting `ts < before` from its head, at most to `floor`): the entries of the rows
-    /// deleted, in the table's own order (template, time), in chunks of [`SQLITE_PURGE_CHUNK`] through
-    /// the event writer's connection `writer` (each resumes where the last stopped: an entry
-    /// kept is read once). An entry goes when its row's
-    /// `ts < before` and `seq ≤ last`, `last` the greatest `seq` of the first chunk of the rows
-    /// left (or `floor`, if lower): such a row was in the purge's last chunk and would have been
-    /// deleted; and every row deleted, now or by a purge cut short before, is at or below it.
-    /// Returns the number of entries deleted.
+    /// deleted. An entry goes when its row's `ts < before` and `seq ≤ last`, `last` the greatest
+    /// `seq` of the first chunk of the rows left (or `floor`, if lower): such a row was in the
+    /// purge's last chunk and would have been deleted; every row deleted, now or by a purge cut
+    /// short before, is at or below it. (Between the two passes, seconds, and after a purge cut
+    /// short until the next, an entry can outlive its row: a list then counts it and skips it.)
+    ///
+    /// Template by template (those with such an entry, found by reading), each one's old entries
+    /// a range of its key (`tpl`, `ts`), deleted through the event writer's connection `writer`
+    /// in chunks of about [`SQLITE_PURGE_CHUNK`]: the entries kept (the rest of the cutoff's
+    /// day, a stream's floor) are never read on that connection. Returns the entries deleted.
     async fn purge_template_rows(&self, writer: &sqlx::SqlitePool, before: i64, floor: Option<i64>) -> Result<u64> {
-        let head: Option<i64> = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT MAX(seq) FROM (SELECT seq FROM edge_requests ORDER BY seq LIMIT {SQLITE_PURGE_CHUNK}) AS head"
+        // No row left: the highest `seq` handed out (a row stored after has a greater one).
+        let head: i64 = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT COALESCE((SELECT MAX(seq) FROM (SELECT seq FROM edge_requests ORDER BY seq LIMIT {SQLITE_PURGE_CHUNK})), \
+             (SELECT seq FROM sqlite_sequence WHERE name = 'edge_requests'), 0)"
         )))
         .fetch_one(self.pool())
         .await?
         .get(0);
-        let last = match (head, floor) {
-            (Some(h), Some(f)) => h.min(f),
-            (Some(h), None) => h,
-            // No row left: every entry of a row older than `before` is one deleted.
-            (None, f) => f.unwrap_or(i64::MAX),
-        };
-        // Entries older than `before` are of templates of its day or before (a row's template
-        // is of its own day).
-        let Some(highest): Option<i64> = sqlx::query("SELECT MAX(id) FROM edge_templates WHERE day <= $1")
-            .bind(day_of(before))
-            .fetch_one(self.pool())
-            .await?
-            .get(0)
-        else {
-            return Ok(0);
-        };
-        // Each chunk: the key of its last entry, then its entries as one range of the key (a
-        // range delete reads each page once; a list of keys was a lookup each, run 40), the rest
-        // at once when fewer than a chunk are left.
-        let matching = "tpl <= $4 AND ts < $5 AND seq <= $6";
+        let last = floor.map_or(head, |f| f.min(head));
+        // A row's template is of its own day.
+        let templates: Vec<i64> = sqlx::query(
+            "SELECT id FROM edge_templates AS t WHERE day <= $1 AND EXISTS \
+             (SELECT 1 FROM edge_request_tpls WHERE tpl = t.id AND ts < $2 AND seq <= $3) ORDER BY id",
+        )
+        .bind(day_of(before))
+        .bind(before)
+        .bind(last)
+        .fetch_all(self.pool())
+        .await?
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+        // The time of a template's chunk's last old entry (read), then its old entries up to
+        // that time (written; ties with it too).
         let find = format!(
-            "SELECT tpl, ts, seq FROM edge_request_tpls WHERE (tpl, ts, seq) > ($1, $2, $3) AND {matching} \
-             ORDER BY tpl, ts, seq LIMIT 1 OFFSET {}",
+            "SELECT ts FROM edge_request_tpls WHERE tpl = $1 AND ts < $2 AND seq <= $3 ORDER BY ts LIMIT 1 OFFSET {}",
             SQLITE_PURGE_CHUNK - 1
         );
-        // Bounded by the two keys alone: with `tpl <= $4` beside them, SQLite 3.51 reads from
-        // the first key to `tpl`'s bound, the whole table after it (run 40).
-        let chunk = "DELETE FROM edge_request_tpls WHERE (tpl, ts, seq) > ($1, $2, $3) \
-                     AND (tpl, ts, seq) <= ($4, $5, $6) AND ts < $7 AND seq <= $8";
-        let rest = format!("DELETE FROM edge_request_tpls WHERE (tpl, ts, seq) > ($1, $2, $3) AND {matching}");
-        let mut from = (i64::MIN, i64::MIN, i64::MIN);
         let mut total = 0;
-        loop {
-            let bind = |sql: &str| {
-                sqlx::query::<Sqlite>(sqlx::AssertSqlSafe(sql.to_string()))
-                    .bind(from.0)
-                    .bind(from.1)
-                    .bind(from.2)
-                    .bind(highest)
+        for tpl in templates {
+            loop {
+                let to: Option<i64> = sqlx::query(sqlx::AssertSqlSafe(find.clone()))
+                    .bind(tpl)
                     .bind(before)
                     .bind(last)
-            };
-            let to: Option<(i64, i64, i64)> = bind(&find)
-                .fetch_optional(writer)
-                .await?
-                .map(|r| (r.get(0), r.get(1), r.get(2)));
-            let Some(to) = to else {
-                return Ok(total + bind(&rest).execute(writer).await?.rows_affected());
-            };
-            total += sqlx::query::<Sqlite>(chunk)
-                .bind(from.0)
-                .bind(from.1)
-                .bind(from.2)
-                .bind(to.0)
-                .bind(to.1)
-                .bind(to.2)
-                .bind(before)
-                .bind(last)
-                .execute(writer)
-                .await?
-                .rows_affected();
-            from = to;
-            tokio::task::yield_now().await;
+                    .fetch_optional(self.pool())
+                    .await?
+                    .map(|r| r.get(0));
+                total +=
+                    sqlx::query::<Sqlite>("DELETE FROM edge_request_tpls WHERE tpl = $1 AND ts <= $2 AND seq <= $3")
+                        .bind(tpl)
+                        .bind(to.unwrap_or(before - 1))
+                        .bind(last)
+                        .execute(writer)
+                        .await?
+                        .rows_affected();
+                tokio::task::yield_now().await;
+                if to.is_none() {
+                    break;
+                }
+            }
         }
+        Ok(total)
     }
 }
 
