@@ -15,8 +15,8 @@ use super::events::{BindValue, EventQuery, EventTable, bound};
 use super::{Dialect, Result, Store};
 
 /// The rows of one group that are read through the templates' rows ([`Store::template_rows`])
-/// and sorted, at most; a group with
-/// more is read in time order off `(rs, ts)`, where its rows are dense enough to fill a page soon.
+/// and sorted, at most; a group with more is read in time order off `(rs, ts)`, where its rows
+/// are dense enough to fill a page soon.
 pub const FEW_ROWS: i64 = 20_000;
 
 /// Pairs of a template and the index (`n`) of one of its events that share one place in a page's
@@ -50,8 +50,9 @@ struct Part {
 pub(super) struct Window<'a> {
     pub conds: &'a str,
     pub binds: &'a [BindValue],
-    /// The placeholders of the resource sets in `binds`, and the conditions on time alone.
+    /// The placeholders of the resource sets in `binds`.
     pub rs: &'a [String],
+    /// The window's conditions on time alone (`conds` without the resource sets).
     pub times: &'a str,
     /// [`template_days`] of the window.
     pub days: String,

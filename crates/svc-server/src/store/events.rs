@@ -274,9 +274,16 @@ fn insert_size(left: usize) -> usize {
 
 /// `INSERT INTO <table> (<columns>) VALUES ($1, …), ($n, …)` for `rows` rows. SQLite gets
 /// anonymous `?` placeholders: its driver resolves every `$n` by name, a linear search per
-/// parameter, which made binding quadratic in the number of rows.
+/// parameter, which made binding quadratic in the number of rows. And `OR FAIL`: a failing row
+/// stops the statement without undoing its rows before (the writer's transaction is rolled back
+/// then anyway), so SQLite keeps no statement journal for it, which a statement of several rows,
+/// or with migration 0013's trigger, would otherwise copy each page it changes into.
 fn multi_insert_sql(dialect: Dialect, table: &str, columns: &[&str], rows: usize) -> String {
-    let mut sql = format!("INSERT INTO {table} ({}) VALUES ", columns.join(", "));
+    let verb = match dialect {
+        Dialect::Sqlite => "INSERT OR FAIL INTO",
+        Dialect::Postgres => "INSERT INTO",
+    };
+    let mut sql = format!("{verb} {table} ({}) VALUES ", columns.join(", "));
     let mut n = 0;
     for r in 0..rows {
         if r > 0 {
@@ -661,16 +668,8 @@ fn insert_chunks(rows: usize) -> impl Iterator<Item = std::ops::Range<usize>> {
     })
 }
 
-/// The statement storing `rows` request rows. On SQLite `OR FAIL`: a failing row stops the
-/// statement without undoing its rows before (the writer's transaction is rolled back then
-/// anyway), so SQLite keeps no statement journal for it, which a statement of several rows, or
-/// with migration 0013's trigger, would otherwise copy each page it changes into.
 fn request_insert_sql(dialect: Dialect, rows: usize) -> String {
-    let insert = multi_insert_sql(dialect, "edge_requests", REQUEST_COLUMNS, rows);
-    match dialect {
-        Dialect::Sqlite => insert.replacen("INSERT INTO", "INSERT OR FAIL INTO", 1),
-        Dialect::Postgres => insert,
-    }
+    multi_insert_sql(dialect, "edge_requests", REQUEST_COLUMNS, rows)
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -1458,14 +1457,18 @@ impl Store {
             .min()
             .map(|f| (f + 1).div_euclid(EVENTS_PER_REQUEST as i64) - 1);
         let mut total = 0;
-        for (name, time, floor, chunk) in [
+        // SQLite's audit chunks are the slowest for their size (~400 µs an entry under load):
+        // after each the writer gets as long again (`paced`; a fleet's day holds few).
+        let sqlite = self.dialect() == Dialect::Sqlite;
+        for (name, time, floor, chunk, paced) in [
             (
                 "audit_logs",
                 "created_at",
                 floor(EventTable::Audit),
                 self.purge_chunk(true),
+                sqlite,
             ),
-            ("edge_requests", "ts", edge_floor, self.purge_chunk(false)),
+            ("edge_requests", "ts", edge_floor, self.purge_chunk(false), false),
         ] {
             let bound = if floor.is_some() { " AND seq <= $2" } else { "" };
             // The head's old rows, as one range of `seq` (a range delete reads each page once;
@@ -1480,29 +1483,24 @@ impl Store {
                 // writer for the write lock, and SQLite's busy wait (1 to 100 ms a try) left a
                 // writer that kept losing to back-to-back chunks waiting up to 1.3 s (run 40).
                 let started = std::time::Instant::now();
+                macro_rules! run {
+                    ($db:ty, $pool:expr) => {{
+                        let mut q = sqlx::query::<$db>(sqlx::AssertSqlSafe(sql.clone())).bind(before);
+                        if let Some(f) = floor {
+                            q = q.bind(f);
+                        }
+                        q.execute($pool).await?.rows_affected()
+                    }};
+                }
                 let n = match &self.events {
-                    Some(writer) => {
-                        let mut q = sqlx::query::<Sqlite>(sqlx::AssertSqlSafe(sql.clone())).bind(before);
-                        if let Some(f) = floor {
-                            q = q.bind(f);
-                        }
-                        q.execute(writer).await?.rows_affected()
-                    }
-                    None => {
-                        let mut q = sqlx::query(sqlx::AssertSqlSafe(sql.clone())).bind(before);
-                        if let Some(f) = floor {
-                            q = q.bind(f);
-                        }
-                        q.execute(self.pool()).await?.rows_affected()
-                    }
+                    Some(writer) => run!(Sqlite, writer),
+                    None => run!(Any, self.pool()),
                 };
                 total += n;
                 if n == 0 {
                     break;
                 }
-                // SQLite's audit chunks are the slowest for their size (~400 µs an entry under
-                // load): the writer gets as long again after each (a fleet's day holds few).
-                if self.dialect() == Dialect::Sqlite && name == "audit_logs" {
+                if paced {
                     tokio::time::sleep(started.elapsed()).await;
                 }
                 tokio::task::yield_now().await;
@@ -1528,6 +1526,15 @@ impl Store {
 }
 
 impl Store {
+    /// Rows of `audit_logs` (`audit`) or `edge_requests` per retention `DELETE` here.
+    fn purge_chunk(&self, audit: bool) -> usize {
+        match (self.dialect(), audit) {
+            (Dialect::Sqlite, true) => SQLITE_AUDIT_PURGE_CHUNK,
+            (Dialect::Sqlite, false) => SQLITE_PURGE_CHUNK,
+            (Dialect::Postgres, _) => PURGE_CHUNK,
+        }
+    }
+
     /// SQLite's retention of `edge_request_tpls` (migration 0013), after `edge_requests`'
     /// (deleting `ts < before` from its head, at most to `floor`): the entries of the rows
     /// deleted. An entry goes when its row's `ts < before` and `seq ≤ last`, `last` the greatest
@@ -1660,17 +1667,6 @@ const SQLITE_PURGE_CHUNK: usize = 1000;
 /// index's trigrams with it (~120 µs idle, ~400 under load), so a chunk of 2,000 held the event
 /// writer for 242 ms, one of 100 for ~40 ms and one of 16 for ~6 ms (run 40); 4 hold it ~2 ms.
 const SQLITE_AUDIT_PURGE_CHUNK: usize = 4;
-
-impl Store {
-    /// Rows of `audit_logs` (`audit`) or `edge_requests` per retention `DELETE` here.
-    fn purge_chunk(&self, audit: bool) -> usize {
-        match (self.dialect(), audit) {
-            (Dialect::Sqlite, true) => SQLITE_AUDIT_PURGE_CHUNK,
-            (Dialect::Sqlite, false) => SQLITE_PURGE_CHUNK,
-            (Dialect::Postgres, _) => PURGE_CHUNK,
-        }
-    }
-}
 
 #[derive(Clone)]
 pub(super) enum BindValue {

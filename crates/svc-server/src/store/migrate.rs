@@ -2,11 +2,10 @@
 //! each in its own transaction and recorded in `schema_migrations` in that transaction (a
 //! migration that fails leaves nothing of itself, and one recorded is never applied again); on
 //! PostgreSQL an index build that must not block writes runs its statements on their own, each
-//! safe to run again (`Migration::concurrent`). On
-//! PostgreSQL an advisory lock keeps nodes that start together from racing. A database whose
-//! schema is newer than this binary's (a newer svc upgraded it) is refused, by `serve` and by
-//! every host command: an older node must not write to a schema it does not know (issue 32,
-//! docs/OPERATIONS.md "Upgrades").
+//! safe to run again (`Migration::concurrent`). On PostgreSQL an advisory lock keeps nodes that
+//! start together from racing. A database whose schema is newer than this binary's (a newer svc
+//! upgraded it) is refused, by `serve` and by every host command: an older node must not write to
+//! a schema it does not know (issue 32, docs/OPERATIONS.md "Upgrades").
 
 use sqlx::Row;
 
