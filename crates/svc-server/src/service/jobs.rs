@@ -130,6 +130,25 @@ pub fn spawn(node: &App) {
             }
         });
     }
+    // SQLite: the event lists' rows by client port (`store::ports`), read from the database once
+    // at start (a sort of each day's rows, off the requests' path); until then, and after a
+    // failure until the next try a minute on, a list ordered on the port sorts the window's rows.
+    let app = node.clone();
+    on_node(app.clock.clone(), async move {
+        loop {
+            let started = std::time::Instant::now();
+            match app.store.build_port_sketch().await {
+                Ok(true) => {
+                    let ms = started.elapsed().as_millis() as u64;
+                    tracing::info!(ms, "event rows by client port read");
+                    break;
+                }
+                Ok(false) => break,
+                Err(e) => tracing::warn!(error = %e, "reading the event rows by client port failed"),
+            }
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        }
+    });
     // The event lists' sorted templates (`store::event_pages::OrderCache`): those a list used
     // since are sorted again when their days gain templates, every 2 s, so the next finds them.
     // A failure is logged once until it changes or a turn succeeds.

@@ -64,6 +64,7 @@ impl Store {
             events: None,
             templates: Default::default(),
             template_orders: Default::default(),
+            ports: Default::default(),
             health: Default::default(),
             probe_dsn: None,
             data_dir: None,

@@ -524,25 +524,37 @@ impl Store {
             // `(rs, ts)` (`+ 0` keeps the planner off the index not meant), or by port
             // (`store::ports`): rows sorted, not their events.
             let tpl_col = if few { "tpl" } else { "(tpl + 0)" };
-            let sql = match (few, order) {
-                // Every row, sorted below.
-                (true, RowOrder::Port) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", None, few_rows),
-                (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64),
-                (false, RowOrder::Port) => self.rows_by_port(w, &list, desc, need),
-                (false, _) => dense_rows(w.conds, &list, &format!("ORDER BY ts {dir}, seq {dir} LIMIT {need}")),
+            // Many rows by port on SQLite: through the rows it keeps by port (`store::ports`).
+            let sketched = match (few, order) {
+                (false, RowOrder::Port) => self.rows_by_port_sketch(q, &per, &list, desc, need).await?,
+                _ => None,
             };
-            let rows = bound(&sql, w.binds).fetch_all(self.pool()).await?;
-            let mut rows: Vec<(i64, i64, i64)> = if few && order == RowOrder::Port {
-                let mut keyed: Vec<(Option<i64>, i64, i64, i64)> =
-                    rows.iter().map(|r| (r.get(3), r.get(2), r.get(0), r.get(1))).collect();
-                keyed.sort_unstable();
-                if desc {
-                    keyed.reverse();
+            let mut rows: Vec<(i64, i64, i64)> = match sketched {
+                Some(rows) => rows,
+                None => {
+                    let sql = match (few, order) {
+                        // Every row, sorted below.
+                        (true, RowOrder::Port) => {
+                            self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts, port", None, few_rows)
+                        }
+                        (true, _) => self.rows_of_templates(w.conds, &tpls, "seq, tpl, ts", Some(desc), need as i64),
+                        (false, RowOrder::Port) => self.rows_by_port(w, &list, desc, need),
+                        (false, _) => dense_rows(w.conds, &list, &format!("ORDER BY ts {dir}, seq {dir} LIMIT {need}")),
+                    };
+                    let rows = bound(&sql, w.binds).fetch_all(self.pool()).await?;
+                    if few && order == RowOrder::Port {
+                        let mut keyed: Vec<(Option<i64>, i64, i64, i64)> =
+                            rows.iter().map(|r| (r.get(3), r.get(2), r.get(0), r.get(1))).collect();
+                        keyed.sort_unstable();
+                        if desc {
+                            keyed.reverse();
+                        }
+                        keyed.truncate(need);
+                        keyed.into_iter().map(|(_, ts, seq, tpl)| (seq, tpl, ts)).collect()
+                    } else {
+                        rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
+                    }
                 }
-                keyed.truncate(need);
-                keyed.into_iter().map(|(_, ts, seq, tpl)| (seq, tpl, ts)).collect()
-            } else {
-                rows.iter().map(|r| (r.get(0), r.get(1), r.get(2))).collect()
             };
             // Sorted by a column within a time, the last time read is read whole.
             if sort_by.is_some()

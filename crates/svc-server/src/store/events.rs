@@ -843,17 +843,17 @@ async fn insert_request_rows(
 /// The same through a native SQLite connection: the `Any` driver copies every bound string
 /// twice before SQLite sees it (its own argument value, then the SQLite mapping's); bound
 /// natively, every text is a shared `Arc<str>`, not copied.
+/// Returns the last row's id (the others are those before it: one writer, `AUTOINCREMENT`).
 async fn insert_request_rows_sqlite(
     tx: &mut Transaction<'static, Sqlite>,
     rows: &[RequestRow],
     tpls: &[i64],
-) -> Result<()> {
+) -> Result<i64> {
     let mut q = sqlx::query(sqlx::AssertSqlSafe(request_insert_sql(Dialect::Sqlite, rows.len())));
     for (r, t) in rows.iter().zip(tpls) {
         q = bind_request!(q, r, *t, |s: Arc<str>| s);
     }
-    q.execute(&mut **tx).await?;
-    Ok(())
+    Ok(q.execute(&mut **tx).await?.last_insert_rowid())
 }
 
 impl Store {
@@ -880,7 +880,9 @@ impl Store {
             let mut tx = pool.begin_with("BEGIN IMMEDIATE").await?;
             let (tpls, stored) = resolve_templates!(self, &mut tx, batch, |s: Arc<str>| s)?;
             for range in insert_chunks(batch.len()) {
-                insert_request_rows_sqlite(&mut tx, &batch[range.clone()], &tpls[range]).await?;
+                let last = insert_request_rows_sqlite(&mut tx, &batch[range.clone()], &tpls[range.clone()]).await?;
+                // Before the commit: a list then never misses a row it can read.
+                self.feed_port_sketch(&batch[range.clone()], &tpls[range], last);
             }
             tx.commit().await?;
             self.remember_templates(stored);
@@ -1508,6 +1510,7 @@ impl Store {
         }
         if let Some(writer) = &self.events {
             self.purge_template_rows(writer, before, edge_floor).await?;
+            self.forget_port_sketch_before(before);
         }
         // The templates no request row can refer to any more (migration 0007): a row refers to a
         // template of its own day, and the rows left start at the head; a day more is kept for a

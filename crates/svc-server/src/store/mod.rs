@@ -172,6 +172,8 @@ pub struct Store {
     templates: std::sync::Arc<std::sync::Mutex<events::TemplateCache>>,
     /// The templates of some days in the order of an event list's `order` (`event_pages`).
     template_orders: std::sync::Arc<std::sync::Mutex<event_pages::OrderCache>>,
+    /// SQLite: each day's lowest and highest request rows by client port (`ports`).
+    ports: ports::Sketch,
     /// Whether the database can be used now (the probe's finding), shared by the clones.
     health: Arc<Health>,
     /// PostgreSQL: where the probe connects (its own connection, not the pool's).
@@ -295,6 +297,7 @@ impl Store {
             events: None,
             templates: Default::default(),
             template_orders: Default::default(),
+            ports: Default::default(),
             health: Arc::new(Health::default()),
             probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
             data_dir: match url {

@@ -2163,13 +2163,24 @@ async fn a_filter_matching_more_than_ten_thousand_rows_pages_as_the_one_statemen
 }
 
 /// A list ordered on the client port (PostgreSQL: read per resource set through its index,
-/// migration 0012; SQLite: the window's rows sorted) pages as the one-statement read does: both
-/// event tables, both directions, offsets, windows over three days and two resource sets, rows
-/// written late, ports that tie and rows of one time and port, before and after a purge.
+/// migration 0012; SQLite: the window's rows sorted, or read through the rows kept by port,
+/// `store::ports`) pages as the one-statement read does: both event tables, both directions,
+/// offsets, windows over three days and two resource sets, rows written late, ports that tie and
+/// rows of one time and port, before and after a purge and rows deleted behind the store's back.
 #[tokio::test]
 async fn a_list_ordered_on_the_client_port_pages_as_the_one_statement_read() {
+    // Without the rows kept by port; keeping 30 of each end (a first page of 7 or 25 rows
+    // reads them, sorting a day's rows where they do not reach); keeping 1,000 (every day
+    // whole).
+    for kept in [None, Some(30), Some(1_000)] {
+        lists_ordered_on_the_client_port(kept).await;
+    }
+}
+
+async fn lists_ordered_on_the_client_port(kept: Option<usize>) {
     use svc_server::store::{RequestContext, RequestRow, context_of};
-    let (s, _dir) = open().await;
+    let (s, url, _dir) = open_at().await;
+    let sketch = kept.is_some() && url.starts_with("sqlite:");
     let (a, b) = (uuid::Uuid::from_u128(0x9a), uuid::Uuid::from_u128(0x9b));
     let day = 86_400_000;
     // The start of a UTC day, and rows every ~20 minutes for three days; some written late.
@@ -2224,11 +2235,30 @@ async fn a_list_ordered_on_the_client_port_pages_as_the_one_statement_read() {
         }
         batch
     };
-    s.insert_requests(&write(0, 216)).await.unwrap();
+    // Some rows before the rows by port are read from the database, the rest fed as written.
+    s.insert_requests(&write(0, 90)).await.unwrap();
+    if let (Some(rows), true) = (kept, sketch) {
+        s.size_port_sketch(rows);
+        s.build_port_sketch().await.unwrap();
+    }
+    s.insert_requests(&write(90, 216)).await.unwrap();
     port_pages(&s, (a, b), base, "written").await;
+    let (read, sorted) = s.port_sketch_reads();
+    assert_eq!(read > 0, sketch, "{kept:?}: lists read through the rows kept by port");
+    assert_eq!(sorted > 0, kept == Some(30) && sketch, "{kept:?}: days sorted");
     // Retention deletes the rows before noon of the second day.
     s.purge_events(base + day + day / 2).await.unwrap();
     port_pages(&s, (a, b), base, "after a purge").await;
+    // Rows gone behind the store's back (every fifth of the third day's, those the ends keep
+    // among them): a list does not show them, and finds the rows after them.
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    sqlx::query("DELETE FROM edge_requests WHERE ts >= $1 AND seq % 5 = 0")
+        .bind(base + 2 * day)
+        .execute(&raw)
+        .await
+        .unwrap();
+    port_pages(&s, (a, b), base, "rows deleted").await;
+    assert!(s.port_sketch_reads().0 > read || !sketch);
 }
 
 /// Pages ordered on the client port, read as the lists do and as the one-statement read does
