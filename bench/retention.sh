@@ -14,7 +14,9 @@
 # build with another delay makes a shorter wait meaningful). From 30 s before until 40 s after,
 # POST /edge/v1/credentials goes out at BENCH_RETENTION_RATE a second (2,000), open loop
 # (bench/lib/openloop.py, CPU 1; the server on CPU 0); p50 / p99 / max per 5 s and the purge's
-# log line (rows, ms) go to DIR/retention.txt.
+# log line (rows, ms) go to DIR/retention.txt. BENCH_RETENTION_OLD=F (0 < F < 1) shifts the rows
+# instead so that the cutoff falls after the first F of them (by time): a purge of part of a
+# day, as each hourly purge is, the rest of the day's rows and template entries kept.
 set -euo pipefail
 DIR=${1:?usage: bench/retention.sh DIR [SVC_BIN]}
 BIN=${2:-target/release/svc}
@@ -35,17 +37,25 @@ PY
 PORT=${SVC_URL##*:}; IPORT=${ISSUER_URL##*:}
 WORK=$(mktemp -d /tmp/svc-retention.XXXXXX)
 cp "$DIR/svc-data/svc.db" "$DIR/svc-data/svc-encryption.key" "$WORK/"
-python3 - "$WORK/svc.db" "$AUDIT" <<'PY'
-import sqlite3, sys
+python3 - "$WORK/svc.db" "$AUDIT" "${BENCH_RETENTION_OLD:-}" "$WAIT" <<'PY'
+import sqlite3, sys, time
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
+DAY = 86400000
+shift = -2 * DAY
+if sys.argv[3]:
+    # The cutoff (a day before the purge, WAIT s after start) after the first F of the rows.
+    n = c.execute("SELECT COUNT(*) FROM edge_requests").fetchone()[0]
+    at = c.execute("SELECT ts FROM edge_requests ORDER BY ts LIMIT 1 OFFSET ?", (int(n * float(sys.argv[3])),)).fetchone()[0]
+    shift = int(time.time() * 1000) + (int(sys.argv[4]) + 5) * 1000 - DAY - at
+days = (at + shift) // DAY - at // DAY if sys.argv[3] else -2
 c.execute("BEGIN")
-c.execute("UPDATE edge_requests SET ts = ts - 172800000")
+c.execute("UPDATE edge_requests SET ts = ts + ?", (shift,))
 # Refilled in the writer's order (random places, as the trigger fills it), not sorted.
 c.execute("DELETE FROM edge_request_tpls")
 c.execute("INSERT INTO edge_request_tpls (tpl, ts, seq, rs) SELECT tpl, ts, seq, rs FROM edge_requests WHERE tpl IS NOT NULL ORDER BY seq")
-c.execute("UPDATE edge_templates SET day = day - 2, digest = digest || '-2'")
+c.execute("UPDATE edge_templates SET day = day + ?, digest = digest || '-2'", (days,))
 if sys.argv[2] == "1":
-    c.execute("UPDATE audit_logs SET created_at = created_at - 172800000")
+    c.execute("UPDATE audit_logs SET created_at = created_at + ?", (shift,))
 c.execute("COMMIT")
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 PY

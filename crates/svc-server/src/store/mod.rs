@@ -13,6 +13,7 @@ mod events;
 pub mod files;
 pub mod health;
 mod migrate;
+mod port_sketch;
 mod ports;
 pub mod sealed;
 mod streams;

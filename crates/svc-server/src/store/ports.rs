@@ -4,160 +4,21 @@
 //! none: there any structure sorted by port costs the server a B-tree page written per request
 //! (an index ~9,400 instructions a `/credentials` request, a table filled by trigger ~14,000,
 //! over issue 34's budget; docs/PERFORMANCE.md). Instead the server keeps, in memory, each
-//! day's and resource set's lowest and highest rows by port ([`PortSketch`]): what the first
-//! pages of a list ordered on the port show. A list reads them, checks them against the
+//! day's and resource set's lowest and highest rows by port (`store::port_sketch`): what the
+//! first pages of a list ordered on the port show. A list reads them, checks them against the
 //! database, and sorts only the window's rows of a day whose kept rows cannot prove the page.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use sqlx::Row;
+use sqlx::any::AnyRow;
 use uuid::Uuid;
 
 use super::event_pages::{Window, dense_rows, id_list};
 use super::events::{EventQuery, RequestRow};
+use super::port_sketch::{DAY, Entry, PortSketch, Share, Sizes, sort};
 use super::{Dialect, Result, Store};
-
-/// The rows each end of a part keeps: a first page of `per-page`'s largest size (1,000 rows).
-pub const SKETCH_ROWS: usize = 1_000;
-
-/// The entries all parts keep at most (~32 bytes each, both ends: ~64 MB); a part made beyond
-/// it keeps none, and a list sorts its rows.
-const SKETCH_ENTRIES: usize = 2_000_000;
-
-const DAY: i64 = 86_400_000;
-
-/// The rows of a resource set [`Store::build_port_sketch`] sorts at a time, at most (~80 ms).
-const BUILD_STRETCH: usize = 250_000;
-
-/// A request row as the sketch keeps it, in the port order (then time, then the order written).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
-    port: u16,
-    ts: i64,
-    seq: i64,
-    tpl: i64,
-}
-
-/// The rows of one UTC day of one resource set, as far as the sketch keeps them.
-#[derive(Default)]
-struct Part {
-    /// The `rows` lowest rows fed (greatest on top).
-    low: BinaryHeap<Entry>,
-    /// The `rows` highest rows fed (least on top).
-    high: BinaryHeap<Reverse<Entry>>,
-    /// The rows fed (twice for a row both read at the build and fed meanwhile).
-    seen: u64,
-    /// Whether the part keeps its ends (not over [`SKETCH_ENTRIES`], not a day retention has
-    /// passed): a list sorts the rows of a part that does not.
-    kept: bool,
-}
-
-impl Part {
-    /// Feeds a row; returns the entries added.
-    fn add(&mut self, e: Entry, rows: usize) -> usize {
-        self.seen += 1;
-        if !self.kept {
-            return 0;
-        }
-        let mut added = 0;
-        if self.low.len() < rows {
-            self.low.push(e);
-            added += 1;
-        } else if let Some(mut top) = self.low.peek_mut()
-            && e < *top
-        {
-            *top = e;
-        }
-        if self.high.len() < rows {
-            self.high.push(Reverse(e));
-            added += 1;
-        } else if let Some(mut top) = self.high.peek_mut()
-            && e > top.0
-        {
-            *top = Reverse(e);
-        }
-        added
-    }
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-enum State {
-    /// Not kept: lists sort (before the build, or after it failed).
-    #[default]
-    Off,
-    /// Rows are fed while the database's rows are read ([`Store::build_port_sketch`]).
-    Building,
-    /// Every stored row with a port has been fed: lists read it.
-    Ready,
-}
-
-/// Each day's and resource set's lowest and highest request rows by client port, fed by the
-/// event writer as it inserts them (before its commit: a row rolled back is found missing when
-/// read) and built at start from the database. Every row a part was fed whose key is at most its
-/// kept lowest's greatest is among them (a row leaves only for a lower one): a page whose rows
-/// are all within that is the database's, once each row read is checked to be there as kept.
-#[derive(Default)]
-pub(super) struct PortSketch {
-    state: State,
-    /// The rows each end of a part keeps ([`SKETCH_ROWS`]; tests set fewer).
-    rows: usize,
-    parts: HashMap<(i64, Uuid), Part>,
-    entries: usize,
-    /// Lists read through it, and the parts whose rows they sorted.
-    reads: u64,
-    sorted: u64,
-}
-
-impl PortSketch {
-    fn size(&self) -> usize {
-        if self.rows == 0 { SKETCH_ROWS } else { self.rows }
-    }
-
-    fn add(&mut self, rs: Uuid, e: Entry) {
-        let rows = self.size();
-        let full = self.entries >= SKETCH_ENTRIES;
-        let part = self.parts.entry((e.ts.div_euclid(DAY), rs)).or_insert_with(|| Part {
-            kept: !full,
-            ..Part::default()
-        });
-        self.entries += part.add(e, rows);
-    }
-}
-
-/// How far a part's candidates are all of its rows in the window, in the list's order.
-#[derive(Clone, Copy, Debug)]
-enum Exact {
-    /// Every row.
-    All,
-    /// Every row up to this one (included).
-    UpTo(Entry),
-    /// None: its rows are sorted.
-    Nothing,
-}
-
-/// One part's share of a list: its day and set, candidates in the list's order, and how far
-/// they are exact.
-struct Share {
-    day: i64,
-    rs: Uuid,
-    rows: Vec<Entry>,
-    exact: Exact,
-}
-
-/// Whether `a` comes before `b` in the list's order.
-fn before(a: &Entry, b: &Entry, desc: bool) -> bool {
-    if desc { a > b } else { a < b }
-}
-
-/// Sorts in the list's order.
-fn sort(rows: &mut [Entry], desc: bool) {
-    rows.sort_unstable();
-    if desc {
-        rows.reverse();
-    }
-}
 
 impl Store {
     /// Whether `edge_requests` has the client-port index (PostgreSQL; see the module).
@@ -200,8 +61,8 @@ impl Store {
     /// SQLite: feeds the request rows one `INSERT` stored (`rows` with their templates `tpls`,
     /// the last given the row id `last`, the others those before it) to the [`PortSketch`].
     pub(super) fn feed_port_sketch(&self, rows: &[RequestRow], tpls: &[i64], last: i64) {
-        let mut sketch = self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if sketch.state == State::Off {
+        let mut sketch = self.port_sketch();
+        if !sketch.feeding() {
             return;
         }
         let first = last - rows.len() as i64 + 1;
@@ -218,68 +79,49 @@ impl Store {
         }
     }
 
-    /// Retention has deleted the rows before `before`: the parts of the days before its day
-    /// keep nothing more (what a stream's floor held back is sorted when listed).
+    fn port_sketch(&self) -> std::sync::MutexGuard<'_, PortSketch> {
+        self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Retention has deleted the rows before `before`: the days before its day are forgotten.
     pub(super) fn forget_port_sketch_before(&self, before: i64) {
-        let mut sketch = self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let day = before.div_euclid(DAY);
-        let mut freed = 0;
-        for ((d, _), part) in sketch.parts.iter_mut() {
-            if *d < day && part.kept {
-                freed += part.low.len() + part.high.len();
-                *part = Part {
-                    seen: part.seen,
-                    ..Part::default()
-                };
-            }
-        }
-        sketch.entries -= freed;
+        self.port_sketch().forget_before(before.div_euclid(DAY));
     }
 
-    /// The rows each end of a part keeps, from the next build on (tests: a few, so that lists
-    /// sort some parts).
-    pub fn size_port_sketch(&self, rows: usize) {
-        self.ports
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .rows = rows;
+    /// Tests: the sizes of the next build (a few rows kept, a few parts, short stretches, so
+    /// that lists sort some days and the build reads several stretches).
+    #[doc(hidden)]
+    pub fn size_port_sketch(&self, keep: usize, parts: usize, stretch: usize) {
+        self.port_sketch().resize(Sizes { keep, parts, stretch });
     }
 
-    /// The lists read through the sketch, and the parts whose rows they sorted, since start.
+    /// The lists read through the sketch, and the shares of them sorted, since start.
     pub fn port_sketch_reads(&self) -> (u64, u64) {
-        let sketch = self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let sketch = self.port_sketch();
         (sketch.reads, sketch.sorted)
     }
 
-    /// SQLite: builds the [`PortSketch`] from the stored rows, feeding it the rows stored
-    /// meanwhile, and lists then read it: per stretch of a day's rows of a resource set, the
-    /// lowest and highest rows by port, each a sort of at most [`BUILD_STRETCH`] rows (~2 s in
-    /// all for ten million events on this machine). Returns whether there is one (SQLite).
+    /// SQLite with the event writer's connection: builds the [`PortSketch`] from the stored rows,
+    /// feeding it the rows stored meanwhile, and lists then read it: per stretch of a day's rows
+    /// of a resource set, the lowest and highest rows by port, each a sort of at most
+    /// [`Sizes::stretch`] rows (~2 s in all for ten million events on this machine). Returns
+    /// whether it built one.
     pub async fn build_port_sketch(&self) -> Result<bool> {
-        if self.dialect() != Dialect::Sqlite {
+        let Some(writer) = self.events.as_ref().filter(|_| self.dialect() == Dialect::Sqlite) else {
             return Ok(false);
-        }
-        let rows = {
-            let mut sketch = self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            sketch.state = State::Building;
-            sketch.parts.clear();
-            sketch.entries = 0;
-            sketch.size()
         };
-        let built = self.read_port_sketch(rows).await;
-        let mut sketch = self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        sketch.state = if built.is_ok() { State::Ready } else { State::Off };
-        built.map(|()| true)
+        let (generation, sizes) = self.port_sketch().start_build();
+        let built = self.read_port_sketch(writer, generation, sizes).await;
+        self.port_sketch().finish_build(generation, matches!(built, Ok(true)));
+        built
     }
 
-    async fn read_port_sketch(&self, rows: usize) -> Result<()> {
+    async fn read_port_sketch(&self, writer: &sqlx::SqlitePool, generation: u64, sizes: Sizes) -> Result<bool> {
         // Rows stored from here on are fed; those before are read (some of them both). Read on
         // the event writer's connection: a batch it was writing, perhaps unfed, has committed.
-        let last = "SELECT COALESCE(MAX(seq), 0) FROM edge_requests";
-        let stored: i64 = match &self.events {
-            Some(writer) => sqlx::query_scalar(last).fetch_one(writer).await?,
-            None => sqlx::query_scalar(last).fetch_one(self.pool()).await?,
-        };
+        let stored: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM edge_requests")
+            .fetch_one(writer)
+            .await?;
         // The resource sets, one `(rs, ts)` index probe each.
         let sets: Vec<String> = sqlx::query_scalar(
             "WITH RECURSIVE s(rs) AS (SELECT MIN(rs) FROM edge_requests UNION ALL \
@@ -303,20 +145,21 @@ impl Store {
                         .await?;
                 let Some(first) = first else { break };
                 let next: Option<i64> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                    "SELECT ts FROM edge_requests WHERE rs = $1 AND ts >= $2 ORDER BY ts LIMIT 1 OFFSET {BUILD_STRETCH}"
+                    "SELECT ts FROM edge_requests WHERE rs = $1 AND ts >= $2 ORDER BY ts LIMIT 1 OFFSET {}",
+                    sizes.stretch
                 )))
                 .bind(&text)
                 .bind(first)
                 .fetch_optional(self.pool())
                 .await?;
-                let day_end = (first.div_euclid(DAY) + 1) * DAY;
-                at = next.map_or(day_end, |n| n.max(first + 1).min(day_end));
+                let day_end = day_start_after(first);
+                at = next.map_or(day_end, |n| n.max(first.saturating_add(1)).min(day_end));
                 for dir in ["ASC", "DESC"] {
                     let sql = format!(
                         "SELECT port, ts, seq, tpl FROM edge_requests WHERE rs = $1 AND ts >= $2 AND ts < $3 \
                          AND seq <= $4 AND port IS NOT NULL AND tpl IS NOT NULL \
                          ORDER BY port {dir}, ts {dir}, seq {dir} LIMIT {}",
-                        rows + 1
+                        sizes.keep + 1
                     );
                     let found = sqlx::query(sqlx::AssertSqlSafe(sql))
                         .bind(&text)
@@ -325,35 +168,38 @@ impl Store {
                         .bind(stored)
                         .fetch_all(self.pool())
                         .await?;
-                    let mut sketch = self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let mut sketch = self.port_sketch();
+                    if !sketch.building(generation) {
+                        return Ok(false);
+                    }
                     for r in &found {
-                        let port: i64 = r.try_get(0)?;
-                        let e = Entry {
-                            port: u16::try_from(port).unwrap_or(u16::MAX),
-                            ts: r.try_get(1)?,
-                            seq: r.try_get(2)?,
-                            tpl: r.try_get(3)?,
-                        };
+                        let e =
+                            entry(r)?.ok_or_else(|| super::StoreError::other("a stored client port out of range"))?;
                         sketch.add(rs, e);
                     }
                     // All of the stretch's rows: the other end is the same.
-                    if found.len() <= rows {
+                    if found.len() <= sizes.keep {
                         break;
                     }
                 }
+                if at == i64::MAX {
+                    break;
+                }
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     /// SQLite: the first `need` rows (`seq, tpl, ts`) by client port (then time, then the order
     /// written; all reversed when `desc`) of `q`'s window among the templates `tpls` (`list`
     /// their id list), read through the [`PortSketch`]; `None` when it cannot answer (not built,
-    /// a page deeper than it keeps). Each part (a day of a resource set) in the window gives its
-    /// kept rows in the window and among `tpls`, checked against the database (a row deleted, or
-    /// rolled back after it was fed, is not there as kept). A part whose rows so read do not
-    /// reach the page's last row is read from the database: its window's rows sorted, as the
-    /// lists did before (a window taking little of a day, a filter taking few of its rows).
+    /// a page deeper than it keeps, a row without a port). Each share (a day of a resource set,
+    /// or the days retention passed) in the window gives its kept rows in the window and among
+    /// `tpls`; in the list's order they are checked against the database until the page is full
+    /// (a row deleted, or rolled back after it was fed, is not there as kept). A share whose
+    /// kept rows do not reach the page's last row is read from the database: its rows in the
+    /// window sorted, as the lists did before (a window taking little of a day, a filter taking
+    /// few of its rows, a day not kept).
     pub(super) async fn rows_by_port_sketch(
         &self,
         q: &EventQuery,
@@ -362,136 +208,127 @@ impl Store {
         desc: bool,
         need: usize,
     ) -> Result<Option<Vec<(i64, i64, i64)>>> {
-        if self.dialect() != Dialect::Sqlite {
+        if self.dialect() != Dialect::Sqlite || need == 0 {
             return Ok(None);
         }
         let Some(sets) = q.rs.iter().map(|s| canonical(s)).collect::<Option<Vec<Uuid>>>() else {
             return Ok(None);
         };
-        let from = q.from.unwrap_or(i64::MIN);
-        let to = q.to.unwrap_or(i64::MAX);
-        let (days_from, days_to) = (from.div_euclid(DAY), to.saturating_sub(1).div_euclid(DAY));
-        let mut shares = Vec::new();
-        {
-            let mut sketch = self.ports.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-            if sketch.state != State::Ready || need > sketch.size() {
-                return Ok(None);
-            }
-            sketch.reads += 1;
-            let rows = sketch.size();
-            for ((day, rs), part) in &sketch.parts {
-                if *day < days_from || *day > days_to || !sets.contains(rs) {
-                    continue;
-                }
-                let fits = |e: &Entry| e.ts >= from && e.ts < to && tpls.contains_key(&e.tpl);
-                let (mut kept, end): (Vec<Entry>, Option<Entry>) = if desc {
-                    (
-                        part.high.iter().map(|r| r.0).filter(fits).collect(),
-                        part.high.peek().map(|r| r.0),
-                    )
-                } else {
-                    (
-                        part.low.iter().copied().filter(fits).collect(),
-                        part.low.peek().copied(),
-                    )
-                };
-                sort(&mut kept, desc);
-                kept.dedup();
-                let mut exact = match end {
-                    _ if !part.kept => Exact::Nothing,
-                    _ if part.seen <= rows as u64 => Exact::All,
-                    Some(end) => Exact::UpTo(end),
-                    None => Exact::Nothing,
-                };
-                if kept.len() > need {
-                    kept.truncate(need);
-                    exact = Exact::UpTo(kept[need - 1]);
-                }
-                shares.push(Share {
-                    day: *day,
-                    rs: *rs,
-                    rows: kept,
-                    exact,
-                });
-            }
-        }
-        // Each candidate as stored (its row still there, with the port, time and template kept).
-        let seqs = id_list(shares.iter().flat_map(|s| s.rows.iter().map(|e| e.seq)));
-        if !seqs.is_empty() {
-            let sql = format!("SELECT port, ts, seq, tpl FROM edge_requests WHERE seq IN ({seqs})");
-            let found = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
-                .fetch_all(self.pool())
-                .await?;
-            let mut stored = std::collections::HashSet::with_capacity(found.len());
-            for r in &found {
-                let port: Option<i64> = r.try_get(0)?;
-                stored.insert((
-                    port,
-                    r.try_get::<i64, _>(1)?,
-                    r.try_get::<i64, _>(2)?,
-                    r.try_get::<Option<i64>, _>(3)?,
-                ));
-            }
-            for share in &mut shares {
-                share
-                    .rows
-                    .retain(|e| stored.contains(&(Some(i64::from(e.port)), e.ts, e.seq, Some(e.tpl))));
-            }
-        }
-        // The page's last row as read: every part must be exact up to it (or whole, when the
-        // page is not full).
-        let last = |shares: &[Share]| {
-            let mut all: Vec<Entry> = shares.iter().flat_map(|s| s.rows.iter().copied()).collect();
-            sort(&mut all, desc);
-            all.truncate(need);
-            all
+        let (from, to) = (q.from.unwrap_or(i64::MIN), q.to.unwrap_or(i64::MAX));
+        // Copied out under the lock (the event writer takes it in its transaction), selected here.
+        let Some(mut shares) = self.port_sketch().shares(&sets, from, to, desc, need) else {
+            return Ok(None);
         };
-        let page = last(&shares);
-        let bound = (page.len() == need).then(|| page[need - 1]);
-        let mut sorted = 0;
         for share in &mut shares {
-            let enough = match (share.exact, bound) {
-                (Exact::All, _) => true,
-                (Exact::UpTo(end), Some(bound)) => !before(&end, &bound, desc),
-                _ => false,
-            };
-            if enough {
-                continue;
-            }
-            // The part's rows in the window, sorted.
-            let dir = if desc { "DESC" } else { "ASC" };
-            let sql = format!(
-                "SELECT port, ts, seq, tpl FROM edge_requests WHERE rs = $1 AND ts >= $2 AND ts < $3 \
-                 AND (tpl + 0) IN ({list}) ORDER BY port {dir}, ts {dir}, seq {dir} LIMIT {need}"
-            );
-            let found = sqlx::query(sqlx::AssertSqlSafe(sql))
-                .persistent(false)
-                .bind(share.rs.hyphenated().to_string())
-                .bind(from.max(share.day * DAY))
-                .bind(to.min((share.day + 1) * DAY))
-                .fetch_all(self.pool())
-                .await?;
-            share.rows = Vec::with_capacity(found.len());
-            for r in &found {
-                let port: i64 = r.try_get(0)?;
-                share.rows.push(Entry {
-                    port: u16::try_from(port).unwrap_or(u16::MAX),
-                    ts: r.try_get(1)?,
-                    seq: r.try_get(2)?,
-                    tpl: r.try_get(3)?,
-                });
+            share.select(&|tpl| tpls.contains_key(&tpl), desc);
+        }
+        // Every candidate in the list's order (with its share), checked until the page is full.
+        let mut order: Vec<(Entry, usize)> = shares
+            .iter()
+            .enumerate()
+            .flat_map(|(i, s)| s.rows.iter().map(move |e| (*e, i)))
+            .collect();
+        order.sort_unstable_by(|a, b| if desc { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) });
+        let mut page: Vec<(Entry, usize)> = Vec::with_capacity(need);
+        let mut checked = 0;
+        while page.len() < need && checked < order.len() {
+            let batch = &order[checked..order.len().min(checked + need - page.len())];
+            checked += batch.len();
+            let stored = self.stored_as_kept(batch.iter().map(|(e, _)| e.seq)).await?;
+            page.extend(batch.iter().filter(|(e, i)| {
+                stored.get(&e.seq)
+                    == Some(&(
+                        shares[*i].rs.hyphenated().to_string(),
+                        Some(i64::from(e.port)),
+                        e.ts,
+                        Some(e.tpl),
+                    ))
+            }));
+        }
+        let last = (page.len() == need).then(|| page[need - 1].0);
+        // The shares whose kept rows do not reach the page's last row: their rows sorted. The
+        // others' rows up to it are all in `page` (each checked: everything up to it was).
+        let mut rows: Vec<Entry> = page
+            .iter()
+            .filter(|(_, i)| shares[*i].exact.reaches(last.as_ref(), desc))
+            .map(|(e, _)| *e)
+            .collect();
+        let mut sorted = 0;
+        for share in shares.iter().filter(|s| !s.exact.reaches(last.as_ref(), desc)) {
+            match self.share_by_port(share, list, desc, need).await? {
+                Some(found) => rows.extend(found),
+                None => return Ok(None),
             }
             sorted += 1;
         }
-        if sorted > 0 {
-            self.ports
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .sorted += sorted;
-        }
-        Ok(Some(last(&shares).into_iter().map(|e| (e.seq, e.tpl, e.ts)).collect()))
+        self.port_sketch().sorted += sorted;
+        sort(&mut rows, desc);
+        rows.truncate(need);
+        Ok(Some(rows.into_iter().map(|e| (e.seq, e.tpl, e.ts)).collect()))
     }
+
+    /// The rows of `seqs` as stored: resource set, port, time and template by `seq`.
+    async fn stored_as_kept(
+        &self,
+        seqs: impl Iterator<Item = i64>,
+    ) -> Result<HashMap<i64, (String, Option<i64>, i64, Option<i64>)>> {
+        let sql = format!(
+            "SELECT seq, rs, port, ts, tpl FROM edge_requests WHERE seq IN ({})",
+            id_list(seqs)
+        );
+        let found = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .persistent(false)
+            .fetch_all(self.pool())
+            .await?;
+        found
+            .iter()
+            .map(|r| {
+                Ok((
+                    r.try_get(0)?,
+                    (r.try_get(1)?, r.try_get(2)?, r.try_get(3)?, r.try_get(4)?),
+                ))
+            })
+            .collect()
+    }
+
+    /// The first `need` rows by port of `share`'s set and time among the templates `list`,
+    /// sorted from the database; `None` for a row without a port (stored since the list
+    /// looked: the list then sorts as without the sketch).
+    async fn share_by_port(&self, share: &Share, list: &str, desc: bool, need: usize) -> Result<Option<Vec<Entry>>> {
+        let dir = if desc { "DESC" } else { "ASC" };
+        let sql = format!(
+            "SELECT port, ts, seq, tpl FROM edge_requests WHERE rs = $1 AND ts >= $2 AND ts < $3 \
+             AND (tpl + 0) IN ({list}) ORDER BY port {dir}, ts {dir}, seq {dir} LIMIT {need}"
+        );
+        let found = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .persistent(false)
+            .bind(share.rs.hyphenated().to_string())
+            .bind(share.from)
+            .bind(share.to)
+            .fetch_all(self.pool())
+            .await?;
+        found.iter().map(entry).collect()
+    }
+}
+
+/// A row's `port, ts, seq, tpl` as kept; `None` without a port or template, or with a port out
+/// of range.
+fn entry(r: &AnyRow) -> Result<Option<Entry>> {
+    let (port, tpl): (Option<i64>, Option<i64>) = (r.try_get(0)?, r.try_get(3)?);
+    let (Some(port), Some(tpl)) = (port.and_then(|p| u16::try_from(p).ok()), tpl) else {
+        return Ok(None);
+    };
+    Ok(Some(Entry {
+        port,
+        ts: r.try_get(1)?,
+        seq: r.try_get(2)?,
+        tpl,
+    }))
+}
+
+/// The first millisecond of the day after the one of `ts` (saturating).
+fn day_start_after(ts: i64) -> i64 {
+    super::port_sketch::day_start(ts.div_euclid(DAY).saturating_add(1))
 }
 
 /// A resource set's id from its stored text (the lower-case hyphenated form its rows hold).

@@ -2166,32 +2166,47 @@ async fn a_filter_matching_more_than_ten_thousand_rows_pages_as_the_one_statemen
 /// migration 0012; SQLite: the window's rows sorted, or read through the rows kept by port,
 /// `store::ports`) pages as the one-statement read does: both event tables, both directions,
 /// offsets, windows over three days and two resource sets, rows written late, ports that tie and
-/// rows of one time and port, before and after a purge and rows deleted behind the store's back.
+/// rows of one time and port, before and after a purge, rows deleted behind the store's back, a
+/// batch rolled back whose row ids the next batch takes (the same rows in the other set), and a
+/// row written late into a day retention passed.
 #[tokio::test]
 async fn a_list_ordered_on_the_client_port_pages_as_the_one_statement_read() {
-    // Without the rows kept by port; keeping 30 of each end (a first page of 7 or 25 rows
-    // reads them, sorting a day's rows where they do not reach); keeping 1,000 (every day
-    // whole).
-    for kept in [None, Some(30), Some(1_000)] {
-        lists_ordered_on_the_client_port(kept).await;
+    // Without the rows kept by port (PostgreSQL's only way: its index); then on SQLite keeping
+    // 30 rows at each end of a day (a first page of 7 or 25 rows reads them, sorting a day's
+    // rows where they do not reach) read back in stretches of 40 rows, keeping 1,000 (every day
+    // whole), and keeping 1,000 in 2 parts at most (the oldest days' stop keeping); keeping 8
+    // read back in stretches of 20 (a stretch's two ends leave rows of it out).
+    if lists_ordered_on_the_client_port(None).await {
+        for sizes in [
+            (8, 1_024, 20),
+            (30, 1_024, 40),
+            (1_000, 1_024, 250_000),
+            (1_000, 2, 250_000),
+        ] {
+            lists_ordered_on_the_client_port(Some(sizes)).await;
+        }
     }
 }
 
-async fn lists_ordered_on_the_client_port(kept: Option<usize>) {
+/// One run of `a_list_ordered_on_the_client_port_pages_as_the_one_statement_read`, with the rows
+/// kept by port of `sizes` (kept, parts, stretch) on SQLite; returns whether it was SQLite.
+async fn lists_ordered_on_the_client_port(sizes: Option<(usize, usize, usize)>) -> bool {
     use svc_server::store::{RequestContext, RequestRow, context_of};
     let (s, url, _dir) = open_at().await;
-    let sketch = kept.is_some() && url.starts_with("sqlite:");
+    let sqlite = url.starts_with("sqlite:");
+    let sketch = sizes.is_some() && sqlite;
     let (a, b) = (uuid::Uuid::from_u128(0x9a), uuid::Uuid::from_u128(0x9b));
     let day = 86_400_000;
     // The start of a UTC day, and rows every ~20 minutes for three days; some written late.
     let base = 19_700 * day;
-    let write = |from: usize, to: usize| {
+    // Request `r`'s rows (in the other set when `swap`).
+    let write = |from: usize, to: usize, swap: bool| {
         let mut batch = Vec::new();
         for r in from..to {
             let back = if r % 11 == 0 { 3_600_000 } else { 0 };
             let ts = base + r as i64 * 1_200_000 - back;
             let first = svc_server::util::uuid_v7(ts);
-            let set = if r % 3 == 0 { b } else { a };
+            let set = if (r % 3 == 0) != swap { b } else { a };
             // Four kinds of request (templates).
             let body: std::sync::Arc<str> = format!("{{\"k\":{}}}", r % 4).into();
             let events = [
@@ -2236,16 +2251,20 @@ async fn lists_ordered_on_the_client_port(kept: Option<usize>) {
         batch
     };
     // Some rows before the rows by port are read from the database, the rest fed as written.
-    s.insert_requests(&write(0, 90)).await.unwrap();
-    if let (Some(rows), true) = (kept, sketch) {
-        s.size_port_sketch(rows);
-        s.build_port_sketch().await.unwrap();
+    s.insert_requests(&write(0, 90, false)).await.unwrap();
+    if let (Some((keep, parts, stretch)), true) = (sizes, sketch) {
+        s.size_port_sketch(keep, parts, stretch);
+        assert!(s.build_port_sketch().await.unwrap());
     }
-    s.insert_requests(&write(90, 216)).await.unwrap();
+    s.insert_requests(&write(90, 216, false)).await.unwrap();
     port_pages(&s, (a, b), base, "written").await;
     let (read, sorted) = s.port_sketch_reads();
-    assert_eq!(read > 0, sketch, "{kept:?}: lists read through the rows kept by port");
-    assert_eq!(sorted > 0, kept == Some(30) && sketch, "{kept:?}: days sorted");
+    assert_eq!(read > 0, sketch, "{sizes:?}: lists read through the rows kept by port");
+    // Keeping 8, a page that reads the sketch (7 rows) may or may not sort a day.
+    if !matches!(sizes, Some((8, _, _))) {
+        let some_sorted = matches!(sizes, Some((30, _, _) | (_, 2, _)));
+        assert_eq!(sorted > 0, some_sorted && sketch, "{sizes:?}: days sorted");
+    }
     // Retention deletes the rows before noon of the second day.
     s.purge_events(base + day + day / 2).await.unwrap();
     port_pages(&s, (a, b), base, "after a purge").await;
@@ -2258,7 +2277,35 @@ async fn lists_ordered_on_the_client_port(kept: Option<usize>) {
         .await
         .unwrap();
     port_pages(&s, (a, b), base, "rows deleted").await;
+    if sqlite {
+        // A batch fed, then rolled back (its rows gone, `AUTOINCREMENT` set back), and the next
+        // batch takes its row ids: the same requests in the other resource set (same time, port
+        // and template). The kept rows of the first are not shown, in either set.
+        let last: i64 = sqlx::query_scalar("SELECT MAX(seq) FROM edge_requests")
+            .fetch_one(&raw)
+            .await
+            .unwrap();
+        s.insert_requests(&write(216, 228, false)).await.unwrap();
+        for table in ["edge_requests", "edge_request_tpls"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!("DELETE FROM {table} WHERE seq > $1")))
+                .bind(last)
+                .execute(&raw)
+                .await
+                .unwrap();
+        }
+        sqlx::query("UPDATE sqlite_sequence SET seq = $1 WHERE name = 'edge_requests'")
+            .bind(last)
+            .execute(&raw)
+            .await
+            .unwrap();
+        s.insert_requests(&write(216, 228, true)).await.unwrap();
+        port_pages(&s, (a, b), base, "a batch rolled back, its ids taken").await;
+    }
+    // A row written late into the first day, which retention passed (the list sorts those days).
+    s.insert_requests(&write(5, 6, false)).await.unwrap();
+    port_pages(&s, (a, b), base, "a row late into a day retention passed").await;
     assert!(s.port_sketch_reads().0 > read || !sketch);
+    sqlite
 }
 
 /// Pages ordered on the client port, read as the lists do and as the one-statement read does
