@@ -224,20 +224,19 @@ impl PortSketch {
             return;
         }
         let keep = self.sizes.keep;
-        if !self.parts.contains_key(&(day, rs)) {
-            let kept = self.make_room(day);
-            self.kept_parts += usize::from(kept);
-            self.parts.insert(
-                (day, rs),
-                Part {
-                    kept,
-                    ..Part::default()
-                },
-            );
-        }
+        // One lookup for a row of a known part (nearly every row).
         if let Some(part) = self.parts.get_mut(&(day, rs)) {
             part.add(e, keep);
+            return;
         }
+        let kept = self.make_room(day);
+        self.kept_parts += usize::from(kept);
+        let mut part = Part {
+            kept,
+            ..Part::default()
+        };
+        part.add(e, keep);
+        self.parts.insert((day, rs), part);
     }
 
     /// Whether a new part of `day` may keep rows: under [`Sizes::parts`], or once the oldest
