@@ -4,8 +4,10 @@
 #
 #   bench/retention.sh DIR [SVC_BIN]
 #
-# DIR is the output of `bench/run.sh --events-scale N --keep-data` on SQLite (BENCH_EVENTS_DBS=sqlite):
-# its database, request pool and issuer keys. The database is copied (and synced: the first
+# DIR is the output of `bench/run.sh --events-scale N --keep-data` on SQLite (BENCH_EVENTS_DBS=sqlite)
+# or on PostgreSQL (BENCH_EVENTS_DBS=postgres; its database, svc_bench_*, copied as a template in
+# the same server, shifted, then vacuumed): its database, request pool and issuer keys. The
+# SQLite database is copied (and synced: the first
 # checkpoint's fsync would otherwise write the whole copy), shifted two days back (rows, template
 # entries, templates' days, audit entries unless BENCH_RETENTION_AUDIT=0), and served by SVC_BIN
 # (default target/release/svc) on the fill's own port and public URL (the pool's edge tokens name
@@ -24,8 +26,16 @@ WAIT=${BENCH_RETENTION_WAIT:-900}
 RATE=${BENCH_RETENTION_RATE:-2000}
 AUDIT=${BENCH_RETENTION_AUDIT:-1}
 BENCH=$(cd "$(dirname "$0")" && pwd)
-POOL=$DIR/pool-fleet-sqlite.txt
-[[ -f $DIR/svc-data/svc.db && -f $POOL && -d $DIR/issuer ]] || { echo "bench/retention.sh: $DIR is not a kept --events-scale run on SQLite" >&2; exit 2; }
+KEY=$(ls "$DIR"/svc-encryption-key-svc_bench_* 2>/dev/null | head -1 || true)
+if [[ -n $KEY ]]; then
+  KEPT=${KEY##*svc-encryption-key-}
+  POOL=$DIR/pool-fleet-postgres.txt
+  PG_ADMIN=${BENCH_PG_URL:-${SVC_TEST_POSTGRES_URL:?PostgreSQL: BENCH_PG_URL, or the test peers env}}
+else
+  POOL=$DIR/pool-fleet-sqlite.txt
+  [[ -f $DIR/svc-data/svc.db ]] || { echo "bench/retention.sh: $DIR is not a kept --events-scale run" >&2; exit 2; }
+fi
+[[ -f $POOL && -d $DIR/issuer ]] || { echo "bench/retention.sh: $DIR is not a kept --events-scale run" >&2; exit 2; }
 # The fill's server and issuer, from the pool's first line (token claims).
 read -r SVC_URL ISSUER_URL < <(python3 - "$POOL" <<'PY'
 import base64, json, sys
@@ -36,6 +46,31 @@ PY
 )
 PORT=${SVC_URL##*:}; IPORT=${ISSUER_URL##*:}
 WORK=$(mktemp -d /tmp/svc-retention.XXXXXX)
+if [[ -n $KEY ]]; then
+  WORKDB=svc_retention_$$
+  psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $WORKDB" -c "CREATE DATABASE $WORKDB TEMPLATE $KEPT" >/dev/null
+  DB_URL=${PG_ADMIN%/*}/$WORKDB
+  DB_ENV=(SVC_ENCRYPTION_KEY="$(cat "$KEY")")
+  python3 - "$DB_URL" "$AUDIT" "${BENCH_RETENTION_OLD:-}" "$WAIT" <<'PY'
+import subprocess, sys, time
+url = sys.argv[1]
+q = lambda sql: subprocess.run(["psql", url, "-qAtc", sql], check=True, capture_output=True, text=True).stdout.strip()
+DAY = 86400000
+shift, days = -2 * DAY, -2
+if sys.argv[3]:
+    n = int(q("SELECT COUNT(*) FROM edge_requests"))
+    at = int(q(f"SELECT ts FROM edge_requests ORDER BY ts LIMIT 1 OFFSET {int(n * float(sys.argv[3]))}"))
+    shift = int(time.time() * 1000) + (int(sys.argv[4]) + 5) * 1000 - DAY - at
+    days = (at + shift) // DAY - at // DAY
+audit = f"UPDATE audit_logs SET created_at = created_at + {shift};" if sys.argv[2] == "1" else ""
+q(f"BEGIN; UPDATE edge_requests SET ts = ts + {shift}; "
+  f"UPDATE edge_templates SET day = day + {days}, digest = digest || '-2'; {audit} COMMIT")
+q("VACUUM ANALYZE")
+PY
+  trap 'psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $WORKDB" >/dev/null 2>&1 || true' EXIT
+else
+DB_URL=sqlite://$WORK/svc.db
+DB_ENV=()
 cp "$DIR/svc-data/svc.db" "$DIR/svc-data/svc-encryption.key" "$WORK/"
 python3 - "$WORK/svc.db" "$AUDIT" "${BENCH_RETENTION_OLD:-}" "$WAIT" <<'PY'
 import sqlite3, sys, time
@@ -60,16 +95,17 @@ c.execute("COMMIT")
 c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 PY
 sync
+fi
 taskset -c 1 python3 "$BENCH/lib/issuer.py" serve "$DIR/issuer" "$IPORT" >"$WORK/issuer.log" 2>&1 &
 ISSUER=$!
-env SVC_DATABASE_URL="sqlite://$WORK/svc.db" SVC_LISTEN_ADDR="127.0.0.1:$PORT" SVC_PUBLIC_URL="$SVC_URL" \
+env "${DB_ENV[@]}" SVC_DATABASE_URL="$DB_URL" SVC_LISTEN_ADDR="127.0.0.1:$PORT" SVC_PUBLIC_URL="$SVC_URL" \
   SVC_BOOTSTRAP_ADMIN_EMAIL=bench@svc.test SVC_BOOTSTRAP_ADMIN_PASSWORD=bench-password-0123456789 \
   SVC_ALLOW_INSECURE_UPSTREAM=true SVC_TRUSTED_PROXIES=127.0.0.1/32 SVC_METRICS_LISTEN_ADDR= \
   SVC_EDGE_TOKEN_TTL_SECONDS=86400 SVC_EDGE_CREDENTIALS_RATE=10000000 SVC_EDGE_CREDENTIALS_BURST=10000000 \
   SVC_EVENTS_RETENTION_DAYS=1 RUST_LOG=info \
   taskset -c 0 "$BIN" serve >"$WORK/svc.log" 2>&1 &
 SVC=$!
-trap 'kill $SVC $ISSUER 2>/dev/null || true; rm -rf "$WORK"' EXIT
+trap 'kill $SVC $ISSUER 2>/dev/null || true; wait $SVC 2>/dev/null || true; rm -rf "$WORK"; [[ -z ${WORKDB:-} ]] || psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $WORKDB" >/dev/null 2>&1 || true' EXIT
 START=$(date +%s)
 for _ in $(seq 1 100); do curl -sf "$SVC_URL/api/v1/health" >/dev/null 2>&1 && break; sleep 0.3; done
 sleep $((WAIT - 30 - ($(date +%s) - START)))
