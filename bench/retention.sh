@@ -51,50 +51,14 @@ if [[ -n $KEY ]]; then
   psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $WORKDB" -c "CREATE DATABASE $WORKDB TEMPLATE $KEPT" >/dev/null
   DB_URL=${PG_ADMIN%/*}/$WORKDB
   DB_ENV=(SVC_ENCRYPTION_KEY="$(cat "$KEY")")
-  python3 - "$DB_URL" "$AUDIT" "${BENCH_RETENTION_OLD:-}" "$WAIT" <<'PY'
-import subprocess, sys, time
-url = sys.argv[1]
-q = lambda sql: subprocess.run(["psql", url, "-qAtc", sql], check=True, capture_output=True, text=True).stdout.strip()
-DAY = 86400000
-shift, days = -2 * DAY, -2
-if sys.argv[3]:
-    n = int(q("SELECT COUNT(*) FROM edge_requests"))
-    at = int(q(f"SELECT ts FROM edge_requests ORDER BY ts LIMIT 1 OFFSET {int(n * float(sys.argv[3]))}"))
-    shift = int(time.time() * 1000) + (int(sys.argv[4]) + 5) * 1000 - DAY - at
-    days = (at + shift) // DAY - at // DAY
-audit = f"UPDATE audit_logs SET created_at = created_at + {shift};" if sys.argv[2] == "1" else ""
-q(f"BEGIN; UPDATE edge_requests SET ts = ts + {shift}; "
-  f"UPDATE edge_templates SET day = day + {days}, digest = digest || '-2'; {audit} COMMIT")
-q("VACUUM ANALYZE")
-PY
   trap 'psql "$PG_ADMIN" -qc "DROP DATABASE IF EXISTS $WORKDB" >/dev/null 2>&1 || true' EXIT
+  python3 "$BENCH/lib/retention_shift.py" postgres "$DB_URL" "$AUDIT" "${BENCH_RETENTION_OLD:-}" "$WAIT"
 else
-DB_URL=sqlite://$WORK/svc.db
-DB_ENV=()
-cp "$DIR/svc-data/svc.db" "$DIR/svc-data/svc-encryption.key" "$WORK/"
-python3 - "$WORK/svc.db" "$AUDIT" "${BENCH_RETENTION_OLD:-}" "$WAIT" <<'PY'
-import sqlite3, sys, time
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-DAY = 86400000
-shift = -2 * DAY
-if sys.argv[3]:
-    # The cutoff (a day before the purge, WAIT s after start) after the first F of the rows.
-    n = c.execute("SELECT COUNT(*) FROM edge_requests").fetchone()[0]
-    at = c.execute("SELECT ts FROM edge_requests ORDER BY ts LIMIT 1 OFFSET ?", (int(n * float(sys.argv[3])),)).fetchone()[0]
-    shift = int(time.time() * 1000) + (int(sys.argv[4]) + 5) * 1000 - DAY - at
-days = (at + shift) // DAY - at // DAY if sys.argv[3] else -2
-c.execute("BEGIN")
-c.execute("UPDATE edge_requests SET ts = ts + ?", (shift,))
-# Refilled in the writer's order (random places, as the trigger fills it), not sorted.
-c.execute("DELETE FROM edge_request_tpls")
-c.execute("INSERT INTO edge_request_tpls (tpl, ts, seq, rs) SELECT tpl, ts, seq, rs FROM edge_requests WHERE tpl IS NOT NULL ORDER BY seq")
-c.execute("UPDATE edge_templates SET day = day + ?, digest = digest || '-2'", (days,))
-if sys.argv[2] == "1":
-    c.execute("UPDATE audit_logs SET created_at = created_at + ?", (shift,))
-c.execute("COMMIT")
-c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-PY
-sync
+  DB_URL=sqlite://$WORK/svc.db
+  DB_ENV=()
+  cp "$DIR/svc-data/svc.db" "$DIR/svc-data/svc-encryption.key" "$WORK/"
+  python3 "$BENCH/lib/retention_shift.py" sqlite "$WORK/svc.db" "$AUDIT" "${BENCH_RETENTION_OLD:-}" "$WAIT"
+  sync
 fi
 taskset -c 1 python3 "$BENCH/lib/issuer.py" serve "$DIR/issuer" "$IPORT" >"$WORK/issuer.log" 2>&1 &
 ISSUER=$!

@@ -85,7 +85,7 @@ pub(super) fn template_view(table: EventTable) -> &'static str {
 /// refers to a template of its own day (migration 0007), and retention keeps up to its days of
 /// them, so a list of the last day reads the templates of one or two days, not of all.
 pub(super) fn template_days(from: Option<i64>, to: Option<i64>) -> String {
-    let day = |ms: i64| ms.div_euclid(86_400_000);
+    let day = super::events::day_of;
     match (from, to) {
         (Some(f), Some(t)) => format!("day >= {} AND day <= {}", day(f), day(t.saturating_sub(1))),
         (Some(f), None) => format!("day >= {}", day(f)),

@@ -737,8 +737,13 @@ pub(super) struct TemplateCache {
 const TEMPLATE_CACHE: usize = 65_536;
 
 /// The UTC day of a time in milliseconds.
-fn day_of(ms: i64) -> i64 {
-    ms.div_euclid(86_400_000)
+/// A day in milliseconds.
+pub(super) const DAY_MS: i64 = 86_400_000;
+
+/// The UTC day of a time (ms): what templates (migration 0007) and the rows kept by port
+/// (`port_sketch`) are kept per.
+pub(super) fn day_of(ms: i64) -> i64 {
+    ms.div_euclid(DAY_MS)
 }
 
 const TEMPLATE_INSERT: &str = "INSERT INTO edge_templates (digest, day, client_ip, meta, shared, bodies) \

@@ -9,6 +9,8 @@ use std::collections::{BinaryHeap, HashMap};
 
 use uuid::Uuid;
 
+use super::events::{DAY_MS, day_of};
+
 /// The rows each end of a part keeps: a first page of `per-page`'s largest size (1,000 rows).
 pub const KEEP: usize = 1_000;
 
@@ -19,11 +21,9 @@ pub const KEPT_PARTS: usize = 1_024;
 /// The rows of a resource set the start's read sorts at a time, at most (~80 ms at ten million).
 pub const BUILD_STRETCH: usize = 250_000;
 
-pub const DAY: i64 = 86_400_000;
-
 /// The first millisecond of `day` (saturating).
 pub fn day_start(day: i64) -> i64 {
-    day.saturating_mul(DAY)
+    day.saturating_mul(DAY_MS)
 }
 
 /// A request row as the sketch keeps it, in the port order (then time, then the order written).
@@ -146,7 +146,7 @@ impl Share {
 }
 
 /// Whether `a` comes before `b` in the list's order.
-pub fn before(a: &Entry, b: &Entry, desc: bool) -> bool {
+fn before(a: &Entry, b: &Entry, desc: bool) -> bool {
     if desc { a > b } else { a < b }
 }
 
@@ -219,7 +219,7 @@ impl PortSketch {
 
     /// Feeds a row of resource set `rs` (stored, or read by the build).
     pub fn add(&mut self, rs: Uuid, e: Entry) {
-        let day = e.ts.div_euclid(DAY);
+        let day = day_of(e.ts);
         if self.forgotten_before.is_some_and(|f| day < f) {
             return;
         }
@@ -278,7 +278,7 @@ impl PortSketch {
             return None;
         }
         self.reads += 1;
-        let (first, last) = (from.div_euclid(DAY), to.saturating_sub(1).div_euclid(DAY));
+        let (first, last) = (day_of(from), day_of(to.saturating_sub(1)));
         let mut shares = Vec::new();
         for ((day, rs), part) in &self.parts {
             if *day < first || *day > last || !sets.contains(rs) {
@@ -325,7 +325,7 @@ mod tests {
     fn entry(port: u16, seq: i64) -> Entry {
         Entry {
             port,
-            ts: 5 * DAY + seq,
+            ts: 5 * DAY_MS + seq,
             seq,
             tpl: 1,
         }
@@ -395,7 +395,7 @@ mod tests {
         });
         let at = |day: i64, port: u16| Entry {
             port,
-            ts: day * DAY + 1,
+            ts: day * DAY_MS + 1,
             seq: day,
             tpl: 1,
         };

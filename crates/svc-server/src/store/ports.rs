@@ -16,8 +16,9 @@ use sqlx::any::AnyRow;
 use uuid::Uuid;
 
 use super::event_pages::{Window, dense_rows, id_list};
+use super::events::day_of;
 use super::events::{EventQuery, RequestRow};
-use super::port_sketch::{DAY, Entry, PortSketch, Share, Sizes, sort};
+use super::port_sketch::{Entry, PortSketch, Share, Sizes, day_start, sort};
 use super::{Dialect, Result, Store};
 
 impl Store {
@@ -85,7 +86,7 @@ impl Store {
 
     /// Retention has deleted the rows before `before`: the days before its day are forgotten.
     pub(super) fn forget_port_sketch_before(&self, before: i64) {
-        self.port_sketch().forget_before(before.div_euclid(DAY));
+        self.port_sketch().forget_before(day_of(before));
     }
 
     /// Tests: the sizes of the next build (a few rows kept, a few parts, short stretches, so
@@ -229,6 +230,7 @@ impl Store {
             .flat_map(|(i, s)| s.rows.iter().map(move |e| (*e, i)))
             .collect();
         order.sort_unstable_by(|a, b| if desc { b.0.cmp(&a.0) } else { a.0.cmp(&b.0) });
+        let sets: Vec<String> = shares.iter().map(|s| s.rs.hyphenated().to_string()).collect();
         let mut page: Vec<(Entry, usize)> = Vec::with_capacity(need);
         let mut checked = 0;
         while page.len() < need && checked < order.len() {
@@ -236,13 +238,9 @@ impl Store {
             checked += batch.len();
             let stored = self.stored_as_kept(batch.iter().map(|(e, _)| e.seq)).await?;
             page.extend(batch.iter().filter(|(e, i)| {
-                stored.get(&e.seq)
-                    == Some(&(
-                        shares[*i].rs.hyphenated().to_string(),
-                        Some(i64::from(e.port)),
-                        e.ts,
-                        Some(e.tpl),
-                    ))
+                stored.get(&e.seq).is_some_and(|(rs, port, ts, tpl)| {
+                    *rs == sets[*i] && *port == Some(i64::from(e.port)) && *ts == e.ts && *tpl == Some(e.tpl)
+                })
             }));
         }
         let last = (page.len() == need).then(|| page[need - 1].0);
@@ -328,7 +326,7 @@ fn entry(r: &AnyRow) -> Result<Option<Entry>> {
 
 /// The first millisecond of the day after the one of `ts` (saturating).
 fn day_start_after(ts: i64) -> i64 {
-    super::port_sketch::day_start(ts.div_euclid(DAY).saturating_add(1))
+    day_start(day_of(ts).saturating_add(1))
 }
 
 /// A resource set's id from its stored text (the lower-case hyphenated form its rows hold).

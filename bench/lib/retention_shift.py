@@ -1,0 +1,44 @@
+"""Shifts a kept --events-scale database back in time for bench/retention.sh.
+
+    retention_shift.py sqlite PATH|postgres URL AUDIT OLD WAIT
+
+Every request row, the templates' days and (AUDIT=1) the audit entries move two days back, or,
+with OLD=F (0 < F < 1), so far that the cutoff of a purge WAIT s after the server starts (a day
+before it) falls after the first F of the rows. SQLite's template entries are refilled in the
+writer's order (random places, as its trigger fills them); PostgreSQL is vacuumed after.
+"""
+import sqlite3
+import subprocess
+import sys
+import time
+
+kind, target, audit, old, wait = sys.argv[1:6]
+DAY = 86400000
+if kind == "sqlite":
+    db = sqlite3.connect(target, isolation_level=None)
+    one = lambda sql: db.execute(sql).fetchone()[0]
+    run = lambda sql: db.execute(sql)
+else:
+    psql = lambda sql: subprocess.run(["psql", target, "-qAtc", sql], check=True, capture_output=True, text=True).stdout.strip()
+    one = lambda sql: int(psql(sql))
+    run = psql
+shift, days = -2 * DAY, -2
+if old:
+    n = one("SELECT COUNT(*) FROM edge_requests")
+    at = one(f"SELECT ts FROM edge_requests ORDER BY ts LIMIT 1 OFFSET {int(n * float(old))}")
+    shift = int(time.time() * 1000) + (int(wait) + 5) * 1000 - DAY - at
+    days = (at + shift) // DAY - at // DAY
+statements = [f"UPDATE edge_requests SET ts = ts + {shift}",
+              f"UPDATE edge_templates SET day = day + {days}, digest = digest || '-2'"]
+if audit == "1":
+    statements.append(f"UPDATE audit_logs SET created_at = created_at + {shift}")
+if kind == "sqlite":
+    statements += ["DELETE FROM edge_request_tpls",
+                   "INSERT INTO edge_request_tpls (tpl, ts, seq, rs) SELECT tpl, ts, seq, rs FROM edge_requests "
+                   "WHERE tpl IS NOT NULL ORDER BY seq"]
+if kind == "sqlite":
+    for sql in ["BEGIN", *statements, "COMMIT", "PRAGMA wal_checkpoint(TRUNCATE)"]:
+        run(sql)
+else:
+    run("BEGIN; " + "; ".join(statements) + "; COMMIT")
+    run("VACUUM ANALYZE")
