@@ -5,7 +5,8 @@
 Every request row, the templates' days and (AUDIT=1) the audit entries move two days back, or,
 with OLD=F (0 < F < 1), so far that the cutoff of a purge WAIT s after the server starts (a day
 before it) falls after the first F of the rows. SQLite's template entries are refilled in the
-writer's order (random places, as its trigger fills them); PostgreSQL is vacuumed after.
+writer's order (random places, as its trigger fills them); PostgreSQL is vacuumed after. A
+PostgreSQL table partitioned by day (migration 0014) has each day moved whole (two days back only).
 """
 import sqlite3
 import subprocess
@@ -39,6 +40,27 @@ if kind == "sqlite":
 if kind == "sqlite":
     for sql in ["BEGIN", *statements, "COMMIT", "PRAGMA wal_checkpoint(TRUNCATE)"]:
         run(sql)
+elif one("SELECT COUNT(*) FROM pg_class WHERE relname = 'edge_requests' AND relkind = 'p'"):
+    # Partitioned by day (migration 0014): each day's partition holding rows is detached, its
+    # rows shifted in place, and attached again as the day they now fall in (oldest first, so
+    # that no range is taken); the rows before the migration's partition end stay in it.
+    if shift % DAY:
+        sys.exit("retention_shift.py: PostgreSQL's day partitions shift by whole days only (no OLD)")
+    parts = []
+    for line in psql("SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits AS i "
+                     "JOIN pg_class AS c ON c.oid = i.inhrelid WHERE i.inhparent = 'edge_requests'::regclass").splitlines():
+        name, bound = line.split("|")
+        lo, hi = (v.strip(" ()'") for v in bound.split("FROM", 1)[1].split("TO"))
+        if lo != "MINVALUE" and one(f"SELECT COUNT(*) FROM (SELECT 1 FROM {name} LIMIT 1) AS x"):
+            parts.append((int(lo), int(hi), name))
+    for lo, hi, name in sorted(parts):
+        new = time.strftime("edge_requests_p%Y%m%d", time.gmtime((lo + shift) // 1000))
+        run(f"ALTER TABLE edge_requests DETACH PARTITION {name}")
+        run(f"UPDATE {name} SET ts = ts + {shift}")
+        run(f"ALTER TABLE {name} RENAME TO {new}")
+        run(f"ALTER TABLE edge_requests ATTACH PARTITION {new} FOR VALUES FROM ({lo + shift}) TO ({hi + shift})")
+    run(f"BEGIN; UPDATE edge_requests_legacy SET ts = ts + {shift}; " + "; ".join(statements[1:]) + "; COMMIT")
+    run("VACUUM ANALYZE")
 else:
     run("BEGIN; " + "; ".join(statements) + "; COMMIT")
     run("VACUUM ANALYZE")

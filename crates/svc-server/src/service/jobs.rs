@@ -130,6 +130,17 @@ pub fn spawn(node: &App) {
             }
         });
     }
+    // PostgreSQL: the event rows' partitions of today and the next days, made ahead hourly (the
+    // event writer makes one it finds missing, at the cost of its batch's wait).
+    let app = node.clone();
+    on_node(app.clock.clone(), async move {
+        loop {
+            if let Err(e) = app.store.prepare_request_days_ahead(crate::clock::now_millis()).await {
+                tracing::warn!(error = %e, "making the event rows' partitions of the next days failed");
+            }
+            tokio::time::sleep(Duration::from_secs(3600)).await;
+        }
+    });
     // SQLite: the event lists' rows by client port (`store::ports`), read from the database once
     // at start (a sort of each day's rows, off the requests' path); until then, and after a
     // failure until the next try a minute on, a list ordered on the port sorts the window's rows.
@@ -187,7 +198,10 @@ pub async fn retention(app: &App) -> Result<u64, crate::store::StoreError> {
     if days == 0 {
         return Ok(0);
     }
-    let cutoff = crate::clock::now_millis() - days * 86_400_000;
+    // On PostgreSQL the start of that day: days are dropped whole (`store::request_days`).
+    let cutoff = app
+        .store
+        .retention_cutoff(crate::clock::now_millis() - days * 86_400_000);
     let floors = crate::service::streams::retention_floors(app).await?;
     let started = std::time::Instant::now();
     let purged = app.store.purge_events_through(cutoff, &floors).await?;

@@ -65,6 +65,7 @@ impl Store {
             templates: Default::default(),
             template_orders: Default::default(),
             ports: Default::default(),
+            request_days: Default::default(),
             health: Default::default(),
             probe_dsn: None,
             data_dir: None,

@@ -484,6 +484,8 @@ impl Store {
         // many of those events to skip and show (sorted by a column, the rows of one time are
         // one part, sorted when read).
         let mut picked: Vec<Part> = Vec::new();
+        // The times of the rows picked: on PostgreSQL the days the page's read visits.
+        let mut span = (i64::MAX, i64::MIN);
         for group in groups {
             if want == 0 {
                 break;
@@ -590,6 +592,7 @@ impl Store {
                 part.take = want.min(events - skip);
                 skip = 0;
                 want -= part.take;
+                span = (span.0.min(ts), span.1.max(ts));
                 picked.push(part);
                 if want == 0 {
                     break;
@@ -600,8 +603,14 @@ impl Store {
             return Ok(Vec::new());
         }
         let seqs = id_list(picked.iter().flat_map(|p| p.rows.iter().map(|(seq, _)| *seq)));
+        // On PostgreSQL with the rows' times too: a read by `seq` alone would visit every day's
+        // partition (`request_days`).
+        let days = match self.dialect() {
+            Dialect::Postgres => format!(" AND ts BETWEEN {} AND {}", span.0, span.1),
+            Dialect::Sqlite => String::new(),
+        };
         let sql = format!(
-            "SELECT {}, rseq, n FROM {} WHERE rseq IN ({seqs})",
+            "SELECT {}, rseq, n FROM {} WHERE rseq IN ({seqs}){days}",
             table.select_list(),
             table.name()
         );

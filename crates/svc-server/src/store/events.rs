@@ -893,6 +893,18 @@ impl Store {
             self.remember_templates(stored);
             return Ok(());
         }
+        // PostgreSQL: each row's day has its partition (`request_days`); after a failure the
+        // days are asked of the catalog again.
+        self.ensure_request_days(batch).await?;
+        let written = self.insert_requests_any(batch).await;
+        if written.is_err() {
+            self.forget_request_days();
+        }
+        written
+    }
+
+    /// [`Store::insert_requests_now`] through the shared pool (PostgreSQL).
+    async fn insert_requests_any(&self, batch: &[RequestRow]) -> Result<()> {
         let mut tx = self.begin_write().await?;
         if self.dialect() == Dialect::Postgres {
             // One event transaction at a time across nodes: `seq` (a sequence, handed out at
@@ -1441,12 +1453,13 @@ impl Store {
     }
 
     /// Deletes records older than `before` (ms) (retention): audit entries and edge requests.
-    /// Rows are appended in time order, so the old ones are the head of each table by `seq`: the
-    /// purge deletes them from the head in chunks (`Store::purge_chunk`), each its own short
-    /// statement, and stops at the first chunk with nothing old in it. It never scans a table
-    /// (there is no index on the time column) and never holds the write lock long enough to
-    /// stall the event writer. A row written out of order (another node's clock, seconds at
-    /// most) waits for a later purge.
+    /// On PostgreSQL a day of edge requests wholly before `before` is dropped whole
+    /// (`request_days`). Rows are appended in time order, so the old ones are the head of each
+    /// table by `seq`: the purge deletes them from the head in chunks (`Store::purge_chunk`),
+    /// each its own short statement, and stops at the first chunk with nothing old in it. It
+    /// never scans a table (there is no index on the time column) and never holds the write lock
+    /// long enough to stall the event writer. A row written out of order (another node's clock,
+    /// seconds at most) waits for a later purge.
     pub async fn purge_events(&self, before: i64) -> Result<u64> {
         self.purge_events_through(before, &[]).await
     }
@@ -1463,7 +1476,10 @@ impl Store {
             .filter_map(floor)
             .min()
             .map(|f| (f + 1).div_euclid(EVENTS_PER_REQUEST as i64) - 1);
-        let mut total = 0;
+        // PostgreSQL: the days wholly before the cutoff go whole (`request_days`); the rows
+        // left before it (stored before migration 0014, held back by a stream, a cutoff inside
+        // a day) are deleted below.
+        let mut total = self.drop_request_days(before, edge_floor).await?;
         // SQLite's audit chunks are the slowest for their size (~400 µs an entry under load):
         // after each the writer gets as long again (`paced`; a fleet's day holds few).
         let sqlite = self.dialect() == Dialect::Sqlite;

@@ -116,6 +116,13 @@ const MIGRATIONS: &[Migration] = &[
         postgres: include_str!("../../migrations/postgres/0013_template_rows.sql"),
         concurrent: false,
     },
+    Migration {
+        version: 14,
+        name: "request_days",
+        sqlite: include_str!("../../migrations/sqlite/0014_request_days.sql"),
+        postgres: include_str!("../../migrations/postgres/0014_request_days.sql"),
+        concurrent: false,
+    },
 ];
 
 /// The versions of every migration this binary knows, in order.
@@ -129,6 +136,12 @@ pub const LATEST: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"
 
 pub async fn run(store: &Store) -> Result<()> {
+    run_through(store, LATEST).await
+}
+
+/// [`run`], applying the migrations up to `version` only (tests: a database an older binary left).
+pub async fn run_through(store: &Store, version: i64) -> Result<()> {
+    let known = MIGRATIONS.iter().take_while(|m| m.version <= version).count();
     let pool = store.pool();
     let mut conn = pool.acquire().await?;
     if store.dialect() == Dialect::Postgres {
@@ -144,7 +157,7 @@ pub async fn run(store: &Store) -> Result<()> {
             tokio::time::sleep(std::time::Duration::from_millis(100)).await;
         }
     }
-    let result = apply(store.dialect(), &mut conn, MIGRATIONS).await;
+    let result = apply(store.dialect(), &mut conn, &MIGRATIONS[..known]).await;
     if store.dialect() == Dialect::Postgres {
         sqlx::query("SELECT pg_advisory_unlock($1)")
             .bind(PG_LOCK)

@@ -15,6 +15,7 @@ pub mod health;
 mod migrate;
 mod port_sketch;
 mod ports;
+mod request_days;
 pub mod sealed;
 mod streams;
 
@@ -175,6 +176,8 @@ pub struct Store {
     template_orders: std::sync::Arc<std::sync::Mutex<event_pages::OrderCache>>,
     /// SQLite: each day's lowest and highest request rows by client port (`ports`).
     ports: ports::Sketch,
+    /// PostgreSQL: the days whose partition of `edge_requests` this node knows (`request_days`).
+    request_days: request_days::KnownDays,
     /// Whether the database can be used now (the probe's finding), shared by the clones.
     health: Arc<Health>,
     /// PostgreSQL: where the probe connects (its own connection, not the pool's).
@@ -232,6 +235,15 @@ impl Store {
     pub async fn open(url: &DatabaseUrl) -> Result<Store> {
         let store = Self::connect(url, true).await?;
         migrate::run(&store).await?;
+        store.with_native(url).await
+    }
+
+    /// [`Store::open`] with the migrations up to `version` only: a database as an older binary
+    /// left it (tests of a migration).
+    #[doc(hidden)]
+    pub async fn open_through(url: &DatabaseUrl, version: i64) -> Result<Store> {
+        let store = Self::connect(url, true).await?;
+        migrate::run_through(&store, version).await?;
         store.with_native(url).await
     }
 
@@ -299,6 +311,7 @@ impl Store {
             templates: Default::default(),
             template_orders: Default::default(),
             ports: Default::default(),
+            request_days: Default::default(),
             health: Arc::new(Health::default()),
             probe_dsn: (dialect == Dialect::Postgres).then(|| dsn.clone()),
             data_dir: match url {

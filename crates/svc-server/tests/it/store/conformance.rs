@@ -2352,8 +2352,10 @@ async fn port_pages(s: &Store, (a, b): (uuid::Uuid, uuid::Uuid), base: i64, what
 /// recorded) runs again at the next start and ends with one valid index.
 #[tokio::test]
 async fn a_port_index_migration_cut_short_runs_again() {
-    let (s, url, _dir) = open_at().await;
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
     let db = database_url(&url);
+    let s = Store::open_through(&db, 12).await.expect("open store at 12");
     let raw = sqlx::AnyPool::connect(&url).await.unwrap();
     sqlx::query("DELETE FROM schema_migrations WHERE version = 12")
         .execute(&raw)
@@ -2501,4 +2503,195 @@ async fn retention_deletes_each_template_row_with_its_request_row() {
     assert_eq!(s.purge_events(base + 2 * day).await.unwrap(), 1_000);
     assert_eq!(entries().await, 1_993);
     lists("purged to the third day").await;
+}
+
+/// The names of `edge_requests`' partitions (PostgreSQL; none on SQLite) and of the day tables
+/// left detached.
+async fn request_days(raw: &sqlx::AnyPool, pg: bool) -> (Vec<String>, Vec<String>) {
+    if !pg {
+        return (Vec::new(), Vec::new());
+    }
+    let attached = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_inherits AS i JOIN pg_class AS c ON c.oid = i.inhrelid \
+         WHERE i.inhparent = 'edge_requests'::regclass ORDER BY 1",
+    )
+    .fetch_all(raw)
+    .await
+    .unwrap();
+    let detached = sqlx::query_scalar(
+        "SELECT relname::text FROM pg_class WHERE relkind = 'r' AND NOT relispartition \
+         AND relname LIKE 'edge_requests_p%' ORDER BY 1",
+    )
+    .fetch_all(raw)
+    .await
+    .unwrap();
+    (attached, detached)
+}
+
+/// Retention by the day (issue 34, migration 0014): on PostgreSQL `edge_requests` holds a
+/// partition per UTC day, made by the event writer for a day it has not seen, and a purge drops a
+/// day wholly before its cutoff (detached concurrently); rows a log stream holds back, and a
+/// cutoff inside a day, are deleted as rows; a detach cut short and a day detached but not dropped
+/// are finished by the next purge; a row written late into a dropped day gets its partition
+/// again. Each purge's count, and every list, is the same on SQLite, which deletes rows.
+#[tokio::test]
+async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
+    let (s, url, _dir) = open_at().await;
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    let pg = !url.starts_with("sqlite:");
+    let rs = uuid::Uuid::from_u128(0x7d);
+    let day = 86_400_000;
+    // Days after the one the migration's partition of older rows ends with.
+    let base = (svc_server::clock::now_millis() / day + 3) * day;
+    let name = |d: i64| {
+        let t = time::OffsetDateTime::from_unix_timestamp((base + d * day) / 1000).unwrap();
+        format!("edge_requests_p{:04}{:02}{:02}", t.year(), u8::from(t.month()), t.day())
+    };
+    // 400 requests a day over four days, 216 s apart.
+    let mut batch = Vec::new();
+    for r in 0..1_600i64 {
+        let ts = base + r * 216_000;
+        batch.push(edge_event(
+            EventTable::Authorization,
+            svc_server::util::uuid_v7(ts),
+            rs,
+            ts,
+            None,
+        ));
+    }
+    for chunk in batch.chunks(400) {
+        s.insert_events(chunk).await.unwrap();
+    }
+    let total = || {
+        let s = s.clone();
+        async move {
+            let q = EventQuery {
+                rs: vec![rs.to_string()],
+                limit: 10,
+                order_col: "ts",
+                desc: true,
+                ..Default::default()
+            };
+            s.query_events(EventTable::Authorization, &q).await.unwrap().total
+        }
+    };
+    assert_eq!(total().await, 1_600);
+    let (mut attached, _) = request_days(&raw, pg).await;
+    if pg {
+        // The rows before the migration's day (none here) go with their partition once it is
+        // wholly before a cutoff, as the first purge's is.
+        assert_eq!(attached.remove(0), "edge_requests_legacy");
+        for d in 0..4 {
+            assert!(attached.contains(&name(d)), "{attached:?}");
+        }
+        assert_eq!(s.retention_cutoff(base + day / 2), base);
+    } else {
+        assert_eq!(s.retention_cutoff(base + day / 2), base + day / 2);
+    }
+
+    // A cutoff inside the first day: its first 200 rows, as rows.
+    assert_eq!(s.purge_events(base + day / 2).await.unwrap(), 200);
+    assert_eq!(total().await, 1_400);
+    assert_eq!(request_days(&raw, pg).await.0, attached);
+
+    // The first day is old, but a stream holds back its last 10 rows: the day stays, the rows
+    // below the floor go.
+    let floor: i64 =
+        sqlx::query_scalar("SELECT seq FROM edge_requests WHERE ts < $1 ORDER BY seq DESC LIMIT 1 OFFSET 10")
+            .bind(base + day)
+            .fetch_one(&raw)
+            .await
+            .unwrap();
+    let floors = [(EventTable::Authorization, floor * 16 + 15)];
+    assert_eq!(s.purge_events_through(base + day, &floors).await.unwrap(), 190);
+    assert_eq!(total().await, 1_210);
+    assert_eq!(request_days(&raw, pg).await.0, attached);
+
+    // Delivered: the day goes whole.
+    assert_eq!(s.purge_events(base + day).await.unwrap(), 10);
+    assert_eq!(total().await, 1_200);
+    if pg {
+        let (now, left) = request_days(&raw, pg).await;
+        assert!(!now.contains(&name(0)) && now.contains(&name(1)), "{now:?}");
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    if pg {
+        // A detach cut short: a reader holds the table while the detach waits, and the detach is
+        // cancelled; the partition is left pending. The next purge finishes it.
+        use sqlx::Connection;
+        let mut reader = sqlx::AnyConnection::connect(&url).await.unwrap();
+        sqlx::raw_sql("BEGIN; SELECT COUNT(*) FROM edge_requests")
+            .execute(&mut reader)
+            .await
+            .unwrap();
+        let mut detacher = sqlx::AnyConnection::connect(&url).await.unwrap();
+        sqlx::raw_sql("SET statement_timeout = 500")
+            .execute(&mut detacher)
+            .await
+            .unwrap();
+        let cut = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "ALTER TABLE edge_requests DETACH PARTITION {} CONCURRENTLY",
+            name(1)
+        )))
+        .execute(&mut detacher)
+        .await;
+        let cut = cut.expect_err("the detach waits for the reader").to_string();
+        assert!(cut.contains("statement timeout"), "{cut}");
+        sqlx::raw_sql("COMMIT").execute(&mut reader).await.unwrap();
+        let pending: Vec<bool> =
+            sqlx::query_scalar("SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = $1::regclass")
+                .bind(name(1))
+                .fetch_all(&raw)
+                .await
+                .unwrap();
+        assert_eq!(pending, [true]);
+        // A day detached whose drop never came.
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "ALTER TABLE edge_requests DETACH PARTITION {}",
+            name(2)
+        )))
+        .execute(&raw)
+        .await
+        .unwrap();
+        assert_eq!(request_days(&raw, pg).await.1, [name(2)]);
+    }
+    // The second and third days (on PostgreSQL one pending, one detached).
+    assert_eq!(s.purge_events(base + 3 * day).await.unwrap(), 800);
+    assert_eq!(total().await, 400);
+    if pg {
+        let (now, left) = request_days(&raw, pg).await;
+        assert!(
+            !now.contains(&name(1)) && !now.contains(&name(2)) && now.contains(&name(3)),
+            "{now:?}"
+        );
+        assert!(left.is_empty(), "{left:?}");
+    }
+
+    // A row written late into a dropped day finds a partition again, and goes with its day.
+    let late = base + 2 * day + 5;
+    s.insert_events(&[edge_event(
+        EventTable::Authorization,
+        svc_server::util::uuid_v7(late),
+        rs,
+        late,
+        None,
+    )])
+    .await
+    .unwrap();
+    assert_eq!(total().await, 401);
+    if pg {
+        assert!(request_days(&raw, pg).await.0.contains(&name(2)));
+    }
+    assert_eq!(s.purge_events(base + 3 * day).await.unwrap(), 1);
+    assert_eq!(total().await, 400);
+    let q = EventQuery {
+        rs: vec![rs.to_string()],
+        limit: 400,
+        order_col: "ts",
+        desc: true,
+        ..Default::default()
+    };
+    let page = s.query_events(EventTable::Authorization, &q).await.unwrap();
+    assert_eq!(page.bodies.len(), 400);
 }
