@@ -46,6 +46,12 @@ elif one("SELECT COUNT(*) FROM pg_class WHERE relname = 'edge_requests' AND relk
     # that no range is taken); the rows before the migration's partition end stay in it.
     if shift % DAY:
         sys.exit("retention_shift.py: PostgreSQL's day partitions shift by whole days only (no OLD)")
+    legacy = one("SELECT COUNT(*) FROM pg_class WHERE relname = 'edge_requests_legacy'")
+    if legacy and not one("SELECT COUNT(*) FROM (SELECT 1 FROM edge_requests_legacy LIMIT 1) AS x"):
+        # Empty (a fill migrated by a build before 0014 dropped an empty one): it holds every day
+        # before its end, so the days shifted could not be attached.
+        run("ALTER TABLE edge_requests DETACH PARTITION edge_requests_legacy; DROP TABLE edge_requests_legacy")
+        legacy = 0
     parts = []
     for line in psql("SELECT c.relname, pg_get_expr(c.relpartbound, c.oid) FROM pg_inherits AS i "
                      "JOIN pg_class AS c ON c.oid = i.inhrelid WHERE i.inhparent = 'edge_requests'::regclass").splitlines():
@@ -59,7 +65,8 @@ elif one("SELECT COUNT(*) FROM pg_class WHERE relname = 'edge_requests' AND relk
         run(f"UPDATE {name} SET ts = ts + {shift}")
         run(f"ALTER TABLE {name} RENAME TO {new}")
         run(f"ALTER TABLE edge_requests ATTACH PARTITION {new} FOR VALUES FROM ({lo + shift}) TO ({hi + shift})")
-    run(f"BEGIN; UPDATE edge_requests_legacy SET ts = ts + {shift}; " + "; ".join(statements[1:]) + "; COMMIT")
+    moved = [f"UPDATE edge_requests_legacy SET ts = ts + {shift}"] if legacy else []
+    run("BEGIN; " + "; ".join(moved + statements[1:]) + "; COMMIT")
     run("VACUUM ANALYZE")
 else:
     run("BEGIN; " + "; ".join(statements) + "; COMMIT")

@@ -97,7 +97,8 @@ pub struct Config {
     /// (§3.14: 60 s).
     pub log_stream_interval_seconds: u32,
     /// `SVC_EVENTS_RETENTION_DAYS`: audit entries and events older than this are deleted (never
-    /// ones an active log stream has not delivered); 0 keeps everything.
+    /// ones an active log stream has not delivered; on PostgreSQL a UTC day at a time,
+    /// `Store::retention_cutoff`); 0 keeps everything.
     pub events_retention_days: u32,
     pub geoip_db: Option<PathBuf>,
     pub signing_key_rotation_days: u32,

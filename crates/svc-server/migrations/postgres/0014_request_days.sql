@@ -9,8 +9,8 @@
 --
 -- The rows stored so far stay where they are: the table becomes the partition
 -- `edge_requests_legacy` of every time before the UTC day after its newest row and after now (the
--- nodes still running the binary before write there until then), or, empty, before today; its
--- indexes are those of the new table (matched, not built again). PostgreSQL reads it once to check
+-- nodes still running the binary before write there until then), its indexes those of the new
+-- table (matched, not built again). An empty one (a new database) is dropped. PostgreSQL reads it once to check
 -- that its rows lie in that range, under this migration's lock (event writes of the nodes still
 -- running wait for it). Retention deletes its rows as before until the whole of it is older than
 -- the cutoff, and then drops it.
@@ -44,25 +44,6 @@ CREATE INDEX edge_requests_rs_tpl_time ON edge_requests (rs, tpl, ts);
 CREATE INDEX edge_requests_stored_context ON edge_requests (rs, ts) WHERE ctx IS NOT NULL OR port IS NULL;
 CREATE INDEX edge_requests_port ON edge_requests (rs, port NULLS FIRST, ts, seq);
 
--- The newest row's time through the `(rs, ts)` index, one resource set at a time.
-DO $$
-DECLARE
-    newest BIGINT;
-BEGIN
-    WITH RECURSIVE s(rs) AS (
-        SELECT MIN(rs) FROM edge_requests_legacy
-        UNION ALL
-        SELECT (SELECT MIN(rs) FROM edge_requests_legacy WHERE rs > s.rs) FROM s WHERE s.rs IS NOT NULL
-    )
-    SELECT MAX((SELECT MAX(ts) FROM edge_requests_legacy WHERE rs = s.rs)) INTO newest
-        FROM s WHERE s.rs IS NOT NULL;
-    EXECUTE format('ALTER TABLE edge_requests ATTACH PARTITION edge_requests_legacy FOR VALUES FROM (MINVALUE) TO (%s)',
-                   CASE WHEN newest IS NULL THEN (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT / 86400000
-                        ELSE GREATEST(newest, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT) / 86400000 + 1
-                   END * 86400000);
-END
-$$;
-
 -- The views read the table they were made on: the event views read through this one.
 CREATE OR REPLACE VIEW edge_events AS
     SELECT r.seq AS rseq, e.n - 1 AS n, r.rs AS rs, r.ts AS ts, r.tpl AS tpl,
@@ -87,3 +68,25 @@ CREATE OR REPLACE VIEW edge_events AS
     FROM edge_requests AS r
     LEFT JOIN edge_templates AS t ON t.id = r.tpl
     CROSS JOIN LATERAL jsonb_array_elements(COALESCE(t.meta, r.meta)::jsonb) WITH ORDINALITY AS e(v, n);
+
+-- The newest row's time through the `(rs, ts)` index, one resource set at a time (none: the old
+-- table goes).
+DO $$
+DECLARE
+    newest BIGINT;
+BEGIN
+    WITH RECURSIVE s(rs) AS (
+        SELECT MIN(rs) FROM edge_requests_legacy
+        UNION ALL
+        SELECT (SELECT MIN(rs) FROM edge_requests_legacy WHERE rs > s.rs) FROM s WHERE s.rs IS NOT NULL
+    )
+    SELECT MAX((SELECT MAX(ts) FROM edge_requests_legacy WHERE rs = s.rs)) INTO newest
+        FROM s WHERE s.rs IS NOT NULL;
+    IF newest IS NULL THEN
+        DROP TABLE edge_requests_legacy;
+    ELSE
+        EXECUTE format('ALTER TABLE edge_requests ATTACH PARTITION edge_requests_legacy FOR VALUES FROM (MINVALUE) TO (%s)',
+                       (GREATEST(newest, (EXTRACT(EPOCH FROM clock_timestamp()) * 1000)::BIGINT) / 86400000 + 1) * 86400000);
+    END IF;
+END
+$$;

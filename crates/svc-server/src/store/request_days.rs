@@ -15,9 +15,11 @@
 //!   rounds its cutoff down to a day's start on PostgreSQL ([`Store::retention_cutoff`]), so a
 //!   day's events go together once the whole day is past the retention, at most a day late.
 //! - **Rows deleted as before** where a partition is not whole: the rows stored before the
-//!   migration (`edge_requests_legacy`, one partition of every time before its day), rows a log
-//!   stream holds back, and a cutoff inside a day (`Store::purge_events` called with one).
-//! - Partitions are made and dropped under one advisory lock, so nodes take turns.
+//!   migration (`edge_requests_legacy`, one partition of every time before the day after it; a
+//!   new database has none), rows a log stream holds back, and a cutoff inside a day
+//!   (`Store::purge_events` called with one).
+//! - Partitions are made and dropped under one advisory lock, so nodes take turns. A node that
+//!   knew a day another node dropped fails one insert of a late row of it, then asks again.
 //!
 //! A list's window prunes the days it does not cover; a read by `seq` alone visits every
 //! partition (a log stream's catch-up, once per transaction).

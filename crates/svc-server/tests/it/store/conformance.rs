@@ -2576,11 +2576,10 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
         }
     };
     assert_eq!(total().await, 1_600);
-    let (mut attached, _) = request_days(&raw, pg).await;
+    let (attached, _) = request_days(&raw, pg).await;
     if pg {
-        // The rows before the migration's day (none here) go with their partition once it is
-        // wholly before a cutoff, as the first purge's is.
-        assert_eq!(attached.remove(0), "edge_requests_legacy");
+        // A new database keeps no partition of older rows.
+        assert!(!attached.contains(&"edge_requests_legacy".to_string()), "{attached:?}");
         for d in 0..4 {
             assert!(attached.contains(&name(d)), "{attached:?}");
         }
@@ -2694,4 +2693,84 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
     };
     let page = s.query_events(EventTable::Authorization, &q).await.unwrap();
     assert_eq!(page.bodies.len(), 400);
+}
+
+/// Migration 0014 on a database holding request rows (PostgreSQL): the table becomes the
+/// partition `edge_requests_legacy` of every time before the day after its newest row and after
+/// now, new days get partitions of their own, retention deletes the old partition's rows as rows
+/// until the whole of it is before the cutoff, and then drops it. The counts are SQLite's too.
+#[tokio::test]
+async fn the_rows_stored_before_the_day_partitions_go_as_rows_then_with_their_partition() {
+    let dir = crate::support::harness::temp_dir();
+    let url = crate::support::harness::fresh_database(&dir).await;
+    let db = database_url(&url);
+    let pg = !url.starts_with("sqlite:");
+    let day = 86_400_000;
+    let now = svc_server::clock::now_millis();
+    let tomorrow = (now / day + 1) * day;
+    let s = Store::open_through(&db, 13).await.expect("open store at 13");
+    let raw = sqlx::AnyPool::connect(&url).await.unwrap();
+    // 100 rows over the ten days before now, 10 at now (as the binary before wrote them).
+    for r in 0..110i64 {
+        let ts = if r < 100 { now - 10 * day + r * day / 10 } else { now };
+        let id = svc_server::util::uuid_v7(ts);
+        sqlx::query(
+            "INSERT INTO edge_requests (rs, ts, na, nw, meta, bodies) VALUES ('x', $1, 1, 0, $2, '[{\"n\":1}]')",
+        )
+        .bind(ts)
+        .bind(format!(
+            "[{{\"k\":\"a\",\"id\":\"{id}\",\"t\":\"access.authorization\"}}]"
+        ))
+        .execute(&raw)
+        .await
+        .unwrap();
+    }
+    drop(s);
+    let s = Store::open(&db).await.expect("open store");
+    let count = || async {
+        sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM edge_requests")
+            .fetch_one(&raw)
+            .await
+            .unwrap()
+    };
+    assert_eq!(count().await, 110);
+    if pg {
+        let bound: String = sqlx::query_scalar(
+            "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_class AS c WHERE c.relname = 'edge_requests_legacy'",
+        )
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+        assert_eq!(bound, format!("FOR VALUES FROM (MINVALUE) TO ('{tomorrow}')"));
+    }
+    // Ten requests in two days' time: a partition of their day.
+    let rs = uuid::Uuid::from_u128(0x7e);
+    let later = tomorrow + day + 1_000;
+    let batch: Vec<EventRow> = (0..10)
+        .map(|i| {
+            edge_event(
+                EventTable::Authorization,
+                svc_server::util::uuid_v7(later + i),
+                rs,
+                later + i,
+                None,
+            )
+        })
+        .collect();
+    s.insert_events(&batch).await.unwrap();
+    assert_eq!(count().await, 120);
+    // A cutoff five days back: the older rows go as rows, the partition stays.
+    assert_eq!(s.purge_events(now - 5 * day).await.unwrap(), 50);
+    assert_eq!(count().await, 70);
+    let (attached, _) = request_days(&raw, pg).await;
+    assert_eq!(
+        attached.contains(&"edge_requests_legacy".to_string()),
+        pg,
+        "{attached:?}"
+    );
+    // A cutoff at its end: the rest of it goes whole.
+    assert_eq!(s.purge_events(tomorrow).await.unwrap(), 60);
+    assert_eq!(count().await, 10);
+    let (attached, _) = request_days(&raw, pg).await;
+    assert!(!attached.contains(&"edge_requests_legacy".to_string()), "{attached:?}");
 }
