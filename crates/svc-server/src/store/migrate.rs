@@ -121,7 +121,7 @@ const MIGRATIONS: &[Migration] = &[
         name: "request_days",
         sqlite: include_str!("../../migrations/sqlite/0014_request_days.sql"),
         postgres: include_str!("../../migrations/postgres/0014_request_days.sql"),
-        concurrent: false,
+        concurrent: true,
     },
 ];
 
@@ -264,10 +264,22 @@ async fn record(conn: &mut sqlx::AnyConnection, m: &Migration) -> Result<()> {
     Ok(())
 }
 
-/// The statements of a migration's SQL, one by one: each ends a line with `;`; comment lines
-/// are left out.
+/// The statements of a migration's SQL, one by one: each ends a line with `;` (not inside a
+/// `$$` body: a `DO` block is one statement); comment lines are left out.
 fn statements(sql: &str) -> Vec<String> {
-    sql.split(";\n")
+    let mut parts = Vec::new();
+    let (mut start, mut quoted) = (0, false);
+    for (i, _) in sql.match_indices(['$', ';']) {
+        if sql[i..].starts_with("$$") && !sql[..i].ends_with('$') {
+            quoted = !quoted;
+        } else if !quoted && sql[i..].starts_with(";\n") {
+            parts.push(&sql[start..i]);
+            start = i + 2;
+        }
+    }
+    parts.push(&sql[start..]);
+    parts
+        .into_iter()
         .map(|s| {
             s.lines()
                 .filter(|l| !l.trim_start().starts_with("--"))
@@ -288,6 +300,11 @@ mod tests {
     fn a_migrations_statements_are_split_without_its_comments() {
         let sql = "-- a comment; with a semicolon\nDROP INDEX x;\n\n-- more\nCREATE INDEX x\n    ON t (a);\n";
         assert_eq!(statements(sql), ["DROP INDEX x", "CREATE INDEX x\n    ON t (a)"]);
+        let sql = "DO $$\nBEGIN\n    SELECT 1;\n    SELECT 2;\nEND\n$$;\nSELECT 3;\n";
+        assert_eq!(
+            statements(sql),
+            ["DO $$\nBEGIN\n    SELECT 1;\n    SELECT 2;\nEND\n$$", "SELECT 3"]
+        );
     }
 
     const FIRST: Migration = Migration {

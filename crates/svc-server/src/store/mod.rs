@@ -235,6 +235,11 @@ impl Store {
     pub async fn open(url: &DatabaseUrl) -> Result<Store> {
         let store = Self::connect(url, true).await?;
         migrate::run(&store).await?;
+        // PostgreSQL: the next days' partitions of the request rows, for `svc migrate` too (the
+        // nodes still running the release before make none: they write into these).
+        if let Err(e) = store.prepare_request_days_ahead(crate::clock::now_millis()).await {
+            tracing::warn!(error = %e, "making the event rows' partitions of the next days failed");
+        }
         store.with_native(url).await
     }
 

@@ -2529,11 +2529,13 @@ async fn request_days(raw: &sqlx::AnyPool, pg: bool) -> (Vec<String>, Vec<String
 }
 
 /// Retention by the day (issue 34, migration 0014): on PostgreSQL `edge_requests` holds a
-/// partition per UTC day, made by the event writer for a day it has not seen, and a purge drops a
-/// day wholly before its cutoff (detached concurrently); rows a log stream holds back, and a
-/// cutoff inside a day, are deleted as rows; a detach cut short and a day detached but not dropped
-/// are finished by the next purge; a row written late into a dropped day gets its partition
-/// again. Each purge's count, and every list, is the same on SQLite, which deletes rows.
+/// partition per UTC day, made ahead at start and by the event writer for a day it has not seen,
+/// and a purge drops a day wholly before its cutoff (detached concurrently); rows a log stream
+/// holds back, and a cutoff inside a day, are deleted as rows; a detach cut short is finished
+/// first (another day old too), and a day cut short that is not old is attached again; a day's
+/// table left detached goes once its day is old; a row written late into a dropped day gets its
+/// partition again, also after another node dropped it. Each purge's count, and every list, is
+/// the same on SQLite, which deletes rows.
 #[tokio::test]
 async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
     let (s, url, _dir) = open_at().await;
@@ -2541,24 +2543,33 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
     let pg = !url.starts_with("sqlite:");
     let rs = uuid::Uuid::from_u128(0x7d);
     let day = 86_400_000;
-    // Days after the one the migration's partition of older rows ends with.
-    let base = (svc_server::clock::now_millis() / day + 3) * day;
-    let name = |d: i64| {
-        let t = time::OffsetDateTime::from_unix_timestamp((base + d * day) / 1000).unwrap();
+    let today = svc_server::clock::now_millis() / day * day;
+    // Days after those made ahead at start (today and the next two).
+    let base = today + 3 * day;
+    let name = |at: i64| {
+        let t = time::OffsetDateTime::from_unix_timestamp(at / 1000).unwrap();
         format!("edge_requests_p{:04}{:02}{:02}", t.year(), u8::from(t.month()), t.day())
     };
-    // 400 requests a day over four days, 216 s apart.
-    let mut batch = Vec::new();
-    for r in 0..1_600i64 {
-        let ts = base + r * 216_000;
-        batch.push(edge_event(
-            EventTable::Authorization,
-            svc_server::util::uuid_v7(ts),
-            rs,
-            ts,
-            None,
-        ));
+    let days = |d: i64| name(base + d * day);
+    let event = |ts: i64| edge_event(EventTable::Authorization, svc_server::util::uuid_v7(ts), rs, ts, None);
+    // The partitions of the test's days (those made ahead aside), and the day tables detached.
+    let ours = || async {
+        let (attached, left) = request_days(&raw, pg).await;
+        let ours: Vec<String> = attached.into_iter().filter(|n| (0..8).any(|d| *n == days(d))).collect();
+        (ours, left)
+    };
+    if pg {
+        let (attached, _) = request_days(&raw, pg).await;
+        assert!(
+            !attached.contains(&"edge_requests_legacy".to_string()),
+            "a new database has none: {attached:?}"
+        );
+        for d in 0..3 {
+            assert!(attached.contains(&name(today + d * day)), "made ahead: {attached:?}");
+        }
     }
+    // 400 requests a day over four days, 216 s apart.
+    let batch: Vec<EventRow> = (0..1_600i64).map(|r| event(base + r * 216_000)).collect();
     for chunk in batch.chunks(400) {
         s.insert_events(chunk).await.unwrap();
     }
@@ -2576,22 +2587,32 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
         }
     };
     assert_eq!(total().await, 1_600);
-    let (attached, _) = request_days(&raw, pg).await;
+    let (attached, _) = ours().await;
     if pg {
-        // A new database keeps no partition of older rows.
-        assert!(!attached.contains(&"edge_requests_legacy".to_string()), "{attached:?}");
-        for d in 0..4 {
-            assert!(attached.contains(&name(d)), "{attached:?}");
-        }
+        assert_eq!(attached, (0..4).map(days).collect::<Vec<_>>());
         assert_eq!(s.retention_cutoff(base + day / 2), base);
     } else {
         assert_eq!(s.retention_cutoff(base + day / 2), base + day / 2);
     }
 
+    // While another node drops days (it holds their lock), the rows are left to it.
+    if pg {
+        use sqlx::Connection;
+        let mut other = sqlx::AnyConnection::connect(&url).await.unwrap();
+        // `request_days::DAYS_LOCK` ("svcdays").
+        sqlx::raw_sql("SELECT pg_advisory_lock(32499791579674995)")
+            .execute(&mut other)
+            .await
+            .unwrap();
+        assert_eq!(s.purge_events(base + day / 2).await.unwrap(), 0);
+        assert_eq!(total().await, 1_600);
+        other.close().await.unwrap();
+    }
+
     // A cutoff inside the first day: its first 200 rows, as rows.
     assert_eq!(s.purge_events(base + day / 2).await.unwrap(), 200);
     assert_eq!(total().await, 1_400);
-    assert_eq!(request_days(&raw, pg).await.0, attached);
+    assert_eq!(ours().await.0, attached);
 
     // The first day is old, but a stream holds back its last 10 rows: the day stays, the rows
     // below the floor go.
@@ -2604,86 +2625,109 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
     let floors = [(EventTable::Authorization, floor * 16 + 15)];
     assert_eq!(s.purge_events_through(base + day, &floors).await.unwrap(), 190);
     assert_eq!(total().await, 1_210);
-    assert_eq!(request_days(&raw, pg).await.0, attached);
+    assert_eq!(ours().await.0, attached);
 
     // Delivered: the day goes whole.
     assert_eq!(s.purge_events(base + day).await.unwrap(), 10);
     assert_eq!(total().await, 1_200);
     if pg {
-        let (now, left) = request_days(&raw, pg).await;
-        assert!(!now.contains(&name(0)) && now.contains(&name(1)), "{now:?}");
-        assert!(left.is_empty(), "{left:?}");
+        assert_eq!(ours().await, ((1..4).map(days).collect(), vec![]));
     }
 
-    if pg {
-        // A detach cut short: a reader holds the table while the detach waits, and the detach is
-        // cancelled; the partition is left pending. The next purge finishes it.
-        use sqlx::Connection;
-        let mut reader = sqlx::AnyConnection::connect(&url).await.unwrap();
-        sqlx::raw_sql("BEGIN; SELECT COUNT(*) FROM edge_requests")
-            .execute(&mut reader)
-            .await
-            .unwrap();
-        let mut detacher = sqlx::AnyConnection::connect(&url).await.unwrap();
-        sqlx::raw_sql("SET statement_timeout = 500")
-            .execute(&mut detacher)
-            .await
-            .unwrap();
-        let cut = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "ALTER TABLE edge_requests DETACH PARTITION {} CONCURRENTLY",
-            name(1)
-        )))
-        .execute(&mut detacher)
-        .await;
-        let cut = cut.expect_err("the detach waits for the reader").to_string();
-        assert!(cut.contains("statement timeout"), "{cut}");
-        sqlx::raw_sql("COMMIT").execute(&mut reader).await.unwrap();
-        let pending: Vec<bool> =
-            sqlx::query_scalar("SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = $1::regclass")
-                .bind(name(1))
-                .fetch_all(&raw)
+    // A detach cut short: a reader holds the table while the detach waits, and the detach is
+    // cancelled; the partition is left pending (PostgreSQL then refuses any other detach).
+    let cut_short = |partition: String| {
+        let url = url.clone();
+        async move {
+            use sqlx::Connection;
+            let mut reader = sqlx::AnyConnection::connect(&url).await.unwrap();
+            sqlx::raw_sql("BEGIN; SELECT COUNT(*) FROM edge_requests")
+                .execute(&mut reader)
                 .await
                 .unwrap();
-        assert_eq!(pending, [true]);
-        // A day detached whose drop never came.
-        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
-            "ALTER TABLE edge_requests DETACH PARTITION {}",
-            name(2)
-        )))
-        .execute(&raw)
-        .await
-        .unwrap();
-        assert_eq!(request_days(&raw, pg).await.1, [name(2)]);
+            let mut detacher = sqlx::AnyConnection::connect(&url).await.unwrap();
+            sqlx::raw_sql("SET statement_timeout = 500")
+                .execute(&mut detacher)
+                .await
+                .unwrap();
+            let cut = sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+                "ALTER TABLE edge_requests DETACH PARTITION {partition} CONCURRENTLY"
+            )))
+            .execute(&mut detacher)
+            .await
+            .expect_err("the detach waits for the reader")
+            .to_string();
+            assert!(cut.contains("statement timeout"), "{cut}");
+            sqlx::raw_sql("COMMIT").execute(&mut reader).await.unwrap();
+            let pending: Vec<bool> =
+                sqlx::query_scalar("SELECT inhdetachpending FROM pg_inherits WHERE inhrelid = $1::regclass")
+                    .bind(partition)
+                    .fetch_all(&mut detacher)
+                    .await
+                    .unwrap();
+            assert_eq!(pending, [true]);
+        }
+    };
+    // The third day's detach cut short, the second day old too: both go.
+    if pg {
+        cut_short(days(2)).await;
     }
-    // The second and third days (on PostgreSQL one pending, one detached).
     assert_eq!(s.purge_events(base + 3 * day).await.unwrap(), 800);
     assert_eq!(total().await, 400);
     if pg {
-        let (now, left) = request_days(&raw, pg).await;
-        assert!(
-            !now.contains(&name(1)) && !now.contains(&name(2)) && now.contains(&name(3)),
-            "{now:?}"
-        );
-        assert!(left.is_empty(), "{left:?}");
+        assert_eq!(ours().await, (vec![days(3)], vec![]));
     }
 
     // A row written late into a dropped day finds a partition again, and goes with its day.
     let late = base + 2 * day + 5;
-    s.insert_events(&[edge_event(
-        EventTable::Authorization,
-        svc_server::util::uuid_v7(late),
-        rs,
-        late,
-        None,
-    )])
-    .await
-    .unwrap();
+    s.insert_events(&[event(late)]).await.unwrap();
     assert_eq!(total().await, 401);
     if pg {
-        assert!(request_days(&raw, pg).await.0.contains(&name(2)));
+        assert_eq!(ours().await.0, vec![days(2), days(3)]);
     }
     assert_eq!(s.purge_events(base + 3 * day).await.unwrap(), 1);
     assert_eq!(total().await, 400);
+
+    // Another node drops the fourth day, which this one wrote: this node's next row of it fails
+    // once (the day known, its partition gone), then finds a partition again.
+    s.insert_events(&[event(base + 3 * day + 1)]).await.unwrap();
+    let other = Store::open(&database_url(&url)).await.unwrap();
+    assert_eq!(other.purge_events(base + 4 * day).await.unwrap(), 401);
+    let late = base + 3 * day + 5;
+    if pg {
+        s.insert_events(&[event(late)])
+            .await
+            .expect_err("the partition is gone");
+    }
+    s.insert_events(&[event(late)]).await.unwrap();
+    assert_eq!(total().await, 1);
+    assert_eq!(s.purge_events(base + 4 * day).await.unwrap(), 1);
+
+    // The sixth day's detach cut short when it is not old (the retention raised): attached again.
+    let sixth: Vec<EventRow> = (0..20).map(|i| event(base + 5 * day + i)).collect();
+    s.insert_events(&sixth).await.unwrap();
+    if pg {
+        cut_short(days(5)).await;
+        assert_eq!(total().await, 0, "rows of a partition pending detach are not read");
+    }
+    assert_eq!(s.purge_events(base + 4 * day).await.unwrap(), 0);
+    assert_eq!(total().await, 20);
+    // Detached by an operator to keep: it stays until its day is old, then goes.
+    if pg {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+            "ALTER TABLE edge_requests DETACH PARTITION {}",
+            days(5)
+        )))
+        .execute(&raw)
+        .await
+        .unwrap();
+        assert_eq!(s.purge_events(base + 5 * day).await.unwrap(), 0);
+        assert_eq!(ours().await, (vec![], vec![days(5)]));
+        assert_eq!(s.purge_events(base + 6 * day).await.unwrap(), 20);
+        assert_eq!(ours().await, (vec![], vec![]));
+    } else {
+        assert_eq!(s.purge_events(base + 6 * day).await.unwrap(), 20);
+    }
     let q = EventQuery {
         rs: vec![rs.to_string()],
         limit: 400,
@@ -2691,14 +2735,20 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
         desc: true,
         ..Default::default()
     };
-    let page = s.query_events(EventTable::Authorization, &q).await.unwrap();
-    assert_eq!(page.bodies.len(), 400);
+    assert!(
+        s.query_events(EventTable::Authorization, &q)
+            .await
+            .unwrap()
+            .bodies
+            .is_empty()
+    );
 }
 
 /// Migration 0014 on a database holding request rows (PostgreSQL): the table becomes the
-/// partition `edge_requests_legacy` of every time before the day after its newest row and after
-/// now, new days get partitions of their own, retention deletes the old partition's rows as rows
-/// until the whole of it is before the cutoff, and then drops it. The counts are SQLite's too.
+/// partition `edge_requests_legacy` of every time before the second day after its newest row and
+/// after now (the rows checked first, then the swap), new days get partitions of their own,
+/// retention deletes the old partition's rows as rows until the whole of it is before the cutoff,
+/// and then drops it. The counts are SQLite's too.
 #[tokio::test]
 async fn the_rows_stored_before_the_day_partitions_go_as_rows_then_with_their_partition() {
     let dir = crate::support::harness::temp_dir();
@@ -2707,12 +2757,11 @@ async fn the_rows_stored_before_the_day_partitions_go_as_rows_then_with_their_pa
     let pg = !url.starts_with("sqlite:");
     let day = 86_400_000;
     let now = svc_server::clock::now_millis();
-    let tomorrow = (now / day + 1) * day;
     let s = Store::open_through(&db, 13).await.expect("open store at 13");
     let raw = sqlx::AnyPool::connect(&url).await.unwrap();
-    // 100 rows over the ten days before now, 10 at now (as the binary before wrote them).
+    // 110 rows over the twelve to two days before now (as the binary before wrote them).
     for r in 0..110i64 {
-        let ts = if r < 100 { now - 10 * day + r * day / 10 } else { now };
+        let ts = now - 12 * day + r.min(100) * day / 10;
         let id = svc_server::util::uuid_v7(ts);
         sqlx::query(
             "INSERT INTO edge_requests (rs, ts, na, nw, meta, bodies) VALUES ('x', $1, 1, 0, $2, '[{\"n\":1}]')",
@@ -2734,6 +2783,8 @@ async fn the_rows_stored_before_the_day_partitions_go_as_rows_then_with_their_pa
             .unwrap()
     };
     assert_eq!(count().await, 110);
+    // The second UTC day after now (a midnight during the test: the third).
+    let mut end = (now / day + 2) * day;
     if pg {
         let bound: String = sqlx::query_scalar(
             "SELECT pg_get_expr(c.relpartbound, c.oid) FROM pg_class AS c WHERE c.relname = 'edge_requests_legacy'",
@@ -2741,11 +2792,14 @@ async fn the_rows_stored_before_the_day_partitions_go_as_rows_then_with_their_pa
         .fetch_one(&raw)
         .await
         .unwrap();
-        assert_eq!(bound, format!("FOR VALUES FROM (MINVALUE) TO ('{tomorrow}')"));
+        if bound != format!("FOR VALUES FROM (MINVALUE) TO ('{end}')") {
+            end += day;
+            assert_eq!(bound, format!("FOR VALUES FROM (MINVALUE) TO ('{end}')"));
+        }
     }
-    // Ten requests in two days' time: a partition of their day.
+    // Ten requests after it: a partition of their day.
     let rs = uuid::Uuid::from_u128(0x7e);
-    let later = tomorrow + day + 1_000;
+    let later = end + 1_000;
     let batch: Vec<EventRow> = (0..10)
         .map(|i| {
             edge_event(
@@ -2759,8 +2813,8 @@ async fn the_rows_stored_before_the_day_partitions_go_as_rows_then_with_their_pa
         .collect();
     s.insert_events(&batch).await.unwrap();
     assert_eq!(count().await, 120);
-    // A cutoff five days back: the older rows go as rows, the partition stays.
-    assert_eq!(s.purge_events(now - 5 * day).await.unwrap(), 50);
+    // A cutoff seven days back: the older rows go as rows, the partition stays.
+    assert_eq!(s.purge_events(now - 7 * day).await.unwrap(), 50);
     assert_eq!(count().await, 70);
     let (attached, _) = request_days(&raw, pg).await;
     assert_eq!(
@@ -2769,7 +2823,7 @@ async fn the_rows_stored_before_the_day_partitions_go_as_rows_then_with_their_pa
         "{attached:?}"
     );
     // A cutoff at its end: the rest of it goes whole.
-    assert_eq!(s.purge_events(tomorrow).await.unwrap(), 60);
+    assert_eq!(s.purge_events(end).await.unwrap(), 60);
     assert_eq!(count().await, 10);
     let (attached, _) = request_days(&raw, pg).await;
     assert!(!attached.contains(&"edge_requests_legacy".to_string()), "{attached:?}");
