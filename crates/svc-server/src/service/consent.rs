@@ -53,9 +53,7 @@ pub async fn authorize_url(app: &App, p: &CredentialProvider, author: &Author) -
     };
     let data = json!({"cp": p.meta.id, "verifier": verifier, "email": email, "user": name.map(|(id, n)| json!({"id": id, "name": n}))});
     let expires = crate::clock::now_millis() + 10 * 60 * 1000;
-    app.store
-        .put_pending(&state, STATE_PURPOSE, &data.to_string(), expires)
-        .await?;
+    crate::service::pending::put(app, &state, STATE_PURPOSE, &data, expires).await?;
     Ok(url.to_string())
 }
 
@@ -70,12 +68,9 @@ pub async fn abandon_authorization(app: &App, id: Uuid, state: &str) -> Result<(
 /// Spends a consent `state` (single use) and returns what was stored with it, if it exists,
 /// has not expired and was issued for provider `id`.
 async fn take_state(app: &App, id: Uuid, state: &str) -> Result<Value, Error> {
-    let data = app
-        .store
-        .take_pending(state, STATE_PURPOSE, crate::clock::now_millis())
+    let data = crate::service::pending::take(app, state, STATE_PURPOSE, crate::clock::now_millis())
         .await?
         .ok_or_else(|| Error::field("state", "unknown or expired"))?;
-    let data: Value = serde_json::from_str(&data).map_err(Error::internal)?;
     if data.get("cp").and_then(Value::as_str) != Some(id.to_string().as_str()) {
         return Err(Error::field("state", "belongs to another provider"));
     }

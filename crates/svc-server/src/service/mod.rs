@@ -15,6 +15,7 @@ pub mod jobs;
 pub mod load;
 pub mod login;
 pub mod nodes;
+pub mod pending;
 pub mod policies;
 pub mod refs;
 pub mod rekey;

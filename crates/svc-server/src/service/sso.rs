@@ -353,9 +353,7 @@ pub async fn start(app: &App, idp_id: Uuid, ret: Return, client: &ClientInfo, bi
     if let Some(b) = binding {
         data["bind"] = json!(binding_hash(b));
     }
-    app.store
-        .put_pending(&state, PURPOSE, &data.to_string(), now + STATE_TTL_MS)
-        .await?;
+    crate::service::pending::put(app, &state, PURPOSE, &data, now + STATE_TTL_MS).await?;
     Ok(url.to_string())
 }
 
@@ -552,12 +550,9 @@ pub async fn callback(
     let state = state
         .filter(|s| !s.is_empty())
         .ok_or_else(|| Error::field("state", "is required"))?;
-    let data = app
-        .store
-        .take_pending(&state, PURPOSE, crate::clock::now_millis())
+    let data = crate::service::pending::take(app, &state, PURPOSE, crate::clock::now_millis())
         .await?
         .ok_or_else(|| Error::field("state", "unknown or expired"))?;
-    let data: Value = serde_json::from_str(&data).map_err(Error::internal)?;
     let idp_id = data
         .get("idp")
         .and_then(Value::as_str)
@@ -654,9 +649,7 @@ async fn complete(
     if let Some(b) = data.get("bind") {
         done["bind"] = b.clone();
     }
-    app.store
-        .put_pending(&code, PURPOSE_DONE, &done.to_string(), now + DONE_TTL_MS)
-        .await?;
+    crate::service::pending::put(app, &code, PURPOSE_DONE, &done, now + DONE_TTL_MS).await?;
     Ok(Finished::Code { code, totp })
 }
 
@@ -966,12 +959,9 @@ pub async fn exchange_code(
     app.login_throttle
         .check(client.source.as_deref(), now)
         .map_err(Error::TooManyRequests)?;
-    let data = app
-        .store
-        .take_pending(&code, PURPOSE_DONE, now)
+    let mut data = crate::service::pending::take(app, &code, PURPOSE_DONE, now)
         .await?
         .ok_or_else(|| Error::field("ssoCode", "unknown or expired"))?;
-    let mut data: Value = serde_json::from_str(&data).map_err(Error::internal)?;
     if !bound_here(&data, binding) {
         // Spent: the code of someone else's sign-in is not tried again.
         app.login_throttle.failed(client.source.as_deref(), now);
@@ -1001,9 +991,7 @@ pub async fn exchange_code(
             let left = data.get("attempts").and_then(Value::as_i64).unwrap_or(0) - 1;
             if left > 0 {
                 data["attempts"] = json!(left);
-                app.store
-                    .put_pending(&code, PURPOSE_DONE, &data.to_string(), now + DONE_TTL_MS)
-                    .await?;
+                crate::service::pending::put(app, &code, PURPOSE_DONE, &data, now + DONE_TTL_MS).await?;
             }
             let author = user_author(&user, client);
             crate::service::login::audit_failed_sign_in(

@@ -7,7 +7,8 @@
 //! credential-provider secrets, stored OAuth and ciB tokens, users' password hashes and TOTP
 //! seeds, SSO client secrets and keys, log-stream collector secrets, integration secrets);
 //! `signing_keys.material`, the ES256/RS256 signing keys and the HS256 internal token key;
-//! `meta.value`, the X.509 CA's key (`x509_ca`) and the encryption key's check value.
+//! `meta.value`, the X.509 CA's key (`x509_ca`) and the encryption key's check value;
+//! `pending_states.data`, the single-use states of sign-ins and consents (`service::pending`).
 
 use sqlx::Row;
 
@@ -29,6 +30,11 @@ pub fn entity_label(kind: &str, id: &str) -> String {
 /// The label of a signing key's material.
 pub fn key_label(kid: &str) -> String {
     format!("key:{kid}")
+}
+
+/// The label of a single-use state's data (`pending_states`, keyed by the state itself).
+pub fn pending_label(state: &str) -> String {
+    format!("pending:{state}")
 }
 
 /// The `meta` row that proves the encryption key (its value is sealed, see `service::rekey`).
@@ -61,6 +67,12 @@ pub const SEALED: &[SealedColumn] = &[
         keys: &["key"],
         column: "value",
         label: |k| meta_label(&k[0]),
+    },
+    SealedColumn {
+        table: "pending_states",
+        keys: &["state"],
+        column: "data",
+        label: |k| pending_label(&k[0]),
     },
 ];
 

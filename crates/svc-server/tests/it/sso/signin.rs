@@ -569,6 +569,54 @@ async fn hostile_id_tokens_and_state_rules() {
         .expect_error(404, "Not found.");
 }
 
+/// Secrets are encrypted at rest: a sign-in's pending state (its PKCE verifier and nonce) is
+/// stored sealed under its own label, so the database shows none of it; the sign-in then
+/// completes from it, and a state whose data does not open (altered, or sealed for another
+/// state) is unknown.
+#[tokio::test]
+async fn a_pending_sign_in_state_is_sealed_at_rest() {
+    let t = TestApp::start().await;
+    let idp = TestIdp::start().await;
+    let ops = role(&t, "ops", json!([{"name": "Users", "read": true}])).await;
+    let mut body = idp.body();
+    body["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": ops}]);
+    let id = t.post(IDPS, body).await;
+    let id = id.expect(201)["externalId"].as_str().unwrap().to_string();
+    let (state, nonce, challenge) = begin(&t, &id).await;
+    sqlx::any::install_default_drivers();
+    let raw = sqlx::AnyPool::connect(&t.db_url).await.unwrap();
+    let stored: String = sqlx::query_scalar("SELECT data FROM pending_states WHERE state = $1")
+        .bind(&state)
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    assert!(stored.starts_with("v1:"), "sealed: {stored}");
+    assert!(!stored.contains(&nonce) && !stored.contains("verifier"), "{stored}");
+    let label = svc_server::store::sealed::pending_label(&state);
+    let opened: Value = serde_json::from_slice(&t.app.cipher.open(&stored, &label).unwrap()).unwrap();
+    assert_eq!(opened["nonce"], json!(nonce));
+    let verifier = opened["verifier"].as_str().unwrap();
+    assert_eq!(
+        svc_server::crypto::b64url(&svc_server::crypto::sha256(verifier.as_bytes())),
+        challenge
+    );
+    idp.answer_with(idp.sign(&idp.claims(&nonce, "sealed@example.test")));
+    finish(&t, &state).await.expect(200);
+
+    // Another state's sealed data moved onto this one does not open: unknown.
+    let (first, _, _) = begin(&t, &id).await;
+    let (second, nonce, _) = begin(&t, &id).await;
+    sqlx::query("UPDATE pending_states SET data = (SELECT data FROM pending_states WHERE state = $1) WHERE state = $2")
+        .bind(&first)
+        .bind(&second)
+        .execute(&raw)
+        .await
+        .unwrap();
+    idp.answer_with(idp.sign(&idp.claims(&nonce, "sealed@example.test")));
+    finish(&t, &second).await.expect_error(400, "state: unknown or expired");
+}
+
 #[tokio::test]
 async fn a_state_started_on_one_node_completes_on_another() {
     if !use_postgres() {
