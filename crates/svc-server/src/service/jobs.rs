@@ -130,15 +130,14 @@ pub fn spawn(node: &App) {
             }
         });
     }
-    // PostgreSQL: the event rows' partitions of today and the next days, made ahead hourly (the
-    // event writer makes one it finds missing, at the cost of its batch's wait).
+    // PostgreSQL: the event rows' partitions of today and the next days, made ahead hourly after
+    // `Store::open` made them at start (the event writer makes one it finds missing, at the cost
+    // of its batch's wait).
     let app = node.clone();
     on_node(app.clock.clone(), async move {
         loop {
-            if let Err(e) = app.store.prepare_request_days_ahead(crate::clock::now_millis()).await {
-                tracing::warn!(error = %e, "making the event rows' partitions of the next days failed");
-            }
             tokio::time::sleep(Duration::from_secs(3600)).await;
+            app.store.prepare_request_days_ahead(crate::clock::now_millis()).await;
         }
     });
     // SQLite: the event lists' rows by client port (`store::ports`), read from the database once

@@ -294,23 +294,22 @@ impl Store {
             None => TEMPLATE_COLUMNS.iter().copied().find(|c| *c == q.order_col),
         }
         .filter(|_| keys != "1");
+        let used = format!(
+            "SELECT 1 FROM {rows} WHERE {window} AND tpl = t.id",
+            rows = self.template_rows(),
+            window = w.conds
+        );
         let in_window = |columns: &str| match self.dialect() {
             Dialect::Sqlite => format!(
-                "SELECT {columns} FROM edge_templates AS t WHERE {days} AND EXISTS \
-                 (SELECT 1 FROM {rows} WHERE {window} AND tpl = t.id)",
-                rows = self.template_rows(),
-                window = w.conds,
-                days = w.days,
+                "SELECT {columns} FROM edge_templates AS t WHERE {} AND EXISTS ({used})",
+                w.days
             ),
             // One index probe per template and day, as a nested loop: PostgreSQL's planner
             // turned `EXISTS` over the day partitions (migration 0014) into a hash of every row
             // of the window (0.5 s at ten million events).
             Dialect::Postgres => format!(
-                "SELECT {columns} FROM edge_templates AS t CROSS JOIN LATERAL \
-                 (SELECT 1 FROM {rows} WHERE {window} AND tpl = t.id LIMIT 1) AS used WHERE {days}",
-                rows = self.template_rows(),
-                window = w.conds,
-                days = w.days,
+                "SELECT {columns} FROM edge_templates AS t CROSS JOIN LATERAL ({used} LIMIT 1) AS used WHERE {}",
+                w.days
             ),
         };
         let rows: Vec<(i64, i64, Option<String>)> = if conds.is_empty() {

@@ -746,6 +746,11 @@ pub(super) fn day_of(ms: i64) -> i64 {
     ms.div_euclid(DAY_MS)
 }
 
+/// The first millisecond of `day` (saturating).
+pub(super) fn day_start(day: i64) -> i64 {
+    day.saturating_mul(DAY_MS)
+}
+
 const TEMPLATE_INSERT: &str = "INSERT INTO edge_templates (digest, day, client_ip, meta, shared, bodies) \
      VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (digest) DO UPDATE SET day = excluded.day RETURNING id";
 

@@ -135,11 +135,8 @@ pub const LATEST: i64 = MIGRATIONS[MIGRATIONS.len() - 1].version;
 
 const PG_LOCK: i64 = 0x5356_435f_4d49_4752; // "SVC_MIGR"
 
-pub async fn run(store: &Store) -> Result<()> {
-    run_through(store, LATEST).await
-}
-
-/// [`run`], applying the migrations up to `version` only (tests: a database an older binary left).
+/// Applies the migrations up to `version` (every one: [`LATEST`]; fewer, a database an older
+/// binary left, for tests).
 pub async fn run_through(store: &Store, version: i64) -> Result<()> {
     let known = MIGRATIONS.iter().take_while(|m| m.version <= version).count();
     let pool = store.pool();

@@ -233,14 +233,11 @@ impl Store {
     /// 0600, and its data directory, mode 0700, when the directory's parent exists) and runs the
     /// migrations.
     pub async fn open(url: &DatabaseUrl) -> Result<Store> {
-        let store = Self::connect(url, true).await?;
-        migrate::run(&store).await?;
+        let store = Self::open_through(url, migrate::LATEST).await?;
         // PostgreSQL: the next days' partitions of the request rows, for `svc migrate` too (the
         // nodes still running the release before make none: they write into these).
-        if let Err(e) = store.prepare_request_days_ahead(crate::clock::now_millis()).await {
-            tracing::warn!(error = %e, "making the event rows' partitions of the next days failed");
-        }
-        store.with_native(url).await
+        store.prepare_request_days_ahead(crate::clock::now_millis()).await;
+        Ok(store)
     }
 
     /// [`Store::open`] with the migrations up to `version` only: a database as an older binary

@@ -9,7 +9,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use uuid::Uuid;
 
-use super::events::{DAY_MS, day_of};
+use super::events::{day_of, day_start};
 
 /// The rows each end of a part keeps: a first page of `per-page`'s largest size (1,000 rows).
 pub const KEEP: usize = 1_000;
@@ -20,11 +20,6 @@ pub const KEPT_PARTS: usize = 1_024;
 
 /// The rows of a resource set the start's read sorts at a time, at most (~80 ms at ten million).
 pub const BUILD_STRETCH: usize = 250_000;
-
-/// The first millisecond of `day` (saturating).
-pub fn day_start(day: i64) -> i64 {
-    day.saturating_mul(DAY_MS)
-}
 
 /// A request row as the sketch keeps it, in the port order (then time, then the order written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -321,6 +316,7 @@ impl PortSketch {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::events::DAY_MS;
 
     fn entry(port: u16, seq: i64) -> Entry {
         Entry {

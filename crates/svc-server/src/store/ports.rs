@@ -16,9 +16,8 @@ use sqlx::any::AnyRow;
 use uuid::Uuid;
 
 use super::event_pages::{Window, dense_rows, id_list};
-use super::events::day_of;
-use super::events::{EventQuery, RequestRow};
-use super::port_sketch::{Entry, PortSketch, Share, Sizes, day_start, sort};
+use super::events::{EventQuery, RequestRow, day_of, day_start};
+use super::port_sketch::{Entry, PortSketch, Share, Sizes, sort};
 use super::{Dialect, Result, Store};
 
 impl Store {

@@ -34,7 +34,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use sqlx::Row;
 
-use super::events::{DAY_MS, RequestRow, day_of};
+use super::events::{RequestRow, day_of, day_start};
 use super::{Dialect, Result, Store, StoreError};
 
 /// The key of the PostgreSQL advisory lock under which partitions are made and dropped
@@ -79,14 +79,9 @@ fn day_name(day: i64) -> String {
     }
 }
 
-/// The time range of day `day`.
-fn day_range(day: i64) -> (i64, i64) {
-    (day.saturating_mul(DAY_MS), day.saturating_add(1).saturating_mul(DAY_MS))
-}
-
 /// Whether one of `parts` holds the whole of day `day`.
 fn covered(parts: &[Partition], day: i64) -> bool {
-    let (from, to) = day_range(day);
+    let (from, to) = (day_start(day), day_start(day.saturating_add(1)));
     parts.iter().any(|p| p.from <= from && to <= p.to)
 }
 
@@ -119,17 +114,20 @@ impl Store {
     /// of its UTC day, so that whole days are dropped (see the module); on SQLite `cutoff`.
     pub fn retention_cutoff(&self, cutoff: i64) -> i64 {
         match self.dialect() {
-            Dialect::Postgres => day_range(day_of(cutoff)).0,
+            Dialect::Postgres => day_start(day_of(cutoff)),
             Dialect::Sqlite => cutoff,
         }
     }
 
     /// PostgreSQL: makes the partitions of today (at `now`) and the next [`DAYS_AHEAD`] days
-    /// that do not exist yet. Nothing on SQLite.
-    pub async fn prepare_request_days_ahead(&self, now: i64) -> Result<()> {
+    /// that do not exist yet; a failure is logged (the event writer makes a day it finds
+    /// missing). Nothing on SQLite.
+    pub async fn prepare_request_days_ahead(&self, now: i64) {
         let today = day_of(now);
         let days: Vec<i64> = (today..=today + DAYS_AHEAD).collect();
-        self.prepare_request_days(&days).await
+        if let Err(e) = self.prepare_request_days(&days).await {
+            tracing::warn!(error = %e, "making the event rows' partitions of the next days failed");
+        }
     }
 
     /// The event writer's part (PostgreSQL): makes the partitions of `batch`'s days this node has
@@ -181,7 +179,7 @@ impl Store {
             // Again under the lock: another node may have made them meanwhile.
             let parts = partitions(&mut tx).await?;
             for &day in days.iter().filter(|d| !covered(&parts, **d)) {
-                let (from, to) = day_range(day);
+                let (from, to) = (day_start(day), day_start(day.saturating_add(1)));
                 let name = day_name(day);
                 // A table of that name not attached is one a drop left (detached, not
                 // dropped): its rows are of that day, so it is attached again.
@@ -223,13 +221,15 @@ impl Store {
                 .fetch_one(&mut conn)
                 .await?
                 .get(0);
-            // A day's count (the purge's figure) read by this backend alone: a parallel scan
-            // took every core from the edge for its ~70 ms.
-            sqlx::query("SET max_parallel_workers_per_gather = 0")
-                .execute(&mut conn)
-                .await?;
             let dropped = match locked {
-                true => self.drop_days_locked(&mut conn, before, floor).await.map(Some),
+                true => {
+                    // A day's count (the purge's figure) read by this backend alone: a parallel
+                    // scan took every core from the edge for its ~70 ms.
+                    sqlx::query("SET max_parallel_workers_per_gather = 0")
+                        .execute(&mut conn)
+                        .await?;
+                    self.drop_days_locked(&mut conn, before, floor).await.map(Some)
+                }
                 false => Ok(None),
             };
             let _ = conn.close().await;
@@ -285,7 +285,7 @@ impl Store {
         .map(|r| r.get(0))
         .collect();
         for name in left {
-            if day_of_name(&name).is_none_or(|d| day_range(d).1 > before) {
+            if day_of_name(&name).is_none_or(|d| day_start(d.saturating_add(1)) > before) {
                 continue;
             }
             match drop_table(conn, &name).await {

@@ -380,6 +380,17 @@ impl TestIdp {
     }
 }
 
+/// The test IdP registered at `t`, its `groups` claim `ops` mapped to a role reading users:
+/// (the IdP's id, the role's).
+async fn ops_idp(t: &TestApp, idp: &TestIdp) -> (String, String) {
+    let ops = role(t, "ops", json!([{"name": "Users", "read": true}])).await;
+    let mut body = idp.body();
+    body["ssoStatementRoleMappings"] =
+        json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": ops}]);
+    let id = t.post(IDPS, body).await;
+    (id.expect(201)["externalId"].as_str().unwrap().to_string(), ops)
+}
+
 /// Starts a sign-in at `t`: (state, nonce, code_challenge).
 pub(super) async fn begin(t: &TestApp, idp: &str) -> (String, String, String) {
     let r = t.get(&format!("/api/v1/sso/login/{idp}")).await;
@@ -401,12 +412,7 @@ pub(super) async fn finish(t: &TestApp, state: &str) -> Resp {
 async fn hostile_id_tokens_and_state_rules() {
     let t = TestApp::start().await;
     let idp = TestIdp::start().await;
-    let ops = role(&t, "ops", json!([{"name": "Users", "read": true}])).await;
-    let mut body = idp.body();
-    body["ssoStatementRoleMappings"] =
-        json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": ops}]);
-    let id = t.post(IDPS, body).await;
-    let id = id.expect(201)["externalId"].as_str().unwrap().to_string();
+    let (id, ops) = ops_idp(&t, &idp).await;
 
     // Each hostile token: 401, nothing created.
     type Mutate = fn(&TestIdp, &mut Value) -> Option<String>;
@@ -577,12 +583,7 @@ async fn hostile_id_tokens_and_state_rules() {
 async fn a_pending_sign_in_state_is_sealed_at_rest() {
     let t = TestApp::start().await;
     let idp = TestIdp::start().await;
-    let ops = role(&t, "ops", json!([{"name": "Users", "read": true}])).await;
-    let mut body = idp.body();
-    body["ssoStatementRoleMappings"] =
-        json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": ops}]);
-    let id = t.post(IDPS, body).await;
-    let id = id.expect(201)["externalId"].as_str().unwrap().to_string();
+    let (id, _) = ops_idp(&t, &idp).await;
     let (state, nonce, challenge) = begin(&t, &id).await;
     sqlx::any::install_default_drivers();
     let raw = sqlx::AnyPool::connect(&t.db_url).await.unwrap();
@@ -626,12 +627,7 @@ async fn a_state_started_on_one_node_completes_on_another() {
     let a = TestApp::start().await;
     let b = a.join().await;
     let idp = TestIdp::start().await;
-    let ops = role(&a, "ops", json!([{"name": "Users", "read": true}])).await;
-    let mut body = idp.body();
-    body["ssoStatementRoleMappings"] =
-        json!([{"attributeName": "groups", "attributeValue": "ops", "roleExternalId": ops}]);
-    let id = a.post(IDPS, body).await;
-    let id = id.expect(201)["externalId"].as_str().unwrap().to_string();
+    let (id, _) = ops_idp(&a, &idp).await;
     // The IdP was created through A; the sign-in starts on B and completes on A.
     let (state, nonce, _) = begin(&b, &id).await;
     idp.answer_with(idp.sign(&idp.claims(&nonce, "node@example.test")));

@@ -2573,19 +2573,21 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
     for chunk in batch.chunks(400) {
         s.insert_events(chunk).await.unwrap();
     }
-    let total = || {
+    // The newest `limit` events of the set, and their total.
+    let newest = |limit: i64| {
         let s = s.clone();
         async move {
             let q = EventQuery {
                 rs: vec![rs.to_string()],
-                limit: 10,
+                limit,
                 order_col: "ts",
                 desc: true,
                 ..Default::default()
             };
-            s.query_events(EventTable::Authorization, &q).await.unwrap().total
+            s.query_events(EventTable::Authorization, &q).await.unwrap()
         }
     };
+    let total = || async { newest(10).await.total };
     assert_eq!(total().await, 1_600);
     let (attached, _) = ours().await;
     if pg {
@@ -2728,20 +2730,7 @@ async fn retention_drops_each_day_whole_and_deletes_what_a_day_cannot_lose() {
     } else {
         assert_eq!(s.purge_events(base + 6 * day).await.unwrap(), 20);
     }
-    let q = EventQuery {
-        rs: vec![rs.to_string()],
-        limit: 400,
-        order_col: "ts",
-        desc: true,
-        ..Default::default()
-    };
-    assert!(
-        s.query_events(EventTable::Authorization, &q)
-            .await
-            .unwrap()
-            .bodies
-            .is_empty()
-    );
+    assert!(newest(400).await.bodies.is_empty());
 }
 
 /// Migration 0014 on a database holding request rows (PostgreSQL): the table becomes the

@@ -74,3 +74,36 @@ async fn retention_of_zero_days_keeps_everything() {
     assert_eq!(purge(&t).await, 0);
     assert_eq!(audit_by_id(&t).await, before);
 }
+
+/// The retention job's cutoff (`Store::retention_cutoff`): on PostgreSQL records go a UTC day at
+/// a time, each kept until the whole of its day is older than the retention (its day's events
+/// are dropped whole there); on SQLite each goes once it is older.
+#[tokio::test]
+async fn on_postgresql_the_retention_job_goes_a_day_at_a_time() {
+    let t = manual().await;
+    let m = marker(&t).await;
+    touch(&t, &m, 2).await;
+    let before = audit_by_id(&t).await;
+    let day = 86_400_000;
+    let now = svc_server::clock::now_millis();
+    // Entries of an earlier day (a test started at midnight) go at once on both.
+    let earlier = before
+        .values()
+        .filter(|v| {
+            let at = svc_api::Timestamp::parse(v["createdAt"].as_str().unwrap()).unwrap();
+            at.millis().div_euclid(day) < now.div_euclid(day)
+        })
+        .count() as u64;
+    // 90 days on and half the rest of today: every entry is older than the retention, today is
+    // not wholly so.
+    t.advance_clock(90 * day + ((now.div_euclid(day) + 1) * day - now) / 2 + 1);
+    if crate::support::harness::use_postgres() {
+        assert_eq!(purge(&t).await, earlier);
+        assert_eq!(audit_by_id(&t).await.len() as u64, before.len() as u64 - earlier);
+        t.advance_clock(day);
+        assert_eq!(purge(&t).await, before.len() as u64 - earlier);
+    } else {
+        assert_eq!(purge(&t).await, before.len() as u64);
+    }
+    assert!(audit_by_id(&t).await.is_empty());
+}
